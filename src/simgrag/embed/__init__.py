@@ -1,0 +1,21 @@
+"""Embedders: texts to float32 vectors behind one :class:`Embedder` protocol.
+
+Concrete adapters (sentence-transformers, Ollama, OpenAI-compatible) are imported lazily by
+:func:`resolve_embedder`, so importing :mod:`simgrag.embed` does not import torch.
+"""
+
+from __future__ import annotations
+
+from simgrag.embed.base import Embedder
+from simgrag.embed.batched import BatchedEmbedder, QueryCache
+from simgrag.embed.registry import BASE_URL_ENV, EmbedderEntry, list_embedders, resolve_embedder
+
+__all__ = [
+    "BASE_URL_ENV",
+    "BatchedEmbedder",
+    "Embedder",
+    "EmbedderEntry",
+    "QueryCache",
+    "list_embedders",
+    "resolve_embedder",
+]

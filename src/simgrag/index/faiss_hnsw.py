@@ -1,0 +1,117 @@
+"""Approximate L2 search with a FAISS HNSW graph (``faiss.IndexHNSWFlat``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simgrag.errors import IndexDirError, VectorIndexError
+from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
+from simgrag.index.manifest import IndexManifest, atomic_path, read_manifest, write_manifest
+
+__all__ = ["FaissHNSWIndex"]
+
+logger = logging.getLogger(__name__)
+
+_INDEX_FILE = "faiss.index"
+
+
+def _faiss() -> Any:
+    try:
+        import faiss
+    except ImportError as exc:  # pragma: no cover - faiss-cpu is a core dependency
+        raise VectorIndexError("faiss is not installed: pip install faiss-cpu") from exc
+    return faiss
+
+
+class FaissHNSWIndex:
+    """HNSW graph over flat float32 vectors, L2 metric.
+
+    ``M`` is the graph degree, ``ef_construction`` the build-time beam. At search time the beam is
+    ``efSearch = max(ef_search, 2 * k)``, so asking for many neighbours never starves the beam.
+    When the index holds no more vectors than that beam would visit, the search scans the stored
+    vectors exactly instead (same cost, no missed neighbours, complete rows when ``k >= ntotal``).
+    FAISS reports squared L2; this class returns plain L2 (the square root).
+    """
+
+    kind = "faiss-hnsw"
+
+    def __init__(self, dim: int, M: int = 32, ef_construction: int = 200, ef_search: int = 128) -> None:
+        if dim <= 0 or M <= 1 or ef_construction <= 0 or ef_search <= 0:
+            raise VectorIndexError(
+                f"Invalid HNSW settings dim={dim}, M={M}, ef_construction={ef_construction}, "
+                f"ef_search={ef_search}: dim and the ef values must be positive, M at least 2."
+            )
+        self.dim = int(dim)
+        self.M = int(M)
+        self.ef_construction = int(ef_construction)
+        self.ef_search = int(ef_search)
+        self._index = _faiss().IndexHNSWFlat(self.dim, self.M)
+        self._index.hnsw.efConstruction = self.ef_construction
+
+    @property
+    def ntotal(self) -> int:
+        return int(self._index.ntotal)
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {"M": self.M, "ef_construction": self.ef_construction, "ef_search": self.ef_search}
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Insert vectors into the graph; they get the next ids in order."""
+        block = as_matrix(vectors, self.dim, what="vectors")
+        try:
+            self._index.add(block)
+        except RuntimeError as exc:
+            raise VectorIndexError(f"FAISS failed to add {len(block)} vectors: {exc}") from exc
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Approximate ``k`` nearest neighbours: ``(plain L2 distances, ids)``, padded with inf / -1."""
+        k = check_k(k)
+        check_searchable(self.ntotal, self.kind)
+        q = as_matrix(queries, self.dim, what="queries")
+        ef = max(self.ef_search, 2 * k)
+        try:
+            if self.ntotal <= ef:
+                sq, ids = self._flat_storage().search(q, min(k, self.ntotal))
+            else:
+                sq, ids = self._index.search(q, k, params=_faiss().SearchParametersHNSW(efSearch=ef))
+        except RuntimeError as exc:
+            raise VectorIndexError(f"FAISS search failed: {exc}") from exc
+        distances = np.sqrt(np.maximum(sq, 0.0))
+        return pad_results(distances, ids, k)
+
+    def _flat_storage(self) -> Any:
+        return _faiss().downcast_index(self._index.storage)
+
+    def save(self, directory: Path) -> None:
+        """Write ``faiss.index`` (temp file, then ``os.replace``) and ``index.json``."""
+        directory = Path(directory)
+        with atomic_path(directory / _INDEX_FILE) as tmp:
+            _faiss().write_index(self._index, str(tmp))
+        write_manifest(directory, IndexManifest(self.kind, self.dim, self.ntotal, self.params))
+        logger.info("saved FAISS HNSW index (%d x %d) to %s", self.ntotal, self.dim, directory)
+
+    @classmethod
+    def load(cls, directory: Path) -> FaissHNSWIndex:
+        """Read an index written by :meth:`save`."""
+        directory = Path(directory)
+        manifest = read_manifest(directory, expect_kind=cls.kind)
+        path = directory / _INDEX_FILE
+        if not path.is_file():
+            raise IndexDirError(f"{path} is missing; rebuild the index.")
+        params = {key: int(value) for key, value in manifest.params.items()}
+        index = cls(manifest.dim, **params)
+        try:
+            index._index = _faiss().read_index(str(path))
+        except RuntimeError as exc:
+            raise IndexDirError(f"Cannot read {path} ({exc}); rebuild the index.") from exc
+        if index._index.d != manifest.dim or index.ntotal != manifest.ntotal:
+            raise IndexDirError(
+                f"{path} holds {index.ntotal} x {index._index.d} vectors but index.json says "
+                f"{manifest.ntotal} x {manifest.dim}; rebuild the index."
+            )
+        return index

@@ -1,0 +1,122 @@
+"""The small ``index.json`` every vector index writes next to its data, and atomic file writes.
+
+A saved index directory describes itself::
+
+    {"format_version": 1, "kind": "faiss-hnsw", "dim": 384, "ntotal": 43234,
+     "params": {"M": 32, "ef_construction": 200, "ef_search": 128}}
+
+:func:`simgrag.index.registry.load_index` reads it to pick the implementation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simgrag.errors import IndexDirError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MANIFEST_NAME",
+    "IndexManifest",
+    "atomic_path",
+    "read_manifest",
+    "write_manifest",
+]
+
+FORMAT_VERSION = 1
+MANIFEST_NAME = "index.json"
+
+
+@dataclass(frozen=True)
+class IndexManifest:
+    """What ``index.json`` holds: enough to rebuild the object that wrote it."""
+
+    kind: str
+    dim: int
+    ntotal: int
+    params: Mapping[str, Any] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format_version": self.format_version,
+            "kind": self.kind,
+            "dim": self.dim,
+            "ntotal": self.ntotal,
+            "params": dict(self.params),
+        }
+
+
+@contextmanager
+def atomic_path(target: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; on success it replaces ``target`` in one step."""
+    target = Path(target)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_text_atomic(target: Path, text: str) -> None:
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_manifest(directory: Path, manifest: IndexManifest) -> Path:
+    """Write ``directory/index.json`` atomically and return its path."""
+    path = Path(directory) / MANIFEST_NAME
+    _write_text_atomic(path, json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def read_manifest(directory: Path, *, expect_kind: str | None = None) -> IndexManifest:
+    """Read and check ``directory/index.json``; raise :class:`IndexDirError` if unusable."""
+    path = Path(directory) / MANIFEST_NAME
+    if not path.is_file():
+        raise IndexDirError(
+            f"No vector index in {directory}: {MANIFEST_NAME} is missing. Build the index first."
+        )
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        manifest = _manifest_from_json(raw)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IndexDirError(
+            f"{path} is corrupt ({exc}); delete the directory and rebuild the index."
+        ) from exc
+    if manifest.format_version > FORMAT_VERSION:
+        raise IndexDirError(
+            f"{path} has format version {manifest.format_version}, newer than this simgrag understands "
+            f"({FORMAT_VERSION}); upgrade simgrag or rebuild the index."
+        )
+    if expect_kind is not None and manifest.kind != expect_kind:
+        raise IndexDirError(f"{path} describes a {manifest.kind!r} index, not {expect_kind!r}.")
+    return manifest
+
+
+def _manifest_from_json(raw: Any) -> IndexManifest:
+    _check(isinstance(raw, dict), "top level is not an object")
+    params = raw.get("params", {})
+    _check(isinstance(params, dict), "'params' is not an object")
+    return IndexManifest(
+        kind=str(raw["kind"]),
+        dim=int(raw["dim"]),
+        ntotal=int(raw["ntotal"]),
+        params=params,
+        format_version=int(raw.get("format_version", FORMAT_VERSION)),
+    )
+
+
+def _check(condition: bool, reason: str) -> None:
+    if not condition:
+        raise ValueError(reason)

@@ -1,0 +1,70 @@
+"""Compact, persistable string tables: every name once, addressed by integer id.
+
+Names live in one UTF-8 blob with an offsets array, so a 10M-entity table is two numpy arrays (and
+can be memory-mapped) instead of 10M Python strings. The reverse lookup (name → id) is built lazily,
+only when someone asks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+__all__ = ["NameTable"]
+
+
+class NameTable(Sequence[str]):
+    """An immutable list of unique names stored as ``blob`` + ``offsets``."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
+        self._blob = blob
+        self._offsets = offsets
+        self._index: dict[str, int] | None = None
+
+    @classmethod
+    def from_names(cls, names: Iterable[str]) -> NameTable:
+        encoded = [name.encode("utf-8") for name in names]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        if encoded:
+            np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+        return cls(blob, offsets)
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        if i < 0:
+            i += len(self)
+        start, end = int(self._offsets[i]), int(self._offsets[i + 1])
+        return bytes(self._blob[start:end]).decode("utf-8")
+
+    def __iter__(self) -> Iterator[str]:
+        data = bytes(self._blob)
+        offsets = self._offsets.tolist()
+        for start, end in pairwise(offsets):
+            yield data[start:end].decode("utf-8")
+
+    def id_of(self, name: str) -> int | None:
+        """The id of ``name``, or ``None``; the first call builds the reverse index."""
+        if self._index is None:
+            self._index = {n: i for i, n in enumerate(self)}
+        return self._index.get(name)
+
+    def save(self, directory: Path, stem: str) -> None:
+        np.save(directory / f"{stem}_blob.npy", self._blob)
+        np.save(directory / f"{stem}_offsets.npy", self._offsets)
+
+    @classmethod
+    def load(cls, directory: Path, stem: str, *, mmap: bool = True) -> NameTable:
+        mode: Literal["r"] | None = "r" if mmap else None
+        blob = np.load(directory / f"{stem}_blob.npy", mmap_mode=mode)
+        offsets = np.load(directory / f"{stem}_offsets.npy", mmap_mode=mode)
+        return cls(blob, offsets)
+
+    def nbytes(self) -> int:
+        return int(self._blob.nbytes + self._offsets.nbytes)

@@ -1,0 +1,141 @@
+"""JSON over HTTP for the server backends, with the error policy they share.
+
+* connection refused / unreachable → :class:`LLMConnectionError` naming the URL ("is the server running?")
+* timeouts → :class:`LLMTimeoutError` (not retried: a slow server would only be slower again)
+* 429, 5xx and dropped connections → retried with bounded exponential backoff
+* other 4xx → :class:`LLMResponseError` carrying the server's own message
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from simgrag.errors import LLMConnectionError, LLMResponseError, LLMTimeoutError
+from simgrag.llm.retry import RetryPolicy, TransientLLMError, call_with_retries
+
+__all__ = ["HTTPStatusLLMError", "post_json", "require", "server_message"]
+
+logger = logging.getLogger(__name__)
+
+_RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class HTTPStatusLLMError(LLMResponseError):
+    """The server answered with an HTTP error status (kept in ``status_code``, its text in ``detail``)."""
+
+    def __init__(self, message: str, status_code: int, detail: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.detail = detail
+
+
+def post_json(
+    client: httpx.Client,
+    url: str,
+    payload: Mapping[str, Any],
+    *,
+    retry: RetryPolicy,
+    headers: Mapping[str, str] | None = None,
+    what: str = "LLM call",
+) -> dict[str, Any]:
+    """POST ``payload`` as JSON and return the decoded JSON object, under the error policy above."""
+    return call_with_retries(lambda: _post_once(client, url, payload, headers), retry, what=what)
+
+
+def _post_once(
+    client: httpx.Client, url: str, payload: Mapping[str, Any], headers: Mapping[str, str] | None
+) -> dict[str, Any]:
+    try:
+        response = client.post(url, json=payload, headers=dict(headers or {}))
+    except httpx.ConnectTimeout as exc:
+        raise LLMTimeoutError(
+            f"connecting to {url} timed out after {_timeout_of(client)}; is the server running "
+            f"and reachable (check --base-url)?"
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise LLMTimeoutError(
+            f"{url} did not answer within the timeout ({_timeout_of(client)}); raise the timeout, "
+            f"lower max_tokens, or use a faster model/server"
+        ) from exc
+    except httpx.ConnectError as exc:
+        raise LLMConnectionError(
+            f"cannot connect to {url} ({exc}); is the server running? (check --base-url)"
+        ) from exc
+    except httpx.TransportError as exc:  # dropped connection, protocol error: worth another try
+        raise TransientLLMError(LLMConnectionError(f"connection to {url} failed: {exc!r}")) from exc
+    return _decode(response, url)
+
+
+def _decode(response: httpx.Response, url: str) -> dict[str, Any]:
+    if response.status_code >= 400:
+        error = _status_error(response, url)
+        if response.status_code in _RETRY_STATUS or response.status_code >= 500:
+            raise TransientLLMError(error, _retry_after(response))
+        raise error
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise LLMResponseError(f"{url} answered with non-JSON content: {response.text[:300]!r}") from exc
+    if not isinstance(body, dict):
+        raise LLMResponseError(f"{url} answered with unexpected JSON: {str(body)[:300]}")
+    return body
+
+
+def _status_error(response: httpx.Response, url: str) -> HTTPStatusLLMError:
+    detail = server_message(response)
+    message = f"{url} answered HTTP {response.status_code}: {detail}"
+    if response.status_code in (401, 403):
+        message += " (check the API key: --api-key or the backend's *_API_KEY variable)"
+    elif response.status_code == 404:
+        message += " (check --base-url and the model name)"
+    return HTTPStatusLLMError(message, response.status_code, detail)
+
+
+def server_message(response: httpx.Response) -> str:
+    """The error text a server put in its body (OpenAI ``error.message``, Ollama ``error``, FastAPI
+    ``detail``), else the raw body, shortened."""
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return response.text.strip()[:500] or response.reason_phrase
+    if isinstance(body, dict):
+        error = body.get("error", body.get("detail", body))
+        if isinstance(error, dict) and "message" in error:
+            error = error["message"]
+        text = error if isinstance(error, str) else json.dumps(error)
+        return text[:500]
+    return str(body)[:500]
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:  # an HTTP date: ignore it and use our own backoff
+        return None
+
+
+def _timeout_of(client: httpx.Client) -> str:
+    t = client.timeout
+    return f"{t.read} s" if t.read is not None else "no limit"
+
+
+def require(body: Mapping[str, Any], path: str, url: str) -> Any:
+    """``body["a"]["b"][0]…`` for ``path`` ``"a.b.0"``, or :class:`LLMResponseError` when absent."""
+    node: Any = body
+    for part in path.split("."):
+        try:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise LLMResponseError(
+                f"{url} answered without {path!r}: {json.dumps(body)[:300]}"
+            ) from exc
+    return node
+

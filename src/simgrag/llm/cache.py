@@ -1,0 +1,176 @@
+"""A disk cache of LLM calls: one small SQLite file, safe to share between processes.
+
+A call is keyed by the sha256 of (backend name with model, messages, json schema, max_tokens,
+temperature, stop). Only deterministic calls (temperature 0) are cached unless ``cache_sampled``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from simgrag.errors import ConfigError
+from simgrag.llm.base import LLM, ChatMessage, LLMResponse
+from simgrag.llm.models import cache_dir
+
+__all__ = ["CachedLLM", "call_key", "default_cache_path"]
+
+logger = logging.getLogger(__name__)
+
+_KEY_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS llm_calls (
+    key TEXT PRIMARY KEY,
+    llm TEXT NOT NULL,
+    text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    latency_s REAL NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def default_cache_path(cache: str | os.PathLike[str] | None = None) -> Path:
+    """``<simgrag cache dir>/llm_cache.sqlite3``."""
+    return cache_dir(cache) / "llm_cache.sqlite3"
+
+
+def call_key(
+    llm_name: str,
+    messages: Sequence[ChatMessage],
+    *,
+    json_schema: Mapping[str, Any] | None,
+    max_tokens: int,
+    temperature: float,
+    stop: Sequence[str] | None,
+) -> str:
+    """The cache key of one call: sha256 of its canonical JSON form."""
+    record = {
+        "v": _KEY_VERSION,
+        "llm": llm_name,
+        "messages": [[m.role, m.content] for m in messages],
+        "json_schema": json_schema,
+        "max_tokens": max_tokens,
+        "temperature": float(temperature),
+        "stop": list(stop) if stop else None,
+    }
+    canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class CachedLLM:
+    """Wraps an :class:`LLM`; answers repeated calls from an SQLite file with ``cached=True``.
+
+    ``name`` is the wrapped model's, so results stay comparable. ``hits`` and ``misses`` count
+    this instance's lookups.
+    """
+
+    def __init__(
+        self, llm: LLM, path: str | os.PathLike[str] | None = None, *, cache_sampled: bool = False
+    ) -> None:
+        self.llm = llm
+        self.name = llm.name
+        self.path = Path(path) if path is not None else default_cache_path()
+        self.cache_sampled = cache_sampled
+        self.hits = 0
+        self.misses = 0
+        self._init_db()
+
+    def __repr__(self) -> str:
+        return f"CachedLLM({self.llm!r}, path={str(self.path)!r})"
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+    ) -> LLMResponse:
+        """The cached answer when there is one, else the wrapped model's (then stored)."""
+        kwargs: dict[str, Any] = {
+            "json_schema": json_schema, "max_tokens": max_tokens, "temperature": temperature, "stop": stop,
+        }
+        if temperature != 0 and not self.cache_sampled:
+            return self.llm.complete(messages, **kwargs)
+        start = time.perf_counter()
+        key = call_key(self.name, messages, **kwargs)
+        hit = self._get(key)
+        if hit is not None:
+            self.hits += 1
+            logger.info("%s: cache hit %s…", self.name, key[:12])
+            return LLMResponse(
+                text=hit.text, prompt_tokens=hit.prompt_tokens, completion_tokens=hit.completion_tokens,
+                latency_s=time.perf_counter() - start, cached=True,
+            )
+        self.misses += 1
+        response = self.llm.complete(messages, **kwargs)
+        self._put(key, response)
+        return response
+
+    def clear(self) -> int:
+        """Delete every cached call (of all models) in this file; returns how many there were."""
+        with self._connect() as db:
+            return db.execute("DELETE FROM llm_calls").rowcount
+
+    def __len__(self) -> int:
+        with self._connect() as db:
+            return int(db.execute("SELECT COUNT(*) FROM llm_calls").fetchone()[0])
+
+    # -- storage ----------------------------------------------------------------------------------
+
+    def _init_db(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"cannot use {self.path} as the LLM call cache ({exc}); pass another cache path "
+                f"or disable the cache"
+            ) from exc
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # One short-lived connection per operation: no sharing across threads, and SQLite's own
+        # locking (with a generous busy timeout) serializes writers from several processes.
+        db = sqlite3.connect(self.path, timeout=30.0)
+        try:
+            with db:  # commit or roll back
+                yield db
+        finally:
+            db.close()
+
+    def _get(self, key: str) -> LLMResponse | None:
+        try:
+            with self._connect() as db:
+                row = db.execute(
+                    "SELECT text, prompt_tokens, completion_tokens, latency_s FROM llm_calls WHERE key = ?",
+                    (key,),
+                ).fetchone()
+        except sqlite3.Error as exc:
+            logger.warning("LLM cache %s unreadable (%s); calling the model", self.path, exc)
+            return None
+        if row is None:
+            return None
+        return LLMResponse(text=row[0], prompt_tokens=row[1], completion_tokens=row[2], latency_s=row[3])
+
+    def _put(self, key: str, response: LLMResponse) -> None:
+        row = (key, self.name, response.text, response.prompt_tokens, response.completion_tokens,
+               response.latency_s, time.time())
+        try:
+            with self._connect() as db:
+                db.execute("INSERT OR REPLACE INTO llm_calls VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        except sqlite3.Error as exc:
+            logger.warning("could not write to the LLM cache %s (%s)", self.path, exc)

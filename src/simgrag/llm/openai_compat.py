@@ -1,0 +1,166 @@
+"""Any OpenAI-compatible chat-completions server: OpenAI, llama.cpp's servers, vLLM, LM Studio, …
+
+Talks HTTP with httpx directly (``POST {base_url}/chat/completions``). A JSON schema is sent as
+``response_format={"type": "json_schema", ...}``; servers that reject that form (llama-cpp-python's
+server accepts only ``"text"``/``"json_object"``) get ``{"type": "json_object", "schema": ...}``
+instead, and the client remembers it for later calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from simgrag.errors import ConfigError, LLMResponseError
+from simgrag.llm._http import HTTPStatusLLMError, post_json, require
+from simgrag.llm.base import ChatMessage, LLMResponse
+from simgrag.llm.retry import RetryPolicy
+
+__all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAICompatLLM"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAICompatLLM:
+    """Chat completions from an OpenAI-compatible server.
+
+    ``base_url`` defaults to ``$OPENAI_BASE_URL`` or the OpenAI API, ``api_key`` to
+    ``$OPENAI_API_KEY`` (needed by OpenAI itself, usually not by local servers). ``timeout`` is in
+    seconds per request; 429/5xx answers are retried up to ``max_retries`` times with backoff.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60,
+        max_retries: int = 2,
+    ) -> None:
+        if not model:
+            raise ConfigError("OpenAICompatLLM needs a model name, e.g. 'openai:gpt-4o-mini'")
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not self._api_key and self.base_url == DEFAULT_OPENAI_BASE_URL:
+            raise ConfigError(
+                "the OpenAI API needs an API key: set OPENAI_API_KEY or pass --api-key "
+                "(or point --base-url / OPENAI_BASE_URL at a local OpenAI-compatible server)"
+            )
+        self.name = f"openai:{model}"
+        self.retry = RetryPolicy(max_retries=max_retries)
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout))
+        self._json_schema_ok = True  # flips to False once the server rejected "json_schema"
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAICompatLLM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+    ) -> LLMResponse:
+        """One chat completion; see :class:`simgrag.llm.base.LLM`."""
+        payload = self._payload(messages, max_tokens, temperature, stop)
+        logger.debug("%s prompt: %s", self.name, payload["messages"])
+        start = time.perf_counter()
+        body = self._post_with_schema(payload, json_schema)
+        response = self._parse(body, time.perf_counter() - start)
+        logger.info(
+            "%s: %d prompt + %d completion tokens in %.2f s",
+            self.name, response.prompt_tokens, response.completion_tokens, response.latency_s,
+        )
+        logger.debug("%s output: %s", self.name, response.text)
+        return response
+
+    # -- request ----------------------------------------------------------------------------------
+
+    def _payload(
+        self, messages: Sequence[ChatMessage], max_tokens: int, temperature: float, stop: Sequence[str] | None
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": False,
+        }
+        if stop:
+            payload["stop"] = list(stop)
+        return payload
+
+    def _post_with_schema(self, payload: dict[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+        if schema is None:
+            return self._post(payload)
+        if self._json_schema_ok:
+            try:
+                return self._post({**payload, "response_format": _json_schema_format(schema)})
+            except HTTPStatusLLMError as exc:
+                if not _rejects_response_format(exc):
+                    raise
+                logger.info("%s rejected response_format json_schema (%s); using json_object", self.base_url,
+                            exc.detail[:200])
+            body = self._post({**payload, "response_format": _json_object_format(schema)})
+            self._json_schema_ok = False
+            return body
+        return self._post({**payload, "response_format": _json_object_format(schema)})
+
+    def _post(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        url = f"{self.base_url}/chat/completions"
+        return post_json(self._client, url, payload, retry=self.retry, headers=headers, what=self.name)
+
+    # -- response ---------------------------------------------------------------------------------
+
+    def _parse(self, body: Mapping[str, Any], latency: float) -> LLMResponse:
+        url = f"{self.base_url}/chat/completions"
+        choice = require(body, "choices.0", url)
+        text = require(choice, "message", url).get("content")
+        if not isinstance(text, str):
+            refusal = choice["message"].get("refusal")
+            why = f": {refusal}" if refusal else ""
+            raise LLMResponseError(f"{self.name} returned no text content{why}")
+        if choice.get("finish_reason") == "length":
+            logger.warning("%s stopped at max_tokens; the output may be cut short", self.name)
+        usage = body.get("usage") or {}
+        return LLMResponse(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            latency_s=latency,
+        )
+
+
+def _json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": "pattern", "schema": dict(schema)}}
+
+
+def _json_object_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    # "schema" is a llama-cpp-python extension (it compiles it to a grammar); others ignore it.
+    return {"type": "json_object", "schema": dict(schema)}
+
+
+def _rejects_response_format(exc: HTTPStatusLLMError) -> bool:
+    detail = exc.detail.lower()
+    return exc.status_code in (400, 422) and ("response_format" in detail or "json_schema" in detail)

@@ -1,0 +1,267 @@
+"""The subgraph search core, compiled with numba: SimGRAG Algorithm 1 and its optimized form (§5.2).
+
+One resumable depth-first search serves both algorithms:
+
+- ``prune=False, greedy=False`` is Algorithm 1: every candidate-consistent mapping is enumerated
+  and the best ``k`` are kept;
+- ``prune=True, greedy=True`` is the optimized search: candidates at each depth are expanded in
+  ascending cost (greedy), and a branch stops as soon as its lower bound (eq. 11) exceeds the k-th
+  best GSD found so far. Because the candidates of a depth are sorted, the first one over the bound
+  ends the whole depth.
+
+The bound is admissible on any pattern, cyclic ones included: ``rest[d]`` adds, for the pattern
+edges at depths ≥ d, their smallest candidate relation distance and, only for the nodes those edges
+*introduce*, their smallest candidate node distance. A node already bound (the far end of a
+cycle-closing edge) adds nothing. Pruning is strict (``bound > kth + eps``), so ties with the k-th
+result are still explored and resolved by the deterministic key (GSD, entity ids in pattern-node
+order, triple ids in pattern-edge order).
+
+The search is a loop over an explicit stack held in numpy arrays, so it can stop after
+``max_steps`` and resume later: the Python driver checks the deadline between chunks and can
+report the best results so far with the lower bound of everything unexplored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+DONE = 0
+PAUSED = 1
+GROW = 2
+
+# integer state slots
+S_DEPTH, S_ROOT, S_TOP, S_COUNT, S_STEPS, S_NEED = 0, 1, 2, 3, 4, 5
+N_STATE = 6
+
+
+@njit(cache=True, nogil=True)
+def _node_dist(p, v, node_any, cand_ptr, cand_ids, cand_dist):  # type: ignore[no-untyped-def]
+    """Distance of entity v for pattern node p; -1.0 when v is not a candidate."""
+    if node_any[p]:
+        return 0.0
+    lo = cand_ptr[p]
+    hi = cand_ptr[p + 1]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cand_ids[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < cand_ptr[p + 1] and cand_ids[lo] == v:
+        return cand_dist[lo]
+    return -1.0
+
+
+@njit(cache=True, nogil=True)
+def _canonical_gsd(f, edge_rel, node_any, cand_ptr, cand_ids, cand_dist, rel_dist):  # type: ignore[no-untyped-def]
+    """GSD summed in a fixed order (nodes, then edges) so every algorithm reports the same float."""
+    gsd = 0.0
+    for p in range(f.shape[0]):
+        gsd += _node_dist(p, f[p], node_any, cand_ptr, cand_ids, cand_dist)
+    for e in range(edge_rel.shape[0]):
+        gsd += rel_dist[e, edge_rel[e]]
+    return gsd
+
+
+@njit(cache=True, nogil=True)
+def _is_better(gsd, f, tids, res_gsd, res_nodes, res_tids, i):  # type: ignore[no-untyped-def]
+    """Is the current mapping strictly before result i in (gsd, nodes, triples) order?"""
+    if gsd != res_gsd[i]:
+        return gsd < res_gsd[i]
+    for p in range(f.shape[0]):
+        if f[p] != res_nodes[i, p]:
+            return f[p] < res_nodes[i, p]
+    for e in range(tids.shape[0]):
+        if tids[e] != res_tids[i, e]:
+            return tids[e] < res_tids[i, e]
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _record(gsd, f, tids, rels, res_gsd, res_nodes, res_tids, res_rels, state, k):  # type: ignore[no-untyped-def]
+    """Insert the current full mapping into the top-k; return the new pruning threshold."""
+    count = state[S_COUNT]
+    if count < k:
+        slot = count
+        state[S_COUNT] = count + 1
+    else:
+        worst = 0
+        for i in range(1, k):
+            if _is_better(res_gsd[worst], res_nodes[worst], res_tids[worst], res_gsd, res_nodes, res_tids, i):
+                worst = i
+        if not _is_better(gsd, f, tids, res_gsd, res_nodes, res_tids, worst):
+            return _threshold(res_gsd, state, k)
+        slot = worst
+    res_gsd[slot] = gsd
+    res_nodes[slot, :] = f
+    res_tids[slot, :] = tids
+    res_rels[slot, :] = rels
+    return _threshold(res_gsd, state, k)
+
+
+@njit(cache=True, nogil=True)
+def _threshold(res_gsd, state, k):  # type: ignore[no-untyped-def]
+    if state[S_COUNT] < k:
+        return np.inf
+    return res_gsd[:k].max()
+
+
+@njit(cache=True, nogil=True)
+def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid,
+              node_any, cand_ptr, cand_ids, cand_dist, rel_dist, rest, part,
+              stk_j, stk_c, lo, hi, cur, state, thr, injective, prune, greedy):  # type: ignore[no-untyped-def]
+    """Push the candidate (relation, node) expansions of depth d onto the stack, sorted by cost."""
+    e = plan[0, d]
+    a = plan[1, d]
+    b = plan[2, d]
+    new = plan[3, d] == 1
+    h = f[a]
+    s = graph_indptr[h]
+    t = graph_indptr[h + 1]
+    target = -1
+    if not new:
+        target = f[b]
+        lo_s, hi_s = s, t
+        while lo_s < hi_s:  # entries are sorted by neighbour: jump to the target's run
+            mid = (lo_s + hi_s) >> 1
+            if adj_nbr[mid] < target:
+                lo_s = mid + 1
+            else:
+                hi_s = mid
+        s = lo_s
+    top = state[S_TOP]
+    start_top = top
+    limit = thr + 1e-9 * (1.0 + abs(thr)) if thr < np.inf else np.inf
+    for j in range(s, t):
+        v = adj_nbr[j]
+        if not new and v != target:
+            break
+        rd = rel_dist[e, adj_rel[j]]
+        if rd == np.inf:
+            continue
+        nd = 0.0
+        if new:
+            nd = _node_dist(b, v, node_any, cand_ptr, cand_ids, cand_dist)
+            if nd < 0.0:
+                continue
+            if injective and _node_taken(v, d, plan, f):
+                continue
+        if injective and _edge_taken(adj_tid[j], d, plan, edge_tid):
+            continue
+        cost = rd + nd
+        if prune and part[d] + cost + rest[d + 1] > limit:
+            continue
+        stk_j[top] = j
+        stk_c[top] = cost
+        top += 1
+    if greedy and top - start_top > 1:
+        order = np.argsort(stk_c[start_top:top], kind="mergesort")
+        js = stk_j[start_top:top][order]
+        cs = stk_c[start_top:top][order]
+        stk_j[start_top:top] = js
+        stk_c[start_top:top] = cs
+    lo[d] = start_top
+    hi[d] = top
+    cur[d] = start_top
+    state[S_TOP] = top
+
+
+@njit(cache=True, nogil=True)
+def _node_taken(v, d, plan, f):  # type: ignore[no-untyped-def]
+    """Is entity v already bound to a pattern node mapped before depth d? (injectivity)"""
+    if f[plan[4, 0]] == v:  # plan[4, 0] holds the start node
+        return True
+    for dd in range(d):
+        if plan[3, dd] == 1 and f[plan[2, dd]] == v:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _edge_taken(tid, d, plan, edge_tid):  # type: ignore[no-untyped-def]
+    """Is KG triple tid already matched by a pattern edge of an earlier depth? (parallel edges)"""
+    for dd in range(d):
+        if edge_tid[plan[0, dd]] == tid:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
+               node_any, cand_ptr, cand_ids, cand_dist, rel_dist,
+               root_ids, root_cost, k, injective, prune, greedy, max_steps,
+               f, edge_tid, edge_rel, part, stk_j, stk_c, lo, hi, cur,
+               res_gsd, res_nodes, res_tids, res_rels, state):  # type: ignore[no-untyped-def]
+    """Advance the search by at most ``max_steps`` steps. Returns DONE, PAUSED or GROW.
+
+    ``plan`` rows: 0 pattern edge, 1 mapped end, 2 other end, 3 1 if the other end is new,
+    4 (column 0) the start node. GROW asks the caller for a stack of ``state[S_NEED]`` entries.
+    """
+    n_edges = plan.shape[1]
+    start = plan[4, 0]
+    n_root = root_ids.shape[0]
+    thr = _threshold(res_gsd, state, k)
+    steps = 0
+    while steps < max_steps:
+        steps += 1
+        depth = state[S_DEPTH]
+        limit = thr + 1e-9 * (1.0 + abs(thr)) if thr < np.inf else np.inf
+        if depth == -1:
+            i = state[S_ROOT]
+            if i >= n_root:
+                state[S_STEPS] += steps
+                return DONE
+            c = root_cost[i]
+            if prune and c + rest[0] > limit:
+                state[S_ROOT] = n_root if greedy else i + 1
+                continue
+            v = root_ids[i]
+            need = state[S_TOP] + graph_indptr[v + 1] - graph_indptr[v]
+            if need > stk_j.shape[0]:
+                state[S_NEED] = need
+                state[S_STEPS] += steps
+                return GROW
+            state[S_ROOT] = i + 1
+            f[start] = v
+            part[0] = c
+            state[S_DEPTH] = 0
+            _generate(0, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
+                      cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
+                      lo, hi, cur, state, thr, injective, prune, greedy)
+        elif depth == n_edges:
+            gsd = _canonical_gsd(f, edge_rel, node_any, cand_ptr, cand_ids, cand_dist, rel_dist)
+            thr = _record(gsd, f, edge_tid, edge_rel, res_gsd, res_nodes, res_tids, res_rels, state, k)
+            state[S_DEPTH] = n_edges - 1
+        else:
+            d = depth
+            if cur[d] >= hi[d]:
+                state[S_TOP] = lo[d]
+                state[S_DEPTH] = d - 1
+                continue
+            j = stk_j[cur[d]]
+            c = stk_c[cur[d]]
+            if prune and part[d] + c + rest[d + 1] > limit:
+                cur[d] = hi[d] if greedy else cur[d] + 1
+                continue
+            if plan[3, d] == 1:
+                f[plan[2, d]] = adj_nbr[j]
+            if d + 1 < n_edges:
+                h = f[plan[1, d + 1]]
+                need = state[S_TOP] + graph_indptr[h + 1] - graph_indptr[h]
+                if need > stk_j.shape[0]:
+                    state[S_NEED] = need
+                    state[S_STEPS] += steps
+                    return GROW
+            cur[d] += 1
+            e = plan[0, d]
+            edge_tid[e] = adj_tid[j]
+            edge_rel[e] = adj_rel[j]
+            part[d + 1] = part[d] + c
+            state[S_DEPTH] = d + 1
+            if d + 1 < n_edges:
+                _generate(d + 1, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
+                          cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
+                          lo, hi, cur, state, thr, injective, prune, greedy)
+    state[S_STEPS] += steps
+    return PAUSED

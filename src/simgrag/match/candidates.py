@@ -1,0 +1,105 @@
+"""Candidate tables: which KG entities/relations each pattern node/edge may match, at what distance.
+
+This is the *filtering* step of SimGRAG §5.1: a known pattern node keeps its top-k_n nearest
+entities, a known relation its top-k_r nearest relations; an unknown node matches every entity at
+distance 0 (or, when typed and the KG has types, the entities of its top-k_t types), an unknown
+relation every relation at distance 0 (§4.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from simgrag.errors import MatchError
+
+__all__ = ["CandidateTable", "NodeCandidates"]
+
+
+@dataclass(frozen=True)
+class NodeCandidates:
+    """Entities a pattern node may map to. ``any_entity``: every entity, at distance 0."""
+
+    any_entity: bool
+    ids: np.ndarray  # int64, sorted ascending, unique
+    dists: np.ndarray  # float64, aligned with ids
+
+    @classmethod
+    def anything(cls) -> NodeCandidates:
+        return cls(True, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+
+    @classmethod
+    def from_pairs(cls, ids: Sequence[int] | np.ndarray, dists: Sequence[float] | np.ndarray) -> NodeCandidates:
+        """From (entity id, distance) pairs; a repeated id keeps its smallest distance."""
+        id_arr = np.asarray(ids, dtype=np.int64).ravel()
+        dist_arr = np.asarray(dists, dtype=np.float64).ravel()
+        if id_arr.shape != dist_arr.shape:
+            raise MatchError("candidate ids and distances differ in length")
+        keep = id_arr >= 0
+        id_arr, dist_arr = id_arr[keep], dist_arr[keep]
+        order = np.lexsort((dist_arr, id_arr))
+        id_arr, dist_arr = id_arr[order], dist_arr[order]
+        first = np.ones(len(id_arr), dtype=bool)
+        first[1:] = id_arr[1:] != id_arr[:-1]
+        return cls(False, id_arr[first], dist_arr[first])
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def count(self, num_entities: int) -> int:
+        return num_entities if self.any_entity else len(self.ids)
+
+    def min_dist(self) -> float:
+        if self.any_entity:
+            return 0.0
+        return float(self.dists.min()) if len(self.dists) else float("inf")
+
+    def dist_of(self, entity: int) -> float | None:
+        """Distance for ``entity``, or ``None`` when it is not a candidate."""
+        if self.any_entity:
+            return 0.0
+        pos = int(np.searchsorted(self.ids, entity))
+        if pos < len(self.ids) and self.ids[pos] == entity:
+            return float(self.dists[pos])
+        return None
+
+
+@dataclass(frozen=True)
+class CandidateTable:
+    """Per pattern node a :class:`NodeCandidates`; per pattern edge a row of relation distances.
+
+    ``rel_dists[e, r]`` is the distance between pattern edge ``e``'s relation text and KG relation
+    ``r``; ``inf`` where ``r`` is not a candidate; all zeros for an unknown relation.
+    """
+
+    nodes: tuple[NodeCandidates, ...]
+    rel_dists: np.ndarray  # float64 (n_edges, n_relations)
+
+    def __post_init__(self) -> None:
+        if self.rel_dists.ndim != 2:
+            raise MatchError("rel_dists must be a 2-d array (pattern edges × KG relations)")
+
+    @classmethod
+    def from_relation_pairs(
+        cls,
+        nodes: Sequence[NodeCandidates],
+        relation_candidates: Sequence[tuple[Sequence[int], Sequence[float]] | None],
+        num_relations: int,
+    ) -> CandidateTable:
+        """``relation_candidates[e]`` is (relation ids, distances), or ``None`` for an unknown relation."""
+        table = np.full((len(relation_candidates), num_relations), np.inf)
+        for e, cand in enumerate(relation_candidates):
+            if cand is None:
+                table[e, :] = 0.0
+                continue
+            ids, dists = cand
+            for rid, dist in zip(ids, dists, strict=True):
+                if 0 <= rid < num_relations:
+                    table[e, rid] = min(table[e, rid], float(dist))
+        return cls(tuple(nodes), table)
+
+    def rel_min(self, edge: int) -> float:
+        row = self.rel_dists[edge]
+        return float(row.min()) if row.size else float("inf")

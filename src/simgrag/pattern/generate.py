@@ -1,0 +1,122 @@
+"""Question → pattern graph with an LLM (SimGRAG §4.1): prompt, parse, validate, one repair retry."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from simgrag.errors import PatternError, PatternParseError
+from simgrag.llm.base import LLM, ChatMessage, LLMResponse
+from simgrag.pattern.examples import ExampleSet, builtin_examples
+from simgrag.pattern.graph import Pattern
+from simgrag.pattern.parse import ParsedOutput, parse_pattern_text
+from simgrag.pattern.prompt import PromptBuilder
+from simgrag.pattern.validate import MAX_TRIPLES, validate_triples
+
+__all__ = ["DEFAULT_DYNAMIC_SHOTS", "DEFAULT_STATIC_SHOTS", "PatternGenerator", "PatternResult"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STATIC_SHOTS = 6
+DEFAULT_DYNAMIC_SHOTS = 2
+
+
+@dataclass(frozen=True)
+class PatternResult:
+    """A validated pattern and how it was obtained."""
+
+    pattern: Pattern
+    raw_text: str
+    attempts: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    repaired: bool  # the text needed a parse repair, or a second LLM call was made
+    divided: tuple[str, ...] | None = None
+
+
+class PatternGenerator:
+    """Turns questions into validated :class:`Pattern` graphs with one repair retry.
+
+    ``examples`` is an :class:`ExampleSet` (see :func:`~simgrag.pattern.examples.load_examples`) or
+    the name of a built-in one. With ``use_json_schema`` the LLM is asked for schema-constrained output.
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        examples: ExampleSet | str = "metaqa",
+        *,
+        n_static_shots: int = DEFAULT_STATIC_SHOTS,
+        n_dynamic_shots: int = DEFAULT_DYNAMIC_SHOTS,
+        with_divided: bool = False,
+        max_tokens: int = 200,
+        use_json_schema: bool = True,
+        require_connected: bool = False,
+        max_triples: int = MAX_TRIPLES,
+        max_attempts: int = 2,
+    ) -> None:
+        if isinstance(examples, str):
+            examples = builtin_examples(examples)
+        self.llm = llm
+        self.prompt = PromptBuilder(examples, n_static_shots=n_static_shots,
+                                    n_dynamic_shots=n_dynamic_shots, with_divided=with_divided)
+        self.max_tokens = max_tokens
+        self.use_json_schema = use_json_schema
+        self.require_connected = require_connected
+        self.max_triples = max_triples
+        self.max_attempts = max(1, max_attempts)
+
+    def generate(self, question: str) -> PatternResult:
+        """The pattern for ``question``; raises :class:`PatternParseError` / :class:`PatternError`."""
+        if not question or not question.strip():
+            raise PatternError("The question is empty")
+        start = time.perf_counter()
+        messages = self.prompt.messages(question)
+        prompt_tokens = completion_tokens = 0
+        error: PatternError | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            response = self._call(messages)
+            prompt_tokens += response.prompt_tokens
+            completion_tokens += response.completion_tokens
+            try:
+                parsed, pattern = self._read(response.text)
+            except PatternError as exc:
+                error = exc
+                logger.info("pattern attempt %d failed for %r: %s", attempt, question, _first_line(exc))
+                messages = self.prompt.repair_messages(question, response.text, _first_line(exc))
+                continue
+            return PatternResult(
+                pattern=pattern, raw_text=response.text, attempts=attempt,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                latency_s=time.perf_counter() - start, repaired=parsed.repaired or attempt > 1,
+                divided=tuple(parsed.divided) if parsed.divided is not None else None,
+            )
+        assert error is not None
+        raise _final_error(error, self.max_attempts, response.text)
+
+    def _call(self, messages: list[ChatMessage]) -> LLMResponse:
+        schema = self.prompt.schema() if self.use_json_schema else None
+        response = self.llm.complete(messages, json_schema=schema, max_tokens=self.max_tokens,
+                                     temperature=0.0)
+        logger.debug("pattern LLM output: %s", response.text)
+        return response
+
+    def _read(self, text: str) -> tuple[ParsedOutput, Pattern]:
+        parsed = parse_pattern_text(text)
+        pattern = validate_triples(parsed.triples, require_connected=self.require_connected,
+                                   max_triples=self.max_triples)
+        return parsed, pattern
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).split("\n", 1)[0]
+
+
+def _final_error(error: PatternError, attempts: int, text: str) -> PatternError:
+    note = f" (after {attempts} attempt{'s' if attempts > 1 else ''})"
+    if isinstance(error, PatternParseError):
+        return PatternParseError(_first_line(error) + note, error.text)
+    shown = text if len(text) <= 500 else text[:500] + "…"
+    return PatternError(f"{error}{note}\n  LLM output was: {shown!r}")

@@ -1,0 +1,133 @@
+"""Pattern graphs: the small graphs of triples an LLM writes for a question (SimGRAG §4.1, §4.3).
+
+A node or relation is *unknown* when its text starts with the keyword ``UNKNOWN`` (any case), e.g.
+``UNKNOWN director 1``; the words between the keyword and the trailing id are its type hint
+(``director``). Distinct texts are distinct nodes. Two triples between the same pair of nodes are two
+edges: both must be matched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from simgrag.errors import PatternError
+
+__all__ = ["Pattern", "PatternEdge", "PatternNode", "is_unknown", "type_hint"]
+
+_UNKNOWN = re.compile(r"^\s*unknown\b", re.IGNORECASE)
+_TRAILING_ID = re.compile(r"\s*[#_-]?\d+\s*$")
+_SPACES = re.compile(r"\s+")
+
+
+def is_unknown(text: str) -> bool:
+    """True when ``text`` is an ``UNKNOWN …`` placeholder."""
+    return bool(_UNKNOWN.match(text))
+
+
+def type_hint(text: str) -> str | None:
+    """``"UNKNOWN director 1"`` → ``"director"``; ``None`` for known texts or bare placeholders."""
+    if not is_unknown(text):
+        return None
+    rest = _UNKNOWN.sub("", text, count=1)
+    rest = _TRAILING_ID.sub("", rest).strip()
+    return rest or None
+
+
+def _clean(text: object, where: str) -> str:
+    if not isinstance(text, str):
+        raise PatternError(f"{where}: expected a string, got {type(text).__name__} {text!r}")
+    cleaned = _SPACES.sub(" ", text).strip()
+    if not cleaned:
+        raise PatternError(f"{where}: empty text")
+    return cleaned
+
+
+@dataclass(frozen=True)
+class PatternNode:
+    text: str
+    unknown: bool
+    type_hint: str | None
+
+
+@dataclass(frozen=True)
+class PatternEdge:
+    """Edge ``source -relation- target`` between node indices (direction kept for display only)."""
+
+    source: int
+    relation: str
+    target: int
+    unknown: bool
+
+
+@dataclass(frozen=True)
+class Pattern:
+    nodes: tuple[PatternNode, ...]
+    edges: tuple[PatternEdge, ...]
+
+    @classmethod
+    def from_triples(cls, triples: Sequence[Sequence[object]]) -> Pattern:
+        """Build from ``[[head, relation, tail], …]``; raises :class:`PatternError` naming the bad triple."""
+        if isinstance(triples, (str, bytes)) or not isinstance(triples, Sequence):
+            raise PatternError(f"A pattern is a list of [head, relation, tail] triples, got {triples!r}")
+        if len(triples) == 0:
+            raise PatternError("A pattern needs at least one triple, got an empty list")
+        index: dict[str, int] = {}
+        nodes: list[PatternNode] = []
+        edges: list[PatternEdge] = []
+        for i, triple in enumerate(triples):
+            where = f"triple {i + 1} {triple!r}"
+            if isinstance(triple, (str, bytes)) or not isinstance(triple, Sequence) or len(triple) != 3:
+                raise PatternError(f"{where}: expected exactly 3 strings [head, relation, tail]")
+            head, rel, tail = (_clean(x, where) for x in triple)
+            ends = []
+            for text in (head, tail):
+                if text not in index:
+                    index[text] = len(nodes)
+                    nodes.append(PatternNode(text, is_unknown(text), type_hint(text)))
+                ends.append(index[text])
+            edges.append(PatternEdge(ends[0], rel, ends[1], is_unknown(rel)))
+        return cls(tuple(nodes), tuple(edges))
+
+    def triples(self) -> list[tuple[str, str, str]]:
+        return [(self.nodes[e.source].text, e.relation, self.nodes[e.target].text) for e in self.edges]
+
+    def node_index(self, text: str) -> int:
+        for i, node in enumerate(self.nodes):
+            if node.text == text:
+                return i
+        raise PatternError(f"No pattern node named {text!r}")
+
+    def components(self) -> list[tuple[list[int], list[int]]]:
+        """Connected components as (node indices, edge indices), in order of first node."""
+        parent = list(range(len(self.nodes)))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for e in self.edges:
+            parent[find(e.source)] = find(e.target)
+        groups: dict[int, tuple[list[int], list[int]]] = {}
+        for v in range(len(self.nodes)):
+            groups.setdefault(find(v), ([], []))[0].append(v)
+        for i, e in enumerate(self.edges):
+            groups[find(e.source)][1].append(i)
+        return list(groups.values())
+
+    def is_connected(self) -> bool:
+        return len(self.components()) == 1
+
+    def subpattern(self, node_ids: Sequence[int], edge_ids: Sequence[int]) -> Pattern:
+        """The pattern restricted to the given nodes and edges (indices renumbered)."""
+        remap = {old: new for new, old in enumerate(node_ids)}
+        nodes = tuple(self.nodes[i] for i in node_ids)
+        edges = tuple(
+            PatternEdge(remap[self.edges[i].source], self.edges[i].relation,
+                        remap[self.edges[i].target], self.edges[i].unknown)
+            for i in edge_ids
+        )
+        return Pattern(nodes, edges)

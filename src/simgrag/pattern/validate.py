@@ -1,0 +1,87 @@
+"""Checks on a pattern before it goes to the subgraph search; messages name the offending triple.
+
+A pattern is usable when every triple is exactly three non-empty strings, it is not absurdly large,
+each connected component anchors on something (a known node or a *typed* unknown such as
+``UNKNOWN director 1``), and — when ``require_connected`` — it is one connected graph. The matcher
+can search each component on its own, so connectivity is optional.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from simgrag.errors import PatternError
+from simgrag.pattern.graph import Pattern
+
+__all__ = ["MAX_TRIPLES", "validate_pattern", "validate_triples"]
+
+MAX_TRIPLES = 12
+
+
+def validate_triples(
+    triples: Sequence[Any],
+    *,
+    require_connected: bool = False,
+    max_triples: int = MAX_TRIPLES,
+) -> Pattern:
+    """Check raw triples (e.g. from :func:`~simgrag.pattern.parse.parse_pattern_text`) → :class:`Pattern`."""
+    if isinstance(triples, (str, bytes)) or not isinstance(triples, Sequence):
+        raise PatternError(f"A pattern is a list of [head, relation, tail] triples, got {triples!r}")
+    if len(triples) > max_triples:
+        raise PatternError(
+            f"The pattern has {len(triples)} triples, more than the limit of {max_triples}; "
+            "a question's pattern should only hold the facts the question mentions")
+    for i, triple in enumerate(triples):
+        _check_triple(i, triple)
+    pattern = Pattern.from_triples(triples)
+    return validate_pattern(pattern, require_connected=require_connected, max_triples=max_triples)
+
+
+def validate_pattern(
+    pattern: Pattern,
+    *,
+    require_connected: bool = False,
+    max_triples: int = MAX_TRIPLES,
+) -> Pattern:
+    """Check an already built :class:`Pattern`; returns it unchanged when valid."""
+    if len(pattern.edges) > max_triples:
+        raise PatternError(f"The pattern has {len(pattern.edges)} triples, more than {max_triples}")
+    components = pattern.components()
+    if require_connected and len(components) > 1:
+        raise PatternError(
+            f"The pattern is not connected: it falls into {len(components)} parts "
+            + "; ".join(_describe(pattern, edges) for _, edges in components)
+            + ". Link the parts through shared node names")
+    for node_ids, edge_ids in components:
+        if not any(_anchors(pattern, v) for v in node_ids):
+            raise PatternError(
+                f"The part {_describe(pattern, edge_ids)} has no known entity and no typed unknown "
+                "node: name an entity from the question, or give each unknown a type, "
+                "e.g. 'UNKNOWN director 1'")
+    return pattern
+
+
+def _check_triple(i: int, triple: Any) -> None:
+    where = f"triple {i + 1} {triple!r}"
+    if isinstance(triple, (str, bytes)) or not isinstance(triple, Sequence):
+        raise PatternError(f"{where}: expected a list [head, relation, tail]")
+    if len(triple) != 3:
+        raise PatternError(f"{where}: expected exactly 3 items [head, relation, tail], got {len(triple)}")
+    for name, item in zip(("head", "relation", "tail"), triple, strict=True):
+        if not isinstance(item, str):
+            raise PatternError(f"{where}: the {name} must be a string, got {type(item).__name__}")
+        if not item.strip():
+            raise PatternError(f"{where}: the {name} is empty")
+    if triple[0].strip() == triple[2].strip():
+        raise PatternError(f"{where}: head and tail are the same node; a triple links two different nodes")
+
+
+def _anchors(pattern: Pattern, v: int) -> bool:
+    node = pattern.nodes[v]
+    return not node.unknown or node.type_hint is not None
+
+
+def _describe(pattern: Pattern, edge_ids: Sequence[int]) -> str:
+    triples = pattern.triples()
+    return "[" + ", ".join(str(list(triples[i])) for i in edge_ids) + "]"

@@ -1,0 +1,91 @@
+"""A scripted LLM for tests: :class:`FakeLLM` answers from a list (or a function) and records calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from simgrag.llm.base import ChatMessage, LLMResponse
+
+__all__ = ["FakeCall", "FakeLLM", "FakeLLMExhaustedError"]
+
+Script = Sequence["str | BaseException"] | Callable[[list[ChatMessage]], str]
+
+
+class FakeLLMExhaustedError(AssertionError):
+    """More calls were made than the script has answers. An ``AssertionError`` on purpose: it is a
+    bug in the test, and code under test that handles ``SimGRAGError`` must not swallow it."""
+
+
+@dataclass(frozen=True)
+class FakeCall:
+    """One recorded call to a :class:`FakeLLM`."""
+
+    messages: tuple[ChatMessage, ...]
+    json_schema: Mapping[str, Any] | None
+    max_tokens: int
+    temperature: float
+    stop: tuple[str, ...] | None
+
+    @property
+    def prompt(self) -> str:
+        """All message contents joined by newlines (handy for ``in`` assertions)."""
+        return "\n".join(m.content for m in self.messages)
+
+
+class FakeLLM:
+    """Answers with ``responses`` in order, or with ``responses(messages)`` when it is a function.
+
+    An exception instance in the list is raised instead of answered (to script failures). Token
+    counts are word counts. ``calls`` records every call; running out raises
+    :class:`FakeLLMExhaustedError`.
+    """
+
+    def __init__(self, responses: Script, *, name: str = "fake:scripted") -> None:
+        self.name = name
+        self.calls: list[FakeCall] = []
+        self._fn = responses if callable(responses) else None
+        self._script = [] if callable(responses) else list(responses)
+
+    def __repr__(self) -> str:
+        return f"FakeLLM(name={self.name!r}, calls={len(self.calls)})"
+
+    @property
+    def remaining(self) -> int:
+        """Answers left in a list script (0 for a function)."""
+        return max(0, len(self._script) - len(self.calls)) if self._fn is None else 0
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+    ) -> LLMResponse:
+        """Record the call and return the next scripted answer."""
+        call = FakeCall(tuple(messages), json_schema, max_tokens, temperature, tuple(stop) if stop else None)
+        index = len(self.calls)
+        self.calls.append(call)
+        answer = self._answer(index, list(messages))
+        return LLMResponse(
+            text=answer,
+            prompt_tokens=sum(len(m.content.split()) for m in messages),
+            completion_tokens=len(answer.split()),
+        )
+
+    def _answer(self, index: int, messages: list[ChatMessage]) -> str:
+        if self._fn is not None:
+            return self._fn(messages)
+        if index >= len(self._script):
+            last = messages[-1].content if messages else ""
+            raise FakeLLMExhaustedError(
+                f"FakeLLM has {len(self._script)} scripted answers but got call {index + 1}; "
+                f"last message: {last[:200]!r}"
+            )
+        answer = self._script[index]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer

@@ -1,0 +1,159 @@
+"""The real local model: embedded through llama-cpp-python, and behind a real llama.cpp
+OpenAI-compatible server on loopback (``python -m llama_cpp.server``).
+
+Skipped, with the reason, when llama-cpp-python (or its server extra) is missing or the model cannot
+be obtained. The server tests run in file order; the client-timeout test comes last because the
+server keeps generating after the client has gone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from simgrag.errors import LLMConnectionError, LLMTimeoutError, ModelError
+from simgrag.llm.base import ChatMessage
+from simgrag.llm.llamacpp import LlamaCppLLM, llama_cpp_available
+from simgrag.llm.models import pull_default_model
+from simgrag.llm.openai_compat import OpenAICompatLLM
+
+pytestmark = [
+    pytest.mark.llm,
+    pytest.mark.skipif(
+        not llama_cpp_available(),
+        reason="llama-cpp-python is not installed (pip install 'simgrag[llamacpp]')",
+    ),
+]
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"country": {"type": "string"}, "capital": {"type": "string"}},
+    "required": ["country", "capital"],
+}
+ASK = [
+    ChatMessage("system", "You answer with JSON only."),
+    ChatMessage("user", "What is the capital of France? Give the country and its capital."),
+]
+SERVER_DEPS = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    try:
+        return pull_default_model(show_progress=False)
+    except ModelError as exc:
+        pytest.skip(f"the default model cannot be obtained: {exc}")
+
+
+@pytest.fixture(scope="session")
+def local_llm(model_path: Path) -> Iterator[LlamaCppLLM]:
+    llm = LlamaCppLLM(model_path, n_ctx=2048)
+    yield llm
+    llm.close()
+
+
+def test_embedded_model_json_schema(local_llm: LlamaCppLLM) -> None:
+    r = local_llm.complete(ASK, json_schema=SCHEMA, max_tokens=60)
+    data = json.loads(r.text)
+    assert set(data) >= {"country", "capital"} and "paris" in data["capital"].lower()
+    assert r.prompt_tokens > 10 and 0 < r.completion_tokens <= 60 and not r.cached
+    assert local_llm.name == f"llamacpp:{Path(local_llm.model_path or '').stem}"
+
+
+def test_embedded_model_reuses_prompt_prefix(local_llm: LlamaCppLLM) -> None:
+    facts = " ".join(f"Fact {i}: the film number {i} was directed by person number {i}." for i in range(40))
+    prefix = [ChatMessage("system", "You answer questions about films. " + facts)]
+    local_llm.complete([*prefix, ChatMessage("user", "Warm-up: say ok.")], max_tokens=1)
+    local_llm.complete([ChatMessage("user", "Something else entirely, to evict the prefix.")], max_tokens=1)
+    cold = local_llm.complete([*prefix, ChatMessage("user", "Who directed film 3?")], max_tokens=1)
+    warm = local_llm.complete([*prefix, ChatMessage("user", "Who directed film 7?")], max_tokens=1)
+    assert cold.prompt_tokens > 400
+    assert warm.latency_s < cold.latency_s / 2, (cold.latency_s, warm.latency_s)
+
+
+# -- a real llama.cpp OpenAI-compatible server --------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], url: str, deadline_s: float) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"llama_cpp.server exited with code {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/v1/models", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"llama_cpp.server was not ready within {deadline_s:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def server_url(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    missing = [m for m in SERVER_DEPS if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"llama-cpp-python[server] extras missing: {', '.join(missing)}")
+    port = _free_port()
+    log = tmp_path_factory.mktemp("llama_server") / "server.log"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", "2048", "--n_threads", str(os.cpu_count() or 1)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(proc, url, deadline_s=120)
+        yield url
+    except RuntimeError as exc:
+        pytest.fail(f"{exc}; log:\n{log.read_text()[-3000:]}")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_server_plain_completion(server_url: str) -> None:
+    with OpenAICompatLLM("local", base_url=f"{server_url}/v1", timeout=120) as llm:
+        r = llm.complete([ChatMessage("user", "Reply with the single word: hello")], max_tokens=8)
+    assert "hello" in r.text.lower()
+    assert r.prompt_tokens > 0 and 0 < r.completion_tokens <= 8
+
+
+def test_server_json_schema_completion(server_url: str) -> None:
+    with OpenAICompatLLM("local", base_url=f"{server_url}/v1", timeout=120) as llm:
+        r = llm.complete(ASK, json_schema=SCHEMA, max_tokens=60)
+    data = json.loads(r.text)
+    assert set(data) >= {"country", "capital"} and "paris" in data["capital"].lower()
+
+
+def test_server_down_is_a_connection_error() -> None:
+    llm = OpenAICompatLLM("local", base_url=f"http://127.0.0.1:{_free_port()}/v1")
+    with pytest.raises(LLMConnectionError, match="is the server running"):
+        llm.complete(ASK)
+
+
+def test_server_too_slow_is_a_timeout(server_url: str) -> None:
+    story = [ChatMessage("user", "Write a long story about a lighthouse keeper.")]
+    with OpenAICompatLLM("local", base_url=f"{server_url}/v1", timeout=0.05, max_retries=0) as llm:
+        start = time.perf_counter()
+        with pytest.raises(LLMTimeoutError):
+            llm.complete(story, max_tokens=64)
+    assert time.perf_counter() - start < 2.0

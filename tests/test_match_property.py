@@ -1,0 +1,168 @@
+"""Property tests: optimized search == naive Algorithm 1 == brute force, on random KGs and patterns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simgrag.kg.store import KGStore
+from simgrag.match.candidates import CandidateTable, NodeCandidates
+from simgrag.match.search import search_subgraphs
+from simgrag.pattern.graph import Pattern
+from simgrag.testing.brute_force import brute_force_top_k
+
+# Few distinct distances so that ties are common and tie-breaking is exercised.
+DISTS = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, 0.1, 0.3])
+
+
+@st.composite
+def kg_strategy(draw: st.DrawFn) -> KGStore:
+    n = draw(st.integers(3, 7))
+    r = draw(st.integers(1, 3))
+    triples = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, r - 1), st.integers(0, n - 1)),
+                            min_size=2, max_size=16))
+    if not draw(st.booleans()):  # self-loops are rare in KGs: keep them in half the cases
+        triples = [t for t in triples if t[0] != t[2]] or [(0, 0, 1)]
+    return KGStore.from_triples([(f"e{h}", f"r{rel}", f"e{t}") for h, rel, t in triples])
+
+
+SHAPES = ["path", "star", "triangle", "cycle4", "parallel", "random", "self_loop"]
+
+
+@st.composite
+def pattern_edges(draw: st.DrawFn) -> list[tuple[int, int]]:
+    shape = draw(st.sampled_from(SHAPES))
+    if shape == "path":
+        m = draw(st.integers(1, 3))
+        return [(i, i + 1) for i in range(m)]
+    if shape == "star":
+        m = draw(st.integers(2, 3))
+        return [(0, i + 1) for i in range(m)]
+    if shape == "triangle":
+        return [(0, 1), (1, 2), (2, 0)]
+    if shape == "cycle4":
+        return [(0, 1), (1, 2), (2, 3), (3, 0)]
+    if shape == "parallel":
+        return [(0, 1), (1, 0)] + draw(st.sampled_from([[], [(1, 2)]]))
+    if shape == "self_loop":
+        return [(0, 1), (1, 1)]
+    n = draw(st.integers(2, 4))
+    edges = [(draw(st.integers(0, i - 1)), i) for i in range(1, n)]  # spanning tree
+    extra = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] != e[1]),
+                          max_size=2))
+    return [(a, b) if draw(st.booleans()) else (b, a) for a, b in edges + extra]
+
+
+@st.composite
+def case(draw: st.DrawFn) -> tuple[KGStore, Pattern, CandidateTable]:
+    store = draw(kg_strategy())
+    edges = pattern_edges_value = draw(pattern_edges())
+    n_nodes = 1 + max(max(a, b) for a, b in pattern_edges_value)
+    names = []
+    node_cands = []
+    for i in range(n_nodes):
+        if draw(st.integers(0, 9)) < 3:
+            names.append(f"UNKNOWN thing {i}")
+            node_cands.append(NodeCandidates.anything())
+        else:
+            names.append(f"node {i}")
+            ids = draw(st.lists(st.integers(0, store.num_entities - 1), min_size=1, max_size=store.num_entities,
+                                unique=True))
+            node_cands.append(NodeCandidates.from_pairs(ids, [draw(DISTS) for _ in ids]))
+    rel_cands = []
+    rel_names = []
+    for j in range(len(edges)):
+        if draw(st.integers(0, 9)) < 2:
+            rel_names.append(f"UNKNOWN relation {j}")
+            rel_cands.append(None)
+        else:
+            rel_names.append(f"rel {j}")
+            ids = draw(st.lists(st.integers(0, store.num_relations - 1), min_size=1, unique=True,
+                                max_size=store.num_relations))
+            rel_cands.append((ids, [draw(DISTS) for _ in ids]))
+    pattern = Pattern.from_triples([[names[a], rel_names[j], names[b]] for j, (a, b) in enumerate(edges)])
+    assert len(pattern.nodes) == n_nodes
+    table = CandidateTable.from_relation_pairs(node_cands, rel_cands, store.num_relations)
+    return store, pattern, table
+
+
+def _keys(matches: object) -> list[tuple[float, tuple[int, ...], tuple[int, ...]]]:
+    return [m.key() for m in matches]  # type: ignore[attr-defined]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case(), st.sampled_from([1, 2, 3, 5, 20]), st.booleans())
+def test_optimized_equals_naive_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable], k: int,
+                                                   injective: bool) -> None:
+    store, pattern, table = data
+    expected = brute_force_top_k(store, pattern, table, k, injective=injective)
+    naive = search_subgraphs(store, pattern, table, k=k, injective=injective, algorithm="naive")
+    optimized = search_subgraphs(store, pattern, table, k=k, injective=injective, algorithm="optimized")
+    assert naive.complete and optimized.complete
+    assert _keys(naive.matches) == _keys(expected)
+    assert _keys(optimized.matches) == _keys(expected)
+    for got, want in zip(optimized.matches, expected, strict=True):
+        assert got.node_dists == want.node_dists
+        assert got.edge_dists == want.edge_dists
+        assert got.gsd == pytest.approx(sum(got.node_dists) + sum(got.edge_dists))
+
+
+def _chain_kg() -> KGStore:
+    # movie -directed_by-> director, movie -starred_actors-> actor, plus a second film per person
+    triples = [("Inception", "directed_by", "Nolan"), ("Inception", "starred_actors", "DiCaprio"),
+               ("Memento", "directed_by", "Nolan"), ("Titanic", "starred_actors", "DiCaprio"),
+               ("Titanic", "directed_by", "Cameron"), ("Inception", "written_by", "Nolan")]
+    return KGStore.from_triples(triples)
+
+
+def test_parallel_pattern_edges_need_two_triples() -> None:
+    store = _chain_kg()
+    pattern = Pattern.from_triples([["UNKNOWN person 1", "directed", "Inception"],
+                                    ["UNKNOWN person 1", "wrote", "Inception"]])
+    inc = store.entities.id_of("Inception")
+    table = CandidateTable.from_relation_pairs([NodeCandidates.anything(), NodeCandidates.from_pairs([inc], [0.0])],
+                                               [None, None], store.num_relations)
+    result = search_subgraphs(store, pattern, table, k=5)
+    people = {store.entities[m.nodes[0]] for m in result.matches}
+    assert people == {"Nolan"}  # only Nolan has two triples with Inception
+    assert all(m.triples[0] != m.triples[1] for m in result.matches)
+    loose = search_subgraphs(store, pattern, table, k=20, injective=False)
+    assert {store.entities[m.nodes[0]] for m in loose.matches} == {"Nolan", "DiCaprio"}
+
+
+def test_deadline_returns_best_so_far_with_lower_bound() -> None:
+    rng = np.random.default_rng(0)
+    n = 400
+    heads = rng.integers(0, n, 6000)
+    tails = rng.integers(0, n, 6000)
+    store = KGStore.from_triples([(f"e{h}", "r", f"e{t}") for h, t in zip(heads, tails, strict=True) if h != t])
+    pattern = Pattern.from_triples([["A", "r", "B"], ["B", "r", "C"], ["C", "r", "D"], ["D", "r", "A"]])
+    cands = [NodeCandidates.from_pairs(np.arange(n), rng.random(n)) for _ in range(4)]
+    table = CandidateTable.from_relation_pairs(cands, [([0], [0.0])] * 4, store.num_relations)
+    partial = search_subgraphs(store, pattern, table, k=3, algorithm="naive", max_steps=2_000)
+    assert not partial.complete
+    full = search_subgraphs(store, pattern, table, k=3)
+    assert full.complete
+    assert partial.lower_bound <= full.matches[-1].gsd + 1e-12
+    if partial.matches:
+        assert partial.matches[0].gsd >= full.matches[0].gsd
+
+
+def test_disconnected_pattern_combines_components() -> None:
+    store = _chain_kg()
+    pattern = Pattern.from_triples([["UNKNOWN director 1", "directed", "Memento"],
+                                    ["UNKNOWN actor 1", "acted in", "Titanic"]])
+    ids = {name: store.entities.id_of(name) for name in ("Memento", "Titanic")}
+    table = CandidateTable.from_relation_pairs(
+        [NodeCandidates.anything(), NodeCandidates.from_pairs([ids["Memento"]], [0.0]),
+         NodeCandidates.anything(), NodeCandidates.from_pairs([ids["Titanic"]], [0.0])],
+        [([0], [0.1]), ([1], [0.2])], store.num_relations)
+    result = search_subgraphs(store, pattern, table, k=2)
+    assert result.combination == "sum-of-components"
+    assert len(result.components) == 2
+    best = result.matches[0]
+    assert store.entities[best.nodes[0]] == "Nolan"
+    assert store.entities[best.nodes[2]] == "DiCaprio"
+    assert best.gsd == pytest.approx(0.3)

@@ -1,0 +1,264 @@
+"""Question → pattern: parsing repairs, validation, prompt layout, repair retry, MetaQA chain checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simgrag.errors import ConfigError, DatasetError, PatternError, PatternParseError
+from simgrag.eval.metaqa import chain_relations, load_metaqa, pattern_fits_chain
+from simgrag.pattern.examples import builtin_examples, load_examples, parse_examples
+from simgrag.pattern.generate import PatternGenerator
+from simgrag.pattern.graph import Pattern
+from simgrag.pattern.parse import parse_pattern_text
+from simgrag.pattern.prompt import PromptBuilder, pattern_json_schema
+from simgrag.pattern.validate import validate_triples
+from simgrag.testing.llm import FakeLLM
+
+GOOD = '{"triples": [["Titanic", "directed by", "UNKNOWN director 1"]]}'
+TITANIC = [["Titanic", "directed by", "UNKNOWN director 1"]]
+
+EXAMPLES_YAML = """
+relations: [directed by, starred actors]
+instructions: Movies come first.
+examples:
+  - question: who directed Titanic
+    triples: [[Titanic, directed by, UNKNOWN director 1]]
+  - question: which actors starred in Heat
+    triples: [[Heat, starred actors, UNKNOWN actor 1]]
+  - question: the films directed by Tim Burton were released in which years
+    triples:
+      - [UNKNOWN movie 1, directed by, Tim Burton]
+      - [UNKNOWN movie 1, release year, UNKNOWN year 1]
+  - question: what genres are the movies written by Nora Ephron
+    triples:
+      - [UNKNOWN movie 1, written by, Nora Ephron]
+      - [UNKNOWN movie 1, has genre, UNKNOWN genre 1]
+"""
+
+
+@pytest.fixture()
+def examples():
+    return parse_examples(EXAMPLES_YAML, source="test.yaml")
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    GOOD,
+    f"```json\n{GOOD}\n```",
+    f"Here is the pattern:\n{GOOD}\nHope this helps!",
+    "{'triples': [('Titanic', 'directed by', 'UNKNOWN director 1')]}",
+    '{"triples": [["Titanic", "directed by", "UNKNOWN director 1"],],}',
+    """{'divided": ["who directed Titanic"], """
+    """'triples": [("Titanic", "directed by", "UNKNOWN director 1"),]}""",
+    '[["Titanic", "directed by", "UNKNOWN director 1"]]',
+    '["Titanic", "directed by", "UNKNOWN director 1"]',
+    '{"triples": [["Titanic", "directed by", "UNKNOWN director 1"]',  # truncated
+])
+def test_parse_variants(text):
+    parsed = parse_pattern_text(text)
+    assert parsed.triples == TITANIC
+    assert parsed.repaired == (text != GOOD)
+
+
+def test_parse_keeps_apostrophes_and_divided():
+    parsed = parse_pattern_text("{'divided': ['who wrote it'], 'triples': [('Schindler's List', "
+                                "'written by', 'UNKNOWN writer 1')]}")
+    assert parsed.triples == [["Schindler's List", "written by", "UNKNOWN writer 1"]]
+    assert parsed.divided == ["who wrote it"]
+
+
+@pytest.mark.parametrize("text", ["", "I do not know.", '{"answer": "Cameron"}', '{"triples": "none"}', "42"])
+def test_parse_garbage_raises_with_text(text):
+    with pytest.raises(PatternParseError) as info:
+        parse_pattern_text(text)
+    assert info.value.text == text
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("triples", "message"), [
+    ([["a", "b"]], "triple 1 ['a', 'b']: expected exactly 3 items"),
+    ([["Titanic", "directed by", ""]], "the tail is empty"),
+    ([["Titanic", 5, "x"]], "the relation must be a string"),
+    ([["UNKNOWN 1", "r", "UNKNOWN 2"]], "no known entity and no typed unknown"),
+    ([["x", "r", "x"]], "head and tail are the same node"),
+    ([["a", "r", f"b{i}"] for i in range(13)], "more than the limit of 12"),
+    ([], "at least one triple"),
+])
+def test_validation_messages(triples, message):
+    with pytest.raises(PatternError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        validate_triples(triples)
+
+
+def test_connectivity_is_a_flag():
+    triples = [["Titanic", "directed by", "UNKNOWN director 1"], ["Heat", "has genre", "UNKNOWN genre 1"]]
+    assert len(validate_triples(triples).components()) == 2
+    with pytest.raises(PatternError, match="not connected: it falls into 2 parts"):
+        validate_triples(triples, require_connected=True)
+
+
+# --- examples file -------------------------------------------------------------------------------
+
+def test_examples_file_roundtrip(tmp_path: Path, examples):
+    path = tmp_path / "kg.yaml"
+    path.write_text(EXAMPLES_YAML)
+    loaded = load_examples(path)
+    assert loaded.relations == ("directed by", "starred actors")
+    assert loaded.examples[0].triples == (("Titanic", "directed by", "UNKNOWN director 1"),)
+    json_path = tmp_path / "kg.json"
+    json_path.write_text(json.dumps({"examples": [{"question": "q", "triples": TITANIC}]}))
+    assert len(load_examples(json_path)) == 1
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("examples: []", "non-empty list"),
+    ("- a\n- b", "must be a mapping"),
+    ("examples:\n  - question: q\n    triples: [[a, b]]", r"example 1 \('q'\): bad triples: triple 1"),
+    ("examples:\n  - question: ok\n    triples: [[a, b, c]]\n  - triples: [[a, b, c]]",
+     "example 2: 'question' must be non-empty"),
+    ("examples:\n  - {question: q, triples: [[a, b, c]], answer: x}", "unknown keys"),
+    ("relations: 5\nexamples:\n  - {question: q, triples: [[a, b, c]]}", "'relations:' must be a list"),
+    ("examples: [", "not valid YAML"),
+    ("colour: red\nexamples:\n  - {question: q, triples: [[a, b, c]]}", "unknown top-level keys"),
+])
+def test_examples_file_errors(text, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        parse_examples(text, source="mykg.yaml")
+    assert "mykg.yaml" in str(info.value)
+
+
+def test_missing_examples_file(tmp_path: Path):
+    with pytest.raises(ConfigError, match="Cannot read"):
+        load_examples(tmp_path / "nope.yaml")
+
+
+def test_builtin_metaqa_examples_are_valid():
+    ex = builtin_examples("metaqa")
+    assert 40 <= len(ex) <= 100
+    assert "directed by" in ex.relations
+    with pytest.raises(ConfigError, match="No built-in examples"):
+        builtin_examples("nope")
+
+
+# --- prompt --------------------------------------------------------------------------------------
+
+def test_fixed_prefix_is_identical_for_different_questions(examples):
+    builder = PromptBuilder(examples, n_static_shots=2, n_dynamic_shots=1)
+    a = builder.messages("the films directed by Ang Lee were released in which years")
+    b = builder.messages("what genres are the movies written by Woody Allen")
+    fixed = builder.fixed_messages()
+    assert len(fixed) == 1 + 2 * 2
+    assert a[: len(fixed)] == b[: len(fixed)] == fixed
+    assert a != b
+    assert "directed by; starred actors" in fixed[0].content and "Movies come first." in fixed[0].content
+
+
+def test_dynamic_shots_pick_the_most_similar(examples):
+    builder = PromptBuilder(examples, n_static_shots=2, n_dynamic_shots=1)
+    assert [e.question for e in builder.dynamic_examples("what genres are the movies written by Bob")] == [
+        "what genres are the movies written by Nora Ephron"]
+    messages = builder.messages("what genres are the movies written by Bob")
+    assert messages[-3].content == "what genres are the movies written by Nora Ephron"
+    assert messages[-1].content == "what genres are the movies written by Bob"
+
+
+def test_schema_and_divided(examples):
+    schema = pattern_json_schema(with_divided=True)
+    assert schema["required"] == ["divided", "triples"]
+    builder = PromptBuilder(examples, n_static_shots=1, n_dynamic_shots=0, with_divided=True)
+    shot = json.loads(builder.fixed_messages()[2].content)
+    assert shot["divided"] == ["Titanic directed by UNKNOWN director 1"]
+
+
+# --- generation with a fake LLM ------------------------------------------------------------------
+
+def test_generate_first_try(examples):
+    llm = FakeLLM([GOOD])
+    generator = PatternGenerator(llm, examples, n_static_shots=2, n_dynamic_shots=1)
+    result = generator.generate("who directed Titanic")
+    assert result.pattern.triples() == [tuple(TITANIC[0])]
+    assert (result.attempts, result.repaired) == (1, False)
+    assert llm.calls[0].json_schema == pattern_json_schema()
+    assert result.prompt_tokens > 0 and result.completion_tokens > 0
+
+
+def test_generate_repair_retry_shows_output_and_error(examples):
+    llm = FakeLLM(['{"triples": [["Titanic", "directed by"]]}', GOOD])
+    result = PatternGenerator(llm, examples).generate("who directed Titanic")
+    assert (result.attempts, result.repaired) == (2, True)
+    retry = llm.calls[1].messages
+    assert retry[-2].role == "assistant" and retry[-2].content == '{"triples": [["Titanic", "directed by"]]}'
+    assert "expected exactly 3 items" in retry[-1].content
+
+
+def test_generate_fails_after_retry_with_typed_errors(examples):
+    with pytest.raises(PatternParseError, match="after 2 attempts") as info:
+        PatternGenerator(FakeLLM(["no idea", "still no idea"]), examples).generate("who directed Titanic")
+    assert info.value.text == "still no idea"
+    bad = '{"triples": [["UNKNOWN 1", "r", "UNKNOWN 2"]]}'
+    with pytest.raises(PatternError, match="no known entity"):
+        PatternGenerator(FakeLLM([bad, bad]), examples).generate("who directed Titanic")
+
+
+def test_generate_without_schema_and_empty_question(examples):
+    llm = FakeLLM([f"```json\n{GOOD}\n```"])
+    result = PatternGenerator(llm, examples, use_json_schema=False).generate("who directed Titanic")
+    assert result.repaired and llm.calls[0].json_schema is None
+    with pytest.raises(PatternError, match="empty"):
+        PatternGenerator(FakeLLM([]), examples).generate("  ")
+
+
+# --- MetaQA --------------------------------------------------------------------------------------
+
+def _p(*triples: tuple[str, str, str]) -> Pattern:
+    return Pattern.from_triples(list(triples))
+
+
+CHAIN2 = "director_to_movie_to_language"
+
+
+@pytest.mark.parametrize(("pattern", "ok", "why"), [
+    (_p(("UNKNOWN movie 1", "directed by", "Joel Zwick"), ("UNKNOWN movie 1", "in language", "UNKNOWN l 1")),
+     True, "ok"),
+    (_p(("Joel Zwick", "director of", "UNKNOWN film 1"), ("UNKNOWN film 1", "spoken in", "UNKNOWN l 1")),
+     True, "ok"),
+    (_p(("UNKNOWN movie 1", "UNKNOWN relation 1", "Joel Zwick"),
+        ("UNKNOWN movie 1", "UNKNOWN relation 2", "UNKNOWN language 1")),
+     False, "hop 1"),
+    (_p(("UNKNOWN movie 1", "directed by", "Joel Zwick")), False, "1 triples for a 2-hop"),
+    (_p(("UNKNOWN movie 1", "directed by", "Joel"), ("UNKNOWN movie 1", "in language", "UNKNOWN language 1")),
+     False, "topic 'Joel Zwick' is not a node"),
+    (_p(("UNKNOWN movie 1", "written by", "Joel Zwick"), ("UNKNOWN movie 1", "in language", "UNKNOWN l 1")),
+     False, "hop 1: relation 'written by'"),
+    (_p(("UNKNOWN movie 1", "directed by", "Joel Zwick"), ("Joel Zwick", "in language", "UNKNOWN l 1")),
+     False, "not a simple path"),
+    (_p(("UNKNOWN movie 1", "directed by", "Joel Zwick"), ("UNKNOWN movie 1", "in language", "French")),
+     False, "not UNKNOWN"),
+])
+def test_pattern_fits_chain(pattern, ok, why):
+    got, reason = pattern_fits_chain(pattern, "Joel Zwick", CHAIN2)
+    assert got is ok and why in reason
+
+
+def test_fits_chain_uses_type_hint_when_relation_is_unknown():
+    pattern = _p(("Heat", "UNKNOWN relation 1", "UNKNOWN director 1"))
+    assert pattern_fits_chain(pattern, "heat", "movie_to_director") == (True, "ok")
+    assert chain_relations("movie_to_actor_to_movie_to_imdbrating") == [
+        "starred_actors", "starred_actors", "has_imdb_rating"]
+
+
+def test_load_metaqa(tmp_path: Path):
+    (tmp_path / "1-hop" / "vanilla").mkdir(parents=True)
+    with pytest.raises(DatasetError, match="not found"):
+        load_metaqa(tmp_path, 1, "dev")
+    (tmp_path / "1-hop" / "vanilla" / "qa_dev.txt").write_text("who directed [Heat]\tMichael Mann\n")
+    (tmp_path / "1-hop" / "qa_dev_qtype.txt").write_text("movie_to_director\n")
+    (q,) = load_metaqa(tmp_path, 1, "dev")
+    assert (q.question, q.topic, q.answers, q.hops) == ("who directed Heat", "Heat", ("Michael Mann",), 1)
+    (tmp_path / "1-hop" / "vanilla" / "qa_dev.txt").write_text("no topic here\tx\n")
+    with pytest.raises(DatasetError, match=r"qa_dev\.txt:1"):
+        load_metaqa(tmp_path, 1, "dev")
