@@ -49,7 +49,7 @@ def chain_triples(topic: str, chain: str) -> list[list[str]]:
         counts[kind] += 1
         names.append(f"UNKNOWN {TYPE_WORDS.get(kind, kind)} {counts[kind]}")
     triples = []
-    for (a, b), na, nb in zip(itertools.pairwise(types), names, names[1:], strict=True):
+    for (a, b), (na, nb) in zip(itertools.pairwise(types), itertools.pairwise(names), strict=True):
         other = b if a == "movie" else a
         relation = CHAIN_RELATIONS[other].replace("_", " ")
         triples.append([na, relation, nb] if a == "movie" else [nb, relation, na])

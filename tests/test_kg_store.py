@@ -68,7 +68,7 @@ def test_csr_property(rows: list[tuple[int, int, int]]) -> None:
 
 
 def test_save_load_mmap_round_trip(tmp_path: Path) -> None:
-    store = KGStore.from_triples(TRIPLES + [("Amélie", "in", "French")], entity_types=[("a", "T")])
+    store = KGStore.from_triples([*TRIPLES, ("Amélie", "in", "French")], entity_types=[("a", "T")])
     store.save(tmp_path)
     for mmap in (True, False):
         loaded = KGStore.load(tmp_path, mmap=mmap)

@@ -124,7 +124,7 @@ def server_url(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=15)
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -7,8 +7,10 @@ import hashlib
 import io
 import json
 import socket
+import sys
 import threading
 import time
+import types
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,7 +20,14 @@ from typing import IO, Any
 
 import pytest
 
-from simgrag.errors import ConfigError, LLMConnectionError, LLMResponseError, LLMTimeoutError, ModelError
+from simgrag.errors import (
+    ConfigError,
+    LLMConnectionError,
+    LLMError,
+    LLMResponseError,
+    LLMTimeoutError,
+    ModelError,
+)
 from simgrag.llm import models
 from simgrag.llm.base import LLM, ChatMessage
 from simgrag.llm.cache import CachedLLM, call_key
@@ -327,6 +336,22 @@ def test_openai_json_schema_then_fallback_to_json_object(stub: Any) -> None:
     assert formats[1] == formats[2] == {"type": "json_object", "schema": SCHEMA}
 
 
+def test_openai_json_schema_rejected_with_500_like_llama_cpp_python(stub: Any) -> None:
+    message = ("1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+               "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}")
+    rejected = Reply(500, {"error": {"message": message, "type": "internal_server_error"}})
+    server = stub(rejected, Reply(body=chat_body('{"answer": "x"}')))
+    assert openai_client(server.url).complete(MSGS, json_schema=SCHEMA).text == '{"answer": "x"}'
+    assert [req[1]["response_format"]["type"] for req in server.requests] == ["json_schema", "json_object"]
+
+
+def test_openai_json_schema_503_is_retried_without_fallback(stub: Any) -> None:
+    server = stub(Reply(503, {"error": {"message": "busy"}}), Reply(body=chat_body('{"answer": "x"}')))
+    llm = openai_client(server.url)
+    assert llm.complete(MSGS, json_schema=SCHEMA).text == '{"answer": "x"}'
+    assert [req[1]["response_format"]["type"] for req in server.requests] == ["json_schema", "json_schema"]
+
+
 def test_openai_bad_body_is_a_response_error(stub: Any) -> None:
     server = stub(Reply(body={"unexpected": True}))
     with pytest.raises(LLMResponseError, match=r"without 'choices\.0'"):
@@ -467,3 +492,47 @@ def test_default_model_path_follows_env(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("SIMGRAG_CACHE_DIR", str(tmp_path))
     assert default_model_path() == tmp_path / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     assert default_model_path(tmp_path / "x") == tmp_path / "x" / "models" / models.DEFAULT_MODEL.filename
+
+
+# -- LlamaCppLLM without llama.cpp ------------------------------------------------------------------
+
+
+class FakeLlama:
+    def __init__(self) -> None:
+        self.kwargs: list[dict[str, Any]] = []
+
+    def create_chat_completion(self, **kwargs: Any) -> dict[str, Any]:
+        self.kwargs.append(kwargs)
+        return chat_body('{"answer": "x"}', 30, 5)
+
+
+def test_llamacpp_maps_arguments_and_usage(tmp_path: Path) -> None:
+    llm = LlamaCppLLM(tmp_path / "m.gguf", seed=7)
+    fake = FakeLlama()
+    llm._llama = fake  # type: ignore[assignment]
+    r = llm.complete(MSGS, json_schema=SCHEMA, max_tokens=40, stop=["\n"])
+    assert (r.text, r.prompt_tokens, r.completion_tokens) == ('{"answer": "x"}', 30, 5)
+    kw = fake.kwargs[0]
+    assert kw["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert (kw["max_tokens"], kw["temperature"], kw["seed"], kw["stop"]) == (40, 0.0, 7, ["\n"])
+    assert kw["messages"][0] == {"role": "system", "content": "You are terse."}
+    llm.complete(MSGS)
+    assert "response_format" not in fake.kwargs[1] and "stop" not in fake.kwargs[1]
+
+
+def test_llamacpp_without_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # the import fails
+    with pytest.raises(LLMError, match=r"pip install 'simgrag\[llamacpp\]'"):
+        LlamaCppLLM(tmp_path / "m.gguf").complete(MSGS)
+
+
+def test_llamacpp_missing_or_bad_model_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(**kwargs: Any) -> None:
+        raise ValueError(f"Failed to load model from file: {kwargs['model_path']}")
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=refuse))
+    with pytest.raises(ModelError, match="does not exist"):
+        LlamaCppLLM(tmp_path / "missing.gguf").complete(MSGS)
+    (tmp_path / "bad.gguf").write_bytes(b"not a gguf")
+    with pytest.raises(ModelError, match="is it a valid GGUF file"):
+        LlamaCppLLM(tmp_path / "bad.gguf").complete(MSGS)

@@ -127,7 +127,7 @@ class BatchedEmbedder(ABC):
         missing = [text for text in dict.fromkeys(texts) if text not in found]
         if missing:
             fresh = self._encode_all(missing, batch_size, show=False)
-            for text, vector in zip(missing, fresh):
+            for text, vector in zip(missing, fresh, strict=True):
                 self.cache.put(text, vector)
                 found[text] = vector
         return np.stack([found[text] for text in texts]).astype(np.float32, copy=False)
@@ -163,7 +163,7 @@ class BatchedEmbedder(ABC):
             )
         if self.normalize:
             norms = np.linalg.norm(array, axis=1, keepdims=True)
-            array = array / np.where(norms > 0, norms, 1.0)
+            array = (array / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
         return array
 
 

@@ -23,8 +23,9 @@ _BLOCK_ELEMENTS = 1 << 24
 class ExactIndex:
     """Brute-force L2 search over a float32 matrix.
 
-    Distances use ``||q||² + ||x||² − 2 q·x`` (clipped at 0, then square-rooted), computed in blocks of
-    queries so memory stays bounded. Top-k is exact: ``argpartition`` then a stable sort, and equal
+    Candidates come from ``||q||² + ||x||² − 2 q·x`` (clipped at 0), computed in blocks of queries so
+    memory stays bounded. Top-k is exact: ``argpartition``, then a stable sort; the winners' distances
+    are then recomputed directly as ``||q − x||`` (the expansion loses precision near 0) and equal
     distances are ordered by the lower id, so results are deterministic.
     """
 
@@ -57,7 +58,7 @@ class ExactIndex:
         check_searchable(self.ntotal, self.kind)
         q = as_matrix(queries, self.dim, what="queries")
         kk = min(k, self.ntotal)
-        rows = max(1, _BLOCK_ELEMENTS // self.ntotal)
+        rows = max(1, _BLOCK_ELEMENTS // max(self.ntotal, kk * self.dim))
         dist_blocks, id_blocks = [], []
         for start in range(0, q.shape[0], rows):
             d, i = self._search_block(q[start : start + rows], kk)
@@ -71,8 +72,11 @@ class ExactIndex:
         sq = np.einsum("ij,ij->i", q, q)[:, None] + self._sq_norms[None, :] - 2.0 * (q @ self._vectors.T)
         np.maximum(sq, 0.0, out=sq)
         ids = np.stack([_top_k_row(row, k) for row in sq]) if len(sq) else np.empty((0, k), np.int64)
-        picked = np.take_along_axis(sq, ids, axis=1)
-        return np.sqrt(picked).astype(np.float32), ids
+        # The expansion loses precision for near neighbours (cancellation); recompute the k winners directly.
+        exact = np.linalg.norm(q[:, None, :] - self._vectors[ids], axis=2)
+        order = np.lexsort((ids, exact), axis=-1)
+        distances = np.take_along_axis(exact, order, axis=1).astype(np.float32)
+        return distances, np.take_along_axis(ids, order, axis=1)
 
     def vectors(self) -> np.ndarray:
         """A read-only view of the stored matrix (row i has id i)."""

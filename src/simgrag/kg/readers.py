@@ -322,7 +322,7 @@ def iter_triples(
     skip_bad_lines: bool = False,
     csv_columns: CsvColumns | Mapping[str, str] | None = None,
 ) -> Iterator[Triple]:
-    """Stream the triples of a KG file, as names, without building a store.
+    """Stream the triples of a KG file, as names, without building a store (duplicates included).
 
     Types and ``rdfs:label`` statements are not triples and are not yielded; N-Triples terms are
     named per term (labels that appear later in the file cannot be applied). In strict mode the

@@ -18,11 +18,11 @@ import httpx
 from simgrag.errors import LLMConnectionError, LLMResponseError, LLMTimeoutError
 from simgrag.llm.retry import RetryPolicy, TransientLLMError, call_with_retries
 
-__all__ = ["HTTPStatusLLMError", "post_json", "require", "server_message"]
+__all__ = ["RETRY_STATUS", "HTTPStatusLLMError", "post_json", "require", "server_message"]
 
 logger = logging.getLogger(__name__)
 
-_RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 class HTTPStatusLLMError(LLMResponseError):
@@ -74,7 +74,7 @@ def _post_once(
 def _decode(response: httpx.Response, url: str) -> dict[str, Any]:
     if response.status_code >= 400:
         error = _status_error(response, url)
-        if response.status_code in _RETRY_STATUS or response.status_code >= 500:
+        if response.status_code in RETRY_STATUS or response.status_code >= 500:
             raise TransientLLMError(error, _retry_after(response))
         raise error
     try:

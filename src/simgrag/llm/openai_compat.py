@@ -2,8 +2,8 @@
 
 Talks HTTP with httpx directly (``POST {base_url}/chat/completions``). A JSON schema is sent as
 ``response_format={"type": "json_schema", ...}``; servers that reject that form (llama-cpp-python's
-server accepts only ``"text"``/``"json_object"``) get ``{"type": "json_object", "schema": ...}``
-instead, and the client remembers it for later calls.
+server accepts only ``"text"``/``"json_object"`` and says so with an HTTP 500) get
+``{"type": "json_object", "schema": ...}`` instead, and the client remembers it for later calls.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from simgrag.errors import ConfigError, LLMResponseError
+from simgrag.llm._http import RETRY_STATUS as _RETRY_STATUS
 from simgrag.llm._http import HTTPStatusLLMError, post_json, require
 from simgrag.llm.base import ChatMessage, LLMResponse
 from simgrag.llm.retry import RetryPolicy
@@ -26,6 +27,7 @@ __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAICompatLLM"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+_NO_RETRY = RetryPolicy(max_retries=0)
 
 
 class OpenAICompatLLM:
@@ -113,23 +115,28 @@ class OpenAICompatLLM:
     def _post_with_schema(self, payload: dict[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
         if schema is None:
             return self._post(payload)
-        if self._json_schema_ok:
-            try:
-                return self._post({**payload, "response_format": _json_schema_format(schema)})
-            except HTTPStatusLLMError as exc:
-                if not _rejects_response_format(exc):
-                    raise
-                logger.info("%s rejected response_format json_schema (%s); using json_object", self.base_url,
-                            exc.detail[:200])
-            body = self._post({**payload, "response_format": _json_object_format(schema)})
-            self._json_schema_ok = False
-            return body
-        return self._post({**payload, "response_format": _json_object_format(schema)})
+        object_payload = {**payload, "response_format": _json_object_format(schema)}
+        if not self._json_schema_ok:
+            return self._post(object_payload)
+        schema_payload = {**payload, "response_format": _json_schema_format(schema)}
+        try:  # one bare try first: some servers reject the format with a 500, not worth retrying
+            return self._post(schema_payload, retry=_NO_RETRY)
+        except HTTPStatusLLMError as exc:
+            if not _rejects_response_format(exc):
+                if exc.status_code in _RETRY_STATUS or exc.status_code >= 500:
+                    return self._post(schema_payload)
+                raise
+            why = exc.detail[:200]
+            logger.info("%s rejected response_format json_schema (%s); using json_object", self.base_url, why)
+        body = self._post(object_payload)
+        self._json_schema_ok = False
+        return body
 
-    def _post(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def _post(self, payload: Mapping[str, Any], retry: RetryPolicy | None = None) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         url = f"{self.base_url}/chat/completions"
-        return post_json(self._client, url, payload, retry=self.retry, headers=headers, what=self.name)
+        policy = retry or self.retry
+        return post_json(self._client, url, payload, retry=policy, headers=headers, what=self.name)
 
     # -- response ---------------------------------------------------------------------------------
 
@@ -162,5 +169,7 @@ def _json_object_format(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _rejects_response_format(exc: HTTPStatusLLMError) -> bool:
+    """A validation error about response_format. llama-cpp-python's server answers it with a 500
+    ("Input should be 'text' or 'json_object'"), FastAPI with a 422, OpenAI with a 400."""
     detail = exc.detail.lower()
-    return exc.status_code in (400, 422) and ("response_format" in detail or "json_schema" in detail)
+    return exc.status_code in (400, 422, 500) and "response_format" in detail

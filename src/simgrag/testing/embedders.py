@@ -70,4 +70,4 @@ class HashEmbedder:
                 column, sign = _bucket(feature, self.dim)
                 out[row, column] += sign * weight
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms > 0, norms, 1.0)
+        return (out / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)

@@ -1,0 +1,41 @@
+# simgrag developer entry points. Two commands matter (README):
+#   make demo   install, then answer a question on the bundled sample KG with the embedded models
+#   make test   install, then run ruff, mypy and the test suite (CI runs exactly this)
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+# llama.cpp must be built portable here: a native build uses AMX and segfaults on these CPUs.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+STAMP  := $(VENV)/.installed
+QUESTION ?= Who directed Inception?
+
+.PHONY: install demo test lint typecheck bench-retrieval clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -c constraints.txt torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet -c constraints.txt -e ".[llamacpp,milvus,serve,dev]"
+	$(VENV)/bin/simgrag models pull
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(VENV)/bin/simgrag demo "$(QUESTION)"
+
+lint: install
+	$(VENV)/bin/ruff check src tests benchmarks scripts
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+test: lint typecheck
+	$(PY) -m pytest -q
+
+bench-retrieval: install
+	$(PY) benchmarks/retrieval_metaqa.py --metaqa-dir ../shared/data/MetaQA --index-dir runs/metaqa.idx
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

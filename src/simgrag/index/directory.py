@@ -1,0 +1,320 @@
+"""Index directories: everything retrieval needs, built once, described by a manifest.
+
+Layout of ``INDEX_DIR``::
+
+    manifest.json        format version, KG content hash, embedder name/dim, parameters, counts
+    store/               the KGStore arrays (memory-mapped on load)
+    entity_vectors.npy   one embedding per entity (float32), also the build checkpoint
+    entity_index/        vector index over entity names (exact / faiss-hnsw / milvus)
+    relation_index/      exact index over relation texts (each relation: readable name + aliases)
+    relation_owner.npy   row of relation_index → relation id
+    type_index/, type_owner.npy   the same for entity types, when the KG has them
+
+The build works in ``.NAME.building`` beside the target and renames it into place only when the
+manifest is written, so a crash never leaves a directory that loads as valid. Entity embeddings are
+written in chunks with a progress file: re-running the same build after a crash resumes them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from tqdm.auto import tqdm
+
+from simgrag import __version__
+from simgrag.embed.base import Embedder
+from simgrag.embed.registry import resolve_embedder
+from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
+from simgrag.index.base import VectorIndex
+from simgrag.index.exact import ExactIndex
+from simgrag.index.registry import choose_default_kind, load_index, make_index
+from simgrag.kg.loader import LoadReport, load_kg
+from simgrag.kg.store import KGStore
+
+__all__ = [
+    "FORMAT_VERSION",
+    "IndexDir",
+    "build_index_dir",
+    "load_aliases",
+    "open_index_dir",
+    "relation_text",
+    "with_relation_aliases",
+]
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+_CHUNK = 4096
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def relation_text(name: str) -> str:
+    """Readable text for a relation name: ``directed_by`` → ``directed by``, ``birthPlace`` → ``birth place``."""
+    text = _CAMEL.sub(" ", name).replace("_", " ").replace("-", " ")
+    return re.sub(r"\s+", " ", text).strip().lower() or name
+
+
+@dataclass
+class IndexDir:
+    """An opened index directory (see module docstring)."""
+
+    path: Path
+    manifest: dict[str, Any]
+    store: KGStore
+    embedder: Embedder
+    entity_index: VectorIndex
+    entity_vectors: np.ndarray
+    relation_index: ExactIndex
+    relation_owner: np.ndarray
+    relation_texts: list[str]
+    type_index: ExactIndex | None = None
+    type_owner: np.ndarray | None = None
+
+
+def load_aliases(path: Path | None, store: KGStore) -> dict[int, list[str]]:
+    """Relation aliases from YAML/JSON ``{relation name: [phrase, …]}``; unknown names are an error."""
+    if path is None:
+        return {}
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"Cannot read relation aliases {path}: {exc}") from exc
+    if isinstance(raw, dict) and "relations" in raw and isinstance(raw["relations"], dict):
+        raw = raw["relations"]
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping 'relation name: [alias, …]'")
+    out: dict[int, list[str]] = {}
+    for name, phrases in raw.items():
+        rid = store.relations.id_of(str(name))
+        if rid is None:
+            raise ConfigError(f"{path}: relation {name!r} is not in the KG "
+                              f"(known: {', '.join(list(store.relations)[:20])})")
+        if isinstance(phrases, str):
+            phrases = [phrases]
+        if not isinstance(phrases, list) or not all(isinstance(p, str) and p.strip() for p in phrases):
+            raise ConfigError(f"{path}: aliases of {name!r} must be a list of non-empty strings")
+        out[rid] = [p.strip() for p in phrases]
+    return out
+
+
+def _label_texts(names: Sequence[str], aliases: Mapping[int, list[str]]) -> tuple[list[str], np.ndarray]:
+    texts: list[str] = []
+    owner: list[int] = []
+    for i, name in enumerate(names):
+        variants = dict.fromkeys([relation_text(name), *aliases.get(i, [])])
+        texts.extend(variants)
+        owner.extend([i] * len(variants))
+    return texts, np.asarray(owner, dtype=np.int64)
+
+
+def _embed_entities(store: KGStore, embedder: Embedder, work: Path, show_progress: bool | None,
+                    batch_size: int) -> np.ndarray:
+    """Entity embeddings into ``work/entity_vectors.npy`` in chunks, resuming a previous attempt."""
+    path, progress_path = work / "entity_vectors.npy", work / "entity_vectors.progress"
+    n = store.num_entities
+    done = int(progress_path.read_text()) if progress_path.exists() and path.exists() else 0
+    mode = "r+" if done else "w+"
+    vectors = np.lib.format.open_memmap(path, mode=mode, dtype=np.float32, shape=(n, embedder.dim))
+    if done:
+        logger.info("resuming entity embeddings at %d / %d", done, n)
+    show = n > 2000 if show_progress is None else show_progress
+    with tqdm(total=n, initial=done, desc="embedding entities", unit="ent", disable=not show) as bar:
+        for start in range(done, n, _CHUNK):
+            names = [store.entities[i] for i in range(start, min(n, start + _CHUNK))]
+            vectors[start:start + len(names)] = embedder.encode(names, batch_size=batch_size, show_progress=False)
+            vectors.flush()
+            progress_path.write_text(str(start + len(names)))
+            bar.update(len(names))
+    del vectors
+    return np.load(path, mmap_mode="r")
+
+
+def _exact_index(embedder: Embedder, texts: list[str], directory: Path) -> ExactIndex:
+    index = ExactIndex(dim=embedder.dim)
+    index.add(embedder.encode(texts, show_progress=False))
+    directory.mkdir(parents=True, exist_ok=True)
+    index.save(directory)
+    return index
+
+
+def _prepare_work_dir(work: Path, fingerprint: dict[str, Any]) -> None:
+    state = work / "build-state.json"
+    if work.exists():
+        same = state.exists() and json.loads(state.read_text()) == fingerprint
+        if not same:
+            shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "store").mkdir(exist_ok=True)
+    state.write_text(json.dumps(fingerprint, sort_keys=True))
+
+
+def build_index_dir(
+    kg_path: str | Path,
+    out_dir: str | Path,
+    *,
+    format: str | None = None,
+    embedder: str | Embedder = "minilm",
+    index_kind: str | None = None,
+    index_params: Mapping[str, Any] | None = None,
+    relation_aliases: str | Path | None = None,
+    skip_bad_lines: bool = False,
+    overwrite: bool = False,
+    batch_size: int = 128,
+    show_progress: bool | None = None,
+) -> IndexDir:
+    """Load ``kg_path``, embed entities/relations/types, build vector indexes, write ``out_dir``."""
+    out = Path(out_dir)
+    if out.exists() and not overwrite:
+        raise IndexDirError(f"{out} already exists; pass overwrite=True (--overwrite) to replace it.")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    store, report = load_kg(kg_path, format=format, skip_bad_lines=skip_bad_lines, show_progress=show_progress)
+    timings["load_kg_s"] = time.perf_counter() - t0
+    emb = resolve_embedder(embedder)
+    spec = embedder if isinstance(embedder, str) else emb.name
+    kind = index_kind or choose_default_kind(store.num_entities)
+    params = dict(index_params or {})
+    fingerprint = {"kg": store.content_hash(), "embedder": emb.name, "dim": emb.dim}
+    work = out.parent / f".{out.name}.building"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _prepare_work_dir(work, fingerprint)
+    try:
+        manifest = _build_into(work, store, report, emb, spec, kind, params,
+                               load_aliases(Path(relation_aliases) if relation_aliases else None, store),
+                               timings, show_progress, batch_size)
+        _replace_dir(work, out)
+    except SimGRAGError:
+        raise
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise IndexDirError(f"Building {out} failed: {exc}. Partial work is kept in {work}; "
+                            "re-run the same command to resume.") from exc
+    logger.info("index written to %s in %.1f s", out, time.perf_counter() - t0)
+    return open_index_dir(out, embedder=emb)
+
+
+def _build_into(work: Path, store: KGStore, report: LoadReport, emb: Embedder, spec: str, kind: str,
+                params: dict[str, Any], aliases: dict[int, list[str]], timings: dict[str, float],
+                show_progress: bool | None, batch_size: int) -> dict[str, Any]:
+    t = time.perf_counter()
+    store.save(work / "store")
+    timings["save_store_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    vectors = _embed_entities(store, emb, work, show_progress, batch_size)
+    timings["embed_entities_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if kind == "milvus":
+        params.setdefault("uri", str(work / "entity_index" / "milvus.db"))
+        params.setdefault("collection", "entities")
+    (work / "entity_index").mkdir(exist_ok=True)
+    index = make_index(kind, emb.dim, **params)
+    for start in range(0, len(vectors), 65536):
+        index.add(np.ascontiguousarray(vectors[start:start + 65536]))
+    index.save(work / "entity_index")
+    timings["entity_index_s"] = time.perf_counter() - t
+    rel_texts, rel_owner = _label_texts(list(store.relations), aliases)
+    _exact_index(emb, rel_texts, work / "relation_index")
+    np.save(work / "relation_owner.npy", rel_owner)
+    (work / "relation_texts.json").write_text(json.dumps(rel_texts, ensure_ascii=False))
+    if store.types is not None:
+        type_texts, type_owner = _label_texts(list(store.types), {})
+        _exact_index(emb, type_texts, work / "type_index")
+        np.save(work / "type_owner.npy", type_owner)
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "simgrag_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "kg": {"source": str(report.path), "format": report.format, "content_hash": store.content_hash(),
+               **store.stats(), "skipped_lines": report.skipped_lines},
+        "embedder": {"spec": spec, "name": emb.name, "dim": emb.dim},
+        "entity_index": {"kind": index.kind, "params": {k: v for k, v in params.items() if k != "uri"}},
+        "relation_index": {"kind": "exact", "texts": len(rel_texts), "aliases": sum(map(len, aliases.values()))},
+        "timings": timings,
+    }
+    for leftover in ("entity_vectors.progress", "build-state.json"):
+        (work / leftover).unlink(missing_ok=True)
+    (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+def _replace_dir(work: Path, out: Path) -> None:
+    old = out.parent / f".{out.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        out.rename(old)
+    work.rename(out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    file = path / MANIFEST
+    if not file.is_file():
+        hint = " (a build was interrupted; re-run it to resume)" if (path.parent / f".{path.name}.building").exists() else ""
+        raise IndexDirError(f"{path} is not a simgrag index directory: {MANIFEST} is missing{hint}. "
+                            f"Build one with: simgrag index KG_FILE -o {path}")
+    try:
+        manifest: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise IndexDirError(f"{file} is corrupt ({exc}); rebuild the index.") from exc
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        raise IndexDirError(f"{path} has index format {version}, this simgrag reads {FORMAT_VERSION}; rebuild it.")
+    return manifest
+
+
+def with_relation_aliases(index: IndexDir, aliases: str | Path | Mapping[int, list[str]]) -> IndexDir:
+    """A copy of ``index`` whose relation texts are the readable names plus ``aliases``.
+
+    Relations are few, so this re-embeds only their texts (milliseconds): aliases can be tuned
+    without rebuilding the entity index.
+    """
+    table = aliases if isinstance(aliases, Mapping) else load_aliases(Path(aliases), index.store)
+    texts, owner = _label_texts(list(index.store.relations), table)
+    rel_index = ExactIndex(dim=index.embedder.dim)
+    rel_index.add(index.embedder.encode(texts, show_progress=False))
+    return replace(index, relation_index=rel_index, relation_owner=owner, relation_texts=texts)
+
+
+def open_index_dir(path: str | Path, *, embedder: str | Embedder | None = None, mmap: bool = True) -> IndexDir:
+    """Open an index directory, checking its manifest against the store and the embedder."""
+    root = Path(path)
+    manifest = _read_manifest(root)
+    store = KGStore.load(root / "store", mmap=mmap, duplicates_removed=manifest["kg"].get("duplicates_removed", 0))
+    kg = manifest["kg"]
+    if (store.num_entities, store.num_relations, store.num_triples) != (kg["entities"], kg["relations"], kg["triples"]):
+        raise IndexDirError(f"{root}: the store does not match its manifest (counts differ); rebuild the index.")
+    emb = resolve_embedder(embedder if embedder is not None else manifest["embedder"]["spec"])
+    want = manifest["embedder"]
+    if emb.name != want["name"] or emb.dim != want["dim"]:
+        raise IndexDirError(f"{root} was built with embedder {want['name']} ({want['dim']}-d) but "
+                            f"{emb.name} ({emb.dim}-d) was given; use the same embedder or rebuild.")
+    overrides = {}
+    if manifest["entity_index"]["kind"] == "milvus":
+        overrides["uri"] = str(root / "entity_index" / "milvus.db")
+    try:
+        entity_index = load_index(root / "entity_index", **overrides)
+        relation_index = ExactIndex.load(root / "relation_index")
+        type_index = ExactIndex.load(root / "type_index") if (root / "type_index").exists() else None
+        vectors = np.load(root / "entity_vectors.npy", mmap_mode="r" if mmap else None)
+        rel_owner = np.load(root / "relation_owner.npy")
+        rel_texts = json.loads((root / "relation_texts.json").read_text(encoding="utf-8"))
+        type_owner = np.load(root / "type_owner.npy") if type_index is not None else None
+    except (OSError, ValueError) as exc:
+        raise IndexDirError(f"{root} is incomplete or corrupt ({exc}); rebuild the index.") from exc
+    if entity_index.ntotal != store.num_entities or len(vectors) != store.num_entities:
+        raise IndexDirError(f"{root}: entity index holds {entity_index.ntotal} vectors for "
+                            f"{store.num_entities} entities; rebuild the index.")
+    return IndexDir(root, manifest, store, emb, entity_index, vectors, relation_index, rel_owner, rel_texts,
+                    type_index, type_owner)

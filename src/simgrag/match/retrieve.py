@@ -1,0 +1,238 @@
+"""Pattern → evidence: embed the pattern, find candidates by vector search, run the exact search.
+
+:class:`SubgraphRetriever` turns a :class:`~simgrag.pattern.graph.Pattern` into a
+:class:`Retrieval`: the top-k matched subgraphs as readable :class:`Evidence` (pattern node → KG
+entity, pattern edge → KG triple in the KG's orientation, every distance) with per-stage timings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from simgrag.errors import MatchError
+from simgrag.index.directory import IndexDir
+from simgrag.kg.store import Triple
+from simgrag.match.candidates import CandidateTable, NodeCandidates
+from simgrag.match.search import Match, SearchResult, search_subgraphs
+from simgrag.pattern.graph import Pattern
+
+__all__ = ["EdgeBinding", "Evidence", "NodeBinding", "Retrieval", "RetrievalSettings", "SubgraphRetriever"]
+
+EXACT_NAME_MAX_ENTITIES = 2_000_000
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """k: subgraphs returned; k_n / k_r / k_t: candidates per node / relation / type (App. C.1)."""
+
+    k: int = 3
+    k_n: int = 16
+    k_r: int = 16
+    k_t: int | None = None
+    injective: bool = True
+    algorithm: Literal["optimized", "naive"] = "optimized"
+    deadline_s: float | None = None
+    exact_names: bool = True
+
+
+@dataclass(frozen=True)
+class NodeBinding:
+    pattern_node: str
+    entity: str
+    entity_id: int
+    distance: float
+    unknown: bool
+
+
+@dataclass(frozen=True)
+class EdgeBinding:
+    pattern_triple: tuple[str, str, str]
+    triple: Triple
+    triple_id: int
+    distance: float
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One retrieved subgraph."""
+
+    rank: int
+    gsd: float
+    nodes: tuple[NodeBinding, ...]
+    edges: tuple[EdgeBinding, ...]
+
+    def triples(self) -> list[Triple]:
+        return [e.triple for e in self.edges]
+
+    def binding(self, pattern_node: str) -> NodeBinding | None:
+        return next((n for n in self.nodes if n.pattern_node == pattern_node), None)
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    pattern: Pattern
+    evidence: tuple[Evidence, ...]
+    complete: bool
+    lower_bound: float
+    timings: dict[str, float]
+    algorithm: str
+    combination: str
+    candidate_counts: dict[str, int] = field(default_factory=dict)
+    steps: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pattern": [list(t) for t in self.pattern.triples()],
+            "complete": self.complete,
+            "lower_bound": None if np.isinf(self.lower_bound) else self.lower_bound,
+            "algorithm": self.algorithm,
+            "combination": self.combination,
+            "timings": self.timings,
+            "candidate_counts": self.candidate_counts,
+            "steps": self.steps,
+            "matches": [
+                {
+                    "rank": ev.rank,
+                    "gsd": ev.gsd,
+                    "nodes": [asdict(n) for n in ev.nodes],
+                    "edges": [
+                        {"pattern": list(e.pattern_triple), "triple": list(e.triple.as_tuple()),
+                         "triple_id": e.triple_id, "distance": e.distance}
+                        for e in ev.edges
+                    ],
+                }
+                for ev in self.evidence
+            ],
+        }
+
+
+class SubgraphRetriever:
+    """SimGRAG's pattern-to-subgraph alignment over an opened index directory."""
+
+    def __init__(self, index: IndexDir) -> None:
+        self.index = index
+        self.store = index.store
+
+    # ------------------------------------------------------------------ candidates
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.index.embedder.dim), dtype=np.float32)
+        return self.index.embedder.encode(list(texts), show_progress=False)
+
+    def _node_candidates(self, text: str, vector: np.ndarray, dists: np.ndarray, ids: np.ndarray,
+                         exact_names: bool) -> NodeCandidates:
+        ids_list, dist_list = list(ids[ids >= 0]), list(dists[ids >= 0])
+        if exact_names and self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
+            exact = self.store.entities.id_of(text)
+            if exact is not None:
+                ids_list.append(exact)
+                dist_list.append(float(np.linalg.norm(self.index.entity_vectors[exact] - vector)))
+        return NodeCandidates.from_pairs(ids_list, dist_list)
+
+    def _relation_candidates(self, vectors: np.ndarray, k_r: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query vector: the k_r nearest relations (a relation's distance: its nearest text)."""
+        ri = self.index.relation_index
+        dists, rows = ri.search(vectors, ri.ntotal)
+        out = []
+        for d_row, r_row in zip(dists, rows, strict=True):
+            best = np.full(self.store.num_relations, np.inf)
+            valid = r_row >= 0
+            np.minimum.at(best, self.index.relation_owner[r_row[valid]], d_row[valid].astype(np.float64))
+            order = np.argsort(best, kind="stable")[:k_r]
+            order = order[np.isfinite(best[order])]
+            out.append((order, best[order]))
+        return out
+
+    def _typed_candidates(self, vector: np.ndarray, k_t: int) -> NodeCandidates:
+        assert self.index.type_index is not None and self.index.type_owner is not None
+        dists, rows = self.index.type_index.search(vector[None, :], self.index.type_index.ntotal)
+        best: dict[int, float] = {}
+        for d, row in zip(dists[0], rows[0], strict=True):
+            if row >= 0:
+                t = int(self.index.type_owner[row])
+                best[t] = min(best.get(t, np.inf), float(d))
+        ids: list[np.ndarray] = []
+        ds: list[np.ndarray] = []
+        for t, d in sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[:k_t]:
+            nodes = self.store.nodes_of_type(t)
+            ids.append(nodes)
+            ds.append(np.full(len(nodes), d))
+        if not ids:
+            return NodeCandidates.anything()
+        return NodeCandidates.from_pairs(np.concatenate(ids), np.concatenate(ds))
+
+    def candidates(self, pattern: Pattern, settings: RetrievalSettings,
+                   timings: dict[str, float] | None = None) -> CandidateTable:
+        """The filtering step (§5.1) for ``pattern``; fills ``timings`` (embed_s, vector_s)."""
+        timings = {} if timings is None else timings
+        use_types = settings.k_t is not None and self.index.type_index is not None
+        known_nodes = [i for i, n in enumerate(pattern.nodes) if not n.unknown]
+        typed_nodes = [i for i, n in enumerate(pattern.nodes) if n.unknown and n.type_hint and use_types]
+        known_edges = [j for j, e in enumerate(pattern.edges) if not e.unknown]
+        texts = ([pattern.nodes[i].text for i in known_nodes] + [pattern.edges[j].relation for j in known_edges]
+                 + [pattern.nodes[i].type_hint or "" for i in typed_nodes])
+        t0 = time.perf_counter()
+        vectors = self._embed(texts)
+        t1 = time.perf_counter()
+        nodes: list[NodeCandidates] = [NodeCandidates.anything() for _ in pattern.nodes]
+        if known_nodes:
+            k_n = min(settings.k_n, self.index.entity_index.ntotal)
+            dists, ids = self.index.entity_index.search(vectors[: len(known_nodes)], k_n)
+            for row, i in enumerate(known_nodes):
+                nodes[i] = self._node_candidates(pattern.nodes[i].text, vectors[row], dists[row], ids[row],
+                                                 settings.exact_names)
+        rel_vecs = vectors[len(known_nodes): len(known_nodes) + len(known_edges)]
+        rel_found = self._relation_candidates(rel_vecs, settings.k_r) if known_edges else []
+        rels: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(pattern.edges)
+        for j, found in zip(known_edges, rel_found, strict=True):
+            rels[j] = found
+        for row, i in enumerate(typed_nodes, start=len(known_nodes) + len(known_edges)):
+            nodes[i] = self._typed_candidates(vectors[row], int(settings.k_t or 0))
+        timings["embed_s"] = t1 - t0
+        timings["vector_s"] = time.perf_counter() - t1
+        return CandidateTable.from_relation_pairs(nodes, rels, self.store.num_relations)
+
+    # ------------------------------------------------------------------ retrieval
+    def retrieve(self, pattern: Pattern | Sequence[Sequence[str]],
+                 settings: RetrievalSettings | None = None) -> Retrieval:
+        """Top-k subgraphs for ``pattern`` (a Pattern or a list of [head, relation, tail])."""
+        settings = settings or RetrievalSettings()
+        if not isinstance(pattern, Pattern):
+            pattern = Pattern.from_triples(pattern)
+        if settings.k <= 0 or settings.k_n <= 0 or settings.k_r <= 0:
+            raise MatchError("k, k_n and k_r must be positive")
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        table = self.candidates(pattern, settings, timings)
+        deadline = None
+        if settings.deadline_s is not None:
+            deadline = max(0.0, settings.deadline_s - (time.perf_counter() - t0))
+        t1 = time.perf_counter()
+        result = search_subgraphs(self.store, pattern, table, k=settings.k, injective=settings.injective,
+                                  algorithm=settings.algorithm, deadline_s=deadline)
+        timings["graph_s"] = time.perf_counter() - t1
+        timings["total_s"] = time.perf_counter() - t0
+        counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}
+        return Retrieval(pattern, self._evidence(pattern, result), result.complete, result.lower_bound,
+                         timings, result.algorithm, result.combination, counts, result.steps)
+
+    def _evidence(self, pattern: Pattern, result: SearchResult) -> tuple[Evidence, ...]:
+        return tuple(self.evidence_of(pattern, m, rank) for rank, m in enumerate(result.matches, start=1))
+
+    def evidence_of(self, pattern: Pattern, match: Match, rank: int = 1) -> Evidence:
+        ents = self.store.entities
+        nodes = tuple(
+            NodeBinding(p.text, ents[v], v, d, p.unknown)
+            for p, v, d in zip(pattern.nodes, match.nodes, match.node_dists, strict=True)
+        )
+        triples = pattern.triples()
+        edges = tuple(
+            EdgeBinding(triples[j], self.store.triple(t), t, d)
+            for j, (t, d) in enumerate(zip(match.triples, match.edge_dists, strict=True))
+        )
+        return Evidence(rank, match.gsd, nodes, edges)
