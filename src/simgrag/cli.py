@@ -24,8 +24,8 @@ from simgrag.errors import SimGRAGError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="SimGRAG: KG-grounded QA and fact checking.")
 models_app = typer.Typer(no_args_is_help=True, help="Manage the embedded local LLM.")
 app.add_typer(models_app, name="models")
-console = Console(stderr=True)
-out = Console()
+console = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 
 def _setup_logging(verbose: int) -> None:
@@ -176,6 +176,93 @@ def _retrieve_batch(engine: Any, path: Path, output: Optional[Path], settings: A
     if failures:
         console.print(f"{failures} pattern(s) failed; see the 'error' fields")
         raise typer.Exit(code=1)
+
+
+def _engine(index_dir: Optional[Path], llm: str, base_url: Optional[str], api_key: Optional[str],
+            examples: Optional[str], abstain_gsd: Optional[float]) -> Any:
+    from simgrag.pipeline import SimGRAG, sample_index
+
+    options = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v}
+    index = sample_index() if index_dir is None else index_dir
+    return SimGRAG(index, llm=llm, llm_options=options, examples=examples or "metaqa", abstain_gsd=abstain_gsd)
+
+
+def format_answer(result: Any, *, verdict: bool = False) -> str:
+    """Answer (or verdict), the LLM's pattern, the evidence and per-stage timings."""
+    lines = [("Claim: " if verdict else "Question: ") + (result.claim if verdict else result.question)]
+    if verdict:
+        lines.append(f"Verdict: {result.verdict.label}")
+        reply = result.verdict.text
+    else:
+        ans = result.answer
+        shown = " | ".join(ans.entities) if ans.entities else (ans.short_answer or ans.text)
+        lines.append(f"Answer: {shown}")
+        reply = ans.text
+    lines.append(f"  LLM reply: {reply!r}")
+    lines.append(format_retrieval((result.verdict if verdict else result.answer).evidence))
+    lines.append("stage timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in result.timings.items()))
+    return "\n".join(lines)
+
+
+LLMOpt = Annotated[str, typer.Option("--llm", help="llamacpp[:model.gguf] | openai:<model> | ollama:<model>")]
+BaseUrl = Annotated[Optional[str], typer.Option(help="server URL for openai:/ollama: backends")]
+ApiKey = Annotated[Optional[str], typer.Option(help="API key (default: $OPENAI_API_KEY)")]
+Examples = Annotated[Optional[str], typer.Option(help="few-shot examples file (YAML/JSON) for your KG; default: metaqa")]
+AbstainGsd = Annotated[Optional[float], typer.Option(help="answer 'not found' when the best GSD is above this")]
+AsJson = Annotated[bool, typer.Option("--json", help="print one JSON object")]
+
+
+def _run_llm_task(index_dir: Optional[Path], text: str, llm: str, base_url: Optional[str],
+                  api_key: Optional[str], examples: Optional[str], abstain_gsd: Optional[float], k: int,
+                  as_json: bool, verdict: bool) -> None:
+    from simgrag.match.retrieve import RetrievalSettings
+
+    try:
+        engine = _engine(index_dir, llm, base_url, api_key, examples, abstain_gsd)
+        settings = RetrievalSettings(k=k)
+        result = engine.verify(text, settings=settings) if verdict else engine.ask(text, settings=settings)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data=result.to_dict())
+    else:
+        out.print(format_answer(result, verdict=verdict), highlight=False, markup=False)
+
+
+@app.command()
+def ask(
+    index_dir: Annotated[Path, typer.Argument(help="index directory from `simgrag index`")],
+    question: Annotated[str, typer.Argument(help="the question")],
+    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
+    abstain_gsd: AbstainGsd = None, k: Annotated[int, typer.Option("-k")] = 3, as_json: AsJson = False,
+    verbose: Verbose = 0,
+) -> None:
+    """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
+    _setup_logging(verbose)
+    _run_llm_task(index_dir, question, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=False)
+
+
+@app.command()
+def verify(
+    index_dir: Annotated[Path, typer.Argument(help="index directory from `simgrag index`")],
+    claim: Annotated[str, typer.Argument(help="the claim to check")],
+    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
+    abstain_gsd: AbstainGsd = None, k: Annotated[int, typer.Option("-k")] = 3, as_json: AsJson = False,
+    verbose: Verbose = 0,
+) -> None:
+    """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
+    _setup_logging(verbose)
+    _run_llm_task(index_dir, claim, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=True)
+
+
+@app.command()
+def demo(
+    question: Annotated[str, typer.Argument(help="a question about movies")] = "Who directed Inception?",
+    llm: LLMOpt = "llamacpp", as_json: AsJson = False, verbose: Verbose = 0,
+) -> None:
+    """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
+    _setup_logging(max(verbose, 1) if not as_json else verbose)
+    _run_llm_task(None, question, llm, None, None, None, None, 3, as_json, verdict=False)
 
 
 @app.command("ls")

@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +19,43 @@ from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriev
 from simgrag.pattern.graph import Pattern
 
 if TYPE_CHECKING:
+    from simgrag.answer.qa import Answer
+    from simgrag.answer.verify import Verdict
     from simgrag.llm.base import LLM
+    from simgrag.pattern.examples import ExampleSet
+    from simgrag.pattern.generate import PatternGenerator, PatternResult
 
-__all__ = ["SimGRAG", "build_index"]
+__all__ = ["AskResult", "SimGRAG", "VerifyResult", "build_index", "sample_index", "sample_kg_path"]
+
+
+@dataclass(frozen=True)
+class AskResult:
+    """A question's answer with the pattern the LLM wrote and per-stage timings (seconds)."""
+
+    question: str
+    pattern: PatternResult
+    answer: Answer
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"question": self.question, "pattern": [list(t) for t in self.pattern.pattern.triples()],
+                "pattern_attempts": self.pattern.attempts, "timings": self.timings,
+                **self.answer.to_dict()}
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """A claim's verdict with the pattern and per-stage timings (seconds)."""
+
+    claim: str
+    pattern: PatternResult
+    verdict: Verdict
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "pattern": [list(t) for t in self.pattern.pattern.triples()],
+                "pattern_attempts": self.pattern.attempts, "timings": self.timings,
+                **self.verdict.to_dict()}
 
 
 def build_index(kg_path: str | Path, out_dir: str | Path, **options: Any) -> IndexDir:
@@ -43,6 +79,9 @@ class SimGRAG:
         embedder: str | Embedder | None = None,
         retrieval: RetrievalSettings | None = None,
         llm_options: dict[str, Any] | None = None,
+        examples: str | Path | ExampleSet = "metaqa",
+        pattern_options: dict[str, Any] | None = None,
+        abstain_gsd: float | None = None,
     ) -> None:
         self.index = index if isinstance(index, IndexDir) else open_index_dir(index, embedder=embedder)
         self.retriever = SubgraphRetriever(self.index)
@@ -50,6 +89,10 @@ class SimGRAG:
         self._llm_spec = llm
         self._llm_options = dict(llm_options or {})
         self._llm: LLM | None = None
+        self._examples = examples
+        self._pattern_options = dict(pattern_options or {})
+        self._patterns: PatternGenerator | None = None
+        self.abstain_gsd = abstain_gsd
 
     @property
     def llm(self) -> LLM:
@@ -68,3 +111,95 @@ class SimGRAG:
                  settings: RetrievalSettings | None = None) -> Retrieval:
         """Top-k subgraphs for a pattern (SimGRAG §4.2, §5)."""
         return self.retriever.retrieve(pattern, settings or self.retrieval)
+
+    @property
+    def patterns(self) -> PatternGenerator:
+        """The question → pattern generator (built on first use)."""
+        if self._patterns is None:
+            from simgrag.pattern.examples import ExampleSet, load_examples
+            from simgrag.pattern.generate import PatternGenerator
+
+            examples = self._examples
+            if isinstance(examples, Path) or (isinstance(examples, str) and Path(examples).suffix in
+                                               (".yaml", ".yml", ".json")):
+                examples = load_examples(examples)
+            assert isinstance(examples, (str, ExampleSet))
+            self._patterns = PatternGenerator(self.llm, examples, **self._pattern_options)
+        return self._patterns
+
+    def warmup(self) -> dict[str, float]:
+        """Load the embedder, the compiled search and (if any) the LLM now, not on the first query."""
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        self.index.embedder.encode(["warm up"], show_progress=False)
+        timings["embedder_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        name = self.index.store.entities[0]
+        self.retriever.retrieve([[name, "UNKNOWN relation 1", "UNKNOWN thing 1"]], RetrievalSettings(k=1))
+        timings["search_s"] = time.perf_counter() - t
+        if self._llm_spec is not None:
+            t = time.perf_counter()
+            _ = self.patterns
+            warm = getattr(self.llm, "load", None)
+            if callable(warm):
+                warm()
+            timings["llm_s"] = time.perf_counter() - t
+        return timings
+
+    def _pattern_and_evidence(self, text: str, settings: RetrievalSettings | None,
+                              timings: dict[str, float]) -> tuple[PatternResult, Retrieval]:
+        t = time.perf_counter()
+        generated = self.patterns.generate(text)
+        timings["pattern_s"] = time.perf_counter() - t
+        retrieval = self.retrieve(generated.pattern, settings)
+        for key in ("embed_s", "vector_s", "graph_s"):
+            timings[key] = retrieval.timings.get(key, 0.0)
+        return generated, retrieval
+
+    def ask(self, question: str, *, settings: RetrievalSettings | None = None) -> AskResult:
+        """Answer a question from the KG: pattern (LLM) → top-k subgraphs → grounded answer (LLM).
+
+        Raises :class:`~simgrag.errors.PatternError` when the LLM cannot produce a valid pattern
+        after one repair, and :class:`~simgrag.errors.LLMError` when the LLM backend fails.
+        """
+        from simgrag.answer.qa import answer_question
+
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        generated, retrieval = self._pattern_and_evidence(question, settings, timings)
+        t = time.perf_counter()
+        answer = answer_question(self.llm, question, generated.pattern, retrieval, abstain_gsd=self.abstain_gsd)
+        timings["answer_s"] = time.perf_counter() - t
+        timings["total_s"] = time.perf_counter() - t0
+        return AskResult(question, generated, answer, timings)
+
+    def verify(self, claim: str, *, settings: RetrievalSettings | None = None) -> VerifyResult:
+        """Fact verification: Supported / Refuted (or Not enough evidence) with the evidence."""
+        from simgrag.answer.verify import verify_claim
+
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        generated, retrieval = self._pattern_and_evidence(claim, settings, timings)
+        t = time.perf_counter()
+        verdict = verify_claim(self.llm, claim, generated.pattern, retrieval, abstain_gsd=self.abstain_gsd)
+        timings["answer_s"] = time.perf_counter() - t
+        timings["total_s"] = time.perf_counter() - t0
+        return VerifyResult(claim, generated, verdict, timings)
+
+
+def sample_kg_path() -> Path:
+    """The small movie KG bundled with simgrag (a cut of MetaQA's KB)."""
+    from importlib.resources import files
+
+    return Path(str(files("simgrag") / "data" / "sample" / "movies.txt"))
+
+
+def sample_index(*, cache: str | Path | None = None, embedder: str = "minilm") -> IndexDir:
+    """The index of the bundled sample KG, built into the cache directory on first use."""
+    from simgrag.config import cache_dir
+
+    path = cache_dir(cache) / f"sample-{embedder.replace(':', '-')}.idx"
+    if (path / "manifest.json").exists():
+        return open_index_dir(path)
+    aliases = Path(str(sample_kg_path().parent.parent / "aliases" / "metaqa.yaml"))
+    return build_index_dir(sample_kg_path(), path, embedder=embedder, relation_aliases=aliases, overwrite=True)

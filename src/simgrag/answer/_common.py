@@ -38,7 +38,8 @@ def call_llm(llm: LLM, messages: Sequence[ChatMessage], *, task: str, max_tokens
     """``llm.complete`` at temperature 0, logging tokens and latency (the prompt at DEBUG)."""
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("%s prompt:\n%s", task, "\n".join(f"[{m.role}] {m.content}" for m in messages))
-    response = llm.complete(messages, json_schema=json_schema, max_tokens=max_tokens, temperature=0.0, stop=stop)
+    response = llm.complete(messages, json_schema=json_schema, max_tokens=max_tokens, temperature=0.0,
+                            stop=stop)
     logger.info("%s: %s, %d prompt + %d completion tokens, %.2fs%s", task, llm.name, response.prompt_tokens,
                 response.completion_tokens, response.latency_s, " (cached)" if response.cached else "")
     logger.debug("%s output: %r", task, response.text)

@@ -23,7 +23,12 @@ from collections.abc import Iterable, Sequence
 from simgrag.kg.store import Triple
 from simgrag.match.retrieve import Evidence
 
-__all__ = ["distinct_graphs", "evidence_entities", "format_triple", "verbalize_evidence"]
+Triples = tuple[tuple[str, str, str], ...]
+
+__all__ = [
+    "Triples", "distinct_graphs", "evidence_entities", "format_triple", "verbalize_evidence",
+    "verbalize_graphs",
+]
 
 
 def format_triple(triple: Triple | tuple[str, str, str]) -> str:
@@ -50,17 +55,17 @@ def distinct_graphs(evidence: Sequence[Evidence]) -> list[list[tuple[str, str, s
     return graphs
 
 
-def verbalize_evidence(evidence: Sequence[Evidence], *, compact: bool = False) -> str:
-    """The evidence block of a prompt: ``graph [i]: (h, r, t), …`` lines, or the compact form.
-
-    Returns ``""`` when there is no evidence.
-    """
-    graphs = distinct_graphs(evidence)
+def verbalize_graphs(graphs: Sequence[Sequence[tuple[str, str, str]]], *, compact: bool = False) -> str:
+    """``graph [i]: (h, r, t), …`` lines for lists of triples, or the compact form."""
     if compact:
         return "\n".join(format_triple(t) for t in _unique(t for g in graphs for t in g))
-    return "\n".join(
-        f"graph [{i}]: " + ", ".join(format_triple(t) for t in graph) for i, graph in enumerate(graphs, start=1)
-    )
+    lines = (", ".join(format_triple(t) for t in graph) for graph in graphs)
+    return "\n".join(f"graph [{i}]: {line}" for i, line in enumerate(lines, start=1))
+
+
+def verbalize_evidence(evidence: Sequence[Evidence], *, compact: bool = False) -> str:
+    """The evidence block of a prompt (see the module docstring); ``""`` when there is no evidence."""
+    return verbalize_graphs(distinct_graphs(evidence), compact=compact)
 
 
 def evidence_entities(evidence: Sequence[Evidence]) -> list[str]:

@@ -182,7 +182,7 @@ def build_index_dir(
     store, report = load_kg(kg_path, format=format, skip_bad_lines=skip_bad_lines, show_progress=show_progress)
     timings["load_kg_s"] = time.perf_counter() - t0
     emb = resolve_embedder(embedder)
-    spec = embedder if isinstance(embedder, str) else emb.name
+    spec = embedder if isinstance(embedder, str) else str(getattr(emb, "spec", emb.name))
     kind = index_kind or choose_default_kind(store.num_entities)
     params = dict(index_params or {})
     fingerprint = {"kg": store.content_hash(), "embedder": emb.name, "dim": emb.dim}

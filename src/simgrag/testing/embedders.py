@@ -50,6 +50,7 @@ class HashEmbedder:
             raise EmbedderError(f"dim must be positive; got {dim}.")
         self.dim = dim
         self.name = f"hash-{dim}"
+        self.spec = f"hash:{dim}"  # how the registry recreates it (recorded in index manifests)
         self.calls = 0  # encode() calls, so tests can check caching upstream
 
     def __repr__(self) -> str:

@@ -1,0 +1,195 @@
+"""Question + retrieved subgraphs → answer (SimGRAG §4.4, Table 19, adapted for a small model).
+
+Messages, fixed part first so llama.cpp's prefix cache reuses it across questions::
+
+    system     rules (use only the evidence, copy names, one line "answer: a | b")  ┐ fixed
+    user/asst  three tiny worked examples                                          ┘
+    user       evidence (graph [i]: (h, r, t), …) then the question                  variable
+
+Besides the LLM's text, an :class:`Answer` carries ``candidates``: the KG entities bound to the
+*asked-for* pattern node, best GSD first. The asked-for node (:func:`asked_node`) is the unknown
+node with the highest index that lies on exactly one pattern edge (a leaf: the end of the chain the
+question walks along); when no unknown node is a leaf (a star around an unknown centre) it is the
+last unknown node. Node indices follow the order of first appearance in the pattern's triples.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from simgrag.answer._common import abstain_reason, call_llm
+from simgrag.answer.extract import answer_segment, extract_entities
+from simgrag.answer.verbalize import Triples, evidence_entities, verbalize_evidence, verbalize_graphs
+from simgrag.llm.base import LLM, ChatMessage
+from simgrag.match.retrieve import Retrieval
+from simgrag.pattern.graph import Pattern
+
+__all__ = [
+    "NOT_FOUND", "QA_SHOTS", "QA_SYSTEM", "Answer", "answer_candidates", "answer_question", "asked_node",
+    "qa_messages",
+]
+
+logger = logging.getLogger(__name__)
+
+NOT_FOUND = "not found in the KG"
+
+QA_SYSTEM = """\
+Answer the question using only the evidence graphs from a knowledge graph.
+Rules:
+1. Copy entity names exactly as they are written in the evidence.
+2. Give the answers from every graph that fits the question; ignore graphs that do not fit.
+3. Reply with one line only: answer: name1 | name2
+4. If no graph answers the question, reply: answer: none"""
+
+# (question, graphs, answer line): tiny, fixed, and in the exact format the real turn uses.
+QA_SHOTS: tuple[tuple[str, tuple[Triples, ...], str], ...] = (
+    ("who directed Inception?",
+     ((("Inception", "directed_by", "Christopher Nolan"),),),
+     "answer: Christopher Nolan"),
+    ("who wrote films that share actors with the film Anastasia?",
+     ((("Anastasia", "starred_actors", "Ingrid Bergman"), ("Spellbound", "starred_actors", "Ingrid Bergman"),
+       ("Spellbound", "written_by", "Ben Hecht")),
+      (("Anastasia", "starred_actors", "John Cusack"), ("Floundering", "starred_actors", "John Cusack"),
+       ("Floundering", "written_by", "Peter McCarthy"))),
+     "answer: Ben Hecht | Peter McCarthy"),
+    ("what genre is Heat?",
+     ((("Heat", "has_genre", "Crime"),), (("Heat", "release_year", "1995"),)),
+     "answer: Crime"),
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to one question.
+
+    ``text``: the LLM's reply (or :data:`NOT_FOUND` when abstaining). ``entities``: evidence entity
+    names the reply gives, in its order. ``candidates``: the entities bound to the asked-for node,
+    best GSD first. ``short_answer``: the first entity, else the first candidate (``None`` when
+    abstaining). ``asked_node``: the pattern node taken as the one asked for.
+    """
+
+    text: str
+    entities: tuple[str, ...]
+    candidates: tuple[str, ...]
+    short_answer: str | None
+    evidence: Retrieval
+    abstained: bool
+    reason: str
+    asked_node: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (the evidence through :meth:`Retrieval.to_dict`)."""
+        return {
+            "text": self.text, "entities": list(self.entities), "candidates": list(self.candidates),
+            "short_answer": self.short_answer, "abstained": self.abstained, "reason": self.reason,
+            "asked_node": self.asked_node, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens, "latency_s": self.latency_s, "cached": self.cached,
+            "evidence": self.evidence.to_dict(),
+        }
+
+
+def asked_node(pattern: Pattern) -> int | None:
+    """Index of the asked-for node: the highest-index unknown leaf, else the last unknown node.
+
+    ``None`` when the pattern has no unknown node.
+    """
+    degree = [0] * len(pattern.nodes)
+    for edge in pattern.edges:
+        degree[edge.source] += 1
+        degree[edge.target] += 1
+    unknown = [i for i, node in enumerate(pattern.nodes) if node.unknown]
+    leaves = [i for i in unknown if degree[i] == 1]
+    if leaves:
+        return leaves[-1]
+    return unknown[-1] if unknown else None
+
+
+def answer_candidates(pattern: Pattern, retrieval: Retrieval) -> tuple[str, ...]:
+    """Entities bound to the asked-for node across the subgraphs, best GSD first, deduplicated."""
+    index = asked_node(pattern)
+    if index is None:
+        return ()
+    text = pattern.nodes[index].text
+    found: dict[str, None] = {}
+    for ev in sorted(retrieval.evidence, key=lambda e: (e.gsd, e.rank)):
+        binding = ev.binding(text)
+        if binding is not None:
+            found.setdefault(binding.entity, None)
+    return tuple(found)
+
+
+def _user_turn(question: str, evidence_text: str) -> str:
+    return f"evidence:\n{evidence_text}\nquestion: {question.strip()}"
+
+
+def qa_messages(question: str, evidence_text: str, *, compact: bool = False) -> list[ChatMessage]:
+    """The chat messages: fixed system + examples, then the evidence and the question."""
+    messages = [ChatMessage("system", QA_SYSTEM)]
+    for shot_question, graphs, reply in QA_SHOTS:
+        shot_evidence = verbalize_graphs(graphs, compact=compact)
+        messages.append(ChatMessage("user", _user_turn(shot_question, shot_evidence)))
+        messages.append(ChatMessage("assistant", reply))
+    messages.append(ChatMessage("user", _user_turn(question, evidence_text)))
+    return messages
+
+
+def _known_entities(pattern: Pattern, retrieval: Retrieval) -> set[str]:
+    known = {n.text for n in pattern.nodes if not n.unknown}
+    return {b.entity for ev in retrieval.evidence for b in ev.nodes if b.pattern_node in known}
+
+
+def _rank_entities(text: str, pattern: Pattern, retrieval: Retrieval) -> tuple[str, ...]:
+    """Entities named in ``text``; in a reply without an answer line, the question's own entities
+    are dropped when other ones were named (they are mentioned while rambling, not answered)."""
+    found = extract_entities(text, evidence_entities(retrieval.evidence))
+    if answer_segment(text) is None:
+        known = _known_entities(pattern, retrieval)
+        others = [e for e in found if e not in known]
+        found = others or found
+    return tuple(found)
+
+
+def answer_question(
+    llm: LLM,
+    question: str,
+    pattern: Pattern,
+    retrieval: Retrieval,
+    *,
+    max_tokens: int = 64,
+    abstain_gsd: float | None = None,
+    compact: bool = False,
+) -> Answer:
+    """Answer ``question`` from the subgraphs in ``retrieval`` (retrieved for ``pattern``).
+
+    Abstains with :data:`NOT_FOUND`, without calling the LLM, when nothing was retrieved or the best
+    GSD is above ``abstain_gsd`` (``None``: never on GSD). ``compact`` lists distinct triples
+    without graph labels. LLM failures propagate as :class:`simgrag.errors.LLMError`.
+    """
+    t0 = time.perf_counter()
+    index = asked_node(pattern)
+    asked = pattern.nodes[index].text if index is not None else None
+    candidates = answer_candidates(pattern, retrieval)
+    reason = abstain_reason(retrieval, abstain_gsd)
+    if reason is not None:
+        logger.info("abstaining on %r: %s", question, reason)
+        return Answer(NOT_FOUND, (), candidates, None, retrieval, True, reason, asked,
+                      latency_s=time.perf_counter() - t0)
+    evidence_text = verbalize_evidence(retrieval.evidence, compact=compact)
+    response = call_llm(llm, qa_messages(question, evidence_text, compact=compact), task="answer",
+                        max_tokens=max_tokens)
+    text = response.text.strip()
+    entities = _rank_entities(text, pattern, retrieval)
+    short: str | None = entities[0] if entities else None
+    why = "answered from the evidence"
+    if short is None:
+        short = candidates[0] if candidates else None
+        why = "the reply names no evidence entity; short answer from the best-GSD binding"
+    return Answer(text, entities, candidates, short, retrieval, False, why, asked, response.prompt_tokens,
+                  response.completion_tokens, time.perf_counter() - t0, response.cached)

@@ -1,0 +1,128 @@
+"""Index directories: build, manifest checks, atomic writes and resumable builds; retrieval on top."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simgrag.errors import IndexDirError, PatternError
+from simgrag.index import directory as directory_mod
+from simgrag.index.directory import build_index_dir, open_index_dir, relation_text, with_relation_aliases
+from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
+
+
+@pytest.fixture()
+def toy_index(tmp_path: Path) -> Path:
+    kg = write_toy_kg(tmp_path / "toy.txt")
+    build_index_dir(kg, tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
+    return tmp_path / "toy.idx"
+
+
+def test_build_writes_manifest_and_loads(toy_index: Path) -> None:
+    manifest = json.loads((toy_index / "manifest.json").read_text())
+    assert manifest["kg"]["triples"] == len(TOY_TRIPLES)
+    assert manifest["embedder"] == {"spec": "hash:64", "name": "hash-64", "dim": 64}
+    index = open_index_dir(toy_index, embedder=HashEmbedder(dim=64))
+    assert index.store.num_triples == len(TOY_TRIPLES)
+    assert index.entity_index.ntotal == index.store.num_entities
+    assert not any(p.name.endswith(".building") for p in toy_index.parent.iterdir())
+
+
+def test_open_refuses_other_embedder(toy_index: Path) -> None:
+    with pytest.raises(IndexDirError, match="built with embedder hash-64"):
+        open_index_dir(toy_index, embedder=HashEmbedder(dim=32))
+
+
+def test_open_refuses_non_index_and_newer_format(tmp_path: Path, toy_index: Path) -> None:
+    with pytest.raises(IndexDirError, match="manifest.json is missing"):
+        open_index_dir(tmp_path)
+    manifest = json.loads((toy_index / "manifest.json").read_text())
+    manifest["format_version"] = 99
+    (toy_index / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexDirError, match="format 99"):
+        open_index_dir(toy_index, embedder=HashEmbedder(dim=64))
+
+
+def test_existing_directory_needs_overwrite(tmp_path: Path, toy_index: Path) -> None:
+    with pytest.raises(IndexDirError, match="already exists"):
+        build_index_dir(tmp_path / "toy.txt", toy_index, embedder=HashEmbedder(dim=64))
+    build_index_dir(tmp_path / "toy.txt", toy_index, embedder=HashEmbedder(dim=64), overwrite=True)
+    assert open_index_dir(toy_index, embedder=HashEmbedder(dim=64)).store.num_triples == len(TOY_TRIPLES)
+
+
+class _CrashingEmbedder(HashEmbedder):
+    """Fails after ``budget`` texts: a crash in the middle of the entity embeddings."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__(dim=64)
+        self.budget = budget
+
+    def encode(self, texts, *, batch_size=64, show_progress=None):  # type: ignore[no-untyped-def,override]
+        self.budget -= len(texts)
+        if self.budget < 0:
+            raise RuntimeError("simulated crash")
+        return super().encode(texts, batch_size=batch_size, show_progress=show_progress)
+
+
+def test_crash_leaves_no_valid_index_and_rebuild_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kg = write_toy_kg(tmp_path / "toy.txt")
+    monkeypatch.setattr(directory_mod, "_CHUNK", 4)  # several checkpoints on the toy KG
+    with pytest.raises(IndexDirError, match="resume"):
+        build_index_dir(kg, tmp_path / "out.idx", embedder=_CrashingEmbedder(budget=9))
+    assert not (tmp_path / "out.idx").exists()
+    work = tmp_path / ".out.idx.building"
+    assert int((work / "entity_vectors.progress").read_text()) == 8
+    with pytest.raises(IndexDirError, match="interrupted"):
+        open_index_dir(tmp_path / "out.idx")
+    counting = _CrashingEmbedder(budget=10_000)
+    built = build_index_dir(kg, tmp_path / "out.idx", embedder=counting)
+    n = built.store.num_entities
+    relation_texts = len(built.relation_texts)
+    assert 10_000 - counting.budget == (n - 8) + relation_texts  # only the missing entities were embedded
+    fresh = build_index_dir(kg, tmp_path / "fresh.idx", embedder=HashEmbedder(dim=64))
+    assert np.array_equal(np.asarray(built.entity_vectors), np.asarray(fresh.entity_vectors))
+
+
+def test_retrieve_on_toy_index(toy_index: Path) -> None:
+    index = open_index_dir(toy_index, embedder=HashEmbedder(dim=64))
+    retriever = SubgraphRetriever(index)
+    result = retriever.retrieve([["UNKNOWN director 1", "directed by", "Inception"]], RetrievalSettings(k=2))
+    assert result.complete
+    top = result.evidence[0]
+    assert top.edges[0].triple.as_tuple() == ("Inception", "directed_by", "Christopher Nolan")
+    assert top.binding("UNKNOWN director 1").entity == "Christopher Nolan"  # type: ignore[union-attr]
+    assert set(result.timings) == {"embed_s", "vector_s", "graph_s", "total_s"}
+    payload = result.to_dict()
+    assert payload["matches"][0]["edges"][0]["triple"] == ["Inception", "directed_by", "Christopher Nolan"]
+    json.dumps(payload)
+
+
+def test_retrieve_two_hop_and_bad_pattern(toy_index: Path) -> None:
+    retriever = SubgraphRetriever(open_index_dir(toy_index, embedder=HashEmbedder(dim=64)))
+    result = retriever.retrieve([["Titanic", "directed by", "UNKNOWN director 1"],
+                                 ["UNKNOWN movie 2", "directed by", "UNKNOWN director 1"]], RetrievalSettings(k=1))
+    assert result.evidence[0].binding("UNKNOWN movie 2").entity == "Avatar"  # type: ignore[union-attr]
+    with pytest.raises(PatternError, match="exactly 3 strings"):
+        retriever.retrieve([["Titanic", "directed by"]])
+
+
+def test_relation_aliases_change_relation_candidates(toy_index: Path, tmp_path: Path) -> None:
+    index = open_index_dir(toy_index, embedder=HashEmbedder(dim=64))
+    aliases = tmp_path / "aliases.yaml"
+    aliases.write_text("starred_actors: [played the lead in]\n")
+    tuned = with_relation_aliases(index, aliases)
+    assert "played the lead in" in tuned.relation_texts
+    result = SubgraphRetriever(tuned).retrieve([["UNKNOWN person 1", "played the lead in", "Juno"]],
+                                               RetrievalSettings(k=1, k_r=1))
+    assert result.evidence[0].edges[0].triple.relation == "starred_actors"
+    assert result.evidence[0].edges[0].distance == pytest.approx(0.0, abs=1e-5)
+
+
+def test_relation_text() -> None:
+    assert relation_text("directed_by") == "directed by"
+    assert relation_text("birthPlace") == "birth place"

@@ -1,0 +1,82 @@
+"""The facade end to end with a scripted LLM: question → pattern → subgraphs → answer / verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simgrag.cli import app
+from simgrag.errors import ConfigError, PatternError
+from simgrag.index.directory import build_index_dir
+from simgrag.pipeline import SimGRAG
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+from simgrag.testing.toy import write_toy_kg
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pipe")
+    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
+    return root / "toy.idx"
+
+
+PATTERN = json.dumps({"triples": [["Titanic", "directed by", "UNKNOWN director 1"]]})
+
+
+def test_ask_answers_from_evidence(toy_dir: Path) -> None:
+    llm = FakeLLM([PATTERN, "answer: James Cameron"])
+    engine = SimGRAG(toy_dir, llm=llm)
+    result = engine.ask("who directed Titanic?")
+    assert result.answer.short_answer == "James Cameron"
+    assert result.answer.entities == ("James Cameron",)
+    assert result.pattern.pattern.triples() == [("Titanic", "directed by", "UNKNOWN director 1")]
+    assert {"pattern_s", "embed_s", "vector_s", "graph_s", "answer_s", "total_s"} <= set(result.timings)
+    assert len(llm.calls) == 2
+    assert "James Cameron" in llm.calls[1].prompt  # the evidence reached the answer prompt
+    payload = result.to_dict()
+    assert payload["evidence"]["matches"][0]["edges"][0]["triple"] == ["Titanic", "directed_by", "James Cameron"]
+
+
+def test_ask_repairs_bad_pattern_once_then_fails_typed(toy_dir: Path) -> None:
+    ok = SimGRAG(toy_dir, llm=FakeLLM(["here you go: nonsense", PATTERN, "answer: James Cameron"]))
+    assert ok.ask("who directed Titanic?").pattern.attempts == 2
+    bad = SimGRAG(toy_dir, llm=FakeLLM(["nonsense", "still nonsense"]))
+    with pytest.raises(PatternError) as info:
+        bad.ask("who directed Titanic?")
+    assert "nonsense" in str(info.value)
+
+
+def test_abstains_without_llm_call_when_evidence_is_too_far(toy_dir: Path) -> None:
+    llm = FakeLLM([json.dumps({"triples": [["Zzyzx Qwerty", "fought", "UNKNOWN thing 1"]]})])
+    engine = SimGRAG(toy_dir, llm=llm, abstain_gsd=0.05)
+    result = engine.ask("who fought Zzyzx Qwerty?")
+    assert result.answer.abstained
+    assert len(llm.calls) == 1  # the pattern call only
+
+
+def test_verify_supported_and_refuted(toy_dir: Path) -> None:
+    claim_pattern = json.dumps({"triples": [["Titanic", "directed by", "James Cameron"]]})
+    engine = SimGRAG(toy_dir, llm=FakeLLM([claim_pattern, "verdict: Supported", claim_pattern,
+                                           "verdict: Refuted"]))
+    first = engine.verify("Titanic was directed by James Cameron")
+    assert first.verdict.label == "Supported"
+    assert first.verdict.evidence.evidence[0].edges[0].triple.as_tuple() == ("Titanic", "directed_by", "James Cameron")
+    assert engine.verify("Titanic was directed by James Cameron").verdict.label_binary == "Refuted"
+
+
+def test_retrieval_only_engine_explains_missing_llm(toy_dir: Path) -> None:
+    engine = SimGRAG(toy_dir, llm=None)
+    assert engine.retrieve([["UNKNOWN director 1", "directed by", "Avatar"]]).evidence
+    with pytest.raises(ConfigError, match="retrieval only"):
+        engine.ask("who directed Avatar?")
+
+
+def test_cli_ask_reports_errors_cleanly(toy_dir: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["ask", str(toy_dir), "who directed Avatar?", "--llm", "nosuchbackend"])
+    assert result.exit_code == 2
+    assert "nosuchbackend" in result.output
