@@ -110,7 +110,7 @@ def main() -> None:
 
     from simgrag.llm.registry import resolve_llm
 
-    llm = resolve_llm(args.llm)
+    llm = resolve_llm(args.llm, cache=False)  # time real calls, never the disk cache
     examples = load_examples(args.examples) if args.examples else builtin_examples("metaqa")
     exclude = {e.question.lower() for e in examples.examples}
     questions = {h: sample_questions(args.metaqa_dir, args.split, h, args.per_hop, args.seed, exclude)

@@ -115,8 +115,8 @@ def run_hop(index: IndexDir, questions: list[MetaQAQuestion], settings: Retrieva
         if not h3:
             cause = miss_cause(index, q, ans, result, pattern)
             causes[cause] += 1
-            examples.setdefault(cause, f"{q.question} | pattern {pattern.triples()} | top "
-                                f"{[e.triple.as_tuple() for e in result.evidence[0].edges] if result.evidence else None}")
+            top = [e.triple.as_tuple() for e in result.evidence[0].edges] if result.evidence else None
+            examples.setdefault(cause, f"{q.question} | pattern {pattern.triples()} | top {top}")
         # naive vs optimized on identical candidates
         table = retriever.candidates(pattern, settings)
         t = time.perf_counter()

@@ -34,12 +34,12 @@ def test_build_writes_manifest_and_loads(toy_index: Path) -> None:
 
 
 def test_open_refuses_other_embedder(toy_index: Path) -> None:
-    with pytest.raises(IndexDirError, match="built with embedder hash-64"):
+    with pytest.raises(IndexDirError, match=r"built with embedder hash-64"):
         open_index_dir(toy_index, embedder=HashEmbedder(dim=32))
 
 
 def test_open_refuses_non_index_and_newer_format(tmp_path: Path, toy_index: Path) -> None:
-    with pytest.raises(IndexDirError, match="manifest.json is missing"):
+    with pytest.raises(IndexDirError, match=r"manifest\.json is missing"):
         open_index_dir(tmp_path)
     manifest = json.loads((toy_index / "manifest.json").read_text())
     manifest["format_version"] = 99

@@ -45,7 +45,7 @@ def pattern_edges(draw: st.DrawFn) -> list[tuple[int, int]]:
     if shape == "cycle4":
         return [(0, 1), (1, 2), (2, 3), (3, 0)]
     if shape == "parallel":
-        return [(0, 1), (1, 0)] + draw(st.sampled_from([[], [(1, 2)]]))
+        return [(0, 1), (1, 0), *draw(st.sampled_from([[], [(1, 2)]]))]
     if shape == "self_loop":
         return [(0, 1), (1, 1)]
     n = draw(st.integers(2, 4))

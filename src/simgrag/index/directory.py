@@ -190,7 +190,7 @@ def build_index_dir(
     out.parent.mkdir(parents=True, exist_ok=True)
     _prepare_work_dir(work, fingerprint)
     try:
-        manifest = _build_into(work, store, report, emb, spec, kind, params,
+        _build_into(work, store, report, emb, spec, kind, params,
                                load_aliases(Path(relation_aliases) if relation_aliases else None, store),
                                timings, show_progress, batch_size)
         _replace_dir(work, out)
@@ -261,7 +261,8 @@ def _replace_dir(work: Path, out: Path) -> None:
 def _read_manifest(path: Path) -> dict[str, Any]:
     file = path / MANIFEST
     if not file.is_file():
-        hint = " (a build was interrupted; re-run it to resume)" if (path.parent / f".{path.name}.building").exists() else ""
+        interrupted = (path.parent / f".{path.name}.building").exists()
+        hint = " (a build was interrupted; re-run it to resume)" if interrupted else ""
         raise IndexDirError(f"{path} is not a simgrag index directory: {MANIFEST} is missing{hint}. "
                             f"Build one with: simgrag index KG_FILE -o {path}")
     try:

@@ -104,7 +104,7 @@ class LlamaCppLLM:
             start = time.perf_counter()
             result = self._create(llama, chat, kwargs)
             latency = time.perf_counter() - start
-        response = _to_response(result, latency, self.name)
+        response = _to_response(result, latency, self.name, constrained=json_schema is not None)
         logger.info(
             "%s: %d prompt + %d completion tokens in %.2f s",
             self.name, response.prompt_tokens, response.completion_tokens, latency,
@@ -158,7 +158,7 @@ class LlamaCppLLM:
         return self.model_path
 
 
-def _to_response(result: Any, latency: float, name: str) -> LLMResponse:
+def _to_response(result: Any, latency: float, name: str, *, constrained: bool) -> LLMResponse:
     try:
         choice = result["choices"][0]
         text = choice["message"]["content"] or ""
@@ -166,7 +166,9 @@ def _to_response(result: Any, latency: float, name: str) -> LLMResponse:
     except (KeyError, IndexError, TypeError) as exc:
         raise LLMResponseError(f"{name} returned an unexpected result: {str(result)[:300]}") from exc
     if choice.get("finish_reason") == "length":
-        logger.warning("%s stopped at max_tokens; the output may be cut short", name)
+        # cut-off JSON is unusable: worth a warning; plain text cut at max_tokens is often intended
+        level = logging.WARNING if constrained else logging.DEBUG
+        logger.log(level, "%s stopped at max_tokens; the output may be cut short", name)
     return LLMResponse(
         text=text,
         prompt_tokens=int(usage.get("prompt_tokens") or 0),

@@ -88,7 +88,7 @@ class OpenAICompatLLM:
         logger.debug("%s prompt: %s", self.name, payload["messages"])
         start = time.perf_counter()
         body = self._post_with_schema(payload, json_schema)
-        response = self._parse(body, time.perf_counter() - start)
+        response = self._parse(body, time.perf_counter() - start, constrained=json_schema is not None)
         logger.info(
             "%s: %d prompt + %d completion tokens in %.2f s",
             self.name, response.prompt_tokens, response.completion_tokens, response.latency_s,
@@ -140,7 +140,7 @@ class OpenAICompatLLM:
 
     # -- response ---------------------------------------------------------------------------------
 
-    def _parse(self, body: Mapping[str, Any], latency: float) -> LLMResponse:
+    def _parse(self, body: Mapping[str, Any], latency: float, *, constrained: bool) -> LLMResponse:
         url = f"{self.base_url}/chat/completions"
         choice = require(body, "choices.0", url)
         text = require(choice, "message", url).get("content")
@@ -149,7 +149,8 @@ class OpenAICompatLLM:
             why = f": {refusal}" if refusal else ""
             raise LLMResponseError(f"{self.name} returned no text content{why}")
         if choice.get("finish_reason") == "length":
-            logger.warning("%s stopped at max_tokens; the output may be cut short", self.name)
+            level = logging.WARNING if constrained else logging.DEBUG
+            logger.log(level, "%s stopped at max_tokens; the output may be cut short", self.name)
         usage = body.get("usage") or {}
         return LLMResponse(
             text=text,

@@ -36,7 +36,7 @@ N_STATE = 6
 
 
 @njit(cache=True, nogil=True)
-def _node_dist(p, v, node_any, cand_ptr, cand_ids, cand_dist):  # type: ignore[no-untyped-def]
+def _node_dist(p, v, node_any, cand_ptr, cand_ids, cand_dist):
     """Distance of entity v for pattern node p; -1.0 when v is not a candidate."""
     if node_any[p]:
         return 0.0
@@ -54,7 +54,7 @@ def _node_dist(p, v, node_any, cand_ptr, cand_ids, cand_dist):  # type: ignore[n
 
 
 @njit(cache=True, nogil=True)
-def _canonical_gsd(f, edge_rel, node_any, cand_ptr, cand_ids, cand_dist, rel_dist):  # type: ignore[no-untyped-def]
+def _canonical_gsd(f, edge_rel, node_any, cand_ptr, cand_ids, cand_dist, rel_dist):
     """GSD summed in a fixed order (nodes, then edges) so every algorithm reports the same float."""
     gsd = 0.0
     for p in range(f.shape[0]):
@@ -65,7 +65,7 @@ def _canonical_gsd(f, edge_rel, node_any, cand_ptr, cand_ids, cand_dist, rel_dis
 
 
 @njit(cache=True, nogil=True)
-def _is_better(gsd, f, tids, res_gsd, res_nodes, res_tids, i):  # type: ignore[no-untyped-def]
+def _is_better(gsd, f, tids, res_gsd, res_nodes, res_tids, i):
     """Is the current mapping strictly before result i in (gsd, nodes, triples) order?"""
     if gsd != res_gsd[i]:
         return gsd < res_gsd[i]
@@ -79,7 +79,7 @@ def _is_better(gsd, f, tids, res_gsd, res_nodes, res_tids, i):  # type: ignore[n
 
 
 @njit(cache=True, nogil=True)
-def _record(gsd, f, tids, rels, res_gsd, res_nodes, res_tids, res_rels, state, k):  # type: ignore[no-untyped-def]
+def _record(gsd, f, tids, rels, res_gsd, res_nodes, res_tids, res_rels, state, k):
     """Insert the current full mapping into the top-k; return the new pruning threshold."""
     count = state[S_COUNT]
     if count < k:
@@ -101,7 +101,7 @@ def _record(gsd, f, tids, rels, res_gsd, res_nodes, res_tids, res_rels, state, k
 
 
 @njit(cache=True, nogil=True)
-def _threshold(res_gsd, state, k):  # type: ignore[no-untyped-def]
+def _threshold(res_gsd, state, k):
     if state[S_COUNT] < k:
         return np.inf
     return res_gsd[:k].max()
@@ -110,7 +110,7 @@ def _threshold(res_gsd, state, k):  # type: ignore[no-untyped-def]
 @njit(cache=True, nogil=True)
 def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid,
               node_any, cand_ptr, cand_ids, cand_dist, rel_dist, rest, part,
-              stk_j, stk_c, lo, hi, cur, state, thr, injective, prune, greedy):  # type: ignore[no-untyped-def]
+              stk_j, stk_c, lo, hi, cur, state, thr, injective, prune, greedy):
     """Push the candidate (relation, node) expansions of depth d onto the stack, sorted by cost."""
     e = plan[0, d]
     a = plan[1, d]
@@ -168,20 +168,20 @@ def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid,
 
 
 @njit(cache=True, nogil=True)
-def _node_taken(v, d, plan, f):  # type: ignore[no-untyped-def]
+def _node_taken(v, d, plan, f):
     """Is entity v already bound to a pattern node mapped before depth d? (injectivity)"""
     if f[plan[4, 0]] == v:  # plan[4, 0] holds the start node
         return True
-    for dd in range(d):
+    for dd in range(d):  # noqa: SIM110 (a plain loop compiles best in numba)
         if plan[3, dd] == 1 and f[plan[2, dd]] == v:
             return True
     return False
 
 
 @njit(cache=True, nogil=True)
-def _edge_taken(tid, d, plan, edge_tid):  # type: ignore[no-untyped-def]
+def _edge_taken(tid, d, plan, edge_tid):
     """Is KG triple tid already matched by a pattern edge of an earlier depth? (parallel edges)"""
-    for dd in range(d):
+    for dd in range(d):  # noqa: SIM110
         if edge_tid[plan[0, dd]] == tid:
             return True
     return False
@@ -192,7 +192,7 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
                node_any, cand_ptr, cand_ids, cand_dist, rel_dist,
                root_ids, root_cost, k, injective, prune, greedy, max_steps,
                f, edge_tid, edge_rel, part, stk_j, stk_c, lo, hi, cur,
-               res_gsd, res_nodes, res_tids, res_rels, state):  # type: ignore[no-untyped-def]
+               res_gsd, res_nodes, res_tids, res_rels, state):
     """Advance the search by at most ``max_steps`` steps. Returns DONE, PAUSED or GROW.
 
     ``plan`` rows: 0 pattern edge, 1 mapped end, 2 other end, 3 1 if the other end is new,

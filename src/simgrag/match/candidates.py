@@ -85,7 +85,7 @@ class CandidateTable:
     def from_relation_pairs(
         cls,
         nodes: Sequence[NodeCandidates],
-        relation_candidates: Sequence[tuple[Sequence[int], Sequence[float]] | None],
+        relation_candidates: Sequence[tuple[Sequence[int] | np.ndarray, Sequence[float] | np.ndarray] | None],
         num_relations: int,
     ) -> CandidateTable:
         """``relation_candidates[e]`` is (relation ids, distances), or ``None`` for an unknown relation."""

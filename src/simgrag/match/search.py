@@ -321,7 +321,7 @@ def _combine(pattern: Pattern, comps: list[tuple[list[int], list[int]]],
         gsd, idx = heapq.heappop(heap)
         out.append(_merge(pattern, comps, [lists[c][i] for c, i in enumerate(idx)], gsd))
         for c in range(len(lists)):
-            nxt = idx[:c] + (idx[c] + 1,) + idx[c + 1:]
+            nxt = (*idx[:c], idx[c] + 1, *idx[c + 1:])
             if nxt[c] < len(lists[c]) and nxt not in seen:
                 seen.add(nxt)
                 heapq.heappush(heap, (total(nxt), nxt))

@@ -1,0 +1,209 @@
+"""Question-answering benchmark runner: MetaQA (with gold chains) or any ``{"question", "answers"}`` file.
+
+Per question it records the pattern, the answer, both hit criteria and where a miss came from:
+
+- *lenient* hit (SimGRAG's criterion): any gold answer appears in the output (the LLM's reply or the
+  answer entities);
+- *strict* hit: the short answer is a gold answer;
+- error stage (paper Table 2), decided automatically: ``pattern`` when the pattern does not fit the
+  gold chain (MetaQA only) or could not be produced; ``retrieval`` when no gold answer is in the
+  retrieved subgraphs; ``generation`` when it was retrieved but the answer missed it.
+
+One JSON line per question goes to ``out``; the summary has Hits@1 on all questions and on the
+answerable subset, the error breakdown, latency per stage and token counts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from simgrag.errors import DatasetError, LLMError, PatternError, SimGRAGError
+from simgrag.eval.answerable import is_answerable
+from simgrag.eval.metaqa import MetaQAQuestion, load_metaqa, pattern_fits_chain
+from simgrag.pipeline import AskResult, SimGRAG
+
+__all__ = ["QAItem", "load_qa_file", "metaqa_items", "run_qa_bench", "summarize"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class QAItem:
+    question: str
+    answers: tuple[str, ...]
+    group: str = "all"
+    topic: str | None = None
+    chain: str | None = None
+    answerable: bool | None = None
+
+
+def metaqa_items(engine: SimGRAG, metaqa_dir: str | Path, hops: Sequence[int], sample: int | None,
+                 seed: int, split: str = "test") -> list[QAItem]:
+    """Sampled MetaQA questions per hop (seeded), with answerability on the engine's KB."""
+    items: list[QAItem] = []
+    for hop in hops:
+        questions: list[MetaQAQuestion] = load_metaqa(metaqa_dir, hop, split)
+        if sample:
+            questions = random.Random(seed + hop).sample(questions, min(sample, len(questions)))
+        items += [QAItem(q.question, q.answers, f"{hop}-hop", q.topic, q.chain,
+                         is_answerable(engine.index.store, q)) for q in questions]
+    return items
+
+
+def load_qa_file(path: str | Path) -> list[QAItem]:
+    """A JSONL file of ``{"question": …, "answers": […], "group": optional}`` lines."""
+    items = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            items.append(QAItem(str(row["question"]), tuple(str(a) for a in row["answers"]),
+                                str(row.get("group", "all"))))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DatasetError(f"{path}:{n}: expected {{\"question\": …, \"answers\": […]}} ({exc})") from exc
+    if not items:
+        raise DatasetError(f"{path}: no questions")
+    return items
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _hits(result: AskResult, gold: set[str]) -> tuple[bool, bool]:
+    ans = result.answer
+    gold_n = {_norm(g) for g in gold}
+    said = {_norm(e) for e in ans.entities}
+    text = _norm(ans.text)
+    lenient = bool(said & gold_n) or any(g and g in text for g in gold_n if len(g) > 3 or g in said)
+    if not ans.entities and not ans.abstained and ans.short_answer:
+        lenient = lenient or _norm(ans.short_answer) in gold_n
+    strict = ans.short_answer is not None and _norm(ans.short_answer) in gold_n
+    return lenient, strict
+
+
+def _stage(item: QAItem, result: AskResult, hit: bool) -> str | None:
+    if hit:
+        return None
+    if item.chain and item.topic:
+        ok, _ = pattern_fits_chain(result.pattern.pattern, item.topic, item.chain)
+        if not ok:
+            return "pattern"
+    gold = {_norm(a) for a in item.answers}
+    retrieved = {_norm(n.entity) for ev in result.answer.evidence.evidence for n in ev.nodes}
+    return "generation" if gold & retrieved else "retrieval"
+
+
+def _record(item: QAItem, result: AskResult | None, error: SimGRAGError | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"question": item.question, "gold": list(item.answers), "group": item.group,
+                           "answerable": item.answerable, "chain": item.chain}
+    if result is None:
+        stage = "pattern" if isinstance(error, PatternError) else "llm" if isinstance(error, LLMError) else "other"
+        row.update({"hit": False, "strict": False, "stage": stage, "error": str(error)})
+        return row
+    lenient, strict = _hits(result, set(item.answers))
+    ans = result.answer
+    row.update({
+        "hit": lenient, "strict": strict, "stage": _stage(item, result, lenient),
+        "pattern": [list(t) for t in result.pattern.pattern.triples()], "pattern_attempts": result.pattern.attempts,
+        "pattern_fits": (pattern_fits_chain(result.pattern.pattern, item.topic, item.chain)[0]
+                         if item.chain and item.topic else None),
+        "answer": ans.text, "entities": list(ans.entities), "short_answer": ans.short_answer,
+        "candidates": list(ans.candidates[:10]), "abstained": ans.abstained, "timings": result.timings,
+        "tokens": {"pattern_prompt": result.pattern.prompt_tokens,
+                   "pattern_completion": result.pattern.completion_tokens,
+                   "answer_prompt": ans.prompt_tokens, "answer_completion": ans.completion_tokens},
+        "top_evidence": ([list(e.triple.as_tuple()) for e in ans.evidence.evidence[0].edges]
+                         if ans.evidence.evidence else []),
+    })
+    return row
+
+
+def run_qa_bench(engine: SimGRAG, items: Iterable[QAItem], out: str | Path, *,
+                 progress: bool = True, on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Ask every question, write one JSON line each to ``out``, return :func:`summarize` of the rows."""
+    rows = []
+    items = list(items)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    with Path(out).open("w", encoding="utf-8") as sink:
+        for item in tqdm(items, desc="questions", disable=not progress):
+            try:
+                row = _record(item, engine.ask(item.question), None)
+            except SimGRAGError as exc:
+                logger.warning("question failed: %r: %s", item.question, str(exc).splitlines()[0])
+                row = _record(item, None, exc)
+            rows.append(row)
+            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sink.flush()
+            if on_row:
+                on_row(row)
+    return summarize(rows)
+
+
+def _pct(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    arr = np.asarray(values)
+    return {"p50": float(np.percentile(arr, 50)), "p95": float(np.percentile(arr, 95)), "mean": float(arr.mean())}
+
+
+def _group_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    ans = [r for r in rows if r.get("answerable")]
+    timed = [r for r in rows if "timings" in r]
+    stages = Counter(r["stage"] for r in rows if r.get("stage"))
+    return {
+        "questions": n,
+        "hits1": sum(r["hit"] for r in rows) / max(1, n),
+        "hits1_strict": sum(r["strict"] for r in rows) / max(1, n),
+        "answerable": len(ans),
+        "hits1_answerable": sum(r["hit"] for r in ans) / max(1, len(ans)),
+        "hits1_strict_answerable": sum(r["strict"] for r in ans) / max(1, len(ans)),
+        "errors_by_stage": dict(stages),
+        "invalid_patterns": sum(1 for r in rows if r.get("stage") == "pattern" and "error" in r),
+        "pattern_fits": sum(1 for r in rows if r.get("pattern_fits")) / max(1, n),
+        "latency_s": {k: _pct([r["timings"][k] for r in timed if k in r["timings"]])
+                      for k in ("pattern_s", "embed_s", "vector_s", "graph_s", "answer_s", "total_s")},
+        "tokens_mean": {k: float(np.mean([r["tokens"][k] for r in timed])) if timed else 0.0
+                        for k in ("pattern_prompt", "pattern_completion", "answer_prompt", "answer_completion")},
+    }
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per group (e.g. hop) and overall."""
+    groups = sorted({r["group"] for r in rows})
+    out = {g: _group_summary([r for r in rows if r["group"] == g]) for g in groups}
+    out["overall"] = _group_summary(rows)
+    return out
+
+
+def _p50(latency: dict[str, Any], key: str) -> float:
+    return float(latency.get(key, {}).get("p50", float("nan")))
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A Markdown table of a :func:`summarize` result."""
+    lines = ["| group | n | Hits@1 | strict | answerable n | Hits@1 (ans.) | strict (ans.) | pattern fits | "
+             "invalid patterns | errors pattern/retrieval/generation | p50 total s | p50 pattern s | p50 answer s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for group, s in summary.items():
+        e = s["errors_by_stage"]
+        lat = s["latency_s"]
+        lines.append(
+            f"| {group} | {s['questions']} | {100 * s['hits1']:.1f} | {100 * s['hits1_strict']:.1f} | "
+            f"{s['answerable']} | {100 * s['hits1_answerable']:.1f} | {100 * s['hits1_strict_answerable']:.1f} | "
+            f"{100 * s['pattern_fits']:.1f} | {s['invalid_patterns']} | "
+            f"{e.get('pattern', 0)}/{e.get('retrieval', 0)}/{e.get('generation', 0)} | "
+            f"{_p50(lat, 'total_s'):.2f} | {_p50(lat, 'pattern_s'):.2f} | {_p50(lat, 'answer_s'):.2f} |")
+    return "\n".join(lines)
