@@ -347,6 +347,33 @@ def bench_qa(
     _write_summary(out, summary, format_summary(summary))
 
 
+@bench_app.command("claims")
+def bench_claims(
+    metaqa_dir: Annotated[Path, typer.Option(help="MetaQA folder: claims come from kb.txt, topics from DEV questions")],
+    out: Annotated[Path, typer.Option(help="JSONL, one line per claim; the summary goes beside it")],
+    n: Annotated[int, typer.Option(help="claims to generate (balanced over shapes and labels)")] = 300,
+    seed: Annotated[int, typer.Option()] = 0,
+    index: Annotated[Path | None, typer.Option(help="reuse this index (default: the MetaQA index)")] = None,
+    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
+    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
+) -> None:
+    """Fact verification on claims generated from the MetaQA KB (App. F shapes), accuracy by shape."""
+    _setup_logging(verbose)
+    from simgrag.eval.claims import generate_claims, save_claims
+    from simgrag.eval.claims_bench import format_claims_summary, run_claims_bench
+    from simgrag.eval.metaqa import load_metaqa
+
+    try:
+        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k)
+        topics = sorted({q.topic for hop in (1, 2, 3) for q in load_metaqa(metaqa_dir, hop, "dev")})
+        claims = generate_claims(engine.index.store, topics, n=n, seed=seed)
+        save_claims(out.with_suffix(".claims.jsonl"), claims)
+        summary = run_claims_bench(engine, claims, out_path=out, errors_as="wrong")
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    _write_summary(out, summary, format_claims_summary(summary))
+
+
 @app.command("ls")
 def list_components() -> None:
     """List the registered embedders, vector indexes and LLM backends."""

@@ -1,21 +1,13 @@
-"""Fact-verification claims generated from a KG (a FactKG stand-in), and a benchmark runner for them.
+"""Fact-verification claims generated from a KG (a FactKG stand-in); the runner is in ``claims_bench``.
 
-FactKG's DBpedia is not available, so claims are built from the MetaQA KB around given topic
-entities, in the query shapes of SimGRAG Appendix F::
-
-    one_hop               A r B                         "Titanic was directed by James Cameron."
-    two_hop_path          A r1 B r2 C                   "Inception was directed by Christopher Nolan,
-                                                         who directed Memento."
-    three_hop_path        A r1 B r2 C r3 D
-    two_hop_conjunction   E r1 X, E r2 Y                "Titanic was directed by James Cameron and was
-                                                         released in 1997."
-    three_hop_star        E r1 X, E r2 Y, E r3 Z
-
-A Supported claim states facts of the KG. A Refuted claim is a Supported one with ONE entity swapped
-for another of the same role (one that fills the same relation position elsewhere) or one relation
-swapped for another whose positions the two entities fill; it is kept only if the KG does not make it
-true, even with the inner nodes of a path left free (no alternative path). Every random choice comes
-from one ``random.Random(seed)``.
+Claims are built around topic entities in the query shapes of SimGRAG Appendix F: ``one_hop``
+(A r B), ``two_hop_path`` (A r1 B r2 C: "Inception was directed by Christopher Nolan, who directed
+Memento."), ``three_hop_path``, ``two_hop_conjunction`` (E r1 X, E r2 Y: "Titanic was directed by James
+Cameron and was released in 1997.") and ``three_hop_star``. A Supported claim states KG facts; a
+Refuted one swaps ONE entity for another of the same role (filling the same relation position
+elsewhere) or one relation for another whose positions both entities fill, and is kept only if the KG
+does not make it true, even with a path's inner nodes left free. One ``random.Random(seed)`` draws
+every choice.
 """
 
 from __future__ import annotations
@@ -24,23 +16,18 @@ import json
 import logging
 import math
 import random
-import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from simgrag.errors import DatasetError, LLMError, MatchError, PatternError, SimGRAGError
+from simgrag.errors import DatasetError
 from simgrag.kg.store import KGStore
 
-__all__ = [
-    "ALL_SHAPES", "RELATION_PREDICATES", "Claim", "generate_claims", "load_claims",
-    "run_claims_bench", "save_claims", "summarize_claim_records", "format_claims_summary",
-]
+__all__ = ["ALL_SHAPES", "RELATION_PREDICATES", "Claim", "generate_claims", "load_claims", "save_claims"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,11 +58,8 @@ Fact = tuple[int, int, int]
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim: its text, gold label, shape and the (head, relation, tail) facts it states.
-
-    For a Refuted claim ``facts`` are the facts *as stated* (one of them false), ``corruption`` says
-    what was swapped and ``corrupted_fact`` indexes the changed fact.
-    """
+    """A claim and the (head, relation, tail) facts it states; for a Refuted one, ``facts[corrupted_fact]``
+    is the false fact and ``corruption`` says what was swapped."""
 
     text: str
     label: Label
@@ -127,6 +111,7 @@ class _KGView:
             return (hv, r, tv) in self.keys and self._solve(rest, free, bound)
         if hv is not None:
             return any(self._solve(rest, free, {**bound, t: v}) for v in self.out.get((hv, r), ()))
+        assert tv is not None
         return any(self._solve(rest, free, {**bound, h: v}) for v in self.inc.get((r, tv), ()))
 
 
@@ -162,13 +147,20 @@ def _other(fact: Fact, node: int) -> int:
     return fact[2] if fact[0] == node else fact[0]
 
 
+def _same_role(kg: _KGView, before: Fact, after: Fact, node: int) -> bool:
+    """Does a path's inner ``node`` play one role in both facts (e.g. not a rating reused as a tag)?"""
+    if (before[0] == node) != (after[0] == node):
+        return False
+    return before[0] == node or before[1] == after[1] or {kg.rel(before[1]), kg.rel(after[1])} <= _PERSON_RELATIONS
+
+
 def _draft(kg: _KGView, shape: str, topic: int, rng: random.Random) -> _Draft | None:
     hops = _HOPS[shape]
     if shape == "one_hop" or shape in _PATHS:
-        nodes, facts = [topic], []
+        nodes, facts = [topic], list[Fact]()
         for _ in range(hops):
             fact = _pick_edge(kg, nodes[-1], rng, set(nodes))
-            if fact is None:
+            if fact is None or (facts and not _same_role(kg, facts[-1], fact, nodes[-1])):
                 return None
             facts.append(fact)
             nodes.append(_other(fact, nodes[-1]))
@@ -245,7 +237,7 @@ def _verbalize(kg: _KGView, draft: _Draft) -> str:
         preds = [_predicate(kg, f, subject)[0] for f in draft.facts]
         body = preds[0] if len(preds) == 1 else ", ".join(preds[:-1]) + (
             ", and " if len(preds) > 2 else " and ") + preds[-1]
-        return f"{name[subject]} {body}."
+        return f"{name[subject]} {body}" + ("" if body.endswith((".", "?", "!")) else ".")
     text, ends = _predicate(kg, draft.facts[0], subject)
     text = f"{name[subject]} {text}"
     for fact, node in zip(draft.facts[1:], draft.nodes[1:], strict=False):
@@ -255,21 +247,15 @@ def _verbalize(kg: _KGView, draft: _Draft) -> str:
         else:
             text += f", and {name[node]} {pred}"
         ends = next_ends
-    return text + "."
+    return text if text.endswith((".", "?", "!")) else text + "."
 
 
-def _claim(kg: _KGView, draft: _Draft, label: Label, corruption: str | None = None,
-           index: int | None = None) -> Claim:
+def _claim(kg: _KGView, draft: _Draft, label: Label, corruption: str | None, index: int | None) -> Claim:
     facts = tuple((kg.store.entities[h], kg.rel(r), kg.store.entities[t]) for h, r, t in draft.facts)
     return Claim(_verbalize(kg, draft), label, draft.shape, facts, corruption, index)
 
 
 # ---------------------------------------------------------------------------------------- generation
-def _targets(n: int, shapes: Sequence[str]) -> dict[str, int]:
-    base, extra = divmod(n, len(shapes))
-    return {s: base + (1 if i < extra else 0) for i, s in enumerate(shapes)}
-
-
 def _topic_ids(store: KGStore, topics: Iterable[str]) -> list[int]:
     ids = [store.entities.id_of(t) for t in dict.fromkeys(topics)]
     found = [i for i in ids if i is not None]
@@ -288,7 +274,7 @@ def _capped(kg: _KGView, draft: _Draft, single: Counter[int], target: int, caps:
 
 def _shape_claims(kg: _KGView, shape: str, topics: list[int], target: int, rng: random.Random,
                   caps: Mapping[str, float], seen: set[str]) -> list[Claim]:
-    want = {"Supported": target // 2, "Refuted": target - target // 2}
+    want = {"Supported": target // 2, "Refuted": target // 2}
     got: dict[str, list[Claim]] = {"Supported": [], "Refuted": []}
     single: Counter[int] = Counter()
     order = list(topics)
@@ -314,13 +300,8 @@ def _shape_claims(kg: _KGView, shape: str, topics: list[int], target: int, rng: 
 
 
 def _labelled(kg: _KGView, draft: _Draft, label: Label, rng: random.Random) -> Claim | None:
-    if label == "Supported":
-        return _claim(kg, draft, "Supported")
-    corrupted = _corrupt(kg, draft, rng)
-    if corrupted is None:
-        return None
-    cand, index, why = corrupted
-    return _claim(kg, cand, "Refuted", why, index)
+    corrupted = _corrupt(kg, draft, rng) if label == "Refuted" else (draft, None, None)
+    return None if corrupted is None else _claim(kg, corrupted[0], label, corrupted[2], corrupted[1])
 
 
 def generate_claims(store: KGStore, topics: Iterable[str], *, n: int, seed: int,
@@ -341,7 +322,9 @@ def generate_claims(store: KGStore, topics: Iterable[str], *, n: int, seed: int,
     topic_ids = _topic_ids(store, topics)
     seen: set[str] = set()
     claims: list[Claim] = []
-    for shape, target in _targets(n, shapes).items():
+    base, extra = divmod(n, len(shapes))
+    for i, shape in enumerate(shapes):
+        target = base + (1 if i < extra else 0)
         claims.extend(_shape_claims(kg, shape, topic_ids, target, rng, relation_caps, seen))
     logger.info("generated %d claims from %d topics (seed %d)", len(claims), len(topic_ids), seed)
     return claims
@@ -369,99 +352,3 @@ def load_claims(path: str | Path) -> list[Claim]:
         except (json.JSONDecodeError, TypeError, KeyError) as exc:
             raise DatasetError(f"{path}:{lineno}: not a claim record ({exc})") from exc
     return claims
-
-
-# ---------------------------------------------------------------------------------------- benchmark
-class Verifier(Protocol):
-    """What the runner needs: :meth:`simgrag.pipeline.SimGRAG.verify`."""
-
-    def verify(self, claim: str) -> Any: ...
-
-
-def _stage(exc: SimGRAGError) -> str:
-    for kind, stage in ((PatternError, "pattern"), (LLMError, "llm"), (MatchError, "match")):
-        if isinstance(exc, kind):
-            return stage
-    return "other"
-
-
-def _record(claim: Claim, t0: float, errors_as: str, result: Any = None,
-            error: SimGRAGError | None = None) -> dict[str, Any]:
-    rec: dict[str, Any] = {"claim": claim.text, "gold": claim.label, "shape": claim.shape,
-                           "facts": [list(f) for f in claim.facts], "corruption": claim.corruption}
-    if error is not None:
-        binary = "Refuted" if errors_as == "refuted" else ("Supported" if claim.label == "Refuted" else "Refuted")
-        rec.update(predicted=None, label_binary=binary, abstained=False, pattern=[], evidence=[], gsd=None,
-                   timings={"total_s": time.perf_counter() - t0},
-                   error={"stage": _stage(error), "type": type(error).__name__, "message": str(error)[:500]})
-    else:
-        verdict = result.verdict
-        top = verdict.evidence.evidence[0] if verdict.evidence.evidence else None
-        rec.update(predicted=verdict.label, label_binary=verdict.label_binary, abstained=verdict.abstained,
-                   pattern=[list(t) for t in result.pattern.pattern.triples()],
-                   evidence=[list(t.as_tuple()) for t in top.triples()] if top else [],
-                   gsd=None if top is None else float(top.gsd), timings=dict(result.timings), error=None)
-    rec["correct"] = rec["label_binary"] == claim.label
-    return rec
-
-
-def run_claims_bench(engine: Verifier, claims: Sequence[Claim], *, out_path: str | Path,
-                     progress: bool = True, errors_as: Literal["refuted", "wrong"] = "refuted") -> dict[str, Any]:
-    """Verify every claim with ``engine``, write one JSON line per claim to ``out_path`` and return
-    :func:`summarize_claim_records` of them. A :class:`SimGRAGError` on a claim is recorded (stage
-    ``pattern``/``llm``/``match``/``other``) and scored as a Refuted verdict (``errors_as="refuted"``,
-    as FactKG scores "not enough evidence") or as a wrong one (``errors_as="wrong"``)."""
-    records = []
-    with Path(out_path).open("w", encoding="utf-8") as fh:
-        for claim in tqdm(claims, desc="claims", unit="claim", disable=not progress):
-            t0 = time.perf_counter()
-            try:
-                rec = _record(claim, t0, errors_as, result=engine.verify(claim.text))
-            except SimGRAGError as exc:
-                logger.warning("claim %r failed at the %s stage: %s", claim.text, _stage(exc), exc)
-                rec = _record(claim, t0, errors_as, error=exc)
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            records.append(rec)
-    summary = summarize_claim_records(records)
-    summary["out_path"] = str(out_path)
-    return summary
-
-
-def _accuracy(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    correct = sum(bool(r["correct"]) for r in records)
-    return {"n": len(records), "correct": correct, "accuracy": correct / len(records) if records else 0.0}
-
-
-def _latency(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    out = {}
-    for key in ("pattern_s", "answer_s", "total_s"):
-        values = np.array([r["timings"][key] for r in records if r["error"] is None and key in r["timings"]])
-        if len(values):
-            out[key] = {"p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95))}
-    return out
-
-
-def summarize_claim_records(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Accuracy overall / per shape / per gold label, abstentions, errors by stage, latency."""
-    def group(key: str) -> dict[str, dict[str, Any]]:
-        return {v: _accuracy([r for r in records if r[key] == v]) for v in sorted({r[key] for r in records})}
-
-    return {**_accuracy(records), "by_shape": group("shape"), "by_gold": group("gold"),
-            "not_enough_evidence": sum(r["predicted"] == "Not enough evidence" for r in records),
-            "abstained": sum(bool(r["abstained"]) for r in records),
-            "errors": dict(Counter(r["error"]["stage"] for r in records if r["error"] is not None)),
-            "latency": _latency(records)}
-
-
-def format_claims_summary(summary: Mapping[str, Any]) -> str:
-    """The summary as Markdown: an accuracy table, then counts and a latency table."""
-    lines = ["| group | n | correct | accuracy |", "|---|---:|---:|---:|",
-             f"| all | {summary['n']} | {summary['correct']} | {summary['accuracy']:.3f} |"]
-    for kind in ("by_shape", "by_gold"):
-        for name, acc in summary[kind].items():
-            lines.append(f"| {kind[3:]}: {name} | {acc['n']} | {acc['correct']} | {acc['accuracy']:.3f} |")
-    errors = ", ".join(f"{k}: {v}" for k, v in sorted(summary["errors"].items())) or "none"
-    lines += ["", f"Not enough evidence: {summary['not_enough_evidence']} (abstained: {summary['abstained']}); "
-              f"errors: {errors}", "", "| stage | p50 (s) | p95 (s) |", "|---|---:|---:|"]
-    lines += [f"| {k} | {v['p50']:.3f} | {v['p95']:.3f} |" for k, v in summary["latency"].items()]
-    return "\n".join(lines)

@@ -32,6 +32,7 @@ from typing import IO
 
 from tqdm.auto import tqdm
 
+from simgrag.config import cache_dir
 from simgrag.errors import ModelError
 
 __all__ = [
@@ -84,14 +85,6 @@ DEFAULT_MODEL = ModelSpec(
 
 #: Yields one open binary stream per chunk, in order; each stream is closed when the next is asked for.
 ChunkSource = Callable[[ModelSpec], Iterator[IO[bytes]]]
-
-
-def cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The simgrag cache directory: the argument, else ``$SIMGRAG_CACHE_DIR``, else ``~/.cache/simgrag``."""
-    if cache_dir is not None:
-        return Path(cache_dir).expanduser()
-    env = os.environ.get("SIMGRAG_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "simgrag"
 
 
 def default_model_path(cache_dir: str | os.PathLike[str] | None = None) -> Path:
