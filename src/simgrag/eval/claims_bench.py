@@ -7,6 +7,7 @@ accuracy overall, per shape and per gold label, abstentions, errors by stage and
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
