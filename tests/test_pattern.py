@@ -94,6 +94,11 @@ def test_validation_messages(triples, message):
         validate_triples(triples)
 
 
+def test_repeated_triples_are_dropped():
+    pattern = validate_triples([TITANIC[0], list(TITANIC[0]), ["Titanic", "directed  by", "UNKNOWN director 1"]])
+    assert len(pattern.edges) == 1
+
+
 def test_connectivity_is_a_flag():
     triples = [["Titanic", "directed by", "UNKNOWN director 1"], ["Heat", "has genre", "UNKNOWN genre 1"]]
     assert len(validate_triples(triples).components()) == 2

@@ -303,6 +303,7 @@ def bench_metaqa(
     hops: Annotated[str, typer.Option(help="comma-separated hops")] = "1,2,3",
     sample: Annotated[int, typer.Option(help="questions per hop (0 = all)")] = 300,
     seed: Annotated[int, typer.Option()] = 0,
+    split: Annotated[str, typer.Option(help="test (measurement) or dev (tuning)")] = "test",
     index: Annotated[Path | None, typer.Option(help="reuse this index (default: build the MetaQA index once)")] = None,
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
     llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
@@ -313,7 +314,7 @@ def bench_metaqa(
 
     try:
         engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k)
-        items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed)
+        items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed, split)
         summary = run_qa_bench(engine, items, out)
     except SimGRAGError as exc:
         raise _fail(exc) from exc

@@ -3,11 +3,13 @@
 A pattern is usable when every triple is exactly three non-empty strings, it is not absurdly large,
 each connected component anchors on something (a known node or a *typed* unknown such as
 ``UNKNOWN director 1``), and — when ``require_connected`` — it is one connected graph. The matcher
-can search each component on its own, so connectivity is optional.
+can search each component on its own, so connectivity is optional. Exact repeats of a triple (a
+small model's stutter) are dropped.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +19,8 @@ from simgrag.pattern.graph import Pattern
 __all__ = ["MAX_TRIPLES", "validate_pattern", "validate_triples"]
 
 MAX_TRIPLES = 12
+
+logger = logging.getLogger(__name__)
 
 
 def validate_triples(
@@ -34,7 +38,7 @@ def validate_triples(
             "a question's pattern should only hold the facts the question mentions")
     for i, triple in enumerate(triples):
         _check_triple(i, triple)
-    pattern = Pattern.from_triples(triples)
+    pattern = Pattern.from_triples(_without_repeats(triples))
     return validate_pattern(pattern, require_connected=require_connected, max_triples=max_triples)
 
 
@@ -75,6 +79,20 @@ def _check_triple(i: int, triple: Any) -> None:
             raise PatternError(f"{where}: the {name} is empty")
     if triple[0].strip() == triple[2].strip():
         raise PatternError(f"{where}: head and tail are the same node; a triple links two different nodes")
+
+
+def _without_repeats(triples: Sequence[Sequence[str]]) -> list[Sequence[str]]:
+    """Drop exact repeats of a triple (a small model's stutter; never meant as a second edge)."""
+    seen: set[tuple[str, ...]] = set()
+    kept: list[Sequence[str]] = []
+    for triple in triples:
+        key = tuple(" ".join(x.split()) for x in triple)
+        if key not in seen:
+            seen.add(key)
+            kept.append(triple)
+    if len(kept) < len(triples):
+        logger.info("dropped %d repeated triple(s) from the pattern", len(triples) - len(kept))
+    return kept
 
 
 def _anchors(pattern: Pattern, v: int) -> bool:
