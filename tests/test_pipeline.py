@@ -80,3 +80,17 @@ def test_cli_ask_reports_errors_cleanly(toy_dir: Path) -> None:
     result = runner.invoke(app, ["ask", str(toy_dir), "who directed Avatar?", "--llm", "nosuchbackend"])
     assert result.exit_code == 2
     assert "nosuchbackend" in result.output
+
+
+def test_auto_answer_mode_skips_llm_on_exact_match_only(toy_dir: Path) -> None:
+    llm = FakeLLM([PATTERN])  # "directed by" is the readable name of directed_by: an exact match
+    engine = SimGRAG(toy_dir, llm=llm, answer_mode="auto")
+    result = engine.ask("who directed Titanic?")
+    assert result.answer.entities == ("James Cameron",)
+    assert result.answer.reason.startswith("exact match")
+    assert len(llm.calls) == 1
+    fuzzy = FakeLLM([json.dumps({"triples": [["Titanic", "made by", "UNKNOWN person 1"]]}), "answer: James Cameron"])
+    result = SimGRAG(toy_dir, llm=fuzzy, answer_mode="auto").ask("who made Titanic?")
+    assert len(fuzzy.calls) == 2  # not exact: the LLM answers
+    with pytest.raises(ConfigError, match="answer_mode"):
+        SimGRAG(toy_dir, llm=llm, answer_mode="guess")

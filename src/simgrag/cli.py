@@ -185,12 +185,13 @@ def _retrieve_batch(engine: Any, path: Path, output: Path | None, settings: Any)
 
 
 def _engine(index_dir: Path | None, llm: str, base_url: str | None, api_key: str | None,
-            examples: str | None, abstain_gsd: float | None) -> Any:
+            examples: str | None, abstain_gsd: float | None, answer_mode: str = "llm") -> Any:
     from simgrag.pipeline import SimGRAG, sample_index
 
     options = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v}
     index = sample_index() if index_dir is None else index_dir
-    return SimGRAG(index, llm=llm, llm_options=options, examples=examples or "metaqa", abstain_gsd=abstain_gsd)
+    return SimGRAG(index, llm=llm, llm_options=options, examples=examples or "metaqa", abstain_gsd=abstain_gsd,
+                   answer_mode=answer_mode)
 
 
 def format_answer(result: Any, *, verdict: bool = False) -> str:
@@ -217,15 +218,17 @@ ApiKey = Annotated[str | None, typer.Option(help="API key (default: $OPENAI_API_
 Examples = Annotated[str | None, typer.Option(help="few-shot examples file (YAML/JSON) for your KG; default: metaqa")]
 AbstainGsd = Annotated[float | None, typer.Option(help="answer 'not found' when the best GSD is above this")]
 AsJson = Annotated[bool, typer.Option("--json", help="print one JSON object")]
+AnswerMode = Annotated[str, typer.Option(help="llm: the LLM answers from the subgraphs (the paper); auto: answer "
+                                              "from the subgraph bindings when the KG matches the pattern exactly")]
 
 
 def _run_llm_task(index_dir: Path | None, text: str, llm: str, base_url: str | None,
                   api_key: str | None, examples: str | None, abstain_gsd: float | None, k: int,
-                  as_json: bool, verdict: bool) -> None:
+                  as_json: bool, verdict: bool, answer_mode: str = "llm") -> None:
     from simgrag.match.retrieve import RetrievalSettings
 
     try:
-        engine = _engine(index_dir, llm, base_url, api_key, examples, abstain_gsd)
+        engine = _engine(index_dir, llm, base_url, api_key, examples, abstain_gsd, answer_mode)
         settings = RetrievalSettings(k=k)
         result = engine.verify(text, settings=settings) if verdict else engine.ask(text, settings=settings)
     except SimGRAGError as exc:
@@ -242,11 +245,12 @@ def ask(
     question: Annotated[str, typer.Argument(help="the question")],
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
     abstain_gsd: AbstainGsd = None, k: Annotated[int, typer.Option("-k")] = 3, as_json: AsJson = False,
-    verbose: Verbose = 0,
+    answer_mode: AnswerMode = "llm", verbose: Verbose = 0,
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
     _setup_logging(verbose)
-    _run_llm_task(index_dir, question, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=False)
+    _run_llm_task(index_dir, question, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=False,
+                  answer_mode=answer_mode)
 
 
 @app.command()
@@ -265,11 +269,11 @@ def verify(
 @app.command()
 def demo(
     question: Annotated[str, typer.Argument(help="a question about movies")] = "Who directed Inception?",
-    llm: LLMOpt = "llamacpp", as_json: AsJson = False, verbose: Verbose = 0,
+    llm: LLMOpt = "llamacpp", as_json: AsJson = False, answer_mode: AnswerMode = "llm", verbose: Verbose = 0,
 ) -> None:
     """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
     _setup_logging(max(verbose, 1) if not as_json else verbose)
-    _run_llm_task(None, question, llm, None, None, None, None, 3, as_json, verdict=False)
+    _run_llm_task(None, question, llm, None, None, None, None, 3, as_json, verdict=False, answer_mode=answer_mode)
 
 
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: MetaQA, any QA file, generated claims.")
@@ -277,7 +281,7 @@ app.add_typer(bench_app, name="bench")
 
 
 def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: str, base_url: str | None,
-                  api_key: str | None, examples: str | None, llm_cache: str, k: int) -> Any:
+                  api_key: str | None, examples: str | None, llm_cache: str, k: int, answer_mode: str = "llm") -> Any:
     from simgrag.match.retrieve import RetrievalSettings
     from simgrag.pipeline import SimGRAG, metaqa_index
 
@@ -290,7 +294,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: str, base_ur
     else:
         index_dir = index
     return SimGRAG(index_dir, llm=llm, llm_options=options, examples=examples or "metaqa",
-                   retrieval=RetrievalSettings(k=k))
+                   retrieval=RetrievalSettings(k=k), answer_mode=answer_mode)
 
 
 LLMCache = Annotated[str, typer.Option(help="LLM call cache: 'default', 'none' or a file path")]
@@ -306,14 +310,15 @@ def bench_metaqa(
     split: Annotated[str, typer.Option(help="test (measurement) or dev (tuning)")] = "test",
     index: Annotated[Path | None, typer.Option(help="reuse this index (default: build the MetaQA index once)")] = None,
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
-    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
+    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, answer_mode: AnswerMode = "llm",
+    verbose: Verbose = 0,
 ) -> None:
     """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency."""
     _setup_logging(verbose)
     from simgrag.eval.runner import format_summary, metaqa_items, run_qa_bench
 
     try:
-        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k)
+        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k, answer_mode)
         items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed, split)
         summary = run_qa_bench(engine, items, out)
     except SimGRAGError as exc:

@@ -76,7 +76,10 @@ class SimGRAG:
 
     ``index``: an index directory path or an opened :class:`IndexDir`. ``llm``: a spec such as
     ``"llamacpp"``, ``"openai:gpt-4o-mini"``, ``"ollama:llama3.1:8b"``, an LLM instance, or ``None``
-    for retrieval only. ``retrieval``: default :class:`RetrievalSettings`.
+    for retrieval only. ``retrieval``: default :class:`RetrievalSettings`. ``answer_mode``:
+    ``"llm"`` always asks the LLM to answer from the subgraphs (the paper); ``"auto"`` answers
+    directly from the subgraph bindings when the KG matches the pattern exactly (GSD ≈ 0) and asks
+    the LLM otherwise.
     """
 
     def __init__(
@@ -90,6 +93,7 @@ class SimGRAG:
         examples: str | Path | ExampleSet = "metaqa",
         pattern_options: dict[str, Any] | None = None,
         abstain_gsd: float | None = None,
+        answer_mode: str = "llm",
     ) -> None:
         self.index = index if isinstance(index, IndexDir) else open_index_dir(index, embedder=embedder)
         self.retriever = SubgraphRetriever(self.index)
@@ -101,6 +105,11 @@ class SimGRAG:
         self._pattern_options = dict(pattern_options or {})
         self._patterns: PatternGenerator | None = None
         self.abstain_gsd = abstain_gsd
+        if answer_mode not in ("llm", "auto"):
+            from simgrag.errors import ConfigError
+
+            raise ConfigError(f"answer_mode must be 'llm' or 'auto', got {answer_mode!r}")
+        self.answer_mode = answer_mode
 
     @property
     def llm(self) -> LLM:
@@ -170,13 +179,15 @@ class SimGRAG:
         Raises :class:`~simgrag.errors.PatternError` when the LLM cannot produce a valid pattern
         after one repair, and :class:`~simgrag.errors.LLMError` when the LLM backend fails.
         """
-        from simgrag.answer.qa import answer_question
+        from simgrag.answer.qa import answer_from_bindings, answer_question
 
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         generated, retrieval = self._pattern_and_evidence(question, settings, timings)
         t = time.perf_counter()
-        answer = answer_question(self.llm, question, generated.pattern, retrieval, abstain_gsd=self.abstain_gsd)
+        answer = answer_from_bindings(question, generated.pattern, retrieval) if self.answer_mode == "auto" else None
+        if answer is None:
+            answer = answer_question(self.llm, question, generated.pattern, retrieval, abstain_gsd=self.abstain_gsd)
         timings["answer_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
         return AskResult(question, generated, answer, timings)

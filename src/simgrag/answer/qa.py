@@ -28,8 +28,8 @@ from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
 
 __all__ = [
-    "NOT_FOUND", "QA_SHOTS", "QA_SYSTEM", "Answer", "answer_candidates", "answer_question", "asked_node",
-    "qa_messages",
+    "EXACT_GSD", "NOT_FOUND", "QA_SHOTS", "QA_SYSTEM", "Answer", "answer_candidates", "answer_from_bindings",
+    "answer_question", "asked_node", "exact_bindings", "qa_messages",
 ]
 
 logger = logging.getLogger(__name__)
@@ -193,3 +193,40 @@ def answer_question(
         why = "the reply names no evidence entity; short answer from the best-GSD binding"
     return Answer(text, entities, candidates, short, retrieval, False, why, asked, response.prompt_tokens,
                   response.completion_tokens, time.perf_counter() - t0, response.cached)
+
+
+#: a subgraph whose GSD is at most this matches the pattern exactly (same texts, embedding noise only)
+EXACT_GSD = 1e-3
+
+
+def exact_bindings(pattern: Pattern, retrieval: Retrieval, *, tolerance: float = EXACT_GSD) -> tuple[str, ...]:
+    """Entities bound to the asked-for node in the subgraphs that match the pattern *exactly*
+    (GSD ≤ ``tolerance``: every known node and relation found verbatim in the KG); empty otherwise."""
+    index = asked_node(pattern)
+    if index is None or not retrieval.evidence or retrieval.evidence[0].gsd > tolerance:
+        return ()
+    text = pattern.nodes[index].text
+    found: dict[str, None] = {}
+    for ev in retrieval.evidence:
+        binding = ev.binding(text)
+        if ev.gsd <= tolerance and binding is not None:
+            found.setdefault(binding.entity, None)
+    return tuple(found)
+
+
+def answer_from_bindings(question: str, pattern: Pattern, retrieval: Retrieval) -> Answer | None:
+    """The answer without an LLM call when the KG holds exact matches of the pattern (``None`` if not).
+
+    With an exact match the subgraph bindings of the asked-for node *are* the answer; asking the LLM
+    would only add latency and a chance to pick a name from a graph that does not fit.
+    """
+    t0 = time.perf_counter()
+    entities = exact_bindings(pattern, retrieval)
+    if not entities:
+        return None
+    index = asked_node(pattern)
+    asked = pattern.nodes[index].text if index is not None else None
+    logger.info("answering %r from %d exact subgraph bindings (no LLM call)", question, len(entities))
+    return Answer("answer: " + " | ".join(entities), entities, answer_candidates(pattern, retrieval), entities[0],
+                  retrieval, False, "exact match in the KG: answered from the subgraph bindings", asked,
+                  latency_s=time.perf_counter() - t0)
