@@ -506,10 +506,10 @@ class FakeLlama:
         return chat_body('{"answer": "x"}', 30, 5)
 
 
-def test_llamacpp_maps_arguments_and_usage(tmp_path: Path) -> None:
+def test_llamacpp_maps_arguments_and_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     llm = LlamaCppLLM(tmp_path / "m.gguf", seed=7)
     fake = FakeLlama()
-    llm._llama = fake  # type: ignore[assignment]
+    monkeypatch.setattr(llm, "_load", lambda: fake)
     r = llm.complete(MSGS, json_schema=SCHEMA, max_tokens=40, stop=["\n"])
     assert (r.text, r.prompt_tokens, r.completion_tokens) == ('{"answer": "x"}', 30, 5)
     kw = fake.kwargs[0]
@@ -518,6 +518,32 @@ def test_llamacpp_maps_arguments_and_usage(tmp_path: Path) -> None:
     assert kw["messages"][0] == {"role": "system", "content": "You are terse."}
     llm.complete(MSGS)
     assert "response_format" not in fake.kwargs[1] and "stop" not in fake.kwargs[1]
+
+
+def test_llamacpp_keeps_one_context_per_system_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class ClosableFake(FakeLlama):
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    made: list[ClosableFake] = []
+
+    def load() -> ClosableFake:
+        made.append(ClosableFake())
+        return made[-1]
+
+    llm = LlamaCppLLM(tmp_path / "m.gguf", max_contexts=2)
+    monkeypatch.setattr(llm, "_load", load)
+    a = [ChatMessage("system", "pattern rules"), ChatMessage("user", "q1")]
+    b = [ChatMessage("system", "answer rules"), ChatMessage("user", "q1")]
+    c = [ChatMessage("system", "verify rules"), ChatMessage("user", "q1")]
+    llm.complete(a)
+    llm.complete(b)
+    llm.complete(a)  # back to the first context: its cached prefix survives the answer call
+    assert len(made) == 2 and len(made[0].kwargs) == 2 and len(made[1].kwargs) == 1
+    llm.complete(c)  # a third system prompt evicts the least recently used context (b)
+    assert made[1].closed and not made[0].closed and len(made) == 3
 
 
 def test_llamacpp_without_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

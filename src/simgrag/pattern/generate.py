@@ -40,7 +40,8 @@ class PatternGenerator:
     """Turns questions into validated :class:`Pattern` graphs with one repair retry.
 
     ``examples`` is an :class:`ExampleSet` (see :func:`~simgrag.pattern.examples.load_examples`) or
-    the name of a built-in one. With ``use_json_schema`` the LLM is asked for schema-constrained output.
+    the name of a built-in one. With ``use_json_schema`` the LLM is asked for schema-constrained output
+    (default: yes, except for the embedded llama.cpp model, where it costs ~40 % of decoding speed).
     """
 
     def __init__(
@@ -52,7 +53,7 @@ class PatternGenerator:
         n_dynamic_shots: int = DEFAULT_DYNAMIC_SHOTS,
         with_divided: bool = False,
         max_tokens: int = 200,
-        use_json_schema: bool = True,
+        use_json_schema: bool | None = None,
         require_connected: bool = False,
         max_triples: int = MAX_TRIPLES,
         max_attempts: int = 2,
@@ -63,7 +64,7 @@ class PatternGenerator:
         self.prompt = PromptBuilder(examples, n_static_shots=n_static_shots,
                                     n_dynamic_shots=n_dynamic_shots, with_divided=with_divided)
         self.max_tokens = max_tokens
-        self.use_json_schema = use_json_schema
+        self.use_json_schema = _schema_default(llm) if use_json_schema is None else use_json_schema
         self.require_connected = require_connected
         self.max_triples = max_triples
         self.max_attempts = max(1, max_attempts)
@@ -108,6 +109,13 @@ class PatternGenerator:
         pattern = validate_triples(parsed.triples, require_connected=self.require_connected,
                                    max_triples=self.max_triples)
         return parsed, pattern
+
+
+def _schema_default(llm: LLM) -> bool:
+    """Constrained decoding by default, except on the embedded llama.cpp backend: there grammar
+    sampling over Qwen's 151K-token vocabulary cut decoding from ~13 to ~8 tokens/s on 2 CPU cores
+    (measured), while the compact JSON shots plus parse-repair-retry already give parseable output."""
+    return not str(getattr(llm, "name", "")).startswith("llamacpp")
 
 
 def _first_line(exc: Exception) -> str:
