@@ -126,3 +126,24 @@ def test_relation_aliases_change_relation_candidates(toy_index: Path, tmp_path: 
 def test_relation_text() -> None:
     assert relation_text("directed_by") == "directed by"
     assert relation_text("birthPlace") == "birth place"
+
+
+def test_typed_unknown_nodes_use_type_candidates(tmp_path: Path) -> None:
+    """App. C.1: an UNKNOWN node with a type hint matches only entities of the k_t nearest types."""
+    kg = tmp_path / "typed.csv"
+    kg.write_text(
+        "head,relation,tail,head_type,tail_type\n"
+        "Inception,created by,Christopher Nolan,film,person\n"
+        "Inception,created by,Syncopy,film,company\n"
+        "Memento,created by,Christopher Nolan,film,person\n",
+        encoding="utf-8",
+    )
+    built = build_index_dir(kg, tmp_path / "typed.idx", embedder=HashEmbedder(dim=64))
+    assert built.manifest["kg"]["types"] == 3
+    retriever = SubgraphRetriever(built)
+    pattern = [["UNKNOWN person 1", "created by", "Inception"]]
+    untyped = retriever.retrieve(pattern, RetrievalSettings(k=5, k_n=1))
+    assert {ev.nodes[0].entity for ev in untyped.evidence} == {"Christopher Nolan", "Syncopy"}
+    typed = retriever.retrieve(pattern, RetrievalSettings(k=5, k_n=1, k_t=1))
+    assert [ev.nodes[0].entity for ev in typed.evidence] == ["Christopher Nolan"]
+    assert typed.candidate_counts["UNKNOWN person 1"] == 1
