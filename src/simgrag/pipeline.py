@@ -91,6 +91,7 @@ class SimGRAG:
         retrieval: RetrievalSettings | None = None,
         llm_options: dict[str, Any] | None = None,
         examples: str | Path | ExampleSet = "metaqa",
+        claim_examples: str | Path | ExampleSet | None = "metaqa_claims",
         pattern_options: dict[str, Any] | None = None,
         abstain_gsd: float | None = None,
         answer_mode: str = "llm",
@@ -104,6 +105,8 @@ class SimGRAG:
         self._examples = examples
         self._pattern_options = dict(pattern_options or {})
         self._patterns: PatternGenerator | None = None
+        self._claim_examples = claim_examples
+        self._claim_patterns: PatternGenerator | None = None
         self.abstain_gsd = abstain_gsd
         if answer_mode not in ("llm", "auto"):
             from simgrag.errors import ConfigError
@@ -129,20 +132,31 @@ class SimGRAG:
         """Top-k subgraphs for a pattern (SimGRAG §4.2, §5)."""
         return self.retriever.retrieve(pattern, settings or self.retrieval)
 
+    def _generator(self, examples: str | Path | ExampleSet) -> PatternGenerator:
+        from simgrag.pattern.examples import ExampleSet, load_examples
+        from simgrag.pattern.generate import PatternGenerator
+
+        if isinstance(examples, Path) or (isinstance(examples, str) and Path(examples).suffix in
+                                           (".yaml", ".yml", ".json")):
+            examples = load_examples(examples)
+        assert isinstance(examples, (str, ExampleSet))
+        return PatternGenerator(self.llm, examples, **self._pattern_options)
+
     @property
     def patterns(self) -> PatternGenerator:
         """The question → pattern generator (built on first use)."""
         if self._patterns is None:
-            from simgrag.pattern.examples import ExampleSet, load_examples
-            from simgrag.pattern.generate import PatternGenerator
-
-            examples = self._examples
-            if isinstance(examples, Path) or (isinstance(examples, str) and Path(examples).suffix in
-                                               (".yaml", ".yml", ".json")):
-                examples = load_examples(examples)
-            assert isinstance(examples, (str, ExampleSet))
-            self._patterns = PatternGenerator(self.llm, examples, **self._pattern_options)
+            self._patterns = self._generator(self._examples)
         return self._patterns
+
+    @property
+    def claim_patterns(self) -> PatternGenerator:
+        """The claim → pattern generator (claims state facts: their own examples; falls back to
+        the question examples when ``claim_examples=None``)."""
+        if self._claim_patterns is None:
+            self._claim_patterns = (self.patterns if self._claim_examples is None
+                                    else self._generator(self._claim_examples))
+        return self._claim_patterns
 
     def warmup(self) -> dict[str, float]:
         """Load the embedder, the compiled search and (if any) the LLM now, not on the first query."""
@@ -164,9 +178,9 @@ class SimGRAG:
         return timings
 
     def _pattern_and_evidence(self, text: str, settings: RetrievalSettings | None,
-                              timings: dict[str, float]) -> tuple[PatternResult, Retrieval]:
+                              timings: dict[str, float], *, claim: bool = False) -> tuple[PatternResult, Retrieval]:
         t = time.perf_counter()
-        generated = self.patterns.generate(text)
+        generated = (self.claim_patterns if claim else self.patterns).generate(text)
         timings["pattern_s"] = time.perf_counter() - t
         retrieval = self.retrieve(generated.pattern, settings)
         for key in ("embed_s", "vector_s", "graph_s"):
@@ -198,7 +212,7 @@ class SimGRAG:
 
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
-        generated, retrieval = self._pattern_and_evidence(claim, settings, timings)
+        generated, retrieval = self._pattern_and_evidence(claim, settings, timings, claim=True)
         t = time.perf_counter()
         verdict = verify_claim(self.llm, claim, generated.pattern, retrieval, abstain_gsd=self.abstain_gsd)
         timings["answer_s"] = time.perf_counter() - t

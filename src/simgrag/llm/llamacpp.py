@@ -60,7 +60,7 @@ class LlamaCppLLM:
         n_threads: int | None = None,
         seed: int = 0,
         verbose: bool = False,
-        max_contexts: int = 3,
+        max_contexts: int = 4,
     ) -> None:
         self.model_path = Path(model_path).expanduser() if model_path is not None else None
         self.n_ctx = n_ctx
