@@ -66,6 +66,9 @@ def gold_pattern(q: MetaQAQuestion, rng: random.Random) -> Pattern:
 
 
 def pct(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": float("nan"), "p95": float("nan"), "p99": float("nan"), "max": float("nan"),
+                "mean": float("nan")}
     arr = np.asarray(values) * 1000.0
     return {"p50": float(np.percentile(arr, 50)), "p95": float(np.percentile(arr, 95)),
             "p99": float(np.percentile(arr, 99)), "max": float(arr.max()), "mean": float(arr.mean())}
@@ -140,10 +143,14 @@ def run_hop(index: IndexDir, questions: list[MetaQAQuestion], settings: Retrieva
         "hits1_answerable": hits1_ans / max(1, n_ans), "hits3_answerable": hits3_ans / max(1, n_ans),
         "timings_ms": {k: pct(v) for k, v in rows.items()},
         "naive_vs_optimized_mismatches": mismatches, "naive_compared": min(naive_sample, n),
-        "speedup_k16_mean": float(np.mean(rows["naive_s"]) / np.mean(rows["graph_s"][: len(rows["naive_s"])])),
-        "speedup_k64_mean": float(np.mean(rows["naive64_s"]) / np.mean(rows["opt64_s"])),
+        "speedup_k16_mean": _ratio(rows["naive_s"], rows["graph_s"][: len(rows["naive_s"])]),
+        "speedup_k64_mean": _ratio(rows["naive64_s"], rows["opt64_s"]),
         "misses": dict(causes.most_common()), "miss_examples": examples,
     }
+
+
+def _ratio(slow: list[float], fast: list[float]) -> float:
+    return float(np.mean(slow) / np.mean(fast)) if slow and fast else float("nan")
 
 
 def ensure_index(args: argparse.Namespace) -> dict[str, float]:

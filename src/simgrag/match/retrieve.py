@@ -8,6 +8,7 @@ entity, pattern edge → KG triple in the KG's orientation, every distance) with
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -114,9 +115,12 @@ class Retrieval:
 class SubgraphRetriever:
     """SimGRAG's pattern-to-subgraph alignment over an opened index directory."""
 
-    def __init__(self, index: IndexDir) -> None:
+    def __init__(self, index: IndexDir, *, relation_cache_size: int = 4096) -> None:
         self.index = index
         self.store = index.store
+        # relation phrases repeat across queries: (text, k_r) → (relation ids, distances)
+        self._relation_cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._relation_cache_size = relation_cache_size
 
     # ------------------------------------------------------------------ candidates
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -147,6 +151,16 @@ class SubgraphRetriever:
             order = order[np.isfinite(best[order])]
             out.append((order, best[order]))
         return out
+
+    def _cached_relation_candidates(self, texts: Sequence[str], vectors: np.ndarray,
+                                    k_r: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        missing = [i for i, t in enumerate(texts) if (t, k_r) not in self._relation_cache]
+        if missing:
+            for i, found in zip(missing, self._relation_candidates(vectors[missing], k_r), strict=True):
+                self._relation_cache[(texts[i], k_r)] = found
+            while len(self._relation_cache) > self._relation_cache_size:
+                self._relation_cache.popitem(last=False)
+        return [self._relation_cache[(t, k_r)] for t in texts]
 
     def _typed_candidates(self, vector: np.ndarray, k_t: int) -> NodeCandidates:
         assert self.index.type_index is not None and self.index.type_owner is not None
@@ -187,7 +201,8 @@ class SubgraphRetriever:
                 nodes[i] = self._node_candidates(pattern.nodes[i].text, vectors[row], dists[row], ids[row],
                                                  settings.exact_names)
         rel_vecs = vectors[len(known_nodes): len(known_nodes) + len(known_edges)]
-        rel_found = self._relation_candidates(rel_vecs, settings.k_r) if known_edges else []
+        rel_found = self._cached_relation_candidates([pattern.edges[j].relation for j in known_edges], rel_vecs,
+                                                     settings.k_r)
         rels: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(pattern.edges)
         for j, found in zip(known_edges, rel_found, strict=True):
             rels[j] = found
