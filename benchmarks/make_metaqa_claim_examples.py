@@ -44,7 +44,8 @@ def main() -> None:
                          "every entity named exactly as in the claim, movie first; no UNKNOWN nodes."),
         "examples": examples,
     }
-    header = "# Few-shot examples for claims → patterns (made by benchmarks/make_metaqa_claim_examples.py from DEV topics).\n"
+    header = ("# Few-shot examples for claims → patterns "
+              "(made by benchmarks/make_metaqa_claim_examples.py from DEV topics).\n")
     OUT.write_text(header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=200), encoding="utf-8")
     print(f"{len(examples)} examples -> {OUT}")
 
