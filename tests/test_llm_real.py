@@ -71,11 +71,12 @@ def test_embedded_model_json_schema(local_llm: LlamaCppLLM) -> None:
 
 
 def test_embedded_model_reuses_prompt_prefix(local_llm: LlamaCppLLM) -> None:
+    """The cached prefix survives a call with another system prompt (one context per system prompt)."""
     facts = " ".join(f"Fact {i}: the film number {i} was directed by person number {i}." for i in range(25))
     prefix = [ChatMessage("system", "You answer questions about films. " + facts)]
-    local_llm.complete([*prefix, ChatMessage("user", "Warm-up: say ok.")], max_tokens=1)
-    local_llm.complete([ChatMessage("user", "Something else entirely, to evict the prefix.")], max_tokens=1)
     cold = local_llm.complete([*prefix, ChatMessage("user", "Who directed film 3?")], max_tokens=1)
+    local_llm.complete([ChatMessage("system", "You are another task."),
+                        ChatMessage("user", "Something else entirely.")], max_tokens=1)
     warm = local_llm.complete([*prefix, ChatMessage("user", "Who directed film 7?")], max_tokens=1)
     assert cold.prompt_tokens > 300
     assert warm.latency_s < cold.latency_s / 2, (cold.latency_s, warm.latency_s)
