@@ -147,3 +147,11 @@ def test_typed_unknown_nodes_use_type_candidates(tmp_path: Path) -> None:
     typed = retriever.retrieve(pattern, RetrievalSettings(k=5, k_n=1, k_t=1))
     assert [ev.nodes[0].entity for ev in typed.evidence] == ["Christopher Nolan"]
     assert typed.candidate_counts["UNKNOWN person 1"] == 1
+
+
+def test_unknown_placeholders_vs_entities_named_unknown() -> None:
+    from simgrag.pattern.graph import is_unknown, type_hint
+
+    assert is_unknown("UNKNOWN director 1") and is_unknown("unknown movie 2") and is_unknown("UNKNOWN")
+    assert not is_unknown("Unknown") and not is_unknown("Unknown Pleasures") and not is_unknown("Of Unknown Origin")
+    assert type_hint("UNKNOWN director 1") == "director" and type_hint("Unknown") is None

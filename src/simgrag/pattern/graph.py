@@ -1,9 +1,10 @@
 """Pattern graphs: the small graphs of triples an LLM writes for a question (SimGRAG §4.1, §4.3).
 
-A node or relation is *unknown* when its text starts with the keyword ``UNKNOWN`` (any case), e.g.
-``UNKNOWN director 1``; the words between the keyword and the trailing id are its type hint
-(``director``). Distinct texts are distinct nodes. Two triples between the same pair of nodes are two
-edges: both must be matched.
+A node or relation is *unknown* when its text starts with the keyword ``UNKNOWN`` in capitals (e.g.
+``UNKNOWN director 1``), or with ``unknown`` in any case *and* ends with an id (``unknown director 1``),
+so that an entity really named "Unknown" (a film) stays a known node. The words between the keyword
+and the trailing id are its type hint (``director``). Distinct texts are distinct nodes. Two triples
+between the same pair of nodes are two edges: both must be matched.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from simgrag.errors import PatternError
 __all__ = ["Pattern", "PatternEdge", "PatternNode", "is_unknown", "type_hint"]
 
 _UNKNOWN = re.compile(r"^\s*unknown\b", re.IGNORECASE)
+_UNKNOWN_CAPS = re.compile(r"^\s*UNKNOWN\b")
 _TRAILING_ID = re.compile(r"\s*[#_-]?\d+\s*$")
 _SPACES = re.compile(r"\s+")
 
 
 def is_unknown(text: str) -> bool:
-    """True when ``text`` is an ``UNKNOWN …`` placeholder."""
-    return bool(_UNKNOWN.match(text))
+    """True when ``text`` is an ``UNKNOWN …`` placeholder (see the module docstring)."""
+    return bool(_UNKNOWN_CAPS.match(text)) or bool(_UNKNOWN.match(text) and _TRAILING_ID.search(text))
 
 
 def type_hint(text: str) -> str | None:
