@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from simgrag.answer.verify import VERIFY_SYSTEM
+from simgrag.config import metaqa_dir
 from simgrag.errors import DatasetError, LLMTimeoutError
 from simgrag.eval.claims import (
     ALL_SHAPES,
@@ -28,7 +29,7 @@ from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
 from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
 
-METAQA = Path("/work/shared/data/MetaQA")
+METAQA = metaqa_dir() or Path("MetaQA-not-found")
 _PATH_SHAPES = {"two_hop_path", "three_hop_path"}
 
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from simgrag.config import metaqa_dir
 from simgrag.errors import ConfigError, EmptyKGError, KGError, KGFormatError, SimGRAGError
 from simgrag.kg import CsvColumns, KGStore, LoadReport, Triple, detect_format, iter_triples, load_kg
 from simgrag.kg.ntriples import iri_label
@@ -22,7 +23,7 @@ TRIPLES = [
     ("Ridley Scott", "knows", "Ridley Scott"),
     ("Amélie", "in_language", "French"),
 ]
-METAQA = Path(__file__).resolve().parents[2] / "shared" / "data" / "MetaQA" / "kb.txt"
+METAQA = (metaqa_dir() or Path("MetaQA-not-found")) / "kb.txt"
 
 
 def write(tmp_path: Path, name: str, text: str | bytes) -> Path:

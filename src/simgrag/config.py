@@ -25,8 +25,10 @@ def cache_dir(override: str | os.PathLike[str] | None = None) -> Path:
 
 
 def metaqa_dir() -> Path | None:
-    """``$SIMGRAG_METAQA_DIR``, else ``../shared/data/MetaQA`` next to the working directory, if present."""
+    """``$SIMGRAG_METAQA_DIR``, else ``../shared/data/MetaQA`` beside the working directory or beside
+    the source checkout, if present."""
     env = os.environ.get("SIMGRAG_METAQA_DIR")
     candidates = [Path(env)] if env else []
     candidates.append(Path.cwd().parent / "shared" / "data" / "MetaQA")
+    candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data" / "MetaQA")
     return next((p for p in candidates if (p / "kb.txt").is_file()), None)
