@@ -229,6 +229,7 @@ def _run_llm_task(index_dir: Path | None, text: str, llm: str, base_url: str | N
 
     try:
         engine = _engine(index_dir, llm, base_url, api_key, examples, abstain_gsd, answer_mode)
+        engine.warmup()  # load the embedder and the compiled search now, so stage timings are per query
         settings = RetrievalSettings(k=k)
         result = engine.verify(text, settings=settings) if verdict else engine.ask(text, settings=settings)
     except SimGRAGError as exc:

@@ -170,10 +170,7 @@ class SimGRAG:
         timings["search_s"] = time.perf_counter() - t
         if self._llm_spec is not None:
             t = time.perf_counter()
-            _ = self.patterns
-            warm = getattr(self.llm, "load", None)
-            if callable(warm):
-                warm()
+            _ = self.patterns  # resolves the LLM; llama.cpp loads its contexts lazily, one per prompt family
             timings["llm_s"] = time.perf_counter() - t
         return timings
 
