@@ -32,6 +32,7 @@ from simgrag.index.directory import IndexDir, open_index_dir, with_relation_alia
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.match.search import search_subgraphs
 from simgrag.pattern.graph import Pattern
+from simgrag.pipeline import builtin_aliases_path
 
 PHRASES = {
     "directed_by": ["directed", "director of", "directed by"],
@@ -44,7 +45,6 @@ PHRASES = {
     "has_imdb_votes": ["imdb votes"],
     "has_imdb_rating": ["imdb rating"],
 }
-ALIASES = Path(__file__).resolve().parents[1] / "src/simgrag/data/aliases/metaqa.yaml"
 
 
 def answer_node_text(q: MetaQAQuestion) -> str:
@@ -187,7 +187,7 @@ def main() -> None:
     index.embedder.encode(["warm up"])
     report["load_embedder_s"] = time.perf_counter() - t
     if args.aliases == "metaqa":
-        index = with_relation_aliases(index, ALIASES)
+        index = with_relation_aliases(index, builtin_aliases_path("metaqa"))
     report["build_timings"] = json.loads((args.index_dir / "manifest.json").read_text())["timings"]
     settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r)
     wide = RetrievalSettings(k=args.k, k_n=args.wide, k_r=args.wide)

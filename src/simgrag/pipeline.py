@@ -30,6 +30,7 @@ __all__ = [
     "SimGRAG",
     "VerifyResult",
     "build_index",
+    "builtin_aliases_path",
     "metaqa_index",
     "sample_index",
     "sample_kg_path",
@@ -224,6 +225,13 @@ def sample_kg_path() -> Path:
     return Path(str(files("simgrag") / "data" / "sample" / "movies.txt"))
 
 
+def builtin_aliases_path(name: str = "metaqa") -> Path:
+    """A relation-aliases file shipped with simgrag (``src/simgrag/data/aliases/<name>.yaml``)."""
+    from importlib.resources import files
+
+    return Path(str(files("simgrag") / "data" / "aliases" / f"{name}.yaml"))
+
+
 def sample_index(*, cache: str | Path | None = None, embedder: str = "minilm") -> IndexDir:
     """The index of the bundled sample KG, built into the cache directory on first use."""
     from simgrag.config import cache_dir
@@ -231,8 +239,8 @@ def sample_index(*, cache: str | Path | None = None, embedder: str = "minilm") -
     path = cache_dir(cache) / f"sample-{embedder.replace(':', '-')}.idx"
     if (path / "manifest.json").exists():
         return open_index_dir(path)
-    aliases = Path(str(sample_kg_path().parent.parent / "aliases" / "metaqa.yaml"))
-    return build_index_dir(sample_kg_path(), path, embedder=embedder, relation_aliases=aliases, overwrite=True)
+    return build_index_dir(sample_kg_path(), path, embedder=embedder,
+                           relation_aliases=builtin_aliases_path("metaqa"), overwrite=True)
 
 
 def metaqa_index(metaqa_dir: str | Path, *, cache: str | Path | None = None, embedder: str = "minilm") -> IndexDir:
@@ -244,5 +252,5 @@ def metaqa_index(metaqa_dir: str | Path, *, cache: str | Path | None = None, emb
     path = cache_dir(cache) / f"metaqa-{embedder.replace(':', '-')}-{stamp}.idx"
     if (path / "manifest.json").exists():
         return open_index_dir(path)
-    aliases = Path(str(sample_kg_path().parent.parent / "aliases" / "metaqa.yaml"))
-    return build_index_dir(kb, path, embedder=embedder, relation_aliases=aliases, overwrite=True)
+    return build_index_dir(kb, path, embedder=embedder, relation_aliases=builtin_aliases_path("metaqa"),
+                           overwrite=True)

@@ -6,8 +6,6 @@ questions *and* on the subset whose gold chain, followed on this KB, reaches a g
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 
 from simgrag.eval.metaqa import MetaQAQuestion, chain_relations
@@ -39,6 +37,3 @@ def chain_targets(store: KGStore, topic: str, chain: str) -> set[str]:
 def is_answerable(store: KGStore, question: MetaQAQuestion) -> bool:
     return bool(chain_targets(store, question.topic, question.chain) & set(question.answers))
 
-
-def answerable_mask(store: KGStore, questions: Iterable[MetaQAQuestion]) -> list[bool]:
-    return [is_answerable(store, q) for q in questions]

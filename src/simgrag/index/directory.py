@@ -185,12 +185,13 @@ def build_index_dir(
     spec = embedder if isinstance(embedder, str) else str(getattr(emb, "spec", emb.name))
     kind = index_kind or choose_default_kind(store.num_entities)
     params = dict(index_params or {})
-    fingerprint = {"kg": store.content_hash(), "embedder": emb.name, "dim": emb.dim}
+    kg_hash = store.content_hash()  # sha256 over every array: computed once, used twice
+    fingerprint = {"kg": kg_hash, "embedder": emb.name, "dim": emb.dim}
     work = out.parent / f".{out.name}.building"
     out.parent.mkdir(parents=True, exist_ok=True)
     _prepare_work_dir(work, fingerprint)
     try:
-        _build_into(work, store, report, emb, spec, kind, params,
+        _build_into(work, store, kg_hash, report, emb, spec, kind, params,
                                load_aliases(Path(relation_aliases) if relation_aliases else None, store),
                                timings, show_progress, batch_size)
         _replace_dir(work, out)
@@ -203,9 +204,9 @@ def build_index_dir(
     return open_index_dir(out, embedder=emb)
 
 
-def _build_into(work: Path, store: KGStore, report: LoadReport, emb: Embedder, spec: str, kind: str,
+def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, emb: Embedder, spec: str, kind: str,
                 params: dict[str, Any], aliases: dict[int, list[str]], timings: dict[str, float],
-                show_progress: bool | None, batch_size: int) -> dict[str, Any]:
+                show_progress: bool | None, batch_size: int) -> None:
     t = time.perf_counter()
     store.save(work / "store")
     timings["save_store_s"] = time.perf_counter() - t
@@ -234,7 +235,7 @@ def _build_into(work: Path, store: KGStore, report: LoadReport, emb: Embedder, s
         "format_version": FORMAT_VERSION,
         "simgrag_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "kg": {"source": str(report.path), "format": report.format, "content_hash": store.content_hash(),
+        "kg": {"source": str(report.path), "format": report.format, "content_hash": kg_hash,
                **store.stats(), "skipped_lines": report.skipped_lines},
         "embedder": {"spec": spec, "name": emb.name, "dim": emb.dim},
         "entity_index": {"kind": index.kind, "params": {k: v for k, v in params.items() if k != "uri"}},
@@ -244,7 +245,6 @@ def _build_into(work: Path, store: KGStore, report: LoadReport, emb: Embedder, s
     for leftover in ("entity_vectors.progress", "build-state.json"):
         (work / leftover).unlink(missing_ok=True)
     (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return manifest
 
 
 def _replace_dir(work: Path, out: Path) -> None:
