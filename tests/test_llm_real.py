@@ -56,8 +56,8 @@ def model_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def local_llm(model_path: Path) -> Iterator[LlamaCppLLM]:
-    llm = LlamaCppLLM(model_path, n_ctx=2048)
+def local_llm(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppLLM]:
+    llm = LlamaCppLLM(model_path, n_ctx=2048, kv_cache_dir=tmp_path_factory.mktemp("llama-kv"))
     yield llm
     llm.close()
 
@@ -80,6 +80,26 @@ def test_embedded_model_reuses_prompt_prefix(local_llm: LlamaCppLLM) -> None:
     warm = local_llm.complete([*prefix, ChatMessage("user", "Who directed film 7?")], max_tokens=1)
     assert cold.prompt_tokens > 300
     assert warm.latency_s < cold.latency_s / 2, (cold.latency_s, warm.latency_s)
+
+
+def test_embedded_model_loads_saved_prefix_state(model_path: Path, tmp_path: Path) -> None:
+    """A new model instance (as in a new process) loads the prefix's KV state from disk instead of
+    evaluating it, and answers exactly as the instance that evaluated it."""
+    facts = " ".join(f"Fact {i}: the film number {i} was directed by person number {i}." for i in range(12))
+    shots = [ChatMessage("system", "Answer with the person only. " + facts),
+             ChatMessage("user", "Who directed film 2?"), ChatMessage("assistant", "person number 2")]
+    ask = [*shots, ChatMessage("user", "Who directed film 5?")]
+    first = LlamaCppLLM(model_path, n_ctx=1024, kv_cache_dir=tmp_path)
+    a = first.complete(ask, max_tokens=8)
+    first.close()
+    second = LlamaCppLLM(model_path, n_ctx=1024, kv_cache_dir=tmp_path)
+    b = second.complete(ask, max_tokens=8)
+    c = second.complete([*ask[:-1], ChatMessage("user", "Who directed film 9?")], max_tokens=8)
+    second.close()
+    assert first.prefix_stats == {"in_context": 0, "loaded": 0, "evaluated": 1}
+    assert second.prefix_stats == {"in_context": 1, "loaded": 1, "evaluated": 0}
+    assert a.text == b.text and "5" in a.text and "9" in c.text
+    assert len(list(tmp_path.glob("*.kv"))) == 1
 
 
 # -- a real llama.cpp OpenAI-compatible server --------------------------------------------------------

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 import pytest
 
@@ -498,26 +498,54 @@ def test_default_model_path_follows_env(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 class FakeLlama:
+    """What LlamaCppLLM uses of ``llama_cpp.Llama``: a chat template in the metadata, a tokenizer
+    (here: one token per byte) and ``create_completion`` on token ids."""
+
+    metadata: ClassVar[dict[str, str]] = {"tokenizer.chat_template": (
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}</s>{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}")}
+    _model = types.SimpleNamespace(token_get_text={1: "</s>", 2: "<s>"}.get)
+
     def __init__(self) -> None:
         self.kwargs: list[dict[str, Any]] = []
 
-    def create_chat_completion(self, **kwargs: Any) -> dict[str, Any]:
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return list(text)
+
+    def token_eos(self) -> int:
+        return 1
+
+    def token_bos(self) -> int:
+        return 2
+
+    def create_completion(self, **kwargs: Any) -> dict[str, Any]:
         self.kwargs.append(kwargs)
-        return chat_body('{"answer": "x"}', 30, 5)
+        return {"choices": [{"index": 0, "text": '{"answer": "x"}', "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 30, "completion_tokens": 5}}
 
 
 def test_llamacpp_maps_arguments_and_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    llm = LlamaCppLLM(tmp_path / "m.gguf", seed=7)
+    llm = LlamaCppLLM(tmp_path / "m.gguf", seed=7, kv_cache=False)
     fake = FakeLlama()
     monkeypatch.setattr(llm, "_load", lambda: fake)
     r = llm.complete(MSGS, json_schema=SCHEMA, max_tokens=40, stop=["\n"])
     assert (r.text, r.prompt_tokens, r.completion_tokens) == ('{"answer": "x"}', 30, 5)
     kw = fake.kwargs[0]
-    assert kw["response_format"] == {"type": "json_object", "schema": SCHEMA}
-    assert (kw["max_tokens"], kw["temperature"], kw["seed"], kw["stop"]) == (40, 0.0, 7, ["\n"])
-    assert kw["messages"][0] == {"role": "system", "content": "You are terse."}
+    assert kw["grammar"] is not None  # the JSON schema became a llama.cpp grammar
+    assert (kw["max_tokens"], kw["temperature"], kw["seed"], kw["stop"]) == (40, 0.0, 7, ["</s>", "\n"])
+    prompt = bytes(kw["prompt"]).decode()  # the GGUF's chat template, applied here
+    assert prompt == "<system>You are terse.</s><user>Who directed Alien?</s><assistant>"
     llm.complete(MSGS)
-    assert "response_format" not in fake.kwargs[1] and "stop" not in fake.kwargs[1]
+    assert "grammar" not in fake.kwargs[1] and fake.kwargs[1]["stop"] == ["</s>"]
+
+
+def test_llamacpp_prefix_ends_before_the_last_user_message(tmp_path: Path) -> None:
+    llm = LlamaCppLLM(tmp_path / "m.gguf", kv_cache=False)
+    chat = [{"role": m.role, "content": m.content} for m in MSGS]
+    tokens, prefix_len = llm._tokenize_chat(FakeLlama(), chat)  # type: ignore[arg-type]
+    assert bytes(tokens[:prefix_len]).decode() == "<system>You are terse.</s>"
+    _, no_prefix = llm._tokenize_chat(FakeLlama(), chat[:1])  # type: ignore[arg-type]
+    assert no_prefix == 0
 
 
 def test_llamacpp_keeps_one_context_per_system_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

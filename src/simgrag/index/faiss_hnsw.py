@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from simgrag.errors import IndexDirError, VectorIndexError
+from simgrag.fileio import atomic_path
 from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
-from simgrag.index.manifest import IndexManifest, atomic_path, read_manifest, write_manifest
+from simgrag.index.manifest import IndexManifest, read_manifest, write_manifest
 
 __all__ = ["FaissHNSWIndex"]
 

@@ -1,4 +1,4 @@
-"""The small ``index.json`` every vector index writes next to its data, and atomic file writes.
+"""The small ``index.json`` every vector index writes next to its data.
 
 A saved index directory describes itself::
 
@@ -11,21 +11,18 @@ A saved index directory describes itself::
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simgrag.errors import IndexDirError
+from simgrag.fileio import atomic_path
 
 __all__ = [
     "FORMAT_VERSION",
     "MANIFEST_NAME",
     "IndexManifest",
-    "atomic_path",
     "read_manifest",
     "write_manifest",
 ]
@@ -52,20 +49,6 @@ class IndexManifest:
             "ntotal": self.ntotal,
             "params": dict(self.params),
         }
-
-
-@contextmanager
-def atomic_path(target: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; on success it replaces ``target`` in one step."""
-    target = Path(target)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        yield tmp
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _write_text_atomic(target: Path, text: str) -> None:

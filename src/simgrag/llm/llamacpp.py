@@ -8,11 +8,20 @@ keep their own cached prefix instead of evicting each other on every question (o
 500-token prefix costs ~15 s to re-evaluate). The weights are memory-mapped, so extra contexts
 share them and cost only their KV cache. Calls are serialized with a lock (llama.cpp contexts are
 not thread-safe).
+
+Prompt prefixes are also kept *across* calls and processes: the prompt is split before its final user
+message (for the pattern prompt: rules, static and dynamic shots), and the KV state after that prefix
+is saved to a :class:`~simgrag.llm.kv_store.KVStateStore` on disk. A later call whose prefix is not in
+the live context loads the state instead of evaluating the prefix again (a 600-token prefix: ~20 s of
+evaluation against ~10 ms of loading). The chat template of the GGUF is applied here, with
+llama-cpp-python's own Jinja formatter, so that the prefix's tokens are known exactly.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -22,16 +31,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simgrag.config import cache_dir
 from simgrag.errors import LLMError, LLMResponseError, ModelError
 from simgrag.llm.base import ChatMessage, LLMResponse
+from simgrag.llm.kv_store import DEFAULT_MAX_BYTES, KVStateStore
 from simgrag.llm.models import DEFAULT_MODEL, pull_default_model
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 __all__ = ["LlamaCppLLM", "llama_cpp_available"]
 
 logger = logging.getLogger(__name__)
+
+#: prefixes shorter than this are evaluated, not saved (a state file costs ~28 KB per token)
+MIN_SAVED_PREFIX_TOKENS = 64
 
 _INSTALL_HINT = (
     "llama-cpp-python is not installed; install it with pip install 'simgrag[llamacpp]' "
@@ -51,7 +66,12 @@ def llama_cpp_available() -> bool:
 
 class LlamaCppLLM:
     """A GGUF chat model run in-process; ``model_path=None`` means the default model (pulled on
-    first use, see :func:`simgrag.llm.models.pull_default_model`)."""
+    first use, see :func:`simgrag.llm.models.pull_default_model`).
+
+    ``kv_cache_dir`` is where prompt-prefix KV states are kept (default ``<cache dir>/llama-kv``,
+    trimmed to ``kv_cache_max_bytes``); ``kv_cache=False`` turns that off. ``prefix_stats`` counts,
+    per call, whether the prefix was already in the live context, loaded from disk or evaluated.
+    """
 
     def __init__(
         self,
@@ -61,6 +81,9 @@ class LlamaCppLLM:
         seed: int = 0,
         verbose: bool = False,
         max_contexts: int = 4,
+        kv_cache: bool = True,
+        kv_cache_dir: str | os.PathLike[str] | None = None,
+        kv_cache_max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.model_path = Path(model_path).expanduser() if model_path is not None else None
         self.n_ctx = n_ctx
@@ -73,6 +96,12 @@ class LlamaCppLLM:
         self.max_contexts = max(1, max_contexts)
         self._contexts: OrderedDict[str, Llama] = OrderedDict()
         self._lock = threading.Lock()
+        self._formatters: tuple[Jinja2ChatFormatter, Jinja2ChatFormatter] | None = None
+        self._kv_store: KVStateStore | None = None
+        if kv_cache:
+            directory = kv_cache_dir if kv_cache_dir is not None else cache_dir() / "llama-kv"
+            self._kv_store = KVStateStore(directory, max_bytes=kv_cache_max_bytes)
+        self.prefix_stats = {"in_context": 0, "loaded": 0, "evaluated": 0}
 
     def __repr__(self) -> str:
         where = str(self.model_path) if self.model_path is not None else "<default model>"
@@ -101,16 +130,19 @@ class LlamaCppLLM:
     ) -> LLMResponse:
         """One chat completion; with ``json_schema`` decoding is constrained by a grammar."""
         chat = [{"role": m.role, "content": m.content} for m in messages]
-        kwargs: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "seed": self.seed}
-        if stop:
-            kwargs["stop"] = list(stop)
-        if json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": dict(json_schema)}
         logger.debug("%s prompt: %s", self.name, chat)
         with self._lock:
             llama = self._ensure_loaded(_context_key(messages))
             start = time.perf_counter()
-            result = self._create(llama, chat, kwargs)
+            prompt, prefix_len = self._tokenize_chat(llama, chat)
+            self._reuse_prefix(llama, prompt[:prefix_len])
+            kwargs: dict[str, Any] = {
+                "max_tokens": max_tokens, "temperature": temperature, "seed": self.seed,
+                "stop": [*self._stop_strings(llama), *(stop or ())],
+            }
+            if json_schema is not None:
+                kwargs["grammar"] = _grammar(json_schema)
+            result = self._create(llama, prompt, kwargs)
             latency = time.perf_counter() - start
         response = _to_response(result, latency, self.name, constrained=json_schema is not None)
         logger.info(
@@ -122,14 +154,83 @@ class LlamaCppLLM:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _create(self, llama: Llama, chat: list[dict[str, str]], kwargs: dict[str, Any]) -> Any:
+    def _create(self, llama: Llama, prompt: list[int], kwargs: dict[str, Any]) -> Any:
         try:
-            return llama.create_chat_completion(messages=chat, **kwargs)  # type: ignore[arg-type]
+            return llama.create_completion(prompt=prompt, **kwargs)
         except ValueError as exc:  # e.g. "Requested tokens (…) exceed context window of …"
             msg = f"{self.name} failed: {exc} (a longer n_ctx or a shorter prompt may help)"
             raise LLMError(msg) from exc
         except RuntimeError as exc:
             raise LLMError(f"{self.name} failed: {exc}") from exc
+
+    def _tokenize_chat(self, llama: Llama, chat: list[dict[str, str]]) -> tuple[list[int], int]:
+        """The prompt's tokens (chat template applied) and the length of its reusable prefix: the
+        tokens before the final user message, or 0 when they do not tokenize as a prefix."""
+        with_prompt, without_prompt = self._chat_formatters(llama)
+        text = with_prompt(messages=chat).prompt  # type: ignore[arg-type]
+        tokens = llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        if len(chat) < 2 or chat[-1]["role"] != "user":
+            return tokens, 0
+        head = without_prompt(messages=chat[:-1]).prompt  # type: ignore[arg-type]
+        if not text.startswith(head):
+            return tokens, 0
+        head_tokens = llama.tokenize(head.encode("utf-8"), add_bos=False, special=True)
+        if tokens[: len(head_tokens)] != head_tokens:
+            return tokens, 0
+        return tokens, len(head_tokens)
+
+    def _chat_formatters(self, llama: Llama) -> tuple[Jinja2ChatFormatter, Jinja2ChatFormatter]:
+        """The GGUF's chat template, rendering with and without the assistant generation prompt."""
+        if self._formatters is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise ModelError(f"{self.name} has no chat template in its GGUF metadata")
+            eos, bos = self._stop_strings(llama)[0], _token_text(llama, llama.token_bos())
+            self._formatters = (
+                Jinja2ChatFormatter(template, eos, bos, add_generation_prompt=True),
+                Jinja2ChatFormatter(template, eos, bos, add_generation_prompt=False),
+            )
+        return self._formatters
+
+    @staticmethod
+    def _stop_strings(llama: Llama) -> list[str]:
+        return [_token_text(llama, llama.token_eos())]
+
+    def _reuse_prefix(self, llama: Llama, prefix: list[int]) -> None:
+        """Make the context hold ``prefix``: already there, loaded from the KV store, or evaluated
+        (and then saved). Errors from llama.cpp's state API turn the store off, not the call."""
+        if self._kv_store is None or len(prefix) < MIN_SAVED_PREFIX_TOKENS:
+            return
+        held = _common_prefix(llama._input_ids.tolist(), prefix)
+        if held >= len(prefix):
+            self.prefix_stats["in_context"] += 1
+            return
+        store = self._kv_store.with_namespace(self._model_identity())
+        try:
+            state = store.get(prefix)
+            if state is not None and _load_sequence_state(llama, prefix, state):
+                self.prefix_stats["loaded"] += 1
+                return
+            llama.n_tokens = held  # keep what the context already holds, evaluate the rest
+            llama.eval(prefix[held:])
+            store.put(prefix, _save_sequence_state(llama))
+            self.prefix_stats["evaluated"] += 1
+        except (AttributeError, RuntimeError, OSError) as exc:
+            logger.warning("prompt-prefix KV cache turned off: %s", exc)
+            self._kv_store = None
+            llama.reset()
+
+    def _model_identity(self) -> str:
+        import llama_cpp
+
+        if self.model_path is None:
+            model = DEFAULT_MODEL.sha256
+        else:
+            stat = self.model_path.stat()
+            model = f"{self.model_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+        return f"{model}|llama_cpp {llama_cpp.__version__}|n_ctx {self.n_ctx}"
 
     def _ensure_loaded(self, key: str) -> Llama:
         if key in self._contexts:
@@ -182,10 +283,58 @@ def _context_key(messages: Sequence[ChatMessage]) -> str:
     return ""
 
 
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _token_text(llama: Llama, token: int) -> str:
+    return llama._model.token_get_text(token) if token != -1 else ""
+
+
+def _grammar(json_schema: Mapping[str, Any]) -> Any:
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar.from_json_schema(json.dumps(dict(json_schema)), verbose=False)
+
+
+def _save_sequence_state(llama: Llama) -> bytes:
+    """llama.cpp's state of sequence 0 (the KV cells of the tokens evaluated so far)."""
+    import llama_cpp
+
+    ctx = llama._ctx.ctx
+    size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
+    if written == 0:
+        raise RuntimeError("llama_state_seq_get_data wrote nothing")
+    return ctypes.string_at(buffer, written)
+
+
+def _load_sequence_state(llama: Llama, tokens: list[int], state: bytes) -> bool:
+    """Replace the context's content with a saved state of ``tokens``; False when llama.cpp refuses."""
+    import llama_cpp
+
+    llama.reset()
+    llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+    buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+    if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, len(state), 0) != len(state):
+        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+        return False
+    llama.input_ids[: len(tokens)] = tokens
+    llama.n_tokens = len(tokens)
+    llama._requires_eval = True  # the logits are not restored: the suffix evaluation refreshes them
+    return True
+
+
 def _to_response(result: Any, latency: float, name: str, *, constrained: bool) -> LLMResponse:
     try:
         choice = result["choices"][0]
-        text = choice["message"]["content"] or ""
+        text = choice["text"] or ""
         usage = result.get("usage") or {}
     except (KeyError, IndexError, TypeError) as exc:
         raise LLMResponseError(f"{name} returned an unexpected result: {str(result)[:300]}") from exc

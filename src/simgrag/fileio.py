@@ -1,0 +1,31 @@
+"""Atomic file writes: a reader never sees a half-written index, model or cache file."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["atomic_path", "write_bytes_atomic"]
+
+
+@contextmanager
+def atomic_path(target: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; on success it replaces ``target`` in one step."""
+    target = Path(target)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_bytes_atomic(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` through a temporary file and a rename."""
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)
