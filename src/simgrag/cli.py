@@ -4,6 +4,7 @@
     simgrag retrieve INDEX_DIR --pattern JSON   top-k subgraphs for a pattern
     simgrag ask INDEX_DIR "question"            answer from the KG (see `simgrag ask --help`)
     simgrag verify INDEX_DIR "claim"            Supported / Refuted with evidence
+    simgrag serve [INDEX_DIR]                   HTTP API + evidence web page
     simgrag ls                                  registered embedders, indexes, LLMs
     simgrag models pull                         assemble the embedded LLM offline
 """
@@ -275,6 +276,48 @@ def demo(
     """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
     _setup_logging(max(verbose, 1) if not as_json else verbose)
     _run_llm_task(None, question, llm, None, None, None, None, 3, as_json, verdict=False, answer_mode=answer_mode)
+
+
+@app.command()
+def serve(
+    index_dir: Annotated[Path | None, typer.Argument(help="index directory (default: the bundled sample KG)")] = None,
+    host: Annotated[str, typer.Option(help="bind address; loopback by default")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
+    abstain_gsd: AbstainGsd = None, answer_mode: AnswerMode = "auto",
+    auth_key: Annotated[str | None, typer.Option(envvar="SIMGRAG_SERVE_KEY", help="require this key in X-API-Key "
+                                                 "(or Authorization: Bearer) on /v1 endpoints")] = None,
+    timeout: Annotated[float, typer.Option(help="per-request deadline, seconds")] = 120.0,
+    max_waiting: Annotated[int, typer.Option(help="requests allowed to wait for the LLM; more get 429")] = 8,
+    max_body: Annotated[int, typer.Option(help="request body limit, bytes")] = 64 * 1024,
+    llm_cache: Annotated[str, typer.Option(help="LLM call cache: 'none', 'default' or a file path")] = "none",
+    verbose: Verbose = 0,
+) -> None:
+    """Serve the HTTP API (/v1/ask, /v1/verify, /v1/retrieve, /v1/health, /v1/kg/stats, /docs) and the
+    evidence web page at / . The index and models load once, at start-up."""
+    _setup_logging(max(verbose, 1))
+    try:
+        import uvicorn
+
+        from simgrag.serve import ServeSettings, create_app
+    except ImportError as exc:
+        raise _fail(SimGRAGError(f"serving needs the serve extra: pip install 'simgrag[serve]' ({exc})")) from exc
+    if host not in ("127.0.0.1", "localhost", "::1") and auth_key is None:
+        console.print(f"[yellow]warning:[/] serving on {host} without --auth-key: anyone who can reach it can "
+                      "use it", markup=True)
+    options: dict[str, Any] = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v}
+    options["cache"] = False if llm_cache == "none" else (True if llm_cache == "default" else llm_cache)
+
+    def build() -> Any:
+        from simgrag.pipeline import SimGRAG, sample_index
+
+        index = sample_index() if index_dir is None else index_dir
+        return SimGRAG(index, llm=None if llm == "none" else llm, llm_options=options,
+                       examples=examples or "metaqa", abstain_gsd=abstain_gsd, answer_mode=answer_mode)
+
+    settings = ServeSettings(timeout_s=timeout, max_waiting=max_waiting, max_body_bytes=max_body, api_key=auth_key)
+    uvicorn.run(create_app(build, settings), host=host, port=port, access_log=False,
+                log_level="info" if verbose <= 1 else "debug")
 
 
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: MetaQA, any QA file, generated claims.")

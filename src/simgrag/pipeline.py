@@ -128,6 +128,15 @@ class SimGRAG:
             self._llm = resolve_llm(self._llm_spec, **self._llm_options)
         return self._llm
 
+    @property
+    def llm_name(self) -> str | None:
+        """The LLM's name (its spec until it is resolved); ``None`` for retrieval only."""
+        if self._llm is not None:
+            return str(getattr(self._llm, "name", type(self._llm).__name__))
+        if self._llm_spec is None or isinstance(self._llm_spec, str):
+            return self._llm_spec
+        return str(getattr(self._llm_spec, "name", type(self._llm_spec).__name__))
+
     def retrieve(self, pattern: Pattern | Sequence[Sequence[str]],
                  settings: RetrievalSettings | None = None) -> Retrieval:
         """Top-k subgraphs for a pattern (SimGRAG §4.2, §5)."""
@@ -171,7 +180,10 @@ class SimGRAG:
         timings["search_s"] = time.perf_counter() - t
         if self._llm_spec is not None:
             t = time.perf_counter()
-            _ = self.patterns  # resolves the LLM; llama.cpp loads its contexts lazily, one per prompt family
+            _ = self.patterns  # resolves the LLM
+            load = getattr(self.llm, "load", None)  # an in-process model (llama.cpp) loads its weights now
+            if callable(load):
+                load()
             timings["llm_s"] = time.perf_counter() - t
         return timings
 

@@ -88,6 +88,12 @@ class CachedLLM:
     def __repr__(self) -> str:
         return f"CachedLLM({self.llm!r}, path={str(self.path)!r})"
 
+    def load(self) -> None:
+        """Load the wrapped model now, if it is one that loads (an in-process model)."""
+        load = getattr(self.llm, "load", None)
+        if callable(load):
+            load()
+
     def complete(
         self,
         messages: Sequence[ChatMessage],

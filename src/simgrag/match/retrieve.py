@@ -7,6 +7,7 @@ entity, pattern edge → KG triple in the KG's orientation, every distance) with
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -121,6 +122,7 @@ class SubgraphRetriever:
         # relation phrases repeat across queries: (text, k_r) → (relation ids, distances)
         self._relation_cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._relation_cache_size = relation_cache_size
+        self._relation_lock = threading.Lock()
 
     # ------------------------------------------------------------------ candidates
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -154,13 +156,17 @@ class SubgraphRetriever:
 
     def _cached_relation_candidates(self, texts: Sequence[str], vectors: np.ndarray,
                                     k_r: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        missing = [i for i, t in enumerate(texts) if (t, k_r) not in self._relation_cache]
+        with self._relation_lock:  # the HTTP service retrieves from several threads
+            known = {i: self._relation_cache.get((t, k_r)) for i, t in enumerate(texts)}
+        missing = [i for i, found in known.items() if found is None]
         if missing:
-            for i, found in zip(missing, self._relation_candidates(vectors[missing], k_r), strict=True):
-                self._relation_cache[(texts[i], k_r)] = found
-            while len(self._relation_cache) > self._relation_cache_size:
-                self._relation_cache.popitem(last=False)
-        return [self._relation_cache[(t, k_r)] for t in texts]
+            computed = self._relation_candidates(vectors[missing], k_r)
+            with self._relation_lock:
+                for i, found in zip(missing, computed, strict=True):
+                    known[i] = self._relation_cache[(texts[i], k_r)] = found
+                while len(self._relation_cache) > self._relation_cache_size:
+                    self._relation_cache.popitem(last=False)
+        return [known[i] for i in range(len(texts))]  # type: ignore[misc]
 
     def _typed_candidates(self, vector: np.ndarray, k_t: int) -> NodeCandidates:
         assert self.index.type_index is not None and self.index.type_owner is not None

@@ -1,0 +1,138 @@
+"""Request and response bodies of the HTTP API (pydantic models; they also make the OpenAPI docs)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from simgrag.pattern.validate import MAX_TRIPLES
+
+__all__ = [
+    "AskRequest",
+    "AskResponse",
+    "ErrorResponse",
+    "HealthResponse",
+    "KGStatsResponse",
+    "RetrieveRequest",
+    "RetrieveResponse",
+    "VerifyRequest",
+    "VerifyResponse",
+]
+
+MAX_TEXT_CHARS = 2000
+Name = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+PatternTriple = Annotated[list[Name], Field(min_length=3, max_length=3)]
+K = Annotated[int, Field(ge=1, le=50, description="subgraphs to retrieve (top-k by GSD)")]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetrieveRequest(_Request):
+    """A pattern graph: triples whose nodes are entity names or ``UNKNOWN <type> <n>``."""
+
+    pattern: list[PatternTriple] = Field(min_length=1, max_length=MAX_TRIPLES, examples=[
+        [["Inception", "directed by", "UNKNOWN director 1"]]])
+    k: K = 3
+    k_n: int | None = Field(None, ge=1, le=4096, description="candidates per pattern node")
+    k_r: int | None = Field(None, ge=1, le=4096, description="candidates per pattern relation")
+
+
+class AskRequest(_Request):
+    question: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["Who directed Inception?"])
+    k: K = 3
+
+
+class VerifyRequest(_Request):
+    claim: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
+                       examples=["Inception was directed by Christopher Nolan."])
+    k: K = 3
+
+
+class NodeOut(BaseModel):
+    pattern_node: str
+    entity: str
+    entity_id: int
+    distance: float
+    unknown: bool
+
+
+class EdgeOut(BaseModel):
+    pattern: list[str] = Field(description="the pattern triple")
+    triple: list[str] = Field(description="the KG triple it matched, in the KG's orientation")
+    triple_id: int
+    distance: float
+
+
+class MatchOut(BaseModel):
+    rank: int
+    gsd: float = Field(description="Graph Semantic Distance: sum of node and edge distances")
+    nodes: list[NodeOut]
+    edges: list[EdgeOut]
+
+
+class RetrieveResponse(BaseModel):
+    pattern: list[list[str]]
+    complete: bool = Field(description="false when the search stopped at its deadline (best so far)")
+    lower_bound: float | None
+    algorithm: str
+    combination: str
+    timings: dict[str, float]
+    candidate_counts: dict[str, int]
+    steps: int
+    matches: list[MatchOut]
+
+
+class _Generated(BaseModel):
+    pattern: list[list[str]]
+    pattern_attempts: int
+    timings: dict[str, float]
+    text: str
+    abstained: bool
+    reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+    evidence: RetrieveResponse
+
+
+class AskResponse(_Generated):
+    question: str
+    entities: list[str]
+    candidates: list[str]
+    short_answer: str | None
+    asked_node: str | None
+
+
+class VerifyResponse(_Generated):
+    claim: str
+    label: str
+    label_binary: str | None
+
+
+class HealthResponse(BaseModel):
+    status: Literal["loading", "ready", "failed"]
+    ready: bool
+    index: str
+    llm: str | None
+    error: str | None = None
+    uptime_s: float
+    llm_queue: dict[str, int]
+
+
+class KGStatsResponse(BaseModel):
+    entities: int
+    relations: int
+    triples: int
+    relation_counts: dict[str, int]
+    index_kind: str
+    embedder: str
+    dim: int
+
+
+class ErrorResponse(BaseModel):
+    error: str
+    detail: str

@@ -1,0 +1,258 @@
+// simgrag evidence page: ask / verify through the HTTP API, draw the pattern and each retrieved
+// subgraph with cytoscape.js (vendored), colour every KG node by the pattern node it matched.
+"use strict";
+
+const PALETTE = ["#2f6fde", "#0f8a5f", "#d9480f", "#7048e8", "#c2255c", "#1098ad", "#5c940d", "#e67700"];
+const STAGES = [["pattern_s", "pattern (LLM)"], ["embed_s", "embed"], ["vector_s", "vector search"],
+                ["graph_s", "graph search"], ["answer_s", "answer (LLM)"], ["total_s", "total (server)"]];
+const $ = (id) => document.getElementById(id);
+window.simgrag = { graphs: [], pattern: null, last: null };
+
+function apiHeaders() {
+  const headers = { "Content-Type": "application/json" };
+  const key = $("api-key").value.trim();
+  if (key) headers["X-API-Key"] = key;
+  return headers;
+}
+
+async function api(path, body) {
+  const init = body === undefined ? { headers: apiHeaders() } : { method: "POST", headers: apiHeaders(), body: JSON.stringify(body) };
+  const response = await fetch(path, init);
+  let payload = null;
+  try { payload = await response.json(); } catch (_) { /* not JSON */ }
+  if (!response.ok) {
+    const detail = payload && (payload.detail !== undefined ? payload.detail : payload.error);
+    const text = typeof detail === "string" ? detail : JSON.stringify(detail);
+    throw new Error(`${response.status}: ${text || response.statusText}`);
+  }
+  return payload;
+}
+
+async function refreshHealth() {
+  const badge = $("health");
+  try {
+    const response = await fetch("/v1/health");
+    const health = await response.json();
+    badge.className = "badge " + health.status;
+    if (health.status !== "ready") {
+      badge.textContent = health.status === "failed" ? "failed: " + health.error : "loading index and models…";
+      if (health.status === "loading") setTimeout(refreshHealth, 2000);
+      return;
+    }
+    badge.textContent = "ready";
+    try {
+      const stats = await api("/v1/kg/stats");
+      badge.textContent = `ready · ${stats.entities.toLocaleString()} entities · ${stats.triples.toLocaleString()} triples · LLM ${health.llm || "none"}`;
+    } catch (_) { /* stats may need the API key */ }
+  } catch (error) {
+    badge.className = "badge failed";
+    badge.textContent = "server unreachable";
+    setTimeout(refreshHealth, 4000);
+  }
+}
+
+function setStatus(text, isError = false) {
+  $("status").textContent = text;
+  $("status").className = isError ? "error" : "";
+}
+
+function colourFor(patternNodes) {
+  const colours = new Map();
+  patternNodes.forEach((name, i) => colours.set(name, PALETTE[i % PALETTE.length]));
+  return colours;
+}
+
+function patternNodesOf(pattern) {
+  const names = [];
+  for (const [h, , t] of pattern) for (const n of [h, t]) if (!names.includes(n)) names.push(n);
+  return names;
+}
+
+const isUnknown = (name) => /^UNKNOWN\b/i.test(name.trim());
+
+const STYLE = [
+  { selector: "node", style: {
+      "background-color": "data(colour)", "label": "data(label)", "color": "#1d2433", "font-size": 11,
+      "text-wrap": "wrap", "text-max-width": 150, "text-valign": "bottom", "text-margin-y": 4,
+      "width": 26, "height": 26, "border-width": 2, "border-color": "#ffffff" } },
+  { selector: "node.unknown", style: { "border-color": "#1d2433", "border-style": "dashed", "border-width": 2 } },
+  { selector: "node.asked", style: { "width": 34, "height": 34, "border-color": "#0f8a5f", "border-width": 4, "border-style": "solid" } },
+  { selector: "node.hl", style: { "overlay-color": "#2f6fde", "overlay-opacity": 0.18, "overlay-padding": 8 } },
+  { selector: "edge", style: {
+      "curve-style": "bezier", "target-arrow-shape": "triangle", "width": 2, "line-color": "#98a2b3",
+      "target-arrow-color": "#98a2b3", "label": "data(label)", "font-size": 10, "color": "#475467",
+      "text-rotation": "autorotate", "text-background-color": "#ffffff", "text-background-opacity": 0.85,
+      "text-background-padding": 2 } },
+];
+
+function draw(container, elements, extra = {}) {
+  const cy = cytoscape({ container, elements, style: STYLE, wheelSensitivity: 0.2,
+                         layout: { name: "breadthfirst", directed: true, padding: 24, spacingFactor: 1.1 }, ...extra });
+  cy.on("mouseover", "node", (event) => highlight(event.target.data("patternNode"), true));
+  cy.on("mouseout", "node", (event) => highlight(event.target.data("patternNode"), false));
+  return cy;
+}
+
+function highlight(patternNode, on) {
+  if (!patternNode) return;
+  const graphs = [window.simgrag.pattern, ...window.simgrag.graphs].filter(Boolean);
+  for (const cy of graphs) {
+    cy.nodes().filter((n) => n.data("patternNode") === patternNode).toggleClass("hl", on);
+  }
+  document.querySelectorAll(`tr[data-pattern-node]`).forEach((row) => {
+    if (row.dataset.patternNode === patternNode) row.classList.toggle("hl", on);
+  });
+}
+
+function drawPattern(pattern, askedNode) {
+  const names = patternNodesOf(pattern);
+  const colours = colourFor(names);
+  const elements = names.map((name, i) => ({
+    data: { id: "p" + i, label: name, colour: colours.get(name), patternNode: name },
+    classes: [isUnknown(name) ? "unknown" : "", name === askedNode ? "asked" : ""].join(" "),
+  }));
+  pattern.forEach(([h, r, t], i) => elements.push({
+    data: { id: "pe" + i, source: "p" + names.indexOf(h), target: "p" + names.indexOf(t), label: r } }));
+  if (window.simgrag.pattern) window.simgrag.pattern.destroy();
+  window.simgrag.pattern = draw($("pattern-graph"), elements);
+  return colours;
+}
+
+function fmt(x) { return Number(x).toFixed(3); }
+
+function drawEvidence(matches, colours, askedNode) {
+  window.simgrag.graphs.forEach((cy) => cy.destroy());
+  window.simgrag.graphs = [];
+  const root = $("evidence");
+  root.replaceChildren();
+  if (!matches.length) {
+    const p = document.createElement("p");
+    p.className = "empty";
+    p.textContent = "No subgraph of the KG matches this pattern.";
+    root.append(p);
+    return;
+  }
+  matches.forEach((match, i) => {
+    const card = document.createElement("div");
+    card.className = "match";
+    card.dataset.testid = "match-" + i;
+    const head = document.createElement("div");
+    head.className = "match-head";
+    head.innerHTML = `<strong>#${match.rank}</strong><span>GSD ${fmt(match.gsd)}</span>`;
+    const box = document.createElement("div");
+    box.className = "graph";
+    box.dataset.testid = "evidence-graph-" + i;
+    card.append(head, box, mappingTable(match, colours));
+    root.append(card);
+
+    const byName = new Map();
+    const elements = [];
+    match.nodes.forEach((node) => {
+      const id = "n" + node.entity_id;
+      byName.set(node.entity, id);
+      elements.push({
+        data: { id, label: `${node.entity}\n${node.pattern_node} · d=${fmt(node.distance)}`,
+                entity: node.entity, patternNode: node.pattern_node, distance: node.distance,
+                colour: colours.get(node.pattern_node) || "#98a2b3" },
+        classes: [node.unknown ? "unknown" : "", node.pattern_node === askedNode ? "asked" : ""].join(" "),
+      });
+    });
+    match.edges.forEach((edge, j) => {
+      const [h, r, t] = edge.triple;
+      elements.push({ data: { id: `e${j}`, source: byName.get(h), target: byName.get(t), relation: r,
+                              label: `${r} · d=${fmt(edge.distance)}`, distance: edge.distance } });
+    });
+    window.simgrag.graphs.push(draw(box, elements));
+  });
+}
+
+function mappingTable(match, colours) {
+  const table = document.createElement("table");
+  table.className = "mapping";
+  table.innerHTML = "<tr><th>pattern node</th><th>KG entity</th><th>distance</th></tr>";
+  for (const node of match.nodes) {
+    const row = document.createElement("tr");
+    row.dataset.patternNode = node.pattern_node;
+    const swatch = `<span style="color:${colours.get(node.pattern_node) || "#98a2b3"}">●</span>`;
+    row.innerHTML = `<td>${swatch} </td><td class="${node.unknown ? "unknown" : ""}"></td><td>${fmt(node.distance)}</td>`;
+    row.children[0].append(document.createTextNode(node.pattern_node));
+    row.children[1].textContent = node.entity;
+    table.append(row);
+  }
+  return table;
+}
+
+function showTimings(timings, roundTrip) {
+  const table = $("timings");
+  table.replaceChildren();
+  const rows = STAGES.filter(([key]) => key in timings).map(([key, label]) => [label, timings[key]]);
+  rows.push(["round trip (browser)", roundTrip]);
+  for (const [label, seconds] of rows) {
+    const row = table.insertRow();
+    row.insertCell().textContent = label;
+    row.insertCell().textContent = seconds >= 1 ? `${seconds.toFixed(2)} s` : `${(seconds * 1000).toFixed(1)} ms`;
+  }
+}
+
+function showAnswer(mode, result) {
+  const answer = $("answer");
+  const detail = $("answer-detail");
+  if (mode === "verify") {
+    answer.textContent = result.label;
+    answer.className = "answer " + (result.label === "Supported" ? "supported" : result.label === "Refuted" ? "refuted" : "abstained");
+  } else if (result.abstained) {
+    answer.textContent = "Not found in the KG";
+    answer.className = "answer abstained";
+  } else {
+    answer.textContent = result.entities.length ? result.entities.join(", ") : (result.short_answer || result.text);
+    answer.className = "answer";
+  }
+  const lines = [];
+  if (result.text) lines.push("LLM: " + result.text);
+  if (result.reason) lines.push("why: " + result.reason);
+  if (result.pattern_attempts > 1) lines.push(`pattern took ${result.pattern_attempts} attempts`);
+  detail.textContent = lines.join("\n");
+}
+
+async function submit(event) {
+  event.preventDefault();
+  const mode = document.querySelector("input[name=mode]:checked").value;
+  const text = $("text").value.trim();
+  if (!text) return;
+  const k = Math.max(1, Math.min(20, parseInt($("k").value, 10) || 3));
+  const body = mode === "verify" ? { claim: text, k } : { question: text, k };
+  $("submit").disabled = true;
+  setStatus(mode === "verify" ? "Verifying…" : "Thinking…");
+  const start = performance.now();
+  try {
+    const result = await api("/v1/" + mode, body);
+    const roundTrip = (performance.now() - start) / 1000;
+    window.simgrag.last = result;
+    $("result").hidden = false;
+    showAnswer(mode, result);
+    const askedNode = result.asked_node || null;
+    const colours = drawPattern(result.pattern, askedNode);
+    drawEvidence(result.evidence.matches, colours, askedNode);
+    showTimings(result.timings, roundTrip);
+    setStatus(`${result.evidence.matches.length} subgraph(s)` + (result.evidence.complete ? "" : " (search stopped at its deadline: best so far)"));
+  } catch (error) {
+    setStatus(error.message, true);
+  } finally {
+    $("submit").disabled = false;
+  }
+}
+
+function onModeChange() {
+  const mode = document.querySelector("input[name=mode]:checked").value;
+  $("submit").textContent = mode === "verify" ? "Verify" : "Ask";
+  $("text").placeholder = mode === "verify" ? "Inception was directed by Christopher Nolan." : "Who directed Inception?";
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const saved = localStorage.getItem("simgrag-api-key");
+  if (saved) $("api-key").value = saved;
+  $("api-key").addEventListener("change", () => localStorage.setItem("simgrag-api-key", $("api-key").value));
+  document.querySelectorAll("input[name=mode]").forEach((input) => input.addEventListener("change", onModeChange));
+  $("query-form").addEventListener("submit", submit);
+  refreshHealth();
+});

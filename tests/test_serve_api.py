@@ -1,0 +1,301 @@
+"""The HTTP service with the scripted fake LLM on the toy KG: every endpoint, the error bodies, the
+API key, body limits, the bounded LLM queue, deadlines, readiness and access logs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient
+
+from simgrag.errors import LLMConnectionError
+from simgrag.index.directory import build_index_dir
+from simgrag.llm.base import ChatMessage
+from simgrag.pipeline import SimGRAG
+from simgrag.serve import LLMQueue, ServeSettings, create_app
+from simgrag.serve.queue import DeadlineExceededError, QueueFullError, QueueTimeoutError
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
+
+PATTERNS = {
+    "who directed Titanic?": [["Titanic", "directed by", "UNKNOWN director 1"]],
+    "Titanic was directed by James Cameron.": [["Titanic", "directed by", "James Cameron"]],
+}
+
+
+def scripted(messages: list[ChatMessage]) -> str:
+    """Pattern prompts get the pattern of their question; answer prompts an answer; verify a verdict."""
+    question = messages[-1].content
+    if "knowledge-graph pattern" in messages[0].content:
+        for text, triples in PATTERNS.items():
+            if text in question:
+                return json.dumps({"triples": triples})
+        return "I cannot do that"
+    if "Supported" in messages[0].content:
+        return "Supported"
+    return "answer: James Cameron"
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("serve")
+    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
+    return root / "toy.idx"
+
+
+def make_engine(toy_dir: Path, llm: FakeLLM | None = None) -> SimGRAG:
+    return SimGRAG(toy_dir, llm=llm or FakeLLM(scripted), claim_examples=None)
+
+
+@pytest.fixture
+def client_for(toy_dir: Path) -> Iterator[Callable[..., TestClient]]:
+    clients: list[TestClient] = []
+
+    def make(engine: SimGRAG | Callable[[], SimGRAG] | None = None, wait: bool = True,
+             **settings: object) -> TestClient:
+        app = create_app(engine or make_engine(toy_dir), ServeSettings(**settings))  # type: ignore[arg-type]
+        client = TestClient(app)
+        client.__enter__()
+        clients.append(client)
+        if wait:
+            wait_ready(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+def wait_ready(client: TestClient, timeout_s: float = 30.0) -> dict[str, object]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        response = client.get("/v1/health")
+        if response.json()["status"] != "loading":
+            return dict(response.json())
+        time.sleep(0.02)
+    raise AssertionError("the app never became ready")
+
+
+def test_health_and_kg_stats(client_for: Callable[..., TestClient]) -> None:
+    client = client_for()
+    health = client.get("/v1/health")
+    assert health.status_code == 200
+    assert health.json()["ready"] is True and health.json()["llm"] == "fake:scripted"
+    stats = client.get("/v1/kg/stats").json()
+    assert stats["triples"] == len(TOY_TRIPLES) and stats["relations"] == 5
+    assert stats["relation_counts"]["directed_by"] == sum(r == "directed_by" for _, r, _ in TOY_TRIPLES)
+    assert stats["dim"] == 64
+
+
+def test_retrieve_returns_matches_with_distances(client_for: Callable[..., TestClient]) -> None:
+    client = client_for()
+    response = client.post("/v1/retrieve", json={"pattern": [["Titanic", "directed by", "UNKNOWN director 1"]],
+                                                  "k": 2})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert len(body["matches"]) == 2 and body["complete"] is True
+    best = body["matches"][0]
+    assert best["edges"][0]["triple"] == ["Titanic", "directed_by", "James Cameron"]
+    assert {n["pattern_node"]: n["entity"] for n in best["nodes"]}["UNKNOWN director 1"] == "James Cameron"
+    assert best["gsd"] <= body["matches"][1]["gsd"]
+
+
+@pytest.mark.parametrize("payload", [
+    {"pattern": [["Titanic", "directed by"]]},                       # a triple of two
+    {"pattern": []},                                                  # no triple
+    {"pattern": [["Titanic", "directed by", "X"]], "k": 0},           # k out of range
+    {"pattern": [["Titanic", "directed by", "X"]], "surprise": 1},    # unknown field
+    {"question": "x" * 3000},                                         # wrong endpoint body
+])
+def test_invalid_requests_are_422(client_for: Callable[..., TestClient], payload: dict[str, object]) -> None:
+    assert client_for().post("/v1/retrieve", json=payload).status_code == 422
+
+
+def test_ask_and_verify(client_for: Callable[..., TestClient]) -> None:
+    client = client_for()
+    ask = client.post("/v1/ask", json={"question": "who directed Titanic?", "k": 2})
+    assert ask.status_code == 200, ask.text
+    body = ask.json()
+    assert body["short_answer"] == "James Cameron" and body["entities"] == ["James Cameron"]
+    assert body["pattern"] == [["Titanic", "directed by", "UNKNOWN director 1"]]
+    assert len(body["evidence"]["matches"]) == 2 and body["asked_node"] == "UNKNOWN director 1"
+    assert {"pattern_s", "graph_s", "answer_s", "total_s"} <= set(body["timings"])
+    verify = client.post("/v1/verify", json={"claim": "Titanic was directed by James Cameron."})
+    assert verify.status_code == 200, verify.text
+    assert verify.json()["label"] == "Supported" and verify.json()["evidence"]["matches"]
+
+
+def test_unusable_pattern_is_422_with_the_llm_text(client_for: Callable[..., TestClient]) -> None:
+    response = client_for().post("/v1/ask", json={"question": "something the fake cannot parse"})
+    assert response.status_code == 422
+    assert response.json()["error"] == "pattern" and "I cannot do that" in response.json()["detail"]
+
+
+def test_llm_backend_failure_is_502(toy_dir: Path, client_for: Callable[..., TestClient]) -> None:
+    llm = FakeLLM([LLMConnectionError("cannot reach http://127.0.0.1:9/v1")])
+    response = client_for(make_engine(toy_dir, llm)).post("/v1/ask", json={"question": "who directed Titanic?"})
+    assert response.status_code == 502 and "cannot reach" in response.json()["detail"]
+
+
+def test_api_key(client_for: Callable[..., TestClient]) -> None:
+    client = client_for(api_key="s3cret")
+    pattern = {"pattern": [["Titanic", "directed by", "UNKNOWN director 1"]]}
+    assert client.get("/v1/health").status_code == 200  # health stays public
+    assert client.post("/v1/retrieve", json=pattern).status_code == 401
+    assert client.post("/v1/retrieve", json=pattern, headers={"X-API-Key": "wrong"}).status_code == 401
+    assert client.post("/v1/retrieve", json=pattern, headers={"X-API-Key": "s3cret"}).status_code == 200
+    assert client.get("/v1/kg/stats", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_body_limit(client_for: Callable[..., TestClient]) -> None:
+    client = client_for(max_body_bytes=300)
+    big = {"question": "who directed Titanic? " + "please " * 100}
+    response = client.post("/v1/ask", json=big)
+    assert response.status_code == 413 and response.json()["error"] == "too_large"
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the streamed size is counted
+        yield b'{"question": "'
+        for _ in range(50):
+            yield b"abcdefghij"
+        yield b'"}'
+
+    streamed = client.post("/v1/ask", content=chunks(), headers={"Content-Type": "application/json"})
+    assert streamed.status_code == 413
+
+
+def slow_llm(release: threading.Event) -> FakeLLM:
+    def answer(messages: list[ChatMessage]) -> str:
+        release.wait(10)
+        return scripted(messages)
+
+    return FakeLLM(answer)
+
+
+def test_full_llm_queue_answers_429_and_retrieval_still_works(toy_dir: Path,
+                                                              client_for: Callable[..., TestClient]) -> None:
+    release = threading.Event()
+    client = client_for(make_engine(toy_dir, slow_llm(release)), max_waiting=1)
+    ask = {"question": "who directed Titanic?"}
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(client.post, "/v1/ask", json=ask)
+        _wait_until(lambda: client.get("/v1/health").json()["llm_queue"]["running"] == 1)
+        second = pool.submit(client.post, "/v1/ask", json=ask)
+        _wait_until(lambda: client.get("/v1/health").json()["llm_queue"]["waiting"] == 1)
+        third = client.post("/v1/ask", json=ask)
+        assert third.status_code == 429 and third.headers["Retry-After"]
+        # retrieval does not wait behind the LLM
+        pattern = {"pattern": [["Titanic", "directed by", "UNKNOWN director 1"]]}
+        assert client.post("/v1/retrieve", json=pattern).status_code == 200
+        release.set()
+        assert first.result().status_code == 200 and second.result().status_code == 200
+    assert client.get("/v1/health").json()["llm_queue"]["rejected"] == 1
+
+
+def test_deadline_while_running_is_504_and_while_queued_503(toy_dir: Path,
+                                                            client_for: Callable[..., TestClient]) -> None:
+    release = threading.Event()
+    client = client_for(make_engine(toy_dir, slow_llm(release)), timeout_s=0.5)
+    ask = {"question": "who directed Titanic?"}
+    with ThreadPoolExecutor(2) as pool:
+        running = pool.submit(client.post, "/v1/ask", json=ask)
+        _wait_until(lambda: client.get("/v1/health").json()["llm_queue"]["running"] == 1)
+        queued = client.post("/v1/ask", json=ask)
+        assert queued.status_code == 503 and queued.json()["error"] == "queue_timeout"
+        assert running.result().status_code == 504
+    release.set()
+    _wait_until(lambda: client.get("/v1/health").json()["llm_queue"]["running"] == 0)
+
+
+def test_not_ready_then_ready(toy_dir: Path, client_for: Callable[..., TestClient]) -> None:
+    gate = threading.Event()
+
+    def slow_build() -> SimGRAG:
+        gate.wait(10)
+        return make_engine(toy_dir)
+
+    client = client_for(slow_build, wait=False)
+    loading = client.get("/v1/health")
+    assert loading.status_code == 503 and loading.json()["status"] == "loading"
+    not_ready = client.post("/v1/ask", json={"question": "who directed Titanic?"})
+    assert not_ready.status_code == 503 and not_ready.json()["error"] == "not_ready"
+    gate.set()
+    assert wait_ready(client)["status"] == "ready"
+
+
+def test_failed_start_is_reported(client_for: Callable[..., TestClient], tmp_path: Path) -> None:
+    client = client_for(lambda: SimGRAG(tmp_path / "missing.idx", llm=None), wait=False)
+    health = wait_ready(client)
+    assert health["status"] == "failed" and "missing.idx" in str(health["error"])
+    assert client.get("/v1/health").status_code == 503
+
+
+def test_access_log_and_request_id(client_for: Callable[..., TestClient], caplog: pytest.LogCaptureFixture) -> None:
+    client = client_for()
+    with caplog.at_level(logging.INFO, logger="simgrag.access"):
+        response = client.get("/v1/kg/stats", headers={"X-Request-ID": "abc123"})
+    assert response.headers["X-Request-ID"] == "abc123"
+    records = [json.loads(r.getMessage()) for r in caplog.records if r.name == "simgrag.access"]
+    expected = {"request_id": "abc123", "path": "/v1/kg/stats", "status": 200, "method": "GET"}
+    assert expected.items() <= records[-1].items()
+    assert records[-1]["duration_ms"] >= 0
+
+
+def test_page_openapi_and_vendored_graph_library(client_for: Callable[..., TestClient]) -> None:
+    client = client_for()
+    page = client.get("/")
+    assert page.status_code == 200 and "cytoscape.min.js" in page.text and 'data-testid="evidence"' in page.text
+    library = client.get("/static/vendor/cytoscape.min.js")
+    assert library.status_code == 200 and len(library.content) > 100_000
+    assert client.get("/static/app.js").status_code == 200
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/ask", "/v1/verify", "/v1/retrieve", "/v1/health", "/v1/kg/stats"} <= set(paths)
+
+
+# -- the queue on its own ------------------------------------------------------------------------
+
+
+def test_llm_queue_limits_and_timeouts() -> None:
+    async def scenario() -> None:
+        queue = LLMQueue(max_waiting=1)
+        gate = threading.Event()
+        first = asyncio.ensure_future(queue.run(lambda: gate.wait(5) and "first", 5))
+        await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(queue.run(lambda: "second", 5))
+        await asyncio.sleep(0.05)
+        with pytest.raises(QueueFullError):
+            await queue.run(lambda: "third", 5)
+        gate.set()
+        assert await first == "first" and await second == "second"
+        gate.clear()
+        blocker = asyncio.ensure_future(queue.run(lambda: gate.wait(5), 5))
+        await asyncio.sleep(0.05)
+        with pytest.raises(QueueTimeoutError):  # waited behind the blocker for its whole deadline
+            await queue.run(lambda: "never", 0.1)
+        gate.set()
+        await blocker
+        with pytest.raises(DeadlineExceededError):  # started, but slower than its deadline
+            await queue.run(lambda: time.sleep(0.3), 0.05)
+        assert queue.stats()["rejected"] == 1 and queue.stats()["timed_out"] == 2
+        await asyncio.sleep(0.4)
+        assert queue.stats()["running"] == 0 and queue.stats()["waiting"] == 0
+        queue.close()
+
+    asyncio.run(scenario())
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition never held")
+        time.sleep(0.02)
