@@ -18,7 +18,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 STAMP  := $(VENV)/.installed
 QUESTION ?= Who directed Inception?
 
-.PHONY: install demo test lint typecheck bench-retrieval print-llama-flags clean
+.PHONY: install demo test lint typecheck web-deps chromium web-assets bench-retrieval print-llama-flags clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,7 +39,23 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-test: lint typecheck
+# the browser test: playwright-core from npm, Debian's Chromium (skipped with a reason when absent)
+web-deps: web/node_modules/.package-lock.json
+
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+
+chromium:
+	@if [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "Chromium is missing (sudo apt-get install chromium); the browser test will be skipped"; fi
+
+# refresh the vendored cytoscape.js after changing web/package.json
+web-assets: web-deps
+	cd web && node vendor.mjs
+
+test: lint typecheck web-deps chromium
 	$(PY) -m pytest -q
 
 bench-retrieval: install

@@ -81,13 +81,16 @@ const STYLE = [
   { selector: "edge", style: {
       "curve-style": "bezier", "target-arrow-shape": "triangle", "width": 2, "line-color": "#98a2b3",
       "target-arrow-color": "#98a2b3", "label": "data(label)", "font-size": 10, "color": "#475467",
-      "text-rotation": "autorotate", "text-background-color": "#ffffff", "text-background-opacity": 0.85,
+      "text-background-color": "#ffffff", "text-background-opacity": 0.85,
       "text-background-padding": 2 } },
 ];
 
 function draw(container, elements, extra = {}) {
-  const cy = cytoscape({ container, elements, style: STYLE, wheelSensitivity: 0.2,
-                         layout: { name: "breadthfirst", directed: true, padding: 24, spacingFactor: 1.1 }, ...extra });
+  const cy = cytoscape({ container, elements, style: STYLE, wheelSensitivity: 0.2, maxZoom: 1.4, minZoom: 0.2,
+                         layout: { name: "breadthfirst", directed: true, padding: 30, spacingFactor: 1.2,
+                                   // left to right, so edge labels read horizontally
+                                   transform: (_node, pos) => ({ x: pos.y * 2.2, y: pos.x * 0.6 }) },
+                         ...extra });
   cy.on("mouseover", "node", (event) => highlight(event.target.data("patternNode"), true));
   cy.on("mouseout", "node", (event) => highlight(event.target.data("patternNode"), false));
   return cy;
@@ -151,7 +154,7 @@ function drawEvidence(matches, colours, askedNode) {
       const id = "n" + node.entity_id;
       byName.set(node.entity, id);
       elements.push({
-        data: { id, label: `${node.entity}\n${node.pattern_node} · d=${fmt(node.distance)}`,
+        data: { id, label: `${node.entity}\n${node.pattern_node !== node.entity ? node.pattern_node + " · " : ""}d=${fmt(node.distance)}`,
                 entity: node.entity, patternNode: node.pattern_node, distance: node.distance,
                 colour: colours.get(node.pattern_node) || "#98a2b3" },
         classes: [node.unknown ? "unknown" : "", node.pattern_node === askedNode ? "asked" : ""].join(" "),

@@ -1,0 +1,141 @@
+"""The service for real: a uvicorn server on loopback driven by headless Chromium (Playwright), and
+a ``simgrag serve`` process with the embedded model and the bundled sample KG.
+
+The browser test needs Debian's Chromium (``/usr/bin/chromium`` or ``$CHROMIUM_PATH``) and
+``web/node_modules`` (``make web-deps``); the server-process test needs the embedded model. Each
+skips with the reason when its part is missing. Screenshots go to ``$SIMGRAG_ARTIFACTS_DIR``
+(default: the test's temporary directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+import uvicorn
+
+from simgrag.index.directory import build_index_dir
+from simgrag.llm.llamacpp import llama_cpp_available
+from simgrag.pipeline import SimGRAG
+from simgrag.serve import ServeSettings, create_app
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+from simgrag.testing.toy import write_toy_kg
+from test_serve_api import scripted
+
+ROOT = Path(__file__).resolve().parents[1]
+WEB = ROOT / "web"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def artifacts_dir(tmp_path: Path) -> Path:
+    where = Path(os.environ.get("SIMGRAG_ARTIFACTS_DIR", tmp_path)).resolve()
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+@pytest.fixture
+def toy_server(tmp_path: Path) -> Iterator[str]:
+    """The app over the toy KG and the scripted LLM, served by uvicorn in a thread."""
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
+    engine = SimGRAG(tmp_path / "toy.idx", llm=FakeLLM(scripted), claim_examples=None)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(engine, ServeSettings()), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+def run_browser(url: str, question: str, expected: list[str], screenshot: Path,
+                *extra: str) -> dict[str, object]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium; or set CHROMIUM_PATH)")
+    if not (WEB / "node_modules" / "playwright-core").is_dir() or shutil.which("node") is None:
+        pytest.skip("playwright-core is not installed: run `make web-deps` (npm ci in web/)")
+    proc = subprocess.run(["node", str(WEB / "browser_test.mjs"), url, question, ",".join(expected),
+                           str(screenshot), *extra], capture_output=True, text=True, timeout=300, cwd=WEB)
+    try:
+        report: dict[str, object] = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(f"browser test printed no report:\n{proc.stdout}\n{proc.stderr}") from None
+    assert proc.returncode == 0 and report["ok"], report
+    return report
+
+
+def test_browser_asks_and_draws_the_evidence(toy_server: str, tmp_path: Path) -> None:
+    screenshot = artifacts_dir(tmp_path) / "evidence-page-toy.png"
+    report = run_browser(toy_server, "who directed Titanic?", ["Titanic", "James Cameron"], screenshot)
+    assert report["answer"] == "James Cameron"
+    assert report["patternNodes"] == ["Titanic", "UNKNOWN director 1"]
+    assert screenshot.stat().st_size > 10_000
+
+
+def test_browser_verifies_a_claim(toy_server: str, tmp_path: Path) -> None:
+    screenshot = artifacts_dir(tmp_path) / "verify-page-toy.png"
+    report = run_browser(toy_server, "Titanic was directed by James Cameron.", ["Titanic", "James Cameron"],
+                         screenshot, "--verify")
+    assert report["answer"] == "Supported"
+
+
+# -- `simgrag serve` as a process, with the embedded model -------------------------------------------
+
+
+@pytest.mark.llm
+@pytest.mark.skipif(not llama_cpp_available(), reason="llama-cpp-python is not installed")
+def test_serve_process_answers_with_the_embedded_model(tmp_path: Path) -> None:
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "simgrag.cli", "serve", "--port", str(port), "--timeout", "300"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 600
+        status = "starting"
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                status = httpx.get(f"{url}/v1/health", timeout=2).json()["status"]
+            except httpx.HTTPError:
+                status = "starting"
+            if status in ("ready", "failed"):
+                break
+            time.sleep(1)
+        assert status == "ready", (tmp_path / "serve.log").read_text()[-3000:]
+        stats = httpx.get(f"{url}/v1/kg/stats", timeout=10).json()
+        assert stats["entities"] > 1000
+        answer = httpx.post(f"{url}/v1/ask", json={"question": "Who directed Inception?"}, timeout=300)
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert "Christopher Nolan" in body["entities"] or body["short_answer"] == "Christopher Nolan", body
+        found = {n["entity"] for m in body["evidence"]["matches"] for n in m["nodes"]}
+        assert {"Inception", "Christopher Nolan"} <= found
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

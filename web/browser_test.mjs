@@ -1,0 +1,69 @@
+// Browser test of the evidence page: headless Chromium (Debian's) driven by playwright-core.
+//   node browser_test.mjs URL QUESTION EXPECTED_ENTITIES(comma-separated) SCREENSHOT.png [--verify]
+// Opens the page, waits for the server to be ready, asks the question, waits for the answer, checks
+// that the first evidence graph contains every expected entity (with distances on its nodes and
+// edges), saves a full-page screenshot and prints what it saw as JSON. Exit code 1 on failure.
+import { chromium } from "playwright-core";
+
+const [url, question, expectedList, screenshot, ...flags] = process.argv.slice(2);
+if (!url || !question || !expectedList || !screenshot) {
+  console.error("usage: node browser_test.mjs URL QUESTION ENTITY[,ENTITY...] SCREENSHOT.png [--verify]");
+  process.exit(2);
+}
+const expected = expectedList.split(",").map((s) => s.trim()).filter(Boolean);
+const executablePath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+const timeout = Number(process.env.BROWSER_TEST_TIMEOUT_MS || 120000);
+
+const browser = await chromium.launch({
+  executablePath,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+});
+let failure = null;
+const seen = {};
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const consoleErrors = [];
+  page.on("console", (msg) => { if (msg.type() === "error") consoleErrors.push(msg.text()); });
+  page.on("pageerror", (err) => consoleErrors.push(String(err)));
+  await page.goto(url, { waitUntil: "load" });
+  await page.waitForSelector("#health.ready", { timeout });
+  if (flags.includes("--verify")) await page.check("input[name=mode][value=verify]");
+  await page.fill("[data-testid=query-input]", question);
+  await page.click("[data-testid=submit]");
+  await page.waitForFunction(() => {
+    const answer = document.querySelector("[data-testid=answer]");
+    const status = document.querySelector("[data-testid=status]");
+    return (answer && answer.textContent.trim() && window.simgrag.graphs.length > 0) ||
+           (status && status.classList.contains("error"));
+  }, null, { timeout });
+  seen.status = await page.textContent("[data-testid=status]");
+  seen.answer = (await page.textContent("[data-testid=answer]")).trim();
+  Object.assign(seen, await page.evaluate(() => ({
+    graphs: window.simgrag.graphs.map((cy) => ({
+      entities: cy.nodes().map((n) => n.data("entity")),
+      nodeLabels: cy.nodes().map((n) => n.data("label")),
+      edgeLabels: cy.edges().map((e) => e.data("label")),
+      rendered: cy.nodes().every((n) => n.renderedBoundingBox().w > 0),
+    })),
+    patternNodes: window.simgrag.pattern ? window.simgrag.pattern.nodes().map((n) => n.data("label")) : [],
+    timingRows: document.querySelectorAll("[data-testid=timings] tr").length,
+  })));
+  seen.consoleErrors = consoleErrors;
+  await page.screenshot({ path: screenshot, fullPage: true });
+  const first = seen.graphs[0];
+  if (!first) failure = `no evidence graph was drawn (status: ${seen.status})`;
+  else if (!first.rendered) failure = "the evidence graph's nodes have no size on screen";
+  else {
+    const missing = expected.filter((name) => !first.entities.includes(name));
+    if (missing.length) failure = `the evidence graph lacks ${missing.join(", ")}; it shows ${first.entities.join(", ")}`;
+    else if (!first.edgeLabels.every((l) => /d=\d/.test(l)) || !first.nodeLabels.every((l) => /d=\d/.test(l)))
+      failure = "distances are missing from node or edge labels";
+    else if (consoleErrors.length) failure = "the page logged errors: " + consoleErrors.join(" | ");
+  }
+} catch (error) {
+  failure = String(error);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify({ ok: failure === null, failure, ...seen }, null, 1));
+process.exit(failure === null ? 0 : 1);
