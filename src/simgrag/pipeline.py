@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,8 @@ class AskResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"question": self.question, "pattern": [list(t) for t in self.pattern.pattern.triples()],
-                "pattern_attempts": self.pattern.attempts, "timings": self.timings,
+                "pattern_attempts": self.pattern.attempts, "pattern_kg_repairs": list(self.pattern.kg_repairs),
+                "timings": self.timings,
                 **self.answer.to_dict()}
 
 
@@ -63,7 +64,8 @@ class VerifyResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"claim": self.claim, "pattern": [list(t) for t in self.pattern.pattern.triples()],
-                "pattern_attempts": self.pattern.attempts, "timings": self.timings,
+                "pattern_attempts": self.pattern.attempts, "pattern_kg_repairs": list(self.pattern.kg_repairs),
+                "timings": self.timings,
                 **self.verdict.to_dict()}
 
 
@@ -80,7 +82,8 @@ class SimGRAG:
     for retrieval only. ``retrieval``: default :class:`RetrievalSettings`. ``answer_mode``:
     ``"llm"`` always asks the LLM to answer from the subgraphs (the paper); ``"auto"`` answers
     directly from the subgraph bindings when the KG matches the pattern exactly (GSD ≈ 0) and asks
-    the LLM otherwise.
+    the LLM otherwise. ``repair_roles``: fix the LLM's echoed-role patterns with the KG's help before
+    retrieval (see :mod:`simgrag.match.repair`); the changes are listed in ``PatternResult.kg_repairs``.
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class SimGRAG:
         pattern_options: dict[str, Any] | None = None,
         abstain_gsd: float | None = None,
         answer_mode: str = "llm",
+        repair_roles: bool = True,
     ) -> None:
         self.index = index if isinstance(index, IndexDir) else open_index_dir(index, embedder=embedder)
         self.retriever = SubgraphRetriever(self.index)
@@ -114,6 +118,7 @@ class SimGRAG:
 
             raise ConfigError(f"answer_mode must be 'llm' or 'auto', got {answer_mode!r}")
         self.answer_mode = answer_mode
+        self.repair_roles = repair_roles
 
     @property
     def llm(self) -> LLM:
@@ -191,6 +196,12 @@ class SimGRAG:
                               timings: dict[str, float], *, claim: bool = False) -> tuple[PatternResult, Retrieval]:
         t = time.perf_counter()
         generated = (self.claim_patterns if claim else self.patterns).generate(text)
+        if self.repair_roles:
+            from simgrag.match.repair import repair_echoed_roles
+
+            fixed, notes = repair_echoed_roles(generated.pattern, self.retriever)
+            if notes:
+                generated = replace(generated, pattern=fixed, kg_repairs=tuple(notes))
         timings["pattern_s"] = time.perf_counter() - t
         retrieval = self.retrieve(generated.pattern, settings)
         for key in ("embed_s", "vector_s", "graph_s"):

@@ -117,6 +117,7 @@ def _record(item: QAItem, result: AskResult | None, error: SimGRAGError | None) 
     row.update({
         "hit": lenient, "strict": strict, "stage": _stage(item, result, lenient),
         "pattern": [list(t) for t in result.pattern.pattern.triples()], "pattern_attempts": result.pattern.attempts,
+        "pattern_kg_repairs": list(result.pattern.kg_repairs),
         "pattern_fits": (pattern_fits_chain(result.pattern.pattern, item.topic, item.chain)[0]
                          if item.chain and item.topic else None),
         "answer": ans.text, "entities": list(ans.entities), "short_answer": ans.short_answer,

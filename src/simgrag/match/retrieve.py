@@ -154,6 +154,11 @@ class SubgraphRetriever:
             out.append((order, best[order]))
         return out
 
+    def nearest_relation(self, text: str) -> int | None:
+        """The KG relation whose texts (name and aliases) are closest to the phrase ``text``."""
+        found = self._cached_relation_candidates([text], self._embed([text]), 1)[0][0]
+        return int(found[0]) if len(found) else None
+
     def _cached_relation_candidates(self, texts: Sequence[str], vectors: np.ndarray,
                                     k_r: int) -> list[tuple[np.ndarray, np.ndarray]]:
         with self._relation_lock:  # the HTTP service retrieves from several threads

@@ -34,6 +34,7 @@ class PatternResult:
     latency_s: float
     repaired: bool  # the text needed a parse repair, or a second LLM call was made
     divided: tuple[str, ...] | None = None
+    kg_repairs: tuple[str, ...] = ()  # changes made afterwards with the KG's help (simgrag.match.repair)
 
 
 class PatternGenerator:

@@ -88,6 +88,8 @@ class RetrieveResponse(BaseModel):
 class _Generated(BaseModel):
     pattern: list[list[str]]
     pattern_attempts: int
+    pattern_kg_repairs: list[str] = Field(default_factory=list,
+                                          description="changes made to the LLM's pattern with the KG's help")
     timings: dict[str, float]
     text: str
     abstained: bool
