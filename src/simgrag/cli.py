@@ -377,6 +377,25 @@ def _write_summary(out_path: Path, summary: dict[str, Any], table: str) -> None:
     out.print(f"rows → {out_path}; summary → {summary_path}")
 
 
+@bench_app.command("summarize")
+def bench_summarize(
+    results: Annotated[list[Path], typer.Argument(help="JSONL files written by `bench metaqa` / `bench qa`")],
+    out_path: Annotated[Path, typer.Option("--out", help="combined JSONL; the summary goes beside it")],
+) -> None:
+    """Summarize one or more QA result files (e.g. a run split by hop, or an interrupted run) as one."""
+    from simgrag.eval.runner import format_summary, summarize
+
+    rows: list[dict[str, Any]] = []
+    for path in results:
+        try:
+            rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, json.JSONDecodeError) as exc:
+            raise _fail(SimGRAGError(f"cannot read {path}: {exc}")) from exc
+    out_path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    summary = summarize(rows)
+    _write_summary(out_path, summary, format_summary(summary))
+
+
 @bench_app.command("qa")
 def bench_qa(
     index: Annotated[Path, typer.Option(help="index directory")],

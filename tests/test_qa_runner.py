@@ -1,0 +1,82 @@
+"""The QA benchmark runner on the toy KG with the scripted LLM, and `simgrag bench summarize`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simgrag.cli import app
+from simgrag.errors import DatasetError
+from simgrag.eval.runner import load_qa_file, run_qa_bench
+from simgrag.index.directory import build_index_dir
+from simgrag.llm.base import ChatMessage
+from simgrag.pipeline import SimGRAG
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+from simgrag.testing.toy import write_toy_kg
+
+QUESTIONS = [
+    {"question": "who directed Titanic", "answers": ["James Cameron"], "group": "1-hop"},
+    {"question": "who directed Juno", "answers": ["Jason Reitman"], "group": "1-hop"},
+    {"question": "when was Memento released", "answers": ["2000"], "group": "1-hop"},
+    {"question": "gibberish nobody can parse", "answers": ["x"], "group": "other"},
+]
+PATTERNS = {
+    "who directed Titanic": [["Titanic", "directed by", "UNKNOWN director 1"]],
+    "who directed Juno": [["Juno", "directed by", "UNKNOWN director 1"]],
+    "when was Memento released": [["Memento", "release year", "UNKNOWN year 1"]],
+}
+
+
+def scripted(messages: list[ChatMessage]) -> str:
+    question = messages[-1].content
+    for text, triples in PATTERNS.items():
+        if text in question:
+            return json.dumps({"triples": triples})
+    return "no idea"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> SimGRAG:
+    root = tmp_path_factory.mktemp("runner")
+    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
+    return SimGRAG(root / "toy.idx", llm=FakeLLM(scripted), answer_mode="auto")
+
+
+def test_runner_scores_and_records_every_question(engine: SimGRAG, tmp_path: Path) -> None:
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    out = tmp_path / "out.jsonl"
+    summary = run_qa_bench(engine, load_qa_file(qa), out, progress=False)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["question"] for r in rows] == [q["question"] for q in QUESTIONS]
+    assert [r["hit"] for r in rows] == [True, True, True, False]
+    assert rows[3]["stage"] == "pattern" and "no idea" in rows[3]["error"]
+    assert summary["1-hop"]["questions"] == 3 and summary["1-hop"]["hits1"] == pytest.approx(1.0)
+    assert summary["overall"]["questions"] == 4
+
+
+def test_bench_summarize_combines_split_runs(engine: SimGRAG, tmp_path: Path) -> None:
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    whole = run_qa_bench(engine, load_qa_file(qa), tmp_path / "all.jsonl", progress=False)
+    lines = (tmp_path / "all.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_text("".join(lines[:2]))
+    (tmp_path / "b.jsonl").write_text("".join(lines[2:]))
+    result = CliRunner().invoke(app, ["bench", "summarize", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                                      "--out", str(tmp_path / "both.jsonl")])
+    assert result.exit_code == 0, result.output
+    combined = json.loads((tmp_path / "both.summary.json").read_text())
+    assert combined["overall"]["questions"] == whole["overall"]["questions"]
+    assert combined["1-hop"]["hits1"] == whole["1-hop"]["hits1"]
+    assert "| 1-hop |" in result.output
+
+
+def test_bad_qa_file_names_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(QUESTIONS[0]) + "\n" + '{"question": "no answers"}\n')
+    with pytest.raises(DatasetError, match=r"bad.jsonl:2"):
+        load_qa_file(bad)
