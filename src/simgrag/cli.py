@@ -355,6 +355,11 @@ def bench_metaqa(
     index: Annotated[Path | None, typer.Option(help="reuse this index (default: build the MetaQA index once)")] = None,
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
     llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, answer_mode: AnswerMode = "llm",
+    retriever: Annotated[str | None, typer.Option(
+        help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,paths,none; "
+             "--out is then a directory (one JSONL per retriever, comparison.md, a PNG per metric)")] = None,
+    retriever_model: Annotated[list[str] | None, typer.Option(
+        help="a trained retriever's model directory, as NAME=DIR (subgraphrag=..., gsr=...); repeatable")] = None,
     verbose: Verbose = 0,
 ) -> None:
     """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency."""
@@ -364,10 +369,32 @@ def bench_metaqa(
     try:
         engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k, answer_mode)
         items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed, split)
+        if retriever:
+            _compare_retrievers(engine, items, retriever, retriever_model or [], out)
+            return
         summary = run_qa_bench(engine, items, out)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     _write_summary(out, summary, format_summary(summary))
+
+
+def _compare_retrievers(engine: Any, items: Any, names: str, models: list[str], out_dir: Path) -> None:
+    from simgrag.eval.compare import format_comparison, run_retriever_comparison
+    from simgrag.retrievers.registry import resolve_retriever
+
+    model_dirs: dict[str, str] = {}
+    for spec in models:
+        name, sep, directory = spec.partition("=")
+        if not sep or not directory:
+            raise SimGRAGError(f"--retriever-model expects NAME=DIR, got {spec!r}")
+        model_dirs[name.strip().lower()] = directory
+    retrievers = {}
+    for name in [n.strip().lower() for n in names.split(",") if n.strip()]:
+        options = {"model": model_dirs[name]} if name in model_dirs else {}
+        retrievers[name] = resolve_retriever(name, index=engine.index, engine=engine, **options)
+    summary = run_retriever_comparison(retrievers, engine.llm, items, out_dir)
+    out.print(format_comparison(summary), highlight=False, markup=False)
+    out.print(f"rows, summary.json, comparison.md and plots → {out_dir}")
 
 
 def _write_summary(out_path: Path, summary: dict[str, Any], table: str) -> None:

@@ -1,5 +1,42 @@
-"""Retrievers of the field behind one protocol: SimGRAG, SubgraphRAG, GSR, KAPING, PCST, OKGQA paths, none."""
+"""Retrievers of the field behind one protocol: SimGRAG, SubgraphRAG, GSR, KAPING, PCST, OKGQA paths, none.
+
+:func:`resolve_retriever` builds one by name (:func:`list_retrievers` lists them) and
+:func:`read_context` is the LLM reading step they share. Names other than the protocol's are
+imported lazily, so importing the protocol stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from simgrag.retrievers.base import RetrievedContext, Retriever, TopicEntities
 
-__all__ = ["RetrievedContext", "Retriever", "TopicEntities"]
+_EXPORTS = {
+    "EntityLinker": "simgrag.retrievers.linking",
+    "KapingRetriever": "simgrag.retrievers.kaping",
+    "PCSTRetriever": "simgrag.retrievers.pcst",
+    "TripletRetriever": "simgrag.retrievers.paths",
+    "PathRetriever": "simgrag.retrievers.paths",
+    "NoRetriever": "simgrag.retrievers.none",
+    "SimGRAGRetriever": "simgrag.retrievers.simgrag_adapter",
+    "Reading": "simgrag.retrievers.reader",
+    "read_context": "simgrag.retrievers.reader",
+    "resolve_retriever": "simgrag.retrievers.registry",
+    "list_retrievers": "simgrag.retrievers.registry",
+}
+
+__all__ = ["RetrievedContext", "Retriever", "TopicEntities", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'simgrag.retrievers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -73,7 +73,9 @@ class EntityLinker:
                 if any(taken[start:start + n]):
                     continue
                 span = " ".join(words[start:start + n]).strip("?!.,;:\"'()[]")
-                entity = self._lower.get(span.lower())
+                entity = self.index.store.entities.id_of(span)  # the exact spelling first ("Tom Hanks",
+                if entity is None:                               # not the tag "tom hanks")
+                    entity = self._lower.get(span.lower())
                 if entity is None or (n == 1 and len(span) < 3):
                     continue
                 found.append(entity)

@@ -1,0 +1,234 @@
+"""Retrievers side by side: the same questions, the same LLM reader, the same metrics.
+
+For each retriever and question: retrieve (with the item's topic entity when it has one), read with
+the retriever's reader style (:mod:`simgrag.retrievers.reader`), score (:mod:`simgrag.eval.metrics`).
+A retriever or reader that raises a :class:`~simgrag.errors.SimGRAGError` on a question gets the
+error recorded (scored as no answer, empty context) and the run goes on.
+
+``out_dir`` receives::
+
+    <retriever>.jsonl     one line per question: context, reply, answers, metrics, timings
+    summary.json          per retriever, per group (e.g. "1-hop") and "overall": the means
+    comparison.md         one Markdown table per group, a row per retriever
+    <metric>.png          one grouped bar chart per metric (groups on x, a bar per retriever)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from simgrag.errors import SimGRAGError
+from simgrag.eval import metrics as m
+from simgrag.eval.runner import QAItem
+from simgrag.llm.base import LLM
+from simgrag.retrievers.base import RetrievedContext, Retriever
+from simgrag.retrievers.reader import Reading, read_context
+from simgrag.retrievers.registry import default_style
+
+__all__ = ["METRICS", "format_comparison", "plot_comparison", "run_retriever_comparison", "score_row"]
+
+logger = logging.getLogger(__name__)
+
+#: summary key → (table header, percentage?)
+METRICS: dict[str, tuple[str, bool]] = {
+    "hits1": ("Hits@1", True), "hit": ("Hit", True), "macro_f1": ("Macro-F1", True),
+    "score_h": ("score_h", False), "answer_recall": ("ans. recall", True),
+    "context_triples": ("triples", False), "context_tokens": ("ctx tokens", False),
+    "retrieve_s": ("retrieve s", False), "read_s": ("read s", False),
+}
+
+
+def score_row(item: QAItem, context: RetrievedContext | None, reading: Reading | None,
+              count_tokens: Callable[[str], int] | None = None) -> dict[str, Any]:
+    """The metrics of one question (no context / no reading count as empty / no answer)."""
+    predicted = reading.entities if reading else ()
+    text = reading.text if reading else ""
+    entities = context.entities() if context else set()
+    size = m.context_size(context, count_tokens) if context else {"triples": 0, "tokens": 0}
+    _, _, f1 = m.f1_score(predicted, item.answers)
+    return {
+        "hits1": m.hits_at_1(predicted, item.answers), "hit": m.hit(text, item.answers), "f1": f1,
+        "score_h": m.score_h_sample(predicted, item.answers, answerable=item.answerable is not False,
+                                    context_entities=entities),
+        "answer_recall": m.answer_recall(entities, item.answers),
+        "context_triples": size["triples"], "context_tokens": size["tokens"],
+    }
+
+
+def _one(name: str, retriever: Retriever, llm: LLM, item: QAItem, style: str,
+         reader_options: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"retriever": name, "question": item.question, "gold": list(item.answers),
+                           "group": item.group, "topic": item.topic, "answerable": item.answerable}
+    context = reading = None
+    t0 = time.perf_counter()
+    try:
+        context = retriever.retrieve(item.question, topic_entities=[item.topic] if item.topic else None)
+        row["retrieve_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        reading = read_context(llm, context, style=style, **reader_options)
+        row["read_s"] = time.perf_counter() - t1
+    except SimGRAGError as exc:
+        logger.warning("%s failed on %r: %s", name, item.question, str(exc).splitlines()[0] if str(exc) else exc)
+        row["error"] = f"{type(exc).__name__}: {exc}"
+    row["metrics"] = score_row(item, context, reading, reader_options.get("count_tokens"))
+    row["context"] = context.to_dict() if context else None
+    row["reading"] = reading.to_dict() if reading else None
+    return row
+
+
+def _summarize_rows(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def col(key: str) -> list[float]:
+        return [float(r["metrics"][key]) for r in rows]
+
+    def timing(key: str) -> float:
+        values = [r[key] for r in rows if key in r]
+        return float(np.median(values)) if values else float("nan")
+
+    readings = [r["reading"] for r in rows if r.get("reading")]
+    return {
+        "questions": len(rows), "errors": sum(1 for r in rows if "error" in r),
+        "hits1": m.mean(col("hits1")), "hit": m.mean(col("hit")), "macro_f1": m.mean(col("f1")),
+        "score_h": m.score_h(col("score_h")), "answer_recall": m.mean(col("answer_recall")),
+        "context_triples": m.mean(col("context_triples")), "context_tokens": m.mean(col("context_tokens")),
+        "retrieve_s": timing("retrieve_s"), "read_s": timing("read_s"),
+        "prompt_tokens": m.mean(float(x["prompt_tokens"]) for x in readings),
+        "completion_tokens": m.mean(float(x["completion_tokens"]) for x in readings),
+    }
+
+
+def summarize_comparison(rows_by_retriever: Mapping[str, Sequence[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """``{retriever: {group: summary, …, "overall": summary}}`` (timings are medians)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, rows in rows_by_retriever.items():
+        groups = sorted({r["group"] for r in rows})
+        out[name] = {g: _summarize_rows([r for r in rows if r["group"] == g]) for g in groups}
+        out[name]["overall"] = _summarize_rows(rows)
+    return out
+
+
+def _cell(value: float, percent: bool) -> str:
+    if value != value:  # NaN
+        return "–"
+    if percent:
+        return f"{100 * value:.1f}"
+    size = abs(value)
+    return f"{value:.0f}" if size >= 100 else f"{value:.1f}" if size >= 10 else f"{value:.2f}" if size >= 0.1 \
+        else f"{value:.3f}"
+
+
+def _groups(summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    return [*sorted({g for per in summary.values() for g in per if g != "overall"}), "overall"]
+
+
+def format_comparison(summary: Mapping[str, Mapping[str, Any]]) -> str:
+    """One Markdown table per group (``overall`` last), a row per retriever."""
+    groups = _groups(summary)
+    header = "| retriever | n | errors | " + " | ".join(h for h, _ in METRICS.values()) + " |"
+    lines = ["# Retriever comparison", "",
+             "Hits@1, Hit, Macro-F1 and answer recall in %; score_h on 0–100; triples and context tokens "
+             "are means; timings are medians in seconds.", ""]
+    for group in groups:
+        lines += [f"## {group}", "", header, "|" + "---|" * (len(METRICS) + 3)]
+        for name, per in summary.items():
+            if group not in per:
+                continue
+            s = per[group]
+            cells = " | ".join(_cell(float(s[k]), pct) for k, (_, pct) in METRICS.items())
+            lines.append(f"| {name} | {s['questions']} | {s['errors']} | {cells} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot_comparison(summary: Mapping[str, Mapping[str, Any]], out_dir: str | Path) -> list[Path]:
+    """One PNG per metric: a bar per retriever in each group (matplotlib, Agg backend)."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(summary)
+    groups = _groups(summary)
+    width = 0.8 / max(1, len(names))
+    written = []
+    for key, (label, percent) in METRICS.items():
+        fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(groups) * max(1, len(names)) / 2), 3.2))
+        for i, name in enumerate(names):
+            values = [float(summary[name].get(g, {}).get(key, float("nan"))) * (100 if percent else 1)
+                      for g in groups]
+            ax.bar(np.arange(len(groups)) + i * width, np.nan_to_num(values), width, label=name)
+        ax.set_xticks(np.arange(len(groups)) + width * (len(names) - 1) / 2, groups)
+        ax.set_ylabel(label + (" (%)" if percent else ""))
+        ax.set_title(label)
+        if percent:
+            ax.set_ylim(0, 100)
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        fig.tight_layout()
+        path = Path(out_dir) / f"{key}.png"  # metric keys are plain identifiers
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _file_stem(name: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", name) or "retriever"
+
+
+def _no_nan(value: Any) -> Any:
+    """``value`` with NaN floats as ``None`` (strict JSON has no NaN)."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nan(v) for v in value]
+    return value
+
+
+def run_retriever_comparison(
+    retrievers: Mapping[str, Retriever],
+    llm: LLM,
+    items: Sequence[QAItem],
+    out_dir: str | Path,
+    *,
+    styles: Mapping[str, str] | None = None,
+    reader_options: Mapping[str, Any] | None = None,
+    plots: bool = True,
+    progress: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """Run every retriever on every item, write the files of the module docstring, return the summary.
+
+    ``styles``: reader style per retriever name (default: the registry's, e.g. ``kaping`` → ``"kaping"``,
+    else ``"subgraphrag"``). ``reader_options``: keywords of :func:`~simgrag.retrievers.reader.read_context`.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    options = dict(reader_options or {})
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in retrievers}
+    with tqdm(total=len(retrievers) * len(items), desc="retrievers x questions", disable=not progress) as bar:
+        for name, retriever in retrievers.items():
+            style = (styles or {}).get(name) or default_style(name)
+            with (out / f"{_file_stem(name)}.jsonl").open("w", encoding="utf-8") as sink:
+                for item in items:
+                    row = _one(name, retriever, llm, item, style, options)
+                    rows[name].append(row)
+                    sink.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                    sink.flush()
+                    bar.update(1)
+    summary = summarize_comparison(rows)
+    (out / "summary.json").write_text(json.dumps(_no_nan(summary), indent=2) + "\n", encoding="utf-8")
+    (out / "comparison.md").write_text(format_comparison(summary) + "\n", encoding="utf-8")
+    if plots:
+        plot_comparison(summary, out)
+    return summary
