@@ -132,6 +132,10 @@ def test_serve_process_answers_with_the_embedded_model(tmp_path: Path) -> None:
         assert "Christopher Nolan" in body["entities"] or body["short_answer"] == "Christopher Nolan", body
         found = {n["entity"] for m in body["evidence"]["matches"] for n in m["nodes"]}
         assert {"Inception", "Christopher Nolan"} <= found
+        if Path(CHROMIUM).exists() and (WEB / "node_modules" / "playwright-core").is_dir():
+            screenshot = artifacts_dir(tmp_path) / "evidence-page-embedded-model.png"
+            report = run_browser(url, "Who directed Inception?", ["Inception", "Christopher Nolan"], screenshot)
+            assert "Christopher Nolan" in str(report["answer"])
     finally:
         proc.terminate()
         try:
