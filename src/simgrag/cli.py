@@ -5,6 +5,7 @@
     simgrag ask INDEX_DIR "question"            answer from the KG (see `simgrag ask --help`)
     simgrag verify INDEX_DIR "claim"            Supported / Refuted with evidence
     simgrag serve [INDEX_DIR]                   HTTP API + evidence web page
+    simgrag perturb KG_FILE --method rs -o OUT  a perturbed copy of a KG (robustness lab)
     simgrag ls                                  registered embedders, indexes, LLMs
     simgrag models pull                         assemble the embedded LLM offline
 """
@@ -468,6 +469,36 @@ def bench_claims(
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     _write_summary(out, summary, format_claims_summary(summary))
+
+
+@app.command("perturb")
+def perturb_kg(
+    kg_file: Annotated[Path, typer.Argument(help="KG file: head|relation|tail, TSV, CSV or N-Triples")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="perturbed KG file (+ OUT.changes.jsonl)")],
+    method: Annotated[str, typer.Option(help="rs relation swapping | rr relation replacement | er edge "
+                                             "rewiring | ed edge deletion (OKGQA-P)")],
+    level: Annotated[float, typer.Option(help="fraction of the edges to change, in [0, 1]")] = 0.3,
+    seed: Annotated[int, typer.Option()] = 0,
+    similarity: Annotated[bool, typer.Option(help="print ATS, SC2D and SD2 against the original")] = False,
+    scorer: Annotated[Path | None, typer.Option(help="triple-scorer directory for rr and ATS: loaded when it "
+                                                     "holds one, else trained now and saved there")] = None,
+    scorer_epochs: Annotated[int | None, typer.Option(help="epochs when training the scorer")] = None,
+    format: Annotated[str | None, typer.Option(help="pipe|tsv|csv|ntriples (default: from the file)")] = None,
+    out_format: Annotated[str | None, typer.Option(help="pipe|tsv|csv (default: the input's)")] = None,
+    skip_bad_lines: Annotated[bool, typer.Option(help="load the rest and report malformed lines")] = False,
+    verbose: Verbose = 1,
+) -> None:
+    """Perturb a KG (OKGQA-P): write the perturbed KG, its change log and a summary."""
+    _setup_logging(verbose)
+    from simgrag.perturb.files import perturb_file
+
+    try:
+        report = perturb_file(kg_file, output, method=method, level=level, seed=seed, format=format,
+                              out_format=out_format, similarity=similarity, scorer_dir=scorer,
+                              scorer_epochs=scorer_epochs, skip_bad_lines=skip_bad_lines)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    out.print(report.summary(), highlight=False, markup=False)
 
 
 @app.command("ls")
