@@ -242,18 +242,55 @@ def _run_llm_task(index_dir: Path | None, text: str, llm: str, base_url: str | N
         out.print(format_answer(result, verdict=verdict), highlight=False, markup=False)
 
 
+RetrieverOpt = Annotated[str, typer.Option(help="simgrag (the pattern graph) or another retriever: subgraphrag, "
+                                                "gsr, kaping, pcst, triplets, paths, none")]
+RetrieverModel = Annotated[str | None, typer.Option(help="trained model directory for subgraphrag / gsr")]
+
+
 @app.command()
 def ask(
     index_dir: Annotated[Path, typer.Argument(help="index directory from `simgrag index`")],
     question: Annotated[str, typer.Argument(help="the question")],
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
     abstain_gsd: AbstainGsd = None, k: Annotated[int, typer.Option("-k")] = 3, as_json: AsJson = False,
-    answer_mode: AnswerMode = "llm", verbose: Verbose = 0,
+    answer_mode: AnswerMode = "llm", retriever: RetrieverOpt = "simgrag", retriever_model: RetrieverModel = None,
+    verbose: Verbose = 0,
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
     _setup_logging(verbose)
+    if retriever.strip().lower() != "simgrag":
+        _ask_with_retriever(index_dir, question, retriever, retriever_model, llm, base_url, api_key, as_json)
+        return
     _run_llm_task(index_dir, question, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=False,
                   answer_mode=answer_mode)
+
+
+def _ask_with_retriever(index_dir: Path, question: str, name: str, model: str | None, llm: str,
+                        base_url: str | None, api_key: str | None, as_json: bool) -> None:
+    """Another retriever of the field, then the shared reader (simgrag.retrievers.reader)."""
+    from simgrag.retrievers.reader import read_context
+    from simgrag.retrievers.registry import default_style, resolve_retriever
+
+    try:
+        engine = _engine(index_dir, llm, base_url, api_key, None, None)
+        chosen = resolve_retriever(name, index=engine.index, engine=engine, **({"model": model} if model else {}))
+        context = chosen.retrieve(question)
+        reading = read_context(engine.llm, context, style=default_style(name.strip().lower()))
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data={"question": question, "retriever": name, "answer": reading.to_dict(),
+                             "context": context.to_dict()})
+        return
+    lines = [f"Question: {question}", f"Answer: {' | '.join(reading.entities) or reading.text}",
+             f"  LLM reply: {reading.text!r}", f"Retriever: {name} ({len(context.triples)} triples"
+             + (f", topic {', '.join(context.topic.names)} [{context.topic.source}]" if context.topic else "") + ")"]
+    lines += [f"  {t.head} --{t.relation}--> {t.tail}" for t in context.triples[:15]]
+    if len(context.triples) > 15:
+        lines.append(f"  … {len(context.triples) - 15} more")
+    timings = {**context.timings, "read_s": reading.latency_s}
+    lines.append("stage timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in timings.items()))
+    out.print("\n".join(lines), highlight=False, markup=False)
 
 
 @app.command()
