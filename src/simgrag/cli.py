@@ -538,6 +538,37 @@ def perturb_kg(
     out.print(report.summary(), highlight=False, markup=False)
 
 
+@app.command("synth-kg")
+def synth_kg(
+    output: Annotated[Path, typer.Option("-o", "--output", help="KG file to write")],
+    entities: Annotated[int, typer.Option(help="entities (FactKG's DBpedia: 9,912,183)")] = 1_000_000,
+    seed: Annotated[int, typer.Option()] = 0,
+    format: Annotated[str, typer.Option(help="nt (with rdf:type) | tsv (no types) | csv (type columns)")] = "nt",
+    types: Annotated[int, typer.Option(help="entity types (classes)")] = 467,
+    relations: Annotated[int, typer.Option(help="relation types")] = 522,
+    mean_degree: Annotated[float, typer.Option(help="mean out-degree (edges per entity)")] = 4.33,
+    planted: Annotated[int, typer.Option(help="known subgraphs to plant, with one query each")] = 0,
+    queries_out: Annotated[Path | None, typer.Option(help="planted queries JSONL (default: OUTPUT.queries.jsonl)")]
+    = None,
+    as_json: AsJson = False,
+    verbose: Verbose = 1,
+) -> None:
+    """Write a seeded synthetic KG shaped like DBpedia as FactKG uses it, streaming, with planted queries."""
+    _setup_logging(verbose)
+    from simgrag.kg.synthetic_dbpedia import generate_dbpedia_like, report_dict
+
+    try:
+        report = generate_dbpedia_like(output, entities=entities, seed=seed, format=format, types=types,
+                                       relations=relations, mean_degree=mean_degree, planted=planted,
+                                       queries_out=queries_out, show_progress=None if verbose else False)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data=report_dict(report))
+    else:
+        out.print(report.summary(), highlight=False, markup=False)
+
+
 @app.command("ls")
 def list_components() -> None:
     """List the registered embedders, vector indexes and LLM backends."""

@@ -8,6 +8,7 @@ spec                                   embedder
 ``ollama:<model>``                     an Ollama server (``/api/embed``)
 ``openai:<model>``                     an OpenAI-compatible server (``/v1/embeddings``)
 ``hash`` / ``hash:<dim>``              :class:`~simgrag.testing.embedders.HashEmbedder`, no model
+``static`` / ``static:<src>[:<dim>]``  static token embeddings (WordLlama in its wheel, or a dir)
 =====================================  ======================================================
 
 For ``ollama:`` and ``openai:`` the server comes from ``base_url=``, else ``$SIMGRAG_EMBED_BASE_URL``,
@@ -68,6 +69,13 @@ def _hash(arg: str, **kwargs: Any) -> Embedder:
     return HashEmbedder(dim=dim)
 
 
+def _static(arg: str, **kwargs: Any) -> Embedder:
+    from simgrag.embed.static import StaticEmbedder
+
+    source, _, width = arg.rpartition(":") if arg.rsplit(":", 1)[-1].isdigit() else (arg, "", "")
+    return StaticEmbedder(source or "wordllama", dim=int(width) if width else None, **kwargs)
+
+
 _ENTRIES: dict[str, tuple[EmbedderEntry, Callable[..., Embedder]]] = {
     "minilm": (
         EmbedderEntry("minilm", "minilm", "bundled sentence-transformers/all-MiniLM-L6-v2, 384-d, offline"),
@@ -80,6 +88,10 @@ _ENTRIES: dict[str, tuple[EmbedderEntry, Callable[..., Embedder]]] = {
     "ollama": (EmbedderEntry("ollama", "ollama:<model>", "Ollama server /api/embed"), _ollama),
     "openai": (EmbedderEntry("openai", "openai:<model>", "OpenAI-compatible /v1/embeddings"), _openai),
     "hash": (EmbedderEntry("hash", "hash[:<dim>]", "deterministic hashed n-grams; tests, no model"), _hash),
+    "static": (
+        EmbedderEntry("static", "static[:wordllama|<dir>][:<dim>]", "mean of static token vectors, offline, fast"),
+        _static,
+    ),
 }
 _ALIASES = {"st": "sentence-transformers", "sbert": "sentence-transformers"}
 
