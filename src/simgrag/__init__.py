@@ -7,8 +7,9 @@ the command line. Names below are imported lazily, so ``import simgrag`` stays c
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from simgrag._lazy import load_export
 
 __version__ = "0.1.0"
 
@@ -37,12 +38,7 @@ __all__ = ["__version__", *sorted(_EXPORTS)]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simgrag' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_export(__name__, _EXPORTS, globals(), name)
 
 
 def __dir__() -> list[str]:

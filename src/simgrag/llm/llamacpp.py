@@ -207,7 +207,9 @@ class LlamaCppLLM:
         if held >= len(prefix):
             self.prefix_stats["in_context"] += 1
             return
-        store = self._kv_store.with_namespace(self._model_identity())
+        if not self._kv_store.namespace:  # the model's identity, fixed once the model is loaded
+            self._kv_store = self._kv_store.with_namespace(self._model_identity())
+        store = self._kv_store
         try:
             state = store.get(prefix)
             if state is not None and _load_sequence_state(llama, prefix, state):

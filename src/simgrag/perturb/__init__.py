@@ -15,8 +15,9 @@ Names are imported lazily, so importing the package does not import torch or sci
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from simgrag._lazy import load_export
 
 _EXPORTS = {
     "Change": "simgrag.perturb.base",
@@ -47,12 +48,7 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simgrag.perturb' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_export(__name__, _EXPORTS, globals(), name)
 
 
 def __dir__() -> list[str]:

@@ -7,9 +7,9 @@ imported lazily, so importing the protocol stays cheap.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from simgrag._lazy import load_export
 from simgrag.retrievers.base import RetrievedContext, Retriever, TopicEntities
 
 _EXPORTS = {
@@ -30,12 +30,7 @@ __all__ = ["RetrievedContext", "Retriever", "TopicEntities", *sorted(_EXPORTS)]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simgrag.retrievers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_export(__name__, _EXPORTS, globals(), name)
 
 
 def __dir__() -> list[str]:

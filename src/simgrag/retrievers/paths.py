@@ -30,45 +30,25 @@ from simgrag.retrievers._graph import (
     DEFAULT_MAX_TRIPLES,
     TripleEncoder,
     cosine,
-    k_hop,
-    rank_triples,
     top_k,
     verbalize_triple,
 )
 from simgrag.retrievers.base import RetrievedContext
+from simgrag.retrievers.kaping import KapingRetriever
 from simgrag.retrievers.linking import EntityLinker
 
 __all__ = ["PathRetriever", "ScoredPath", "TripletRetriever"]
 
 
-class TripletRetriever:
-    """OKGQA triplet retrieval: top-``k`` triples of the ``hops``-hop neighbourhood by similarity."""
+class TripletRetriever(KapingRetriever):
+    """OKGQA triplet retrieval: top-``k`` triples of the ``hops``-hop neighbourhood by similarity —
+    KAPING's ranking over a wider neighbourhood (2 hops, 30 triples by default)."""
 
     name = "triplets"
 
     def __init__(self, index: IndexDir, k: int = 30, *, hops: int = 2, max_triples: int = DEFAULT_MAX_TRIPLES,
                  encoder: TripleEncoder | None = None, linker: EntityLinker | None = None) -> None:
-        self.index = index
-        self.k = k
-        self.hops = hops
-        self.max_triples = max_triples
-        self.encoder = encoder or TripleEncoder(index)
-        self.linker = linker or EntityLinker(index)
-
-    def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
-        t0 = time.perf_counter()
-        topic = self.linker.link(question, topic_entities=topic_entities)
-        t_link = time.perf_counter()
-        hood = k_hop(self.index.store, topic.ids, hops=self.hops, max_triples=self.max_triples)
-        tids, sims = rank_triples(self.encoder, self.encoder.encode_question(question), hood.triple_ids, self.k)
-        end = time.perf_counter()
-        return RetrievedContext(
-            retriever=self.name, question=question,
-            triples=tuple(self.index.store.triple(int(t)) for t in tids), topic=topic,
-            scores=tuple(float(s) for s in sims),
-            timings={"link_s": t_link - t0, "rank_s": end - t_link, "total_s": end - t0},
-            info={"candidates": len(hood.triple_ids), "truncated": hood.truncated},
-        )
+        super().__init__(index, k, hops=hops, max_triples=max_triples, encoder=encoder, linker=linker)
 
 
 @dataclass(frozen=True)
