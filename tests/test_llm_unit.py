@@ -148,6 +148,27 @@ def test_cache_concurrent_writers(tmp_path: Path) -> None:
     assert len(CachedLLM(FakeLLM([]), path)) == 10 + 6 * 20
 
 
+def test_cache_many_openers_of_a_new_file(tmp_path: Path) -> None:
+    # Opening a brand-new cache file from several threads at once races on the switch to WAL,
+    # which SQLite reports as "database is locked" without waiting; CI once failed on it.
+    errors: list[BaseException] = []
+    for trial in range(200):
+        path = tmp_path / f"c{trial}.sqlite3"
+
+        def work(path: Path = path) -> None:
+            try:
+                CachedLLM(FakeLLM(lambda m: "x"), path).complete(MSGS)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors
+
+
 # -- registry ---------------------------------------------------------------------------------------
 
 

@@ -67,6 +67,9 @@ def call_key(
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+_INIT_ATTEMPTS = 8
+
+
 class CachedLLM:
     """Wraps an :class:`LLM`; answers repeated calls from an SQLite file with ``cached=True``.
 
@@ -136,16 +139,31 @@ class CachedLLM:
     # -- storage ----------------------------------------------------------------------------------
 
     def _init_db(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as db:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(
-                f"cannot use {self.path} as the LLM call cache ({exc}); pass another cache path "
-                f"or disable the cache"
-            ) from exc
+        # Switching to WAL needs an exclusive lock, and SQLite answers "database is locked" at
+        # once (no busy wait) when several processes or threads open a new file together, so the
+        # set-up is retried with backoff before it counts as a real failure.
+        delay = 0.02
+        for attempt in range(_INIT_ATTEMPTS):
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self._connect() as db:
+                    if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                        db.execute("PRAGMA journal_mode=WAL")
+                    db.execute(_SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == _INIT_ATTEMPTS - 1:
+                    raise self._unusable(exc) from exc
+                time.sleep(delay)
+                delay *= 2
+            except (OSError, sqlite3.Error) as exc:
+                raise self._unusable(exc) from exc
+
+    def _unusable(self, exc: BaseException) -> ConfigError:
+        return ConfigError(
+            f"cannot use {self.path} as the LLM call cache ({exc}); pass another cache path "
+            f"or disable the cache"
+        )
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
