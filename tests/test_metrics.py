@@ -148,3 +148,24 @@ def test_run_retriever_comparison_writes_everything(toy_index: IndexDir, tmp_pat
     for metric in ("hits1", "hit", "macro_f1", "score_h", "answer_recall", "context_triples", "context_tokens"):
         png = tmp_path / f"{metric}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_retriever_comparison_resumes(toy_index: IndexDir, tmp_path: Path) -> None:
+    kaping = resolve_retriever("kaping", index=toy_index)
+    first = FakeLLM(_reply)
+    run_retriever_comparison({"kaping": kaping, "flaky": FailsOnAvatar()}, first, ITEMS[:2], tmp_path,
+                             progress=False, plots=False)
+    with (tmp_path / "kaping.jsonl").open("a") as sink:
+        sink.write('{"question": "cut off mid-wr')  # an interrupted write: skipped, not fatal
+    again = FakeLLM(_reply)
+    summary = run_retriever_comparison({"kaping": kaping, "flaky": FailsOnAvatar()}, again, ITEMS, tmp_path,
+                                       progress=False, plots=False)
+    # kaping: only the third question is new; flaky: its error row on Avatar is retried, plus the third
+    asked = [c.messages[-1].content.split("Question")[-1] for c in again.calls]
+    assert len(asked) == 1 + 1 and all("Reitman" in q for q in asked)
+    rows = [json.loads(line) for line in (tmp_path / "kaping.jsonl").read_text().splitlines()]
+    assert [r["question"] for r in rows] == [i.question for i in ITEMS]
+    assert summary["kaping"]["overall"]["questions"] == 3 and summary["flaky"]["overall"]["errors"] == 1
+    fresh = FakeLLM(_reply)
+    run_retriever_comparison({"kaping": kaping}, fresh, ITEMS, tmp_path, progress=False, plots=False, resume=False)
+    assert len(fresh.calls) == 3

@@ -398,9 +398,15 @@ def bench_metaqa(
              "--out is then a directory (one JSONL per retriever, comparison.md, a PNG per metric)")] = None,
     retriever_model: Annotated[list[str] | None, typer.Option(
         help="a trained retriever's model directory, as NAME=DIR (subgraphrag=..., gsr=...); repeatable")] = None,
+    reader_max_triples: Annotated[int, typer.Option(
+        help="with --retriever: at most this many triples (or paths) in the reader's prompt")] = 100,
+    reader_max_prompt_tokens: Annotated[int, typer.Option(
+        help="with --retriever: the reader's prompt budget (estimated tokens)")] = 1500,
     verbose: Verbose = 0,
 ) -> None:
-    """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency."""
+    """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency.
+
+    With --retriever, an interrupted comparison resumes: questions already answered in --out are kept."""
     _setup_logging(verbose)
     from simgrag.eval.runner import format_summary, metaqa_items, run_qa_bench
 
@@ -408,7 +414,8 @@ def bench_metaqa(
         engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k, answer_mode)
         items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed, split)
         if retriever:
-            _compare_retrievers(engine, items, retriever, retriever_model or [], out)
+            reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
+            _compare_retrievers(engine, items, retriever, retriever_model or [], out, reader)
             return
         summary = run_qa_bench(engine, items, out)
     except SimGRAGError as exc:
@@ -416,7 +423,8 @@ def bench_metaqa(
     _write_summary(out, summary, format_summary(summary))
 
 
-def _compare_retrievers(engine: Any, items: Any, names: str, models: list[str], out_dir: Path) -> None:
+def _compare_retrievers(engine: Any, items: Any, names: str, models: list[str], out_dir: Path,
+                        reader_options: dict[str, Any] | None = None) -> None:
     from simgrag.eval.compare import format_comparison, run_retriever_comparison
     from simgrag.retrievers.registry import resolve_retriever
 
@@ -430,7 +438,7 @@ def _compare_retrievers(engine: Any, items: Any, names: str, models: list[str], 
     for name in [n.strip().lower() for n in names.split(",") if n.strip()]:
         options = {"model": model_dirs[name]} if name in model_dirs else {}
         retrievers[name] = resolve_retriever(name, index=engine.index, engine=engine, **options)
-    summary = run_retriever_comparison(retrievers, engine.llm, items, out_dir)
+    summary = run_retriever_comparison(retrievers, engine.llm, items, out_dir, reader_options=reader_options)
     out.print(format_comparison(summary), highlight=False, markup=False)
     out.print(f"rows, summary.json, comparison.md and plots → {out_dir}")
 

@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from simgrag.errors import SimGRAGError
 from simgrag.eval import metrics as m
 from simgrag.eval.runner import QAItem
+from simgrag.fileio import write_bytes_atomic
 from simgrag.llm.base import LLM
 from simgrag.retrievers.base import RetrievedContext, Retriever
 from simgrag.retrievers.reader import Reading, read_context
@@ -196,6 +197,29 @@ def _no_nan(value: Any) -> Any:
     return value
 
 
+def _item_key(item: QAItem) -> tuple[str, str]:
+    return (item.group, item.question)
+
+
+def _finished_rows(path: Path, items: Sequence[QAItem]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Rows of an earlier run in ``path`` for questions among ``items`` that ran without an error."""
+    if not path.exists():
+        return {}
+    wanted = {_item_key(item) for item in items}
+    done: dict[tuple[str, str], dict[str, Any]] = {}
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                logger.warning("%s:%d: not a JSON row (an interrupted write?); that question runs again", path, number)
+                continue
+            key = (row.get("group"), row.get("question"))
+            if key in wanted and "error" not in row and "metrics" in row:
+                done[key] = row  # type: ignore[index]
+    return done
+
+
 def run_retriever_comparison(
     retrievers: Mapping[str, Retriever],
     llm: LLM,
@@ -206,11 +230,14 @@ def run_retriever_comparison(
     reader_options: Mapping[str, Any] | None = None,
     plots: bool = True,
     progress: bool = True,
+    resume: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Run every retriever on every item, write the files of the module docstring, return the summary.
 
     ``styles``: reader style per retriever name (default: the registry's, e.g. ``kaping`` → ``"kaping"``,
     else ``"subgraphrag"``). ``reader_options``: keywords of :func:`~simgrag.retrievers.reader.read_context`.
+    ``resume``: rows already in ``<retriever>.jsonl`` for the same questions (and without an error)
+    are kept instead of re-run, so an interrupted run goes on where it stopped.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -219,13 +246,22 @@ def run_retriever_comparison(
     with tqdm(total=len(retrievers) * len(items), desc="retrievers x questions", disable=not progress) as bar:
         for name, retriever in retrievers.items():
             style = (styles or {}).get(name) or default_style(name)
-            with (out / f"{_file_stem(name)}.jsonl").open("w", encoding="utf-8") as sink:
+            path = out / f"{_file_stem(name)}.jsonl"
+            done = _finished_rows(path, items) if resume else {}
+            if done:
+                logger.info("%s: resuming, %d of %d questions already in %s", name, len(done), len(items), path)
+            with path.open("a" if done else "w", encoding="utf-8") as sink:  # new rows land as they come
                 for item in items:
-                    row = _one(name, retriever, llm, item, style, options)
+                    row = done.get(_item_key(item))
+                    if row is None:
+                        row = _one(name, retriever, llm, item, style, options)
+                        sink.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                        sink.flush()
                     rows[name].append(row)
-                    sink.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-                    sink.flush()
                     bar.update(1)
+            if done:  # then once more in question order, replacing the file whole
+                text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows[name])
+                write_bytes_atomic(path, text.encode("utf-8"))
     summary = summarize_comparison(rows)
     (out / "summary.json").write_text(json.dumps(_no_nan(summary), indent=2) + "\n", encoding="utf-8")
     (out / "comparison.md").write_text(format_comparison(summary) + "\n", encoding="utf-8")
