@@ -1,4 +1,5 @@
-"""`simgrag ask --retriever …`: another retriever, then the shared reader (scripted LLM, toy KG)."""
+"""`simgrag ask/verify --retriever …`: another retriever, then the shared reader or SimGRAG's verification
+prompt (scripted LLM, toy KG)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from simgrag import cli
+from simgrag.answer.verify import VERIFY_SYSTEM
 from simgrag.index.directory import build_index_dir
+from simgrag.kg.store import Triple
+from simgrag.llm.base import ChatMessage
 from simgrag.pipeline import SimGRAG
+from simgrag.retrievers.base import RetrievedContext
+from simgrag.retrievers.verifier import verify_context
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
 from simgrag.testing.toy import write_toy_kg
@@ -43,4 +49,67 @@ def test_ask_with_kaping(toy_engine: FakeLLM, tmp_path: Path) -> None:
 def test_ask_with_unknown_retriever_is_a_clean_error(toy_engine: FakeLLM, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli.app, ["ask", str(tmp_path / "toy.idx"), "who directed Titanic",
                                           "--retriever", "nosuch"])
+    assert result.exit_code == 2 and "Unknown retriever 'nosuch'" in result.output
+
+
+def judge(messages: list[ChatMessage]) -> str:
+    """A scripted verifier: Supported iff the evidence holds Titanic's director and the claim names him."""
+    evidence, _, claim = messages[-1].content.partition("\nclaim: ")
+    supported = "(Titanic, directed_by, James Cameron)" in evidence and "James Cameron" in claim
+    return "verdict: Supported" if supported else "verdict: Refuted"
+
+
+@pytest.fixture
+def judge_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
+    llm = FakeLLM(judge)
+    monkeypatch.setattr(cli, "_engine", lambda *args, **kwargs: SimGRAG(tmp_path / "toy.idx", llm=llm))
+    return llm
+
+
+@pytest.mark.parametrize(("claim", "label"), [("Titanic was directed by James Cameron.", "Supported"),
+                                              ("Titanic was directed by Christopher Nolan.", "Refuted")])
+def test_verify_with_kaping(judge_engine: FakeLLM, tmp_path: Path, claim: str, label: str) -> None:
+    result = CliRunner().invoke(cli.app, ["verify", str(tmp_path / "toy.idx"), claim, "--retriever", "kaping",
+                                          "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["retriever"] == "kaping" and body["verdict"]["label"] == label
+    assert "Titanic" in body["verdict"]["context"]["topic"]["names"]  # linked from the claim text
+    assert {"link_s", "rank_s", "verify_s"} <= set(body["verdict"]["timings"])
+    (call,) = judge_engine.calls
+    assert call.messages[0].content == VERIFY_SYSTEM  # SimGRAG's rules and shots, not a copy
+    assert "(Titanic, directed_by, James Cameron)\n" in call.messages[-1].content
+    assert call.messages[-1].content.endswith(f"claim: {claim}")
+
+
+def test_verify_with_kaping_prints_verdict_evidence_and_timings(judge_engine: FakeLLM, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli.app, ["verify", str(tmp_path / "toy.idx"), "Titanic was directed by James Cameron.",
+                                          "--retriever", "kaping"])
+    assert result.exit_code == 0, result.output
+    assert "Verdict: Supported" in result.output and "Retriever: kaping" in result.output
+    assert "Titanic --directed_by--> James Cameron" in result.output and "verify" in result.output
+
+
+def test_verify_without_context_does_not_call_the_llm(judge_engine: FakeLLM, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli.app, ["verify", str(tmp_path / "toy.idx"), "Titanic was directed by James Cameron.",
+                                          "--retriever", "none", "--json"])
+    assert result.exit_code == 0, result.output
+    verdict = json.loads(result.output)["verdict"]
+    assert verdict["label"] == "Not enough evidence" and verdict["abstained"] is True
+    assert judge_engine.calls == []
+
+
+def test_verify_context_shows_paths_as_graphs() -> None:
+    path = (Triple("Titanic", "directed_by", "James Cameron"), Triple("Avatar", "directed_by", "James Cameron"))
+    context = RetrievedContext(retriever="paths", question="q", triples=path, paths=(path,))
+    llm = FakeLLM(["verdict: Supported"])
+    verdict = verify_context(llm, "Titanic and Avatar share a director.", context)
+    assert verdict.label == "Supported" and verdict.evidence_items == 1
+    graph = "graph [1]: (Titanic, directed_by, James Cameron), (Avatar, directed_by, James Cameron)"
+    assert graph in llm.calls[0].prompt
+
+
+def test_verify_with_unknown_retriever_is_a_clean_error(judge_engine: FakeLLM, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli.app, ["verify", str(tmp_path / "toy.idx"), "x", "--retriever", "nosuch"])
     assert result.exit_code == 2 and "Unknown retriever 'nosuch'" in result.output

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
-from simgrag.errors import LLMConnectionError
+from simgrag.errors import ConfigError, LLMConnectionError
 from simgrag.index.directory import build_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.pipeline import SimGRAG
@@ -299,3 +299,104 @@ def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition never held")
         time.sleep(0.02)
+
+
+# -- other retrievers behind /v1/ask and /v1/verify ----------------------------------------------
+
+
+def judged(messages: list[ChatMessage]) -> str:
+    """``scripted``, but the verdict follows the evidence: Supported iff it holds Titanic's director
+    and the claim names him."""
+    if "Supported" not in messages[0].content:
+        return scripted(messages)
+    evidence, _, claim = messages[-1].content.partition("\nclaim: ")
+    supported = "(Titanic, directed_by, James Cameron)" in evidence and "James Cameron" in claim
+    return "verdict: Supported" if supported else "verdict: Refuted"
+
+
+def test_serve_with_kaping_answers_ask_and_verify(toy_dir: Path, client_for: Callable[..., TestClient]) -> None:
+    llm = FakeLLM(judged)
+    client = client_for(make_engine(toy_dir, llm), retriever="kaping")
+    health = client.get("/v1/health").json()
+    assert health["retriever"] == "kaping" and {"simgrag", "kaping", "paths"} <= set(health["retrievers"])
+    ask = client.post("/v1/ask", json={"question": "who directed Titanic?"})
+    assert ask.status_code == 200, ask.text
+    body = ask.json()
+    assert body["retriever"] == "kaping" and body["entities"] == ["James Cameron"] and body["pattern"] == []
+    assert body["context"]["topic"]["names"] == ["Titanic"]
+    assert {"link_s", "retrieve_s", "answer_s", "total_s"} <= set(body["timings"])
+    (match,) = body["evidence"]["matches"]
+    edge = next(e for e in match["edges"] if e["triple"] == ["Titanic", "directed_by", "James Cameron"])
+    assert TOY_TRIPLES[edge["triple_id"]] == ("Titanic", "directed_by", "James Cameron") and edge["score"] is not None
+    names = {n["entity"] for n in match["nodes"]}  # every triple's ends are nodes (the page draws the edges)
+    assert all(e["triple"][0] in names and e["triple"][2] in names for e in match["edges"])
+    assert all(n["entity_id"] >= 0 for n in match["nodes"])
+    for claim, label in (("Titanic was directed by James Cameron.", "Supported"),
+                         ("Titanic was directed by Christopher Nolan.", "Refuted")):
+        verify = client.post("/v1/verify", json={"claim": claim})
+        assert verify.status_code == 200, verify.text
+        assert verify.json()["label"] == label and verify.json()["retriever"] == "kaping"
+        assert "(Titanic, directed_by, James Cameron)" in llm.calls[-1].messages[-1].content
+        assert "verify_s" in verify.json()["timings"]
+
+
+def test_request_chooses_its_retriever_built_once(toy_dir: Path, client_for: Callable[..., TestClient]) -> None:
+    client = client_for()  # default: simgrag
+    default = client.post("/v1/ask", json={"question": "who directed Titanic?"}).json()
+    assert default["retriever"] == "simgrag" and default["pattern"]
+    pool = client.app.state.retrievers  # type: ignore[attr-defined]
+    assert "kaping" not in pool._built
+    for _ in range(2):
+        chosen = client.post("/v1/ask", json={"question": "who directed Titanic?", "retriever": "KAPING"})
+        assert chosen.status_code == 200 and chosen.json()["retriever"] == "kaping"
+        built = pool._built["kaping"]
+    assert pool._built["kaping"] is built
+    verify = client.post("/v1/verify", json={"claim": "Titanic was directed by James Cameron.", "retriever": "simgrag"})
+    assert verify.json()["retriever"] == "simgrag" and verify.json()["evidence"]["matches"]
+
+
+@pytest.mark.parametrize("name", ["triplets", "pcst", "paths", "none"])
+def test_other_retrievers_fit_the_response_schema(client_for: Callable[..., TestClient], name: str) -> None:
+    client = client_for()
+    ask = client.post("/v1/ask", json={"question": "who directed Titanic?", "retriever": name})
+    assert ask.status_code == 200, ask.text
+    matches = ask.json()["evidence"]["matches"]
+    if name == "none":
+        assert matches == [] and ask.json()["context"]["triples"] == []
+    else:
+        assert ["Titanic", "directed_by", "James Cameron"] in [e["triple"] for m in matches for e in m["edges"]]
+    verify = client.post("/v1/verify", json={"claim": "Titanic was directed by James Cameron.", "retriever": name})
+    assert verify.status_code == 200, verify.text
+    assert verify.json()["label"] == ("Not enough evidence" if name == "none" else "Supported")
+
+
+def test_unknown_or_unavailable_retriever_is_400(client_for: Callable[..., TestClient]) -> None:
+    client = client_for(retrievers=("simgrag", "kaping"))
+    unknown = client.post("/v1/ask", json={"question": "who directed Titanic?", "retriever": "nosuch"})
+    assert unknown.status_code == 400 and unknown.json()["error"] == "retriever"
+    assert "unknown retriever 'nosuch'" in unknown.json()["detail"] and "simgrag, kaping" in unknown.json()["detail"]
+    not_offered = client.post("/v1/verify", json={"claim": "x", "retriever": "pcst"})
+    assert not_offered.status_code == 400 and "this server offers" in not_offered.json()["detail"]
+    unavailable = client_for().post("/v1/ask", json={"question": "q", "retriever": "gsr"})  # no trained model
+    assert unavailable.status_code == 400 and "not available on this server" in unavailable.json()["detail"]
+
+
+def test_unknown_default_retriever_fails_at_creation(toy_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="Unknown retriever"):
+        create_app(make_engine(toy_dir), ServeSettings(retriever="nosuch"))
+
+
+def test_cli_serve_passes_the_retriever(toy_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    uvicorn = pytest.importorskip("uvicorn")
+    from typer.testing import CliRunner
+
+    from simgrag import cli
+
+    served: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.append(app))
+    result = CliRunner().invoke(cli.app, ["serve", str(toy_dir), "--retriever", "gsr", "--retriever-model", "m.dir"])
+    assert result.exit_code == 0, result.output
+    pool = served[0].state.retrievers  # type: ignore[attr-defined]
+    assert pool.default == "gsr" and pool.options["gsr"] == {"model": "m.dir"}
+    bad = CliRunner().invoke(cli.app, ["serve", str(toy_dir), "--retriever", "nosuch"])
+    assert bad.exit_code == 2 and "Unknown retriever" in bad.output

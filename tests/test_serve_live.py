@@ -101,6 +101,17 @@ def test_browser_verifies_a_claim(toy_server: str, tmp_path: Path) -> None:
     assert report["answer"] == "Supported"
 
 
+def test_browser_draws_another_retrievers_evidence(toy_server: str, tmp_path: Path) -> None:
+    screenshot = artifacts_dir(tmp_path) / "evidence-page-kaping.png"
+    report = run_browser(toy_server, "who directed Titanic?", ["Titanic", "James Cameron"], screenshot,
+                         "--retriever=kaping")
+    assert report["answer"] == "James Cameron" and report["patternNodes"] == []
+    assert any("directed_by" in label for label in report["graphs"][0]["edgeLabels"])  # type: ignore[index]
+    verify = run_browser(toy_server, "Titanic was directed by James Cameron.", ["Titanic", "James Cameron"],
+                         artifacts_dir(tmp_path) / "verify-page-kaping.png", "--verify", "--retriever=kaping")
+    assert verify["answer"] == "Supported"
+
+
 # -- `simgrag serve` as a process, with the embedded model -------------------------------------------
 
 

@@ -1,8 +1,9 @@
 // Browser test of the evidence page: headless Chromium (Debian's) driven by playwright-core.
-//   node browser_test.mjs URL QUESTION EXPECTED_ENTITIES(comma-separated) SCREENSHOT.png [--verify]
+//   node browser_test.mjs URL QUESTION EXPECTED_ENTITIES(comma-separated) SCREENSHOT.png [--verify] [--retriever=NAME]
 // Opens the page, waits for the server to be ready, asks the question, waits for the answer, checks
 // that the first evidence graph contains every expected entity (with distances on its nodes and
-// edges), saves a full-page screenshot and prints what it saw as JSON. Exit code 1 on failure.
+// edges; with another retriever than simgrag, no distances but no pattern either), saves a full-page
+// screenshot and prints what it saw as JSON. Exit code 1 on failure.
 import { chromium } from "playwright-core";
 
 const [url, question, expectedList, screenshot, ...flags] = process.argv.slice(2);
@@ -10,6 +11,7 @@ if (!url || !question || !expectedList || !screenshot) {
   console.error("usage: node browser_test.mjs URL QUESTION ENTITY[,ENTITY...] SCREENSHOT.png [--verify]");
   process.exit(2);
 }
+const retriever = (flags.find((f) => f.startsWith("--retriever=")) || "--retriever=").slice(12);
 const expected = expectedList.split(",").map((s) => s.trim()).filter(Boolean);
 const executablePath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const timeout = Number(process.env.BROWSER_TEST_TIMEOUT_MS || 120000);
@@ -28,6 +30,7 @@ try {
   await page.goto(url, { waitUntil: "load" });
   await page.waitForSelector("#health.ready", { timeout });
   if (flags.includes("--verify")) await page.check("input[name=mode][value=verify]");
+  if (retriever) await page.selectOption("[data-testid=retriever-select]", retriever);
   await page.fill("[data-testid=query-input]", question);
   await page.click("[data-testid=submit]");
   await page.waitForFunction(() => {
@@ -56,7 +59,10 @@ try {
   else {
     const missing = expected.filter((name) => !first.entities.includes(name));
     if (missing.length) failure = `the evidence graph lacks ${missing.join(", ")}; it shows ${first.entities.join(", ")}`;
-    else if (!first.edgeLabels.every((l) => /d=\d/.test(l)) || !first.nodeLabels.every((l) => /d=\d/.test(l)))
+    else if (retriever && retriever !== "simgrag") {
+      if (seen.patternNodes.length) failure = `the ${retriever} retriever has no pattern, yet one was drawn`;
+      else if (first.edgeLabels.some((l) => !l)) failure = "an edge has no relation label";
+    } else if (!first.edgeLabels.every((l) => /d=\d/.test(l)) || !first.nodeLabels.every((l) => /d=\d/.test(l)))
       failure = "distances are missing from node or edge labels";
     else if (consoleErrors.length) failure = "the page logged errors: " + consoleErrors.join(" | ");
   }

@@ -265,16 +265,36 @@ def ask(
                   answer_mode=answer_mode)
 
 
+def _retrieve_with(index_dir: Path, text: str, name: str, model: str | None, llm: str, base_url: str | None,
+                   api_key: str | None) -> tuple[Any, Any]:
+    """The engine and retriever ``name``'s context for ``text`` (a question, or a claim: entities
+    are linked from it). Raises SimGRAGError."""
+    from simgrag.retrievers.registry import resolve_retriever
+
+    engine = _engine(index_dir, llm, base_url, api_key, None, None)
+    chosen = resolve_retriever(name, index=engine.index, engine=engine, **({"model": model} if model else {}))
+    return engine, chosen.retrieve(text)
+
+
+def format_context(name: str, context: Any, timings: dict[str, float], shown: int = 15) -> list[str]:
+    """A retriever's context: its name, topic entities, the first ``shown`` triples, stage timings."""
+    topic = f", topic {', '.join(context.topic.names)} [{context.topic.source}]" if context.topic else ""
+    lines = [f"Retriever: {name} ({len(context.triples)} triples{topic})"]
+    lines += [f"  {t.head} --{t.relation}--> {t.tail}" for t in context.triples[:shown]]
+    if len(context.triples) > shown:
+        lines.append(f"  … {len(context.triples) - shown} more")
+    lines.append("stage timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in timings.items()))
+    return lines
+
+
 def _ask_with_retriever(index_dir: Path, question: str, name: str, model: str | None, llm: str,
                         base_url: str | None, api_key: str | None, as_json: bool) -> None:
     """Another retriever of the field, then the shared reader (simgrag.retrievers.reader)."""
     from simgrag.retrievers.reader import read_context
-    from simgrag.retrievers.registry import default_style, resolve_retriever
+    from simgrag.retrievers.registry import default_style
 
     try:
-        engine = _engine(index_dir, llm, base_url, api_key, None, None)
-        chosen = resolve_retriever(name, index=engine.index, engine=engine, **({"model": model} if model else {}))
-        context = chosen.retrieve(question)
+        engine, context = _retrieve_with(index_dir, question, name, model, llm, base_url, api_key)
         reading = read_context(engine.llm, context, style=default_style(name.strip().lower()))
     except SimGRAGError as exc:
         raise _fail(exc) from exc
@@ -283,13 +303,28 @@ def _ask_with_retriever(index_dir: Path, question: str, name: str, model: str | 
                              "context": context.to_dict()})
         return
     lines = [f"Question: {question}", f"Answer: {' | '.join(reading.entities) or reading.text}",
-             f"  LLM reply: {reading.text!r}", f"Retriever: {name} ({len(context.triples)} triples"
-             + (f", topic {', '.join(context.topic.names)} [{context.topic.source}]" if context.topic else "") + ")"]
-    lines += [f"  {t.head} --{t.relation}--> {t.tail}" for t in context.triples[:15]]
-    if len(context.triples) > 15:
-        lines.append(f"  … {len(context.triples) - 15} more")
-    timings = {**context.timings, "read_s": reading.latency_s}
-    lines.append("stage timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in timings.items()))
+             f"  LLM reply: {reading.text!r}"]
+    lines += format_context(name, context, {**context.timings, "read_s": reading.latency_s})
+    out.print("\n".join(lines), highlight=False, markup=False)
+
+
+def _verify_with_retriever(index_dir: Path, claim: str, name: str, model: str | None, llm: str,
+                           base_url: str | None, api_key: str | None, as_json: bool) -> None:
+    """Another retriever's context for the claim, then SimGRAG's verification prompt over it."""
+    from simgrag.retrievers.verifier import verify_context
+
+    try:
+        engine, context = _retrieve_with(index_dir, claim, name, model, llm, base_url, api_key)
+        verdict = verify_context(engine.llm, claim, context)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data={"claim": claim, "retriever": name, "verdict": verdict.to_dict()})
+        return
+    lines = [f"Claim: {claim}", f"Verdict: {verdict.label}", f"  LLM reply: {verdict.text!r}"]
+    if verdict.abstained:
+        lines.append(f"  ({verdict.reason})")
+    lines += format_context(name, context, verdict.timings)
     out.print("\n".join(lines), highlight=False, markup=False)
 
 
@@ -299,10 +334,13 @@ def verify(
     claim: Annotated[str, typer.Argument(help="the claim to check")],
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
     abstain_gsd: AbstainGsd = None, k: Annotated[int, typer.Option("-k")] = 3, as_json: AsJson = False,
-    verbose: Verbose = 0,
+    retriever: RetrieverOpt = "simgrag", retriever_model: RetrieverModel = None, verbose: Verbose = 0,
 ) -> None:
     """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
     _setup_logging(verbose)
+    if retriever.strip().lower() != "simgrag":
+        _verify_with_retriever(index_dir, claim, retriever, retriever_model, llm, base_url, api_key, as_json)
+        return
     _run_llm_task(index_dir, claim, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=True)
 
 
@@ -329,6 +367,10 @@ def serve(
     max_waiting: Annotated[int, typer.Option(help="requests allowed to wait for the LLM; more get 429")] = 8,
     max_body: Annotated[int, typer.Option(help="request body limit, bytes")] = 64 * 1024,
     llm_cache: Annotated[str, typer.Option(help="LLM call cache: 'none', 'default' or a file path")] = "none",
+    retriever: Annotated[str, typer.Option(help="default retriever of /v1/ask and /v1/verify (a request may name "
+                                                "another): simgrag, subgraphrag, gsr, kaping, pcst, triplets, "
+                                                "paths, none")] = "simgrag",
+    retriever_model: RetrieverModel = None,
     verbose: Verbose = 0,
 ) -> None:
     """Serve the HTTP API (/v1/ask, /v1/verify, /v1/retrieve, /v1/health, /v1/kg/stats, /docs) and the
@@ -353,8 +395,15 @@ def serve(
         return SimGRAG(index, llm=None if llm == "none" else llm, llm_options=options,
                        examples=examples or "metaqa", abstain_gsd=abstain_gsd, answer_mode=answer_mode)
 
-    settings = ServeSettings(timeout_s=timeout, max_waiting=max_waiting, max_body_bytes=max_body, api_key=auth_key)
-    uvicorn.run(create_app(build, settings), host=host, port=port, access_log=False,
+    name = retriever.strip().lower()
+    try:
+        settings = ServeSettings(timeout_s=timeout, max_waiting=max_waiting, max_body_bytes=max_body,
+                                 api_key=auth_key, retriever=name,
+                                 retriever_options={name: {"model": retriever_model}} if retriever_model else {})
+        web_app = create_app(build, settings)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    uvicorn.run(web_app, host=host, port=port, access_log=False,
                 log_level="info" if verbose <= 1 else "debug")
 
 

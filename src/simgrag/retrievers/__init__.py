@@ -1,8 +1,8 @@
 """Retrievers of the field behind one protocol: SimGRAG, SubgraphRAG, GSR, KAPING, PCST, OKGQA paths, none.
 
 :func:`resolve_retriever` builds one by name (:func:`list_retrievers` lists them) and
-:func:`read_context` is the LLM reading step they share. Names other than the protocol's are
-imported lazily, so importing the protocol stays cheap.
+:func:`read_context` is the LLM reading step they share (:func:`verify_context` the verifying
+one). Names other than the protocol's are imported lazily, so importing the protocol stays cheap.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ _EXPORTS = {
     "SimGRAGRetriever": "simgrag.retrievers.simgrag_adapter",
     "Reading": "simgrag.retrievers.reader",
     "read_context": "simgrag.retrievers.reader",
+    "ContextVerdict": "simgrag.retrievers.verifier",
+    "verify_context": "simgrag.retrievers.verifier",
     "resolve_retriever": "simgrag.retrievers.registry",
     "list_retrievers": "simgrag.retrievers.registry",
 }

@@ -6,7 +6,12 @@ answers 503 with ``"status": "loading"`` and the API answers 503. LLM-bound endp
 bounded :class:`~simgrag.serve.queue.LLMQueue`; retrieval runs on the thread pool with the
 request's deadline handed to the search (which then returns its best matches so far).
 
-Errors share one body, :class:`~simgrag.serve.schemas.ErrorResponse`: 400 bad pattern, 401 API key,
+/v1/ask and /v1/verify use the server's default retriever (``ServeSettings.retriever``, ``simgrag``
+unless set) or the one a request names in ``retriever``; any other than ``simgrag`` is built on first
+use, kept, and answered in the same response shape (:mod:`simgrag.serve.retrievers`).
+
+Errors share one body, :class:`~simgrag.serve.schemas.ErrorResponse`: 400 bad pattern or a retriever
+the server does not offer, 401 API key,
 413 body too large, 422 no usable pattern from the LLM (or an invalid request), 429 LLM queue full,
 502 LLM backend failed, 503 not ready / deadline passed while queued, 504 deadline passed while
 the LLM worked.
@@ -20,9 +25,9 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from simgrag.errors import LLMError, MatchError, PatternError, SimGRAGError
 from simgrag.pipeline import SimGRAG
 from simgrag.serve.queue import DeadlineExceededError, LLMQueue, QueueFullError, QueueTimeoutError
+from simgrag.serve.retrievers import RetrieverChoiceError, RetrieverPool, ask_response, verify_response
 from simgrag.serve.schemas import (
     AskRequest,
     AskResponse,
@@ -61,21 +67,28 @@ EngineSource = SimGRAG | Callable[[], SimGRAG]
 class ServeSettings:
     """``timeout_s``: per-request deadline; ``max_waiting``: requests allowed to wait for the LLM;
     ``max_body_bytes``: request size limit; ``api_key``: required in ``X-API-Key`` (or
-    ``Authorization: Bearer``) on /v1 endpoints other than health, when set."""
+    ``Authorization: Bearer``) on /v1 endpoints other than health, when set. ``retriever``: the
+    default retriever of /v1/ask and /v1/verify; ``retrievers``: the names a request may choose
+    (``None``: every registered one); ``retriever_options``: options per name, e.g.
+    ``{"gsr": {"model": "gsr.model"}}``."""
 
     timeout_s: float = 120.0
     max_waiting: int = 8
     max_body_bytes: int = 64 * 1024
     api_key: str | None = None
     warmup: bool = True
+    retriever: str = "simgrag"
+    retrievers: tuple[str, ...] | None = None
+    retriever_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 class _Engine:
     """The engine and its readiness, filled in by the start-up thread."""
 
-    def __init__(self, source: EngineSource, warmup: bool) -> None:
+    def __init__(self, source: EngineSource, warmup: bool, prepare: Callable[[SimGRAG], None] | None = None) -> None:
         self.source = source
         self.warmup = warmup
+        self.prepare = prepare
         self.engine: SimGRAG | None = source if isinstance(source, SimGRAG) else None
         self.status = "loading"
         self.error: str | None = None
@@ -90,6 +103,8 @@ class _Engine:
             if self.warmup:
                 timings = engine.warmup()
                 logger.info("engine ready: %s", {k: round(v, 2) for k, v in timings.items()})
+            if self.prepare is not None:
+                self.prepare(engine)
             self.engine = engine
             self.status = "ready"
         except Exception as exc:  # reported by /v1/health, not swallowed
@@ -114,6 +129,7 @@ class _AuthError(SimGRAGError):
 _STATUS: list[tuple[type[Exception], int, str]] = [
     (_NotReadyError, 503, "not_ready"),
     (_AuthError, 401, "unauthorized"),
+    (RetrieverChoiceError, 400, "retriever"),
     (QueueFullError, 429, "queue_full"),
     (QueueTimeoutError, 503, "queue_timeout"),
     (DeadlineExceededError, 504, "deadline_exceeded"),
@@ -186,7 +202,8 @@ async def _no_receive() -> Message:
 def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> FastAPI:
     """The FastAPI app; ``engine`` is a ready :class:`SimGRAG` or a function that builds one."""
     settings = settings or ServeSettings()
-    state = _Engine(engine, settings.warmup)
+    pool = RetrieverPool(settings.retriever, settings.retrievers, settings.retriever_options)
+    state = _Engine(engine, settings.warmup, pool.prepare)
     llm_queue = LLMQueue(settings.max_waiting)
 
     @asynccontextmanager
@@ -200,6 +217,7 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
                   "knowledge graph (SimGRAG)", version=_version(), lifespan=lifespan)
     app.state.engine = state
     app.state.llm_queue = llm_queue
+    app.state.retrievers = pool
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
 
     @app.middleware("http")
@@ -242,7 +260,8 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
         """Readiness: 200 once the index and models are loaded, 503 while loading or after a failure."""
         body = HealthResponse(status=state.status, ready=state.status == "ready",  # type: ignore[arg-type]
                               index=state.label, llm=state.llm_label, error=state.error,
-                              uptime_s=round(time.monotonic() - state.started, 3), llm_queue=llm_queue.stats())
+                              uptime_s=round(time.monotonic() - state.started, 3), llm_queue=llm_queue.stats(),
+                              retriever=pool.default, retrievers=list(pool.allowed))
         return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
 
     @app.get("/v1/kg/stats", response_model=KGStatsResponse, dependencies=guarded, responses=errors)
@@ -262,8 +281,14 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
 
     @app.post("/v1/ask", response_model=AskResponse, dependencies=guarded, responses=errors)
     async def ask(body: AskRequest) -> AskResponse:
-        """Question → pattern (LLM) → top-k subgraphs → grounded answer with its evidence."""
+        """Question → pattern (LLM) → top-k subgraphs → grounded answer with its evidence (or the
+        chosen retriever's context → the shared reader)."""
         engine = state.require()
+        name = pool.name_for(body.retriever)
+        if name != "simgrag":
+            other = await llm_queue.run(lambda: ask_response(pool.get(name, engine), engine, body.question),
+                                        settings.timeout_s)
+            return AskResponse.model_validate(other)
         retrieval_settings = replace(engine.retrieval, k=body.k, deadline_s=settings.timeout_s)
         result = await llm_queue.run(lambda: engine.ask(body.question, settings=retrieval_settings),
                                      settings.timeout_s)
@@ -271,8 +296,14 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
 
     @app.post("/v1/verify", response_model=VerifyResponse, dependencies=guarded, responses=errors)
     async def verify(body: VerifyRequest) -> VerifyResponse:
-        """Claim → pattern (LLM) → top-k subgraphs → Supported / Refuted with its evidence."""
+        """Claim → pattern (LLM) → top-k subgraphs → Supported / Refuted with its evidence (or the
+        chosen retriever's context → the same verification prompt)."""
         engine = state.require()
+        name = pool.name_for(body.retriever)
+        if name != "simgrag":
+            other = await llm_queue.run(lambda: verify_response(pool.get(name, engine), engine, body.claim),
+                                        settings.timeout_s)
+            return VerifyResponse.model_validate(other)
         retrieval_settings = replace(engine.retrieval, k=body.k, deadline_s=settings.timeout_s)
         result = await llm_queue.run(lambda: engine.verify(body.claim, settings=retrieval_settings),
                                      settings.timeout_s)

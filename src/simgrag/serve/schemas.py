@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -23,7 +23,10 @@ __all__ = [
 MAX_TEXT_CHARS = 2000
 Name = Annotated[str, StringConstraints(min_length=1, max_length=300)]
 PatternTriple = Annotated[list[Name], Field(min_length=3, max_length=3)]
-K = Annotated[int, Field(ge=1, le=50, description="subgraphs to retrieve (top-k by GSD)")]
+K = Annotated[int, Field(ge=1, le=50, description="subgraphs to retrieve (top-k by GSD; simgrag only)")]
+RetrieverName = Annotated[str | None, Field(max_length=40, description=(
+    "retriever for this request (simgrag, kaping, pcst, triplets, paths, subgraphrag, gsr, none), one the "
+    "server offers (see /v1/health); default: the server's"))]
 
 
 class _Request(BaseModel):
@@ -43,12 +46,14 @@ class RetrieveRequest(_Request):
 class AskRequest(_Request):
     question: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["Who directed Inception?"])
     k: K = 3
+    retriever: RetrieverName = None
 
 
 class VerifyRequest(_Request):
     claim: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
                        examples=["Inception was directed by Christopher Nolan."])
     k: K = 3
+    retriever: RetrieverName = None
 
 
 class NodeOut(BaseModel):
@@ -64,6 +69,7 @@ class EdgeOut(BaseModel):
     triple: list[str] = Field(description="the KG triple it matched, in the KG's orientation")
     triple_id: int
     distance: float
+    score: float | None = Field(None, description="the retriever's relevance score (retrievers other than simgrag)")
 
 
 class MatchOut(BaseModel):
@@ -86,6 +92,10 @@ class RetrieveResponse(BaseModel):
 
 
 class _Generated(BaseModel):
+    """SimGRAG's result; another retriever's fits it as :mod:`simgrag.serve.retrievers` maps it (no
+    pattern, its triples as one match or one match per path, its full context in ``context``)."""
+
+    retriever: str = Field("simgrag", description="the retriever that found the evidence")
     pattern: list[list[str]]
     pattern_attempts: int
     pattern_kg_repairs: list[str] = Field(default_factory=list,
@@ -99,6 +109,7 @@ class _Generated(BaseModel):
     latency_s: float
     cached: bool
     evidence: RetrieveResponse
+    context: dict[str, Any] | None = Field(None, description="the retrieved context (retrievers other than simgrag)")
 
 
 class AskResponse(_Generated):
@@ -123,6 +134,8 @@ class HealthResponse(BaseModel):
     error: str | None = None
     uptime_s: float
     llm_queue: dict[str, int]
+    retriever: str = Field("simgrag", description="the default retriever of /v1/ask and /v1/verify")
+    retrievers: list[str] = Field(default_factory=list, description="retrievers a request may name")
 
 
 class KGStatsResponse(BaseModel):

@@ -1,10 +1,13 @@
 // simgrag evidence page: ask / verify through the HTTP API, draw the pattern and each retrieved
 // subgraph with cytoscape.js (vendored), colour every KG node by the pattern node it matched.
+// Another retriever (kaping, pcst, paths, …) has no pattern: its triples come as one match (or one
+// per path) whose nodes are their own pattern nodes; topic entities are coloured, answers ringed.
 "use strict";
 
 const PALETTE = ["#2f6fde", "#0f8a5f", "#d9480f", "#7048e8", "#c2255c", "#1098ad", "#5c940d", "#e67700"];
 const STAGES = [["pattern_s", "pattern (LLM)"], ["embed_s", "embed"], ["vector_s", "vector search"],
-                ["graph_s", "graph search"], ["answer_s", "answer (LLM)"], ["total_s", "total (server)"]];
+                ["graph_s", "graph search"], ["link_s", "entity linking"], ["retrieve_s", "retrieval"],
+                ["answer_s", "answer (LLM)"], ["verify_s", "verify (LLM)"], ["total_s", "total (server)"]];
 const $ = (id) => document.getElementById(id);
 window.simgrag = { graphs: [], pattern: null, last: null };
 
@@ -40,14 +43,26 @@ async function refreshHealth() {
       return;
     }
     badge.textContent = "ready";
+    fillRetrievers(health.retrievers || [], health.retriever || "simgrag");
     try {
       const stats = await api("/v1/kg/stats");
-      badge.textContent = `ready · ${stats.entities.toLocaleString()} entities · ${stats.triples.toLocaleString()} triples · LLM ${health.llm || "none"}`;
+      badge.textContent = `ready · ${stats.entities.toLocaleString()} entities · ${stats.triples.toLocaleString()} triples · LLM ${health.llm || "none"} · retriever ${health.retriever || "simgrag"}`;
     } catch (_) { /* stats may need the API key */ }
   } catch (error) {
     badge.className = "badge failed";
     badge.textContent = "server unreachable";
     setTimeout(refreshHealth, 4000);
+  }
+}
+
+function fillRetrievers(names, chosen) {
+  const select = $("retriever");
+  if (!select || select.options.length) return;
+  for (const name of names.length ? names : [chosen]) {
+    const option = document.createElement("option");
+    option.value = option.textContent = name;
+    option.selected = name === chosen;
+    select.append(option);
   }
 }
 
@@ -107,6 +122,20 @@ function highlight(patternNode, on) {
   });
 }
 
+function noPattern(result) {
+  // no pattern graph: colour the retriever's topic entities instead
+  if (window.simgrag.pattern) window.simgrag.pattern.destroy();
+  window.simgrag.pattern = null;
+  const box = $("pattern-graph");
+  box.replaceChildren();
+  const topic = (result.context && result.context.topic) ? result.context.topic.names : [];
+  const p = document.createElement("p");
+  p.className = "empty";
+  p.textContent = `The ${result.retriever} retriever writes no pattern graph` + (topic.length ? `; topic: ${topic.join(", ")}` : ".");
+  box.append(p);
+  return colourFor(topic);
+}
+
 function drawPattern(pattern, askedNode) {
   const names = patternNodesOf(pattern);
   const colours = colourFor(names);
@@ -117,21 +146,23 @@ function drawPattern(pattern, askedNode) {
   pattern.forEach(([h, r, t], i) => elements.push({
     data: { id: "pe" + i, source: "p" + names.indexOf(h), target: "p" + names.indexOf(t), label: r } }));
   if (window.simgrag.pattern) window.simgrag.pattern.destroy();
+  $("pattern-graph").replaceChildren();
   window.simgrag.pattern = draw($("pattern-graph"), elements);
   return colours;
 }
 
 function fmt(x) { return Number(x).toFixed(3); }
 
-function drawEvidence(matches, colours, askedNode) {
+function drawEvidence(matches, colours, askedNode, retriever = "simgrag", answers = []) {
   window.simgrag.graphs.forEach((cy) => cy.destroy());
   window.simgrag.graphs = [];
   const root = $("evidence");
   root.replaceChildren();
+  const other = retriever !== "simgrag";
   if (!matches.length) {
     const p = document.createElement("p");
     p.className = "empty";
-    p.textContent = "No subgraph of the KG matches this pattern.";
+    p.textContent = other ? `The ${retriever} retriever found no triples.` : "No subgraph of the KG matches this pattern.";
     root.append(p);
     return;
   }
@@ -141,29 +172,35 @@ function drawEvidence(matches, colours, askedNode) {
     card.dataset.testid = "match-" + i;
     const head = document.createElement("div");
     head.className = "match-head";
-    head.innerHTML = `<strong>#${match.rank}</strong><span>GSD ${fmt(match.gsd)}</span>`;
+    head.innerHTML = `<strong>#${match.rank}</strong><span></span>`;
+    head.children[1].textContent = other ? `${retriever} · ${match.edges.length} triple(s)` : `GSD ${fmt(match.gsd)}`;
     const box = document.createElement("div");
     box.className = "graph";
     box.dataset.testid = "evidence-graph-" + i;
-    card.append(head, box, mappingTable(match, colours));
+    card.append(head, box, other ? tripleTable(match) : mappingTable(match, colours));
     root.append(card);
 
     const byName = new Map();
     const elements = [];
-    match.nodes.forEach((node) => {
-      const id = "n" + node.entity_id;
+    match.nodes.forEach((node, j) => {
+      if (byName.has(node.entity)) return;
+      const id = node.entity_id >= 0 ? "n" + node.entity_id : "x" + j;
       byName.set(node.entity, id);
+      const label = other ? node.entity + (colours.has(node.entity) ? `\ntopic · d=${fmt(node.distance)}` : "")
+        : `${node.entity}\n${node.pattern_node !== node.entity ? node.pattern_node + " · " : ""}d=${fmt(node.distance)}`;
+      const asked = other ? answers.includes(node.entity) : node.pattern_node === askedNode;
       elements.push({
-        data: { id, label: `${node.entity}\n${node.pattern_node !== node.entity ? node.pattern_node + " · " : ""}d=${fmt(node.distance)}`,
-                entity: node.entity, patternNode: node.pattern_node, distance: node.distance,
+        data: { id, label, entity: node.entity, patternNode: node.pattern_node, distance: node.distance,
                 colour: colours.get(node.pattern_node) || "#98a2b3" },
-        classes: [node.unknown ? "unknown" : "", node.pattern_node === askedNode ? "asked" : ""].join(" "),
+        classes: [node.unknown ? "unknown" : "", asked ? "asked" : ""].join(" "),
       });
     });
     match.edges.forEach((edge, j) => {
       const [h, r, t] = edge.triple;
+      if (!byName.has(h) || !byName.has(t)) return;
+      const label = other ? r + (edge.score != null ? ` · s=${fmt(edge.score)}` : "") : `${r} · d=${fmt(edge.distance)}`;
       elements.push({ data: { id: `e${j}`, source: byName.get(h), target: byName.get(t), relation: r,
-                              label: `${r} · d=${fmt(edge.distance)}`, distance: edge.distance } });
+                              label, distance: edge.distance } });
     });
     window.simgrag.graphs.push(draw(box, elements));
   });
@@ -181,6 +218,17 @@ function mappingTable(match, colours) {
     row.children[0].append(document.createTextNode(node.pattern_node));
     row.children[1].textContent = node.entity;
     table.append(row);
+  }
+  return table;
+}
+
+function tripleTable(match) {
+  const table = document.createElement("table");
+  table.className = "mapping";
+  table.innerHTML = "<tr><th>head</th><th>relation</th><th>tail</th><th>score</th></tr>";
+  for (const edge of match.edges) {
+    const row = table.insertRow();
+    for (const cell of [...edge.triple, edge.score != null ? fmt(edge.score) : ""]) row.insertCell().textContent = cell;
   }
   return table;
 }
@@ -224,6 +272,8 @@ async function submit(event) {
   if (!text) return;
   const k = Math.max(1, Math.min(20, parseInt($("k").value, 10) || 3));
   const body = mode === "verify" ? { claim: text, k } : { question: text, k };
+  const chosen = $("retriever") ? $("retriever").value : "";
+  if (chosen) body.retriever = chosen;
   $("submit").disabled = true;
   setStatus(mode === "verify" ? "Verifying…" : "Thinking…");
   const start = performance.now();
@@ -234,10 +284,15 @@ async function submit(event) {
     $("result").hidden = false;
     showAnswer(mode, result);
     const askedNode = result.asked_node || null;
-    const colours = drawPattern(result.pattern, askedNode);
-    drawEvidence(result.evidence.matches, colours, askedNode);
+    const retriever = result.retriever || "simgrag";
+    const other = retriever !== "simgrag";
+    const colours = other ? noPattern(result) : drawPattern(result.pattern, askedNode);
+    $("evidence-hint").textContent = other ? `the ${retriever} retriever's triples (s = its score); topic entities coloured, answers ringed`
+      : "top-k subgraphs by Graph Semantic Distance; hover a node to see its pattern node everywhere";
+    drawEvidence(result.evidence.matches, colours, askedNode, retriever, result.entities || []);
     showTimings(result.timings, roundTrip);
-    setStatus(`${result.evidence.matches.length} subgraph(s)` + (result.evidence.complete ? "" : " (search stopped at its deadline: best so far)"));
+    setStatus(other ? `${retriever}: ${result.evidence.matches.reduce((n, m) => n + m.edges.length, 0)} triple(s)`
+      : `${result.evidence.matches.length} subgraph(s)` + (result.evidence.complete ? "" : " (search stopped at its deadline: best so far)"));
   } catch (error) {
     setStatus(error.message, true);
   } finally {
