@@ -4,6 +4,7 @@
     simgrag retrieve INDEX_DIR --pattern JSON   top-k subgraphs for a pattern
     simgrag ask INDEX_DIR "question"            answer from the KG (see `simgrag ask --help`)
     simgrag verify INDEX_DIR "claim"            Supported / Refuted with evidence
+    simgrag bench factscore --metaqa-dir DIR …  open answers scored claim by claim against the KG
     simgrag serve [INDEX_DIR]                   HTTP API + evidence web page
     simgrag perturb KG_FILE --method rs -o OUT  a perturbed copy of a KG (robustness lab)
     simgrag ls                                  registered embedders, indexes, LLMs
@@ -254,12 +255,16 @@ def ask(
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
     abstain_gsd: AbstainGsd = None, k: Annotated[int, typer.Option("-k")] = 3, as_json: AsJson = False,
     answer_mode: AnswerMode = "llm", retriever: RetrieverOpt = "simgrag", retriever_model: RetrieverModel = None,
+    open_answer: Annotated[bool, typer.Option("--open", help="answer with a short paragraph written from the "
+                                                             "retrieved facts (--retriever none: from the LLM's "
+                                                             "own knowledge)")] = False,
     verbose: Verbose = 0,
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
     _setup_logging(verbose)
-    if retriever.strip().lower() != "simgrag":
-        _ask_with_retriever(index_dir, question, retriever, retriever_model, llm, base_url, api_key, as_json)
+    if open_answer or retriever.strip().lower() != "simgrag":
+        _ask_with_retriever(index_dir, question, retriever, retriever_model, llm, base_url, api_key, as_json,
+                            style="open" if open_answer else None)
         return
     _run_llm_task(index_dir, question, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=False,
                   answer_mode=answer_mode)
@@ -288,22 +293,25 @@ def format_context(name: str, context: Any, timings: dict[str, float], shown: in
 
 
 def _ask_with_retriever(index_dir: Path, question: str, name: str, model: str | None, llm: str,
-                        base_url: str | None, api_key: str | None, as_json: bool) -> None:
+                        base_url: str | None, api_key: str | None, as_json: bool, style: str | None = None) -> None:
     """Another retriever of the field, then the shared reader (simgrag.retrievers.reader)."""
     from simgrag.retrievers.reader import read_context
     from simgrag.retrievers.registry import default_style
 
     try:
         engine, context = _retrieve_with(index_dir, question, name, model, llm, base_url, api_key)
-        reading = read_context(engine.llm, context, style=default_style(name.strip().lower()))
+        reading = read_context(engine.llm, context, style=style or default_style(name.strip().lower()))
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     if as_json:
         out.print_json(data={"question": question, "retriever": name, "answer": reading.to_dict(),
                              "context": context.to_dict()})
         return
-    lines = [f"Question: {question}", f"Answer: {' | '.join(reading.entities) or reading.text}",
-             f"  LLM reply: {reading.text!r}"]
+    if style == "open":
+        lines = [f"Question: {question}", f"Answer: {reading.text}"]
+    else:
+        lines = [f"Question: {question}", f"Answer: {' | '.join(reading.entities) or reading.text}",
+                 f"  LLM reply: {reading.text!r}"]
     lines += format_context(name, context, {**context.timings, "read_s": reading.latency_s})
     out.print("\n".join(lines), highlight=False, markup=False)
 
@@ -472,9 +480,8 @@ def bench_metaqa(
     _write_summary(out, summary, format_summary(summary))
 
 
-def _compare_retrievers(engine: Any, items: Any, names: str, models: list[str], out_dir: Path,
-                        reader_options: dict[str, Any] | None = None) -> None:
-    from simgrag.eval.compare import format_comparison, run_retriever_comparison
+def _retrievers(engine: Any, names: str, models: list[str]) -> dict[str, Any]:
+    """Retrievers by name from a comma-separated ``--retriever`` and ``--retriever-model NAME=DIR`` specs."""
     from simgrag.retrievers.registry import resolve_retriever
 
     model_dirs: dict[str, str] = {}
@@ -487,6 +494,14 @@ def _compare_retrievers(engine: Any, items: Any, names: str, models: list[str], 
     for name in [n.strip().lower() for n in names.split(",") if n.strip()]:
         options = {"model": model_dirs[name]} if name in model_dirs else {}
         retrievers[name] = resolve_retriever(name, index=engine.index, engine=engine, **options)
+    return retrievers
+
+
+def _compare_retrievers(engine: Any, items: Any, names: str, models: list[str], out_dir: Path,
+                        reader_options: dict[str, Any] | None = None) -> None:
+    from simgrag.eval.compare import format_comparison, run_retriever_comparison
+
+    retrievers = _retrievers(engine, names, models)
     summary = run_retriever_comparison(retrievers, engine.llm, items, out_dir, reader_options=reader_options)
     out.print(format_comparison(summary), highlight=False, markup=False)
     out.print(f"rows, summary.json, comparison.md and plots → {out_dir}")
@@ -563,6 +578,41 @@ def bench_claims(
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     _write_summary(out, summary, format_claims_summary(summary))
+
+
+@bench_app.command("factscore")
+def bench_factscore(
+    metaqa_dir: Annotated[Path, typer.Option(help="MetaQA folder (1-hop/ 2-hop/ 3-hop/ kb.txt)")],
+    out_dir: Annotated[Path, typer.Option("--out", help="directory: <retriever>.jsonl, factscore.md, summary.json")],
+    hops: Annotated[str, typer.Option(help="comma-separated hops")] = "1,2",
+    sample: Annotated[int, typer.Option(help="questions per hop (0 = all)")] = 10,
+    seed: Annotated[int, typer.Option()] = 0,
+    split: Annotated[str, typer.Option(help="test (measurement) or dev (tuning)")] = "test",
+    retriever: Annotated[str, typer.Option(help="comma-separated retrievers that supply the open answers' facts "
+                                                "(none: the LLM's own knowledge)")] = "simgrag,none",
+    retriever_model: Annotated[list[str] | None, typer.Option(
+        help="a trained retriever's model directory, as NAME=DIR (subgraphrag=..., gsr=...); repeatable")] = None,
+    max_claims: Annotated[int, typer.Option(help="atomic claims checked per answer, at most")] = 8,
+    index: Annotated[Path | None, typer.Option(help="reuse this index (default: build the MetaQA index once)")] = None,
+    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
+    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
+) -> None:
+    """KG-grounded FActScore: open answers split into atomic claims, each checked with SimGRAG's verify.
+
+    An interrupted run resumes: questions already in --out are kept."""
+    _setup_logging(verbose)
+    from simgrag.eval.factscore_bench import format_factscore, run_factscore_bench
+    from simgrag.eval.runner import metaqa_items
+
+    try:
+        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k)
+        items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed, split)
+        retrievers = _retrievers(engine, retriever, retriever_model or [])
+        summary = run_factscore_bench(retrievers, engine.llm, engine.verify, items, out_dir, max_claims=max_claims)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    out.print(format_factscore(summary), highlight=False, markup=False)
+    out.print(f"rows, summary.json and factscore.md → {out_dir}")
 
 
 @app.command("perturb")

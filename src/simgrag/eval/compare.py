@@ -107,13 +107,17 @@ def _summarize_rows(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def summarize_comparison(rows_by_retriever: Mapping[str, Sequence[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """``{retriever: {group: summary, …, "overall": summary}}`` (timings are medians)."""
+def summarize_comparison(rows_by_retriever: Mapping[str, Sequence[dict[str, Any]]],
+                         summarize_rows: Callable[[Sequence[dict[str, Any]]], dict[str, Any]] | None = None,
+                         ) -> dict[str, dict[str, Any]]:
+    """``{retriever: {group: summary, …, "overall": summary}}`` (timings are medians);
+    ``summarize_rows`` summarizes one list of rows (default: this module's metrics)."""
+    summarize = summarize_rows or _summarize_rows
     out: dict[str, dict[str, Any]] = {}
     for name, rows in rows_by_retriever.items():
         groups = sorted({r["group"] for r in rows})
-        out[name] = {g: _summarize_rows([r for r in rows if r["group"] == g]) for g in groups}
-        out[name]["overall"] = _summarize_rows(rows)
+        out[name] = {g: summarize([r for r in rows if r["group"] == g]) for g in groups}
+        out[name]["overall"] = summarize(rows)
     return out
 
 

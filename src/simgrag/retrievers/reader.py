@@ -15,6 +15,10 @@ Four prompt styles, one per family of methods:
     each triple as a one-step path.
 ``"none"``
     The question alone (the LLM-only baseline), still asking for ``ans:`` lines.
+``"open"``
+    An open-ended answer (OKGQA's setting): a paragraph of 2–4 sentences written from the facts, or,
+    for the ``none`` retriever, from the LLM's own knowledge (:func:`simgrag.answer.open.open_messages`).
+    Its entities are the context names the paragraph mentions.
 
 Parsing (never ``eval``): every ``ans:`` line is an answer, mapped to the context's entity name it
 equals (case-insensitively, also after dropping a trailing ``(…)`` note), else kept as written;
@@ -38,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simgrag.answer.extract import answer_segment, extract_entities, split_items
+from simgrag.answer.open import open_messages
 from simgrag.answer.verbalize import format_triple
 from simgrag.errors import ConfigError
 from simgrag.kg.store import Triple
@@ -55,7 +60,7 @@ __all__ = [
     "reader_messages",
 ]
 
-READER_STYLES: tuple[str, ...] = ("kaping", "subgraphrag", "paths", "none")
+READER_STYLES: tuple[str, ...] = ("kaping", "subgraphrag", "paths", "none", "open")
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +146,9 @@ def _context_lines(context: RetrievedContext, style: str) -> list[str]:
     return [format_triple(t) for t in context.triples]
 
 
-def _fixed_messages(style: str, question: str, body: str) -> list[ChatMessage]:
+def _fixed_messages(style: str, question: str, body: str | None) -> list[ChatMessage]:
+    if style == "open":  # body None: no retrieval, the LLM answers from its own knowledge
+        return open_messages(question, body)
     body = body or "(nothing retrieved)"
     if style == "kaping":
         return [ChatMessage("user", f"{KAPING_PREAMBLE}\n{body}\nQuestion: {question.strip()}\nAnswer:")]
@@ -172,9 +179,10 @@ def reader_messages(context: RetrievedContext, *, style: str = "subgraphrag", ma
         raise ConfigError(f"Unknown reader style {style!r}; choose one of {', '.join(READER_STYLES)}.")
     counter = count_tokens or approx_tokens
     lines = _context_lines(context, style)[:max_triples]
-    budget = max_prompt_tokens - _count(_fixed_messages(style, context.question, ""), counter)
+    empty = None if style == "open" and context.retriever == "none" else ""
+    budget = max_prompt_tokens - _count(_fixed_messages(style, context.question, empty), counter)
     kept = lines[:_fit(lines, budget, counter)]
-    return _fixed_messages(style, context.question, "\n".join(kept)), len(kept)
+    return _fixed_messages(style, context.question, None if empty is None else "\n".join(kept)), len(kept)
 
 
 def _fit(lines: Sequence[str], budget: int, counter: Callable[[str], int]) -> int:
@@ -269,7 +277,9 @@ def read_context(llm: LLM, context: RetrievedContext, *, style: str = "subgraphr
                      response.text)
     text = response.text.strip()
     lines = _context_lines(context, style)[:kept]
-    entities = parse_answers(text, context_names(context), question=context.question)
+    names = context_names(context)
+    entities = (tuple(extract_entities(text, names)) if style == "open"
+                else parse_answers(text, names, question=context.question))
     return Reading(style=style, text=text, entities=entities,
                    prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
                    latency_s=latency, cached=response.cached, context_items=kept,
