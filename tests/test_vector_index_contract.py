@@ -23,7 +23,7 @@ from simgrag.index import (
 )
 
 # Every kind in the registry must appear here; test_every_registered_kind_is_covered enforces it.
-CONTRACT_KINDS = ("exact", "faiss-hnsw", "milvus")
+CONTRACT_KINDS = ("exact", "faiss-hnsw", "faiss-ivfpq", "milvus")
 EXACT_KINDS = {"exact"}
 
 Factory = Callable[[int], VectorIndex]
@@ -186,7 +186,7 @@ def test_every_registered_kind_is_covered() -> None:
 def test_registry_names_and_errors(tmp_path: Path) -> None:
     assert isinstance(make_index("faiss", 8), FaissHNSWIndex)
     assert isinstance(make_index("EXACT", 8), ExactIndex)
-    with pytest.raises(ConfigError, match="exact, faiss-hnsw, milvus"):
+    with pytest.raises(ConfigError, match="exact, faiss-hnsw, faiss-ivfpq, milvus"):
         make_index("annoy", 8)
     with pytest.raises(ConfigError, match="Bad parameters"):
         make_index("exact", 8, M=4)

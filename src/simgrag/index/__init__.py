@@ -1,7 +1,7 @@
 """Vector indexes: nearest neighbours by plain L2 distance behind one :class:`VectorIndex` protocol.
 
-``exact`` (numpy) and ``faiss-hnsw`` are always available; ``milvus`` (Milvus Lite or a server) needs
-the ``simgrag[milvus]`` extra and is imported only when used.
+``exact`` (numpy), ``faiss-hnsw`` and ``faiss-ivfpq`` (compressed, for 10M+ vectors) are always
+available; ``milvus`` (Milvus Lite or a server) needs the ``simgrag[milvus]`` extra and is imported only when used.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from simgrag.index.base import VectorIndex
 from simgrag.index.exact import ExactIndex
 from simgrag.index.faiss_hnsw import FaissHNSWIndex
+from simgrag.index.faiss_ivfpq import FaissIVFPQIndex
 from simgrag.index.manifest import IndexManifest, read_manifest
 from simgrag.index.registry import (
     EXACT_MAX_VECTORS,
@@ -23,6 +24,7 @@ __all__ = [
     "EXACT_MAX_VECTORS",
     "ExactIndex",
     "FaissHNSWIndex",
+    "FaissIVFPQIndex",
     "IndexKind",
     "IndexManifest",
     "VectorIndex",

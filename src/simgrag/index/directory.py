@@ -35,6 +35,7 @@ from simgrag import __version__
 from simgrag.embed.base import Embedder
 from simgrag.embed.registry import resolve_embedder
 from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
+from simgrag.fileio import write_bytes_atomic
 from simgrag.index.base import VectorIndex
 from simgrag.index.exact import ExactIndex
 from simgrag.index.registry import choose_default_kind, load_index, make_index
@@ -118,23 +119,35 @@ def _label_texts(names: Sequence[str], aliases: Mapping[int, list[str]]) -> tupl
     return texts, np.asarray(owner, dtype=np.int64)
 
 
+def _resume_vectors(path: Path, progress_path: Path, shape: tuple[int, int]) -> tuple[int, np.memmap]:
+    """The rows already embedded by an interrupted build (0 if none or unusable) and the memmap to fill."""
+    done = 0
+    if progress_path.exists() and path.exists():
+        try:
+            done = int(progress_path.read_text())
+            vectors = np.lib.format.open_memmap(path, mode="r+")
+            if vectors.shape == shape and vectors.dtype == np.float32 and 0 < done <= shape[0]:
+                logger.info("resuming entity embeddings at %d / %d", done, shape[0])
+                return done, vectors
+            del vectors
+        except (OSError, ValueError) as exc:
+            logger.warning("cannot resume entity embeddings (%s); starting over", exc)
+    return 0, np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
+
+
 def _embed_entities(store: KGStore, embedder: Embedder, work: Path, show_progress: bool | None,
                     batch_size: int) -> np.ndarray:
     """Entity embeddings into ``work/entity_vectors.npy`` in chunks, resuming a previous attempt."""
     path, progress_path = work / "entity_vectors.npy", work / "entity_vectors.progress"
     n = store.num_entities
-    done = int(progress_path.read_text()) if progress_path.exists() and path.exists() else 0
-    mode = "r+" if done else "w+"
-    vectors = np.lib.format.open_memmap(path, mode=mode, dtype=np.float32, shape=(n, embedder.dim))
-    if done:
-        logger.info("resuming entity embeddings at %d / %d", done, n)
+    done, vectors = _resume_vectors(path, progress_path, (n, embedder.dim))
     show = n > 2000 if show_progress is None else show_progress
     with tqdm(total=n, initial=done, desc="embedding entities", unit="ent", disable=not show) as bar:
         for start in range(done, n, _CHUNK):
             names = [store.entities[i] for i in range(start, min(n, start + _CHUNK))]
             vectors[start:start + len(names)] = embedder.encode(names, batch_size=batch_size, show_progress=False)
             vectors.flush()
-            progress_path.write_text(str(start + len(names)))
+            write_bytes_atomic(progress_path, str(start + len(names)).encode())
             bar.update(len(names))
     del vectors
     return np.load(path, mmap_mode="r")
@@ -160,7 +173,7 @@ def _prepare_work_dir(work: Path, fingerprint: dict[str, Any]) -> None:
 
 
 def build_index_dir(
-    kg_path: str | Path,
+    kg_path: str | Path | KGStore,
     out_dir: str | Path,
     *,
     format: str | None = None,
@@ -173,13 +186,19 @@ def build_index_dir(
     batch_size: int = 128,
     show_progress: bool | None = None,
 ) -> IndexDir:
-    """Load ``kg_path``, embed entities/relations/types, build vector indexes, write ``out_dir``."""
+    """Load ``kg_path``, embed entities/relations/types, build vector indexes, write ``out_dir``.
+
+    ``kg_path`` may also be a ready :class:`KGStore` (e.g. ``SyntheticKG.to_store()``): no file is read.
+    """
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise IndexDirError(f"{out} already exists; pass overwrite=True (--overwrite) to replace it.")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    store, report = load_kg(kg_path, format=format, skip_bad_lines=skip_bad_lines, show_progress=show_progress)
+    if isinstance(kg_path, KGStore):
+        store, report = kg_path, _store_report(kg_path)
+    else:
+        store, report = load_kg(kg_path, format=format, skip_bad_lines=skip_bad_lines, show_progress=show_progress)
     timings["load_kg_s"] = time.perf_counter() - t0
     emb = resolve_embedder(embedder)
     spec = embedder if isinstance(embedder, str) else str(getattr(emb, "spec", emb.name))
@@ -204,6 +223,13 @@ def build_index_dir(
     return open_index_dir(out, embedder=emb)
 
 
+def _store_report(store: KGStore) -> LoadReport:
+    return LoadReport(path="<in-memory store>", format="store", lines_read=0, triples_read=store.num_triples,
+                      duplicates_removed=store.duplicates_removed, skipped_lines=0, skipped_reasons={},
+                      examples=[], comment_or_blank_lines=0, entities=store.num_entities,
+                      relations=store.num_relations, types=store.num_types, seconds=0.0)
+
+
 def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, emb: Embedder, spec: str, kind: str,
                 params: dict[str, Any], aliases: dict[int, list[str]], timings: dict[str, float],
                 show_progress: bool | None, batch_size: int) -> None:
@@ -219,6 +245,9 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
         params.setdefault("collection", "entities")
     (work / "entity_index").mkdir(exist_ok=True)
     index = make_index(kind, emb.dim, **params)
+    attach = getattr(index, "attach_vectors", None)
+    if callable(attach):  # compressed kinds re-rank from entity_vectors.npy instead of copying it
+        attach(vectors, work / "entity_vectors.npy")
     for start in range(0, len(vectors), 65536):
         index.add(np.ascontiguousarray(vectors[start:start + 65536]))
     index.save(work / "entity_index")

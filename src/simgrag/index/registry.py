@@ -1,4 +1,4 @@
-"""The vector-index registry: names for the CLI and config (``--index exact|faiss-hnsw|milvus``).
+"""The vector-index registry: names for the CLI and config (``--index exact|faiss-hnsw|faiss-ivfpq|milvus``).
 
 >>> index = make_index("exact", dim=384)
 >>> index.kind
@@ -55,6 +55,13 @@ _KINDS: dict[str, IndexKind] = {
             "simgrag.index.faiss_hnsw:FaissHNSWIndex",
             "FAISS HNSW graph (M, ef_construction, ef_search); approximate, fast on large indexes",
             aliases=("faiss", "hnsw"),
+        ),
+        IndexKind(
+            "faiss-ivfpq",
+            "simgrag.index.faiss_ivfpq:FaissIVFPQIndex",
+            "FAISS IVF-PQ codes (nlist, m, nbits, nprobe) re-ranked exactly from memory-mapped float vectors; "
+            "compressed, for 10M+ vectors",
+            aliases=("ivfpq", "ivf-pq"),
         ),
         IndexKind(
             "milvus",

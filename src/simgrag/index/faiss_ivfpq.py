@@ -1,0 +1,267 @@
+"""Compressed L2 search for very large indexes: FAISS IVF-PQ, re-ranked exactly from float vectors.
+
+Ten million 256-d float32 vectors are 10 GB; their product-quantized codes (``m`` bytes each,
+``dim / 4`` by default) are 640 MB. The IVF-PQ index finds candidates from the codes; the best of
+them are then re-ranked with exact distances read from the float vectors, which stay on disk
+(memory-mapped ``.npy``), so resident memory is the codes, the ids and the page cache.
+
+Candidate counts for a query asking ``k`` neighbours:
+
+- the codes give ``n_pq = min(ntotal, max(k, min(max(refine * k, 64), k + max_rerank)))`` candidates;
+- the ``min(n_pq, max_rerank)`` best of them get exact distances, the rest keep their PQ estimate
+  (raised to at least the largest exact one, so the re-ranked head stays in front);
+- everything is sorted by distance and cut to ``k``.
+
+For ordinary ``k`` (tens) every returned distance is exact. For SimGRAG's ``k_n = 16384`` the
+head of the list (``max_rerank``) is exact and the tail estimated. ``nprobe`` grows with ``k`` so the
+probed lists hold at least twice ``n_pq`` vectors. Indexes no larger than ``n_pq`` are scanned exactly.
+
+Where the float vectors live: vectors given to :meth:`add` are kept in memory and written to
+``vectors.npy`` by :meth:`save`; an index directory build instead calls :meth:`attach_vectors`
+with its ``entity_vectors.npy``, and the index records that file's path relative to its own
+directory (nothing is copied). Training uses a strided sample of the attached file, or the first
+block given to :meth:`add`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simgrag.errors import IndexDirError, VectorIndexError
+from simgrag.fileio import atomic_path
+from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
+from simgrag.index.faiss_hnsw import _faiss
+from simgrag.index.manifest import IndexManifest, read_manifest, write_manifest
+
+__all__ = ["FaissIVFPQIndex", "auto_nlist", "auto_pq_m"]
+
+logger = logging.getLogger(__name__)
+
+_INDEX_FILE = "faiss.index"
+_VECTORS_FILE = "vectors.npy"
+_HNSW_QUANTIZER_MIN_LISTS = 1024  # from here on, the coarse quantizer is an HNSW graph (fast add/search)
+_TRAIN_PER_LIST = 40
+_MIN_CANDIDATES = 64
+
+
+def auto_nlist(n: int) -> int:
+    """Inverted lists for ``n`` vectors: the power of two nearest ``sqrt(n)`` (10M → 4096)."""
+    return 1 if n < 2 else 2 ** max(0, round(math.log2(math.sqrt(n))))
+
+
+def auto_pq_m(dim: int) -> int:
+    """PQ sub-quantizers: the largest divisor of ``dim`` not above ``dim / 4`` (one byte per 4 dims)."""
+    target = max(1, dim // 4)
+    return next(m for m in range(target, 0, -1) if dim % m == 0)
+
+
+class FaissIVFPQIndex:
+    """IVF-PQ candidates (``faiss.IndexIVFPQ``), exact re-ranking from float vectors (module docstring).
+
+    ``nlist`` / ``m`` / ``train_size`` of 0 are chosen when training (:func:`auto_nlist`,
+    :func:`auto_pq_m`, ``40 * nlist``); ``nbits`` shrinks when there are fewer than ``2**nbits``
+    training vectors. Plain L2 distances (not squared), ids in insertion order.
+    """
+
+    kind = "faiss-ivfpq"
+
+    def __init__(self, dim: int, nlist: int = 0, m: int = 0, nbits: int = 8, nprobe: int = 32,
+                 refine: int = 16, max_rerank: int = 4096, train_size: int = 0,
+                 vectors_file: str | None = None) -> None:
+        if dim <= 0 or min(nlist, m, train_size) < 0 or not 1 <= nbits <= 16 or min(nprobe, refine, max_rerank) < 1:
+            raise VectorIndexError(
+                f"Invalid IVF-PQ settings dim={dim}, nlist={nlist}, m={m}, nbits={nbits}, nprobe={nprobe}, "
+                f"refine={refine}, max_rerank={max_rerank}, train_size={train_size}: dim must be positive, "
+                "nlist/m/train_size >= 0 (0 = automatic), 1 <= nbits <= 16, the rest >= 1."
+            )
+        if m and dim % m:
+            raise VectorIndexError(f"m={m} must divide dim={dim} (product quantization splits the vector).")
+        self.dim, self.nlist, self.m, self.nbits = int(dim), int(nlist), int(m), int(nbits)
+        self.nprobe, self.refine, self.max_rerank = int(nprobe), int(refine), int(max_rerank)
+        self.train_size = int(train_size)
+        self.vectors_file = vectors_file
+        self._index: Any = None
+        self._chunks: list[np.ndarray] = []  # vectors added in memory (no attached file)
+        self._vectors: np.ndarray | None = None  # attached or loaded float vectors (row i = id i)
+        self._ntotal = 0
+
+    # ------------------------------------------------------------------ state
+    @property
+    def ntotal(self) -> int:
+        return self._ntotal
+
+    @property
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"nlist": self.nlist, "m": self.m, "nbits": self.nbits, "nprobe": self.nprobe,
+                               "refine": self.refine, "max_rerank": self.max_rerank, "train_size": self.train_size}
+        if self.vectors_file is not None:
+            out["vectors_file"] = self.vectors_file
+        return out
+
+    def vectors(self) -> np.ndarray:
+        """The float vectors (row i = id i), memory-mapped when attached or loaded."""
+        if self._vectors is None or len(self._vectors) < self._ntotal:
+            stored = [self._vectors[: self._ntotal]] if self._vectors is not None else []
+            self._vectors = np.concatenate(stored + self._chunks) if stored or self._chunks else (
+                np.empty((0, self.dim), np.float32))
+            self._chunks = []
+        return self._vectors[: self._ntotal]
+
+    def _source(self) -> np.ndarray:
+        return self._vectors if self._vectors is not None else np.empty((0, self.dim), np.float32)
+
+    def attach_vectors(self, vectors: np.ndarray, path: Path) -> None:
+        """Use ``vectors`` (the contents of ``path``, row i = id i) for training and re-ranking.
+
+        Later :meth:`add` calls must pass the same rows in order; they are not copied. :meth:`save`
+        records ``path`` relative to the index directory.
+        """
+        if self._ntotal:
+            raise VectorIndexError("attach_vectors must come before the first add().")
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+            raise VectorIndexError(f"Dimension mismatch: attached vectors have shape {vectors.shape}, "
+                                   f"the index holds {self.dim}-d vectors.")
+        self._vectors = vectors
+        self.vectors_file = str(Path(path).resolve())
+
+    # ------------------------------------------------------------------ build
+    def _train(self, sample: np.ndarray, expected: int) -> None:
+        faiss = _faiss()
+        self.nlist = self.nlist or auto_nlist(expected)
+        self.nlist = max(1, min(self.nlist, len(sample)))
+        self.m = self.m or auto_pq_m(self.dim)
+        self.nbits = min(self.nbits, max(1, int(math.log2(len(sample)))))
+        coarse = f"IVF{self.nlist}_HNSW32" if self.nlist >= _HNSW_QUANTIZER_MIN_LISTS else f"IVF{self.nlist}"
+        index = faiss.index_factory(self.dim, f"{coarse},PQ{self.m}x{self.nbits}", faiss.METRIC_L2)
+        faiss.downcast_index(faiss.extract_index_ivf(index)).do_polysemous_training = False  # unused; ~6x the cost
+        logger.info("training IVF-PQ (%s, PQ%dx%d) on %d vectors", coarse, self.m, self.nbits, len(sample))
+        try:
+            index.train(np.ascontiguousarray(sample, dtype=np.float32))
+        except RuntimeError as exc:
+            raise VectorIndexError(f"FAISS failed to train IVF-PQ on {len(sample)} vectors: {exc}") from exc
+        self._index = index
+
+    def _training_sample(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+        if self._vectors is None:
+            return block, len(block)
+        n = len(self._vectors)
+        want = self.train_size or _TRAIN_PER_LIST * (self.nlist or auto_nlist(n))
+        step = max(1, n // max(1, want))
+        return np.asarray(self._vectors[::step][:want], dtype=np.float32), n
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Encode vectors (training the quantizers on the first call); they get the next ids."""
+        block = as_matrix(vectors, self.dim, what="vectors")
+        attached = self._vectors is not None and self.vectors_file is not None
+        if attached and self._ntotal + len(block) > len(self._source()):
+            raise VectorIndexError(f"More vectors added than the attached file {self.vectors_file} holds.")
+        if self._index is None:
+            self._train(*self._training_sample(block))
+        try:
+            self._index.add(block)
+        except RuntimeError as exc:
+            raise VectorIndexError(f"FAISS failed to add {len(block)} vectors: {exc}") from exc
+        if self.vectors_file is None:
+            self._chunks.append(block.copy())
+        self._ntotal += len(block)
+
+    # ------------------------------------------------------------------ search
+    def _counts(self, k: int) -> tuple[int, int]:
+        n_pq = min(self._ntotal, max(k, min(max(self.refine * k, _MIN_CANDIDATES), k + self.max_rerank)))
+        return n_pq, min(n_pq, self.max_rerank)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``k`` nearest neighbours: ``(plain L2 distances, ids)``, padded with inf / -1."""
+        k = check_k(k)
+        check_searchable(self._ntotal, self.kind)
+        q = as_matrix(queries, self.dim, what="queries")
+        n_pq, n_exact = self._counts(k)
+        if n_pq >= self._ntotal:
+            ids = np.broadcast_to(np.arange(self._ntotal, dtype=np.int64), (len(q), self._ntotal))
+            approx = np.full(ids.shape, np.inf, dtype=np.float32)
+            n_exact = self._ntotal
+        else:
+            approx, ids = self._pq_search(q, n_pq)
+        out_d = np.full((len(q), k), np.inf, dtype=np.float32)
+        out_i = np.full((len(q), k), -1, dtype=np.int64)
+        for row in range(len(q)):
+            d, i = self._rerank(q[row], approx[row], ids[row], n_exact)
+            out_d[row, : len(i[:k])], out_i[row, : len(i[:k])] = d[:k], i[:k]
+        return pad_results(out_d, out_i, k)
+
+    def _pq_search(self, q: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        faiss = _faiss()
+        per_list = self._ntotal / max(1, self.nlist)
+        nprobe = min(self.nlist, max(self.nprobe, math.ceil(2 * n / max(per_list, 1.0))))
+        params = faiss.SearchParametersIVF(nprobe=nprobe)
+        if self.nlist >= _HNSW_QUANTIZER_MIN_LISTS:
+            params.quantizer_params = faiss.SearchParametersHNSW(efSearch=max(64, 2 * nprobe))
+        try:
+            sq, ids = self._index.search(q, n, params=params)
+        except RuntimeError as exc:
+            raise VectorIndexError(f"FAISS search failed: {exc}") from exc
+        return np.sqrt(np.maximum(sq, 0.0)), ids
+
+    def _rerank(self, query: np.ndarray, approx: np.ndarray, ids: np.ndarray,
+                n_exact: int) -> tuple[np.ndarray, np.ndarray]:
+        valid = ids >= 0
+        ids, dist = ids[valid], approx[valid].astype(np.float32)
+        head = ids[:n_exact]
+        order = np.argsort(head, kind="stable")  # ascending rows read the memmap sequentially
+        rows = np.asarray(self.vectors()[head[order]], dtype=np.float32)
+        exact = np.empty(len(head), dtype=np.float32)
+        exact[order] = np.linalg.norm(rows - query[None, :], axis=1)
+        tail = dist[n_exact:]
+        if len(exact) and len(tail):  # estimates rank after the exact head, as the PQ order had them
+            tail = np.maximum(tail, exact.max())
+        dist = np.concatenate([exact, tail])
+        final = np.lexsort((ids, np.arange(len(dist)) >= len(exact), dist))
+        return dist[final], ids[final]
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, directory: Path) -> None:
+        """Write ``faiss.index``, the float vectors (unless attached) and ``index.json``, each atomically."""
+        directory = Path(directory)
+        params = self.params
+        if self.vectors_file is None:
+            with atomic_path(directory / _VECTORS_FILE) as tmp, tmp.open("wb") as fh:
+                np.save(fh, self.vectors(), allow_pickle=False)
+        else:
+            params["vectors_file"] = os.path.relpath(self.vectors_file, directory.resolve())
+        if self._index is not None:
+            with atomic_path(directory / _INDEX_FILE) as tmp:
+                _faiss().write_index(self._index, str(tmp))
+        write_manifest(directory, IndexManifest(self.kind, self.dim, self._ntotal, params))
+        logger.info("saved FAISS IVF-PQ index (%d x %d, %s) to %s", self._ntotal, self.dim, params, directory)
+
+    @classmethod
+    def load(cls, directory: Path) -> FaissIVFPQIndex:
+        """Read an index written by :meth:`save`; the float vectors are memory-mapped."""
+        directory = Path(directory)
+        manifest = read_manifest(directory, expect_kind=cls.kind)
+        params = dict(manifest.params)
+        vectors_file = params.pop("vectors_file", None)
+        ints: dict[str, Any] = {key: int(value) for key, value in params.items()}
+        index = cls(manifest.dim, **ints)
+        vpath = directory / (vectors_file or _VECTORS_FILE)
+        try:
+            index._vectors = np.load(vpath, mmap_mode="r")
+            if manifest.ntotal:
+                index._index = _faiss().read_index(str(directory / _INDEX_FILE))
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise IndexDirError(f"Cannot read the IVF-PQ index in {directory} ({exc}); rebuild the index.") from exc
+        if vectors_file is not None:
+            index.vectors_file = str(vpath.resolve())
+        found = 0 if index._index is None else int(index._index.ntotal)
+        if found != manifest.ntotal or len(index._vectors) < manifest.ntotal or index._vectors.shape[1:] != (
+                manifest.dim,):
+            raise IndexDirError(f"{directory}: index.json says {manifest.ntotal} x {manifest.dim}, the files hold "
+                                f"{found} codes and vectors of shape {index._vectors.shape}; rebuild the index.")
+        index._ntotal = manifest.ntotal
+        return index
