@@ -180,3 +180,22 @@ def test_make_index_aliases() -> None:
     assert isinstance(make_index("ivf-pq", 8), FaissIVFPQIndex)
     with pytest.raises(VectorIndexError, match="must divide"):
         FaissIVFPQIndex(10, m=3)
+
+
+def test_cli_index_params_and_ivfpq_build(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from simgrag.cli import _index_params, app
+
+    assert _index_params(["nprobe=64", "uri=http://h:19530", "x=0.5"]) == {"nprobe": 64, "uri": "http://h:19530",
+                                                                          "x": 0.5}
+    generate_dbpedia_like(tmp_path / "kg.tsv", entities=1500, seed=2, format="tsv")
+    result = CliRunner().invoke(app, ["index", str(tmp_path / "kg.tsv"), "-o", str(tmp_path / "kg.idx"),
+                                      "--embedder", "hash:16", "--index", "faiss-ivfpq", "--index-param", "nlist=4",
+                                      "--index-param", "nprobe=2"])
+    assert result.exit_code == 0, result.output
+    params = json.loads((tmp_path / "kg.idx" / "manifest.json").read_text())["entity_index"]["params"]
+    assert (params["nlist"], params["nprobe"]) == (4, 2)
+    bad = CliRunner().invoke(app, ["index", str(tmp_path / "kg.tsv"), "-o", str(tmp_path / "x.idx"),
+                                   "--embedder", "hash:16", "--index-param", "nlist"])
+    assert bad.exit_code == 2 and "KEY=VALUE" in bad.output

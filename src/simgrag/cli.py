@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from simgrag.errors import SimGRAGError
+from simgrag.errors import ConfigError, SimGRAGError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="SimGRAG: KG-grounded QA and fact checking.")
 models_app = typer.Typer(no_args_is_help=True, help="Manage the embedded local LLM.")
@@ -51,7 +51,10 @@ def index(
     format: Annotated[str | None, typer.Option(help="pipe|tsv|csv|ntriples (default: from the file)")] = None,
     embedder: Annotated[str, typer.Option(help="minilm | ollama:<model> | openai:<model> | …")] = "minilm",
     index_kind: Annotated[
-        str | None, typer.Option("--index", help="exact | faiss-hnsw | milvus (default: by size)")
+        str | None, typer.Option("--index", help="exact | faiss-hnsw | faiss-ivfpq | milvus (default: by size)")
+    ] = None,
+    index_param: Annotated[list[str] | None, typer.Option(
+        "--index-param", help="KEY=VALUE for the entity index, repeatable (nprobe=64, uri=http://host:19530, …)")
     ] = None,
     relation_aliases: Annotated[Path | None, typer.Option(help="YAML {relation: [phrase, …]}")] = None,
     skip_bad_lines: Annotated[bool, typer.Option(help="load the rest and report malformed lines")] = False,
@@ -64,13 +67,32 @@ def index(
 
     try:
         built = build_index_dir(kg_file, output, format=format, embedder=embedder, index_kind=index_kind,
-                                relation_aliases=relation_aliases, skip_bad_lines=skip_bad_lines,
+                                index_params=_index_params(index_param or []), relation_aliases=relation_aliases,
+                                skip_bad_lines=skip_bad_lines,
                                 overwrite=overwrite)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     kg = built.manifest["kg"]
     out.print(f"Indexed {kg['triples']:,} triples, {kg['entities']:,} entities, {kg['relations']:,} relations "
               f"({kg['duplicates_removed']:,} duplicates removed) → {output}")
+
+
+def _index_params(pairs: list[str]) -> dict[str, Any]:
+    """``["nprobe=64", "uri=http://h:19530"]`` → ``{"nprobe": 64, "uri": "http://h:19530"}`` (ints/floats parsed)."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise _fail(ConfigError(f"--index-param wants KEY=VALUE; got {pair!r}"))
+        for parse in (int, float):
+            try:
+                params[key.strip()] = parse(value)
+                break
+            except ValueError:
+                continue
+        else:
+            params[key.strip()] = value
+    return params
 
 
 def _fmt_ms(seconds: float) -> str:

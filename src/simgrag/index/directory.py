@@ -267,7 +267,8 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
         "kg": {"source": str(report.path), "format": report.format, "content_hash": kg_hash,
                **store.stats(), "skipped_lines": report.skipped_lines},
         "embedder": {"spec": spec, "name": emb.name, "dim": emb.dim},
-        "entity_index": {"kind": index.kind, "params": {k: v for k, v in params.items() if k != "uri"}},
+        "entity_index": {"kind": index.kind, "params": {k: v for k, v in getattr(index, "params", params).items()
+                                                        if k not in ("uri", "vectors_file")}},
         "relation_index": {"kind": "exact", "texts": len(rel_texts), "aliases": sum(map(len, aliases.values()))},
         "timings": timings,
     }
@@ -331,8 +332,8 @@ def open_index_dir(path: str | Path, *, embedder: str | Embedder | None = None, 
         raise IndexDirError(f"{root} was built with embedder {want['name']} ({want['dim']}-d) but "
                             f"{emb.name} ({emb.dim}-d) was given; use the same embedder or rebuild.")
     overrides = {}
-    if manifest["entity_index"]["kind"] == "milvus":
-        overrides["uri"] = str(root / "entity_index" / "milvus.db")
+    if manifest["entity_index"]["kind"] == "milvus" and (root / "entity_index" / "milvus.db").exists():
+        overrides["uri"] = str(root / "entity_index" / "milvus.db")  # Milvus Lite inside; a server uri stays
     try:
         entity_index = load_index(root / "entity_index", **overrides)
         relation_index = ExactIndex.load(root / "relation_index")

@@ -48,6 +48,7 @@ _VECTORS_FILE = "vectors.npy"
 _HNSW_QUANTIZER_MIN_LISTS = 1024  # from here on, the coarse quantizer is an HNSW graph (fast add/search)
 _TRAIN_PER_LIST = 40
 _MIN_CANDIDATES = 64
+_PQ_TRAIN_PER_CENTROID = 64
 
 
 def auto_nlist(n: int) -> int:
@@ -64,21 +65,24 @@ def auto_pq_m(dim: int) -> int:
 class FaissIVFPQIndex:
     """IVF-PQ candidates (``faiss.IndexIVFPQ``), exact re-ranking from float vectors (module docstring).
 
-    ``nlist`` / ``m`` / ``train_size`` of 0 are chosen when training (:func:`auto_nlist`,
+    ``nprobe`` of 0 probes ``max(32, nlist / 8)`` lists: on WordLlama embeddings of 135K synthetic
+    entity names (nlist 512) recall@10 against exact search was 0.88 with 32 probed lists, 0.96 with
+    128 and 1.00 with all 512 (0.7 / 2.0 / 7.0 ms per query). ``nlist`` / ``m`` / ``train_size`` of 0
+    are chosen when training (:func:`auto_nlist`,
     :func:`auto_pq_m`, ``40 * nlist``); ``nbits`` shrinks when there are fewer than ``2**nbits``
     training vectors. Plain L2 distances (not squared), ids in insertion order.
     """
 
     kind = "faiss-ivfpq"
 
-    def __init__(self, dim: int, nlist: int = 0, m: int = 0, nbits: int = 8, nprobe: int = 32,
+    def __init__(self, dim: int, nlist: int = 0, m: int = 0, nbits: int = 8, nprobe: int = 0,
                  refine: int = 16, max_rerank: int = 4096, train_size: int = 0,
                  vectors_file: str | None = None) -> None:
-        if dim <= 0 or min(nlist, m, train_size) < 0 or not 1 <= nbits <= 16 or min(nprobe, refine, max_rerank) < 1:
+        if dim <= 0 or min(nlist, m, nprobe, train_size) < 0 or not 1 <= nbits <= 16 or min(refine, max_rerank) < 1:
             raise VectorIndexError(
                 f"Invalid IVF-PQ settings dim={dim}, nlist={nlist}, m={m}, nbits={nbits}, nprobe={nprobe}, "
                 f"refine={refine}, max_rerank={max_rerank}, train_size={train_size}: dim must be positive, "
-                "nlist/m/train_size >= 0 (0 = automatic), 1 <= nbits <= 16, the rest >= 1."
+                "nlist/m/nprobe/train_size >= 0 (0 = automatic), 1 <= nbits <= 16, the rest >= 1."
             )
         if m and dim % m:
             raise VectorIndexError(f"m={m} must divide dim={dim} (product quantization splits the vector).")
@@ -139,7 +143,9 @@ class FaissIVFPQIndex:
         self.nbits = min(self.nbits, max(1, int(math.log2(len(sample)))))
         coarse = f"IVF{self.nlist}_HNSW32" if self.nlist >= _HNSW_QUANTIZER_MIN_LISTS else f"IVF{self.nlist}"
         index = faiss.index_factory(self.dim, f"{coarse},PQ{self.m}x{self.nbits}", faiss.METRIC_L2)
-        faiss.downcast_index(faiss.extract_index_ivf(index)).do_polysemous_training = False  # unused; ~6x the cost
+        ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
+        ivf.do_polysemous_training = False  # unused here, and ~6x the training time
+        ivf.pq.cp.max_points_per_centroid = _PQ_TRAIN_PER_CENTROID  # 4-d sub-vectors train slowly; 64/centroid do
         logger.info("training IVF-PQ (%s, PQ%dx%d) on %d vectors", coarse, self.m, self.nbits, len(sample))
         try:
             index.train(np.ascontiguousarray(sample, dtype=np.float32))
@@ -198,7 +204,8 @@ class FaissIVFPQIndex:
     def _pq_search(self, q: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         faiss = _faiss()
         per_list = self._ntotal / max(1, self.nlist)
-        nprobe = min(self.nlist, max(self.nprobe, math.ceil(2 * n / max(per_list, 1.0))))
+        base = self.nprobe or max(32, self.nlist // 8)
+        nprobe = min(self.nlist, max(base, math.ceil(2 * n / max(per_list, 1.0))))
         params = faiss.SearchParametersIVF(nprobe=nprobe)
         if self.nlist >= _HNSW_QUANTIZER_MIN_LISTS:
             params.quantizer_params = faiss.SearchParametersHNSW(efSearch=max(64, 2 * nprobe))

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from simgrag.config import milvus_token
 from simgrag.errors import IndexDirError, VectorIndexError
 from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
 from simgrag.index.manifest import IndexManifest, read_manifest, write_manifest
@@ -50,6 +51,7 @@ class MilvusIndex:
     An existing collection of the same name is reopened (its dim must match); otherwise it is created.
     Search uses ``ef = max(ef_search, 2 * k)`` like :class:`~simgrag.index.faiss_hnsw.FaissHNSWIndex`.
     Milvus reports squared L2; this class returns plain L2. Call :meth:`close` (or use ``with``) when done.
+    ``token`` defaults to ``$SIMGRAG_MILVUS_TOKEN``; it is never written to ``index.json``.
     """
 
     kind = "milvus"
@@ -63,7 +65,7 @@ class MilvusIndex:
         M: int = 16,
         ef_construction: int = 200,
         ef_search: int = 128,
-        token: str = "",
+        token: str | None = None,
         timeout: float = 30.0,
         batch_size: int = 2000,
     ) -> None:
@@ -78,7 +80,8 @@ class MilvusIndex:
         self.M, self.ef_construction, self.ef_search = int(M), int(ef_construction), int(ef_search)
         self.batch_size = int(batch_size)
         self._client = self._call(
-            "connect", lambda: _pymilvus().MilvusClient(self.uri, token=token, timeout=timeout)
+            "connect", lambda: _pymilvus().MilvusClient(self.uri, token=milvus_token() if token is None else token,
+                                                      timeout=timeout)
         )
         self._ntotal = self._open_or_create()
 
