@@ -199,3 +199,15 @@ def test_cli_index_params_and_ivfpq_build(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["index", str(tmp_path / "kg.tsv"), "-o", str(tmp_path / "x.idx"),
                                    "--embedder", "hash:16", "--index-param", "nlist"])
     assert bad.exit_code == 2 and "KEY=VALUE" in bad.output
+
+
+def test_index_dir_with_milvus_lite_reopens(tmp_path: Path) -> None:
+    pytest.importorskip("pymilvus")
+    pytest.importorskip("milvus_lite")
+    store = SyntheticKG(800, seed=5).to_store()
+    built = build_index_dir(store, tmp_path / "idx", embedder=HashEmbedder(dim=16), index_kind="milvus")
+    try:
+        _, ids = built.entity_index.search(np.asarray(built.entity_vectors[[3]]), 1)
+        assert ids[0, 0] == 3 and built.entity_index.ntotal == store.num_entities
+    finally:
+        getattr(built.entity_index, "close", lambda: None)()

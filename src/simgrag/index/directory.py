@@ -251,6 +251,9 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
     for start in range(0, len(vectors), 65536):
         index.add(np.ascontiguousarray(vectors[start:start + 65536]))
     index.save(work / "entity_index")
+    release = getattr(index, "release_local_server", None)
+    if callable(release):  # Milvus Lite locks its file; the directory is renamed and reopened next
+        release()
     timings["entity_index_s"] = time.perf_counter() - t
     rel_texts, rel_owner = _label_texts(list(store.relations), aliases)
     _exact_index(emb, rel_texts, work / "relation_index")

@@ -219,6 +219,21 @@ class MilvusIndex:
         """Close the client (Milvus Lite stops its local server when no client uses the file)."""
         self._client.close()
 
+    def release_local_server(self) -> None:
+        """Close, and stop this process's Milvus Lite server for the ``.db`` file (it holds a file lock).
+
+        For a caller that owns the file (an index build about to rename its directory); other open
+        clients of the same file stop working. Nothing happens for a server uri.
+        """
+        self.close()
+        if not _is_local(self.uri):
+            return
+        try:
+            from milvus_lite.server_manager import server_manager_instance
+        except ImportError:  # an older milvus-lite without a server manager
+            return
+        server_manager_instance.release_server(self.uri)
+
     def __enter__(self) -> MilvusIndex:
         return self
 
