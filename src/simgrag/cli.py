@@ -481,6 +481,12 @@ def bench_metaqa(
         help="with --retriever: at most this many triples (or paths) in the reader's prompt")] = 100,
     reader_max_prompt_tokens: Annotated[int, typer.Option(
         help="with --retriever: the reader's prompt budget (estimated tokens)")] = 1500,
+    perturb: Annotated[list[str] | None, typer.Option(
+        help="robustness: also run the --retriever comparison on perturbed KGs, METHOD:LEVEL[,LEVEL…] "
+             "(rs|rr|er|ed), seeded by --seed; repeatable. --out is a directory: OUT/original/, "
+             "OUT/<method>-<level>/, robustness.md, hits1_vs_level.png, score_h_vs_level.png")] = None,
+    perturb_ats: Annotated[bool, typer.Option(
+        help="with --perturb: also report ATS (trains the DistMult triple scorer once per KG, cached)")] = False,
     verbose: Verbose = 0,
 ) -> None:
     """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency.
@@ -492,8 +498,12 @@ def bench_metaqa(
     try:
         engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k, answer_mode)
         items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed, split)
+        reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
+        if perturb:
+            _bench_robustness(engine, items, retriever or "simgrag", retriever_model or [], out, reader, perturb,
+                              seed, perturb_ats)
+            return
         if retriever:
-            reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
             _compare_retrievers(engine, items, retriever, retriever_model or [], out, reader)
             return
         summary = run_qa_bench(engine, items, out)
@@ -527,6 +537,60 @@ def _compare_retrievers(engine: Any, items: Any, names: str, models: list[str], 
     summary = run_retriever_comparison(retrievers, engine.llm, items, out_dir, reader_options=reader_options)
     out.print(format_comparison(summary), highlight=False, markup=False)
     out.print(f"rows, summary.json, comparison.md and plots → {out_dir}")
+
+
+def _bench_robustness(engine: Any, items: Any, names: str, models: list[str], out_dir: Path,
+                      reader: dict[str, Any], specs: list[str], seed: int, with_ats: bool) -> None:
+    from simgrag.eval.subrun import parse_model_dirs
+    from simgrag.perturb.robustness import format_robustness, parse_perturb_specs, run_robustness
+
+    result = run_robustness(engine, items, names.split(","), parse_perturb_specs(specs), out_dir, seed=seed,
+                            model_dirs=parse_model_dirs(models), reader_options=reader, with_ats=with_ats)
+    out.print(format_robustness(result), highlight=False, markup=False)
+    out.print(f"sub-runs, robustness.md/.json and the level plots → {out_dir}")
+
+
+@bench_app.command("abstain")
+def bench_abstain(
+    metaqa_dir: Annotated[Path, typer.Option(help="MetaQA folder (1-hop/ 2-hop/ 3-hop/ kb.txt)")],
+    out: Annotated[Path, typer.Option(help="output directory (abstention.md/.json/.jsonl, runs/)")],
+    retriever: Annotated[str, typer.Option(help="comma-separated retrievers, e.g. simgrag,kaping,subgraphrag")]
+    = "simgrag,kaping",
+    retriever_model: Annotated[list[str] | None, typer.Option(
+        help="a trained retriever's model directory, as NAME=DIR; repeatable")] = None,
+    hops: Annotated[str, typer.Option(help="comma-separated hops")] = "1,2",
+    sample: Annotated[int, typer.Option(help="questions per hop, among those the KG answers (0 = all)")] = 50,
+    seed: Annotated[int, typer.Option()] = 0,
+    split: Annotated[str, typer.Option(help="test (measurement) or dev (tuning)")] = "test",
+    index: Annotated[Path | None, typer.Option(help="reuse this index (default: build the MetaQA index once)")] = None,
+    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
+    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3,
+    reader_max_triples: Annotated[int, typer.Option(help="at most this many triples in the reader's prompt")] = 100,
+    reader_max_prompt_tokens: Annotated[int, typer.Option(help="the reader's prompt budget")] = 1500,
+    verbose: Verbose = 0,
+) -> None:
+    """Abstention: remove the triples that support sampled questions' gold answers, then count how often
+    each retriever + reader abstains, answers gold anyway, or invents an answer (see simgrag.eval.abstention)."""
+    _setup_logging(verbose)
+    from simgrag.eval.abstention import format_abstention, run_abstention, sample_answerable
+    from simgrag.eval.subrun import parse_model_dirs
+
+    try:
+        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k)
+        items = sample_answerable(engine.index.store, metaqa_dir, [int(h) for h in hops.split(",")],
+                                  sample or None, seed, split)
+        summary = run_abstention(engine, items, retriever.split(","), out,
+                                 model_dirs=parse_model_dirs(retriever_model or []),
+                                 reader_options={"max_triples": reader_max_triples,
+                                                 "max_prompt_tokens": reader_max_prompt_tokens})
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    _print_table(format_abstention(summary), f"abstention.md/.json/.jsonl, removed_triples.tsv, runs/ → {out}")
+
+
+def _print_table(table: str, where: str) -> None:
+    out.print(table, highlight=False, markup=False)
+    out.print(where)
 
 
 def _write_summary(out_path: Path, summary: dict[str, Any], table: str) -> None:

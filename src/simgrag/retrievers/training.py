@@ -25,6 +25,7 @@ from typing import Any
 from simgrag import __version__
 from simgrag.errors import ConfigError, ModelError
 from simgrag.fileio import atomic_path
+from simgrag.index.derive import is_derived_from
 from simgrag.index.directory import IndexDir
 from simgrag.retrievers._torch import torch
 
@@ -145,7 +146,8 @@ def read_model_dir(directory: str | Path, *, kind: str, index: IndexDir) -> tupl
                          "embedder or retrain the model.")
     kg = manifest["kg"]
     here = kg_fingerprint(index)
-    if kg["content_hash"] != here["content_hash"]:
+    # an index derived from the training KG (perturbed / reduced, same entity ids) is read as well
+    if kg["content_hash"] != here["content_hash"] and not is_derived_from(index, kg["content_hash"]):
         raise ModelError(
             f"{root} was trained on a different KG (content hash {kg['content_hash'][:12]}…, "
             f"{kg['triples']} triples) than the index {index.path} (content hash {here['content_hash'][:12]}…, "
