@@ -1,7 +1,9 @@
 """Write src/simgrag/data/examples/metaqa.yaml from MetaQA DEV questions (deterministic).
 
-For every question type (gold chain) of each hop, the most frequent phrasing templates (the question
-with its [topic] masked) are found and the first dev question of each is taken. Its pattern follows
+For every question type (gold chain) of each hop, the phrasing templates (the question with its
+[topic] masked) are found and the first dev question of each is taken: by default every template
+(518 over the three hops; MetaQA's test questions use the same templates), so that the dynamic shot
+most similar to a question is almost always one of its own phrasing. Its pattern follows
 the gold chain: the topic entity, then typed unknowns (``UNKNOWN director 1``), one triple per hop,
 each written movie-first with the KG's relation name in words (``directed by``, ``starred actors``).
 The first examples in the file (a hand-picked order of question types over all hops) are the prompt's
@@ -61,14 +63,14 @@ def template(q: MetaQAQuestion) -> str:
 
 
 def pick(questions: list[MetaQAQuestion], per_type: int) -> dict[str, list[MetaQAQuestion]]:
-    """Per chain: the first question of each of its ``per_type`` most frequent templates."""
+    """Per chain: the first question of each of its ``per_type`` most frequent templates (0: all)."""
     by_chain: dict[str, list[MetaQAQuestion]] = defaultdict(list)
     for q in questions:
         by_chain[q.chain].append(q)
     chosen: dict[str, list[MetaQAQuestion]] = {}
     for chain, qs in by_chain.items():
         counts = Counter(template(q) for q in qs)
-        top = sorted(counts, key=lambda t: (-counts[t], t))[:per_type]
+        top = sorted(counts, key=lambda t: (-counts[t], t))[: per_type or None]
         chosen[chain] = [next(q for q in qs if template(q) == t) for t in top]
     return chosen
 
@@ -83,7 +85,9 @@ def ordered(chosen: dict[str, list[MetaQAQuestion]], frequency: Counter[str]) ->
 def render(examples: list[MetaQAQuestion]) -> str:
     lines = [
         "# Few-shot examples for MetaQA (generated from DEV by benchmarks/make_metaqa_examples.py).",
-        f"# The first {len(STATIC_ORDER)} are the static shots (the prompt's cached prefix).",
+        f"# One DEV question per phrasing template. The first {len(STATIC_ORDER)} are hand-ordered question types:",
+        "# the prompt's static shots (its cached prefix) are the first n_static_shots of them (6 by default);",
+        "# the others are candidates for the dynamic shots chosen per question.",
         "name: metaqa",
         "relations:",
         *(f"  - {r}" for r in RELATIONS),
@@ -101,8 +105,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--metaqa-dir", type=Path, required=True)
-    parser.add_argument("--per-type", type=int, nargs=3, default=[2, 1, 2], metavar=("H1", "H2", "H3"),
-                        help="examples per question type for 1/2/3-hop (default 2 1 2)")
+    parser.add_argument("--per-type", type=int, nargs=3, default=[0, 0, 0], metavar=("H1", "H2", "H3"),
+                        help="templates per question type for 1/2/3-hop, most frequent first; 0 = all (default)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")

@@ -102,6 +102,32 @@ def test_embedded_model_loads_saved_prefix_state(model_path: Path, tmp_path: Pat
     assert len(list(tmp_path.glob("*.kv"))) == 1
 
 
+def test_embedded_model_lookup_decoding_matches_plain_greedy(model_path: Path, tmp_path: Path) -> None:
+    """Prompt-lookup decoding writes what llama.cpp's own greedy sampling writes, in fewer model steps,
+    and honours stop strings and max_tokens."""
+    shot = '{"triples":[["Heat","directed by","UNKNOWN director 1"],["UNKNOWN movie 1","directed by",' \
+           '"UNKNOWN director 1"]]}'
+    ask = [ChatMessage("system", "Write the JSON pattern of the question, as in the example."),
+           ChatMessage("user", "the director of Heat also directed which movies"),
+           ChatMessage("assistant", shot),
+           ChatMessage("user", "the director of Alien also directed which movies")]
+    plain = LlamaCppLLM(model_path, n_ctx=1024, kv_cache=False, lookup_decoding=False)
+    lookup = LlamaCppLLM(model_path, n_ctx=1024, kv_cache=False)
+    try:
+        a, b = plain.complete(ask, max_tokens=60), lookup.complete(ask, max_tokens=60)
+        assert a.text == b.text and '"Alien"' in b.text
+        assert a.completion_tokens == b.completion_tokens
+        assert lookup.decode_stats["tokens"] == b.completion_tokens
+        assert lookup.decode_stats["steps"] < b.completion_tokens / 2, lookup.decode_stats
+        cut = lookup.complete(ask, max_tokens=60, stop=["directed by"])
+        assert cut.text == b.text[: b.text.index("directed by")]
+        short = lookup.complete(ask, max_tokens=5)
+        assert short.completion_tokens == 5 and b.text.startswith(short.text)
+    finally:
+        plain.close()
+        lookup.close()
+
+
 # -- a real llama.cpp OpenAI-compatible server --------------------------------------------------------
 
 

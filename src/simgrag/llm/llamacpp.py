@@ -35,6 +35,7 @@ from simgrag.config import cache_dir
 from simgrag.errors import LLMError, LLMResponseError, ModelError
 from simgrag.llm.base import ChatMessage, LLMResponse
 from simgrag.llm.kv_store import DEFAULT_MAX_BYTES, KVStateStore
+from simgrag.llm.lookup_decoding import DecodeResult, lookup_decode
 from simgrag.llm.models import DEFAULT_MODEL, pull_default_model
 
 if TYPE_CHECKING:
@@ -71,6 +72,10 @@ class LlamaCppLLM:
     ``kv_cache_dir`` is where prompt-prefix KV states are kept (default ``<cache dir>/llama-kv``,
     trimmed to ``kv_cache_max_bytes``); ``kv_cache=False`` turns that off. ``prefix_stats`` counts,
     per call, whether the prefix was already in the live context, loaded from disk or evaluated.
+
+    ``lookup_decoding`` (on by default) decodes greedy calls (temperature 0, no JSON schema) with
+    prompt-lookup drafts (:mod:`simgrag.llm.lookup_decoding`): the same output in fewer model steps;
+    ``decode_stats`` counts the tokens generated and the batches it took.
     """
 
     def __init__(
@@ -84,6 +89,7 @@ class LlamaCppLLM:
         kv_cache: bool = True,
         kv_cache_dir: str | os.PathLike[str] | None = None,
         kv_cache_max_bytes: int = DEFAULT_MAX_BYTES,
+        lookup_decoding: bool = True,
     ) -> None:
         self.model_path = Path(model_path).expanduser() if model_path is not None else None
         self.n_ctx = n_ctx
@@ -102,6 +108,8 @@ class LlamaCppLLM:
             directory = kv_cache_dir if kv_cache_dir is not None else cache_dir() / "llama-kv"
             self._kv_store = KVStateStore(directory, max_bytes=kv_cache_max_bytes)
         self.prefix_stats = {"in_context": 0, "loaded": 0, "evaluated": 0}
+        self.lookup_decoding = lookup_decoding
+        self.decode_stats = {"tokens": 0, "steps": 0}
 
     def __repr__(self) -> str:
         where = str(self.model_path) if self.model_path is not None else "<default model>"
@@ -142,7 +150,10 @@ class LlamaCppLLM:
             }
             if json_schema is not None:
                 kwargs["grammar"] = _grammar(json_schema)
-            result = self._create(llama, prompt, kwargs)
+            if self.lookup_decoding and temperature == 0.0 and json_schema is None:
+                result = self._greedy(llama, prompt, max_tokens, list(stop or ()))
+            else:
+                result = self._create(llama, prompt, kwargs)
             latency = time.perf_counter() - start
         response = _to_response(result, latency, self.name, constrained=json_schema is not None)
         logger.info(
@@ -162,6 +173,19 @@ class LlamaCppLLM:
             raise LLMError(msg) from exc
         except RuntimeError as exc:
             raise LLMError(f"{self.name} failed: {exc}") from exc
+
+    def _greedy(self, llama: Llama, prompt: list[int], max_tokens: int, stop: list[str]) -> dict[str, Any]:
+        """Greedy decoding with prompt-lookup drafts, answering like ``create_completion``."""
+        try:
+            decoded = _greedy_decode(llama, prompt, max_tokens, stop)
+        except RuntimeError as exc:  # llama_decode failed
+            llama.reset()
+            raise LLMError(f"{self.name} failed: {exc}") from exc
+        self.decode_stats["tokens"] += len(decoded.tokens)
+        self.decode_stats["steps"] += decoded.steps
+        text, cut = _cut_at_stop(_detokenize(llama, decoded.tokens), stop)
+        return {"choices": [{"text": text, "finish_reason": "stop" if cut else decoded.finish_reason}],
+                "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(decoded.tokens)}}
 
     def _tokenize_chat(self, llama: Llama, chat: list[dict[str, str]]) -> tuple[list[int], int]:
         """The prompt's tokens (chat template applied) and the length of its reusable prefix: the
@@ -292,6 +316,64 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
             break
         n += 1
     return n
+
+
+class _LlamaGreedy:
+    """:class:`~simgrag.llm.lookup_decoding.GreedyModel` over a llama-cpp-python context (sequence 0),
+    keeping ``llama.input_ids``/``n_tokens`` in step so later calls reuse the cached prefix."""
+
+    def __init__(self, llama: Llama) -> None:
+        self.llama = llama
+        self.n_vocab = llama.n_vocab()
+
+    def greedy_next(self, tokens: Sequence[int], n_past: int) -> list[int]:
+        import numpy as np
+
+        llama = self.llama
+        llama._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
+        llama._ctx.decode(llama._batch)
+        llama.input_ids[n_past:n_past + len(tokens)] = tokens
+        llama.n_tokens = n_past + len(tokens)
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(tokens) * self.n_vocab,))
+        return [int(t) for t in logits.reshape(len(tokens), self.n_vocab).argmax(axis=1)]
+
+    def truncate(self, n_past: int) -> None:
+        self.llama._ctx.kv_cache_seq_rm(-1, n_past, -1)
+        self.llama.n_tokens = n_past
+
+
+def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[str]) -> DecodeResult:
+    """Evaluate what the context lacks of ``prompt`` (at least its last token, for fresh logits), then
+    decode greedily with prompt-lookup drafts."""
+    import llama_cpp
+    import numpy as np
+
+    held = min(_common_prefix(llama._input_ids.tolist(), prompt), len(prompt) - 1)
+    llama.n_tokens = held
+    llama.eval(prompt[held:])  # drops the cache after ``held`` first
+    logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(llama.n_vocab(),))
+    vocab = llama._model.vocab
+
+    def should_stop(tokens: list[int]) -> bool:
+        return _cut_at_stop(_detokenize(llama, tokens), stop)[1]
+
+    result = lookup_decode(
+        _LlamaGreedy(llama), prompt, int(logits.argmax()), max_tokens=max_tokens,
+        is_end=lambda token: bool(llama_cpp.llama_vocab_is_eog(vocab, token)),
+        should_stop=should_stop if stop else None,
+    )
+    llama.n_tokens = result.n_past
+    return result
+
+
+def _detokenize(llama: Llama, tokens: list[int]) -> str:
+    return llama.detokenize(tokens).decode("utf-8", errors="ignore")
+
+
+def _cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """``text`` up to the first stop string (excluded), and whether one occurred."""
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return (text[: min(cuts)], True) if cuts else (text, False)
 
 
 def _token_text(llama: Llama, token: int) -> str:
