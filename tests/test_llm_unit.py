@@ -546,7 +546,7 @@ class FakeLlama:
 
 
 def test_llamacpp_maps_arguments_and_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    llm = LlamaCppLLM(tmp_path / "m.gguf", seed=7, kv_cache=False)
+    llm = LlamaCppLLM(tmp_path / "m.gguf", seed=7, kv_cache=False, lookup_decoding=False)
     fake = FakeLlama()
     monkeypatch.setattr(llm, "_load", lambda: fake)
     r = llm.complete(MSGS, json_schema=SCHEMA, max_tokens=40, stop=["\n"])
@@ -582,7 +582,7 @@ def test_llamacpp_keeps_one_context_per_system_prompt(tmp_path: Path, monkeypatc
         made.append(ClosableFake())
         return made[-1]
 
-    llm = LlamaCppLLM(tmp_path / "m.gguf", max_contexts=2)
+    llm = LlamaCppLLM(tmp_path / "m.gguf", max_contexts=2, lookup_decoding=False)
     monkeypatch.setattr(llm, "_load", load)
     a = [ChatMessage("system", "pattern rules"), ChatMessage("user", "q1")]
     b = [ChatMessage("system", "answer rules"), ChatMessage("user", "q1")]

@@ -80,3 +80,35 @@ def test_bad_qa_file_names_the_line(tmp_path: Path) -> None:
     bad.write_text(json.dumps(QUESTIONS[0]) + "\n" + '{"question": "no answers"}\n')
     with pytest.raises(DatasetError, match=r"bad.jsonl:2"):
         load_qa_file(bad)
+
+
+def test_interrupted_run_resumes_and_asks_only_the_rest(tmp_path: Path) -> None:
+    root = tmp_path / "kg"
+    root.mkdir()
+    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
+    asked: list[str] = []
+
+    def counting(messages: list[ChatMessage]) -> str:
+        asked.append(messages[-1].content)
+        return scripted(messages)
+
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    items = load_qa_file(qa)
+    out = tmp_path / "out.jsonl"
+    full = run_qa_bench(SimGRAG(root / "toy.idx", llm=FakeLLM(scripted), answer_mode="auto"), items, out,
+                        progress=False)
+    first_rows = out.read_text().splitlines()
+    # the process died while writing the third row: two rows and half a line are left
+    out.write_text("\n".join(first_rows[:2]) + "\n" + first_rows[2][:25])
+    engine = SimGRAG(root / "toy.idx", llm=FakeLLM(counting), answer_mode="auto")
+    resumed = run_qa_bench(engine, items, out, progress=False)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["question"] for r in rows] == [q["question"] for q in QUESTIONS]  # whole file, in order
+    assert not any(QUESTIONS[0]["question"] in a or QUESTIONS[1]["question"] in a for a in asked)
+    assert any(QUESTIONS[2]["question"] in a for a in asked)
+    for group, stats in full.items():  # the same scores (timings differ between runs)
+        assert {k: v for k, v in resumed[group].items() if k != "latency_s"} == \
+            {k: v for k, v in stats.items() if k != "latency_s"}
+    run_qa_bench(engine, items, out, progress=False, resume=False)  # starts over
+    assert sum(QUESTIONS[0]["question"] in a for a in asked) >= 1

@@ -491,7 +491,7 @@ def bench_metaqa(
 ) -> None:
     """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency.
 
-    With --retriever, an interrupted comparison resumes: questions already answered in --out are kept."""
+    An interrupted run resumes: questions already answered in --out are kept (with --retriever, per retriever)."""
     _setup_logging(verbose)
     from simgrag.eval.runner import format_summary, metaqa_items, run_qa_bench
 
@@ -627,7 +627,9 @@ def bench_qa(
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
     llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
 ) -> None:
-    """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code)."""
+    """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code).
+
+    An interrupted run resumes: questions already answered in --out are kept."""
     _setup_logging(verbose)
     from simgrag.eval.runner import format_summary, load_qa_file, run_qa_bench
 

@@ -15,6 +15,7 @@ error recorded (scored as no answer, empty context) and the run goes on.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -29,8 +30,8 @@ from tqdm.auto import tqdm
 
 from simgrag.errors import SimGRAGError
 from simgrag.eval import metrics as m
+from simgrag.eval.resumable import resumable_rows
 from simgrag.eval.runner import QAItem
-from simgrag.fileio import write_bytes_atomic
 from simgrag.llm.base import LLM
 from simgrag.retrievers.base import RetrievedContext, Retriever
 from simgrag.retrievers.reader import Reading, read_context
@@ -66,8 +67,8 @@ def score_row(item: QAItem, context: RetrievedContext | None, reading: Reading |
     }
 
 
-def _one(name: str, retriever: Retriever, llm: LLM, item: QAItem, style: str,
-         reader_options: Mapping[str, Any]) -> dict[str, Any]:
+def _one(name: str, retriever: Retriever, llm: LLM, style: str, reader_options: Mapping[str, Any],
+         item: QAItem) -> dict[str, Any]:
     row: dict[str, Any] = {"retriever": name, "question": item.question, "gold": list(item.answers),
                            "group": item.group, "topic": item.topic, "answerable": item.answerable}
     context = reading = None
@@ -201,27 +202,9 @@ def _no_nan(value: Any) -> Any:
     return value
 
 
-def _item_key(item: QAItem) -> tuple[str, str]:
-    return (item.group, item.question)
-
-
-def _finished_rows(path: Path, items: Sequence[QAItem]) -> dict[tuple[str, str], dict[str, Any]]:
-    """Rows of an earlier run in ``path`` for questions among ``items`` that ran without an error."""
-    if not path.exists():
-        return {}
-    wanted = {_item_key(item) for item in items}
-    done: dict[tuple[str, str], dict[str, Any]] = {}
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                logger.warning("%s:%d: not a JSON row (an interrupted write?); that question runs again", path, number)
-                continue
-            key = (row.get("group"), row.get("question"))
-            if key in wanted and "error" not in row and "metrics" in row:
-                done[key] = row  # type: ignore[index]
-    return done
+def _compared(row: dict[str, Any]) -> bool:
+    """A row an earlier comparison finished: it has metrics and no error."""
+    return "error" not in row and "metrics" in row
 
 
 def run_retriever_comparison(
@@ -251,21 +234,10 @@ def run_retriever_comparison(
         for name, retriever in retrievers.items():
             style = (styles or {}).get(name) or default_style(name)
             path = out / f"{_file_stem(name)}.jsonl"
-            done = _finished_rows(path, items) if resume else {}
-            if done:
-                logger.info("%s: resuming, %d of %d questions already in %s", name, len(done), len(items), path)
-            with path.open("a" if done else "w", encoding="utf-8") as sink:  # new rows land as they come
-                for item in items:
-                    row = done.get(_item_key(item))
-                    if row is None:
-                        row = _one(name, retriever, llm, item, style, options)
-                        sink.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-                        sink.flush()
-                    rows[name].append(row)
-                    bar.update(1)
-            if done:  # then once more in question order, replacing the file whole
-                text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows[name])
-                write_bytes_atomic(path, text.encode("utf-8"))
+            compute = functools.partial(_one, name, retriever, llm, style, options)
+            for row in resumable_rows(path, items, compute, resume=resume, finished=_compared, label=name):
+                rows[name].append(row)
+                bar.update(1)
     summary = summarize_comparison(rows)
     (out / "summary.json").write_text(json.dumps(_no_nan(summary), indent=2) + "\n", encoding="utf-8")
     (out / "comparison.md").write_text(format_comparison(summary) + "\n", encoding="utf-8")

@@ -20,10 +20,11 @@ not checked again).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,10 @@ from tqdm.auto import tqdm
 
 from simgrag.errors import SimGRAGError
 from simgrag.eval import metrics as m
-from simgrag.eval.compare import _cell, _file_stem, _finished_rows, _groups, _item_key, _no_nan, summarize_comparison
+from simgrag.eval.compare import _cell, _compared, _file_stem, _groups, _no_nan, summarize_comparison
 from simgrag.eval.factscore import MAX_CLAIMS, ClaimVerdict, factscore, summarize_scores
+from simgrag.eval.resumable import resumable_rows
 from simgrag.eval.runner import QAItem
-from simgrag.fileio import write_bytes_atomic
 from simgrag.llm.base import LLM
 from simgrag.retrievers.base import Retriever
 from simgrag.retrievers.reader import read_context
@@ -129,28 +130,6 @@ def format_factscore(summary: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _rows_of(name: str, retriever: Retriever, items: Sequence[QAItem], checker: _Checker, path: Path,
-             resume: bool) -> Iterator[dict[str, Any]]:
-    """Each item's row in order: kept from ``path`` when an earlier run finished it, else computed and
-    appended to ``path`` at once; the file is rewritten in item order at the end of a resumed run."""
-    done = _finished_rows(path, items) if resume else {}
-    if done:
-        logger.info("%s: resuming, %d of %d questions already in %s", name, len(done), len(items), path)
-    rows = []
-    with path.open("a" if done else "w", encoding="utf-8") as sink:
-        for item in items:
-            row = done.get(_item_key(item))
-            if row is None:
-                row = _fact_row(name, retriever, item, checker)
-                sink.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-                sink.flush()
-            rows.append(row)
-            yield row
-    if done:
-        text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-        write_bytes_atomic(path, text.encode("utf-8"))
-
-
 def run_factscore_bench(
     retrievers: Mapping[str, Retriever],
     llm: LLM,
@@ -174,7 +153,8 @@ def run_factscore_bench(
         for name, retriever in retrievers.items():
             path = out / f"{_file_stem(name)}.jsonl"
             rows[name] = []
-            for row in _rows_of(name, retriever, items, checker, path, resume):
+            compute = functools.partial(_fact_row, name, retriever, checker=checker)
+            for row in resumable_rows(path, items, compute, resume=resume, finished=_compared, label=name):
                 rows[name].append(row)
                 bar.update(1)
     summary = summarize_factscore(rows)

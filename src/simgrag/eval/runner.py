@@ -15,6 +15,7 @@ answerable subset, the error breakdown, latency per stage and token counts.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
@@ -30,6 +31,7 @@ from tqdm.auto import tqdm
 from simgrag.errors import DatasetError, LLMError, PatternError, SimGRAGError
 from simgrag.eval.answerable import is_answerable
 from simgrag.eval.metaqa import MetaQAQuestion, load_metaqa, pattern_fits_chain
+from simgrag.eval.resumable import resumable_rows
 from simgrag.pipeline import AskResult, SimGRAG
 
 __all__ = ["QAItem", "load_qa_file", "metaqa_items", "run_qa_bench", "summarize"]
@@ -105,6 +107,11 @@ def _stage(item: QAItem, result: AskResult, hit: bool) -> str | None:
     return "generation" if gold & retrieved else "retrieval"
 
 
+def _not_failed(row: dict[str, Any]) -> bool:
+    """A row an earlier run finished: answered, or failed at the pattern stage (a result, not an outage)."""
+    return "error" not in row or row.get("stage") == "pattern"
+
+
 def _record(item: QAItem, result: AskResult | None, error: SimGRAGError | None) -> dict[str, Any]:
     row: dict[str, Any] = {"question": item.question, "gold": list(item.answers), "group": item.group,
                            "answerable": item.answerable, "chain": item.chain}
@@ -131,24 +138,27 @@ def _record(item: QAItem, result: AskResult | None, error: SimGRAGError | None) 
     return row
 
 
-def run_qa_bench(engine: SimGRAG, items: Iterable[QAItem], out: str | Path, *,
-                 progress: bool = True, on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Ask every question, write one JSON line each to ``out``, return :func:`summarize` of the rows."""
+def _ask(engine: SimGRAG, item: QAItem) -> dict[str, Any]:
+    try:
+        return _record(item, engine.ask(item.question), None)
+    except SimGRAGError as exc:
+        logger.warning("question failed: %r: %s", item.question, str(exc).splitlines()[0])
+        return _record(item, None, exc)
+
+
+def run_qa_bench(engine: SimGRAG, items: Iterable[QAItem], out: str | Path, *, progress: bool = True,
+                 resume: bool = True, on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Ask every question, write one JSON line each to ``out``, return :func:`summarize` of the rows.
+
+    ``resume``: rows already in ``out`` for the same questions are kept (those that failed with an
+    LLM or other error run again), so an interrupted run goes on where it stopped."""
     rows = []
     items = list(items)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    with Path(out).open("w", encoding="utf-8") as sink:
-        for item in tqdm(items, desc="questions", disable=not progress):
-            try:
-                row = _record(item, engine.ask(item.question), None)
-            except SimGRAGError as exc:
-                logger.warning("question failed: %r: %s", item.question, str(exc).splitlines()[0])
-                row = _record(item, None, exc)
-            rows.append(row)
-            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-            sink.flush()
-            if on_row:
-                on_row(row)
+    for row in tqdm(resumable_rows(out, items, functools.partial(_ask, engine), resume=resume,
+                                   finished=_not_failed), total=len(items), desc="questions", disable=not progress):
+        rows.append(row)
+        if on_row:
+            on_row(row)
     return summarize(rows)
 
 
