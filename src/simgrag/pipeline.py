@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simgrag.embed.base import Embedder
+from simgrag.errors import DatasetError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern
@@ -271,7 +273,9 @@ def metaqa_index(metaqa_dir: str | Path, *, cache: str | Path | None = None, emb
     from simgrag.config import cache_dir
 
     kb = Path(metaqa_dir) / "kb.txt"
-    stamp = f"{kb.stat().st_size}-{int(kb.stat().st_mtime)}" if kb.exists() else "missing"
+    if not kb.is_file():
+        raise DatasetError(f"{kb}: not found (give the MetaQA folder that holds kb.txt)")
+    stamp = hashlib.blake2b(kb.read_bytes(), digest_size=8).hexdigest()  # content, not mtime: copies reuse it
     path = cache_dir(cache) / f"metaqa-{embedder.replace(':', '-')}-{stamp}.idx"
     if (path / "manifest.json").exists():
         return open_index_dir(path)
