@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from simgrag import cli
 from simgrag.answer.verify import VERIFY_SYSTEM
+from simgrag.cli import qa as cli
 from simgrag.index.directory import build_index_dir
 from simgrag.kg.store import Triple
 from simgrag.llm.base import ChatMessage

@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 
 from simgrag import cli
 from simgrag.answer.open import OPEN_GROUNDED_SYSTEM, OPEN_KNOWLEDGE_SYSTEM
+from simgrag.cli import bench as cli_bench
+from simgrag.cli import qa as cli_qa
 from simgrag.errors import PatternError
 from simgrag.eval import runner
 from simgrag.eval.factscore import (
@@ -225,13 +227,13 @@ def test_bench_writes_rows_table_and_summary(toy_index: IndexDir, tmp_path: Path
 def test_cli_ask_open_and_bench_factscore(toy_index: IndexDir, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     llm = FakeLLM(_script)
-    monkeypatch.setattr(cli, "_engine", lambda *a, **k: SimGRAG(toy_index, llm=llm))
+    monkeypatch.setattr(cli_qa, "_engine", lambda *a, **k: SimGRAG(toy_index, llm=llm))
     result = CliRunner().invoke(cli.app, ["ask", str(toy_index.path), "who directed Titanic", "--open"])
     assert result.exit_code == 0, result.output
     assert "Answer: Titanic was directed by James Cameron. It starred Kate Winslet." in result.output
     assert "(Titanic, directed_by, James Cameron)" in llm.calls[-1].prompt
 
-    monkeypatch.setattr(cli, "_bench_engine", lambda *a, **k: SimGRAG(toy_index, llm=llm))
+    monkeypatch.setattr(cli_bench, "_bench_engine", lambda *a, **k: SimGRAG(toy_index, llm=llm))
     monkeypatch.setattr(runner, "metaqa_items", lambda *a, **k: ITEMS[:2])
     out = tmp_path / "fs"
     result = CliRunner().invoke(cli.app, ["bench", "factscore", "--metaqa-dir", str(tmp_path), "--out", str(out),

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simgrag import cli
+from simgrag.cli import bench as cli_bench
 from simgrag.errors import ConfigError, IndexDirError
 from simgrag.eval.abstention import classify_reply, reduced_store, run_abstention, supporting_edges
 from simgrag.eval.answerable import chain_targets
@@ -256,7 +257,7 @@ def test_abstention_study_end_to_end(toy: IndexDir, tmp_path: Path) -> None:
 
 def test_cli_bench_metaqa_perturb_and_abstain(toy: IndexDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = SimGRAG(toy, llm=FakeLLM(_reader))
-    monkeypatch.setattr(cli, "_bench_engine", lambda *a, **k: engine)
+    monkeypatch.setattr(cli_bench, "_bench_engine", lambda *a, **k: engine)
     monkeypatch.setenv("SIMGRAG_CACHE_DIR", str(tmp_path / "cache"))
     metaqa = tmp_path / "MetaQA"
     for hop in (1,):

