@@ -150,6 +150,24 @@ def test_deadline_returns_best_so_far_with_lower_bound() -> None:
         assert partial.matches[0].gsd >= full.matches[0].gsd
 
 
+def test_expanding_a_hub_counts_its_scan_so_chunks_stay_short() -> None:
+    """The deadline is checked between chunks of steps; a hub's adjacency scan must count in the
+    steps, or one chunk of 20,000 steps over hubs could run for seconds past the deadline."""
+    from simgrag.match._kernel import SCAN_PER_STEP
+
+    degree = 50_000
+    store = KGStore.from_triples([("hub", "r", f"leaf{i}") for i in range(degree)])
+    hub = store.entities.id_of("hub")
+    pattern = Pattern.from_triples([["Hub", "r", "UNKNOWN leaf 1"]])
+    table = CandidateTable.from_relation_pairs(
+        [NodeCandidates.from_pairs([hub], [0.0]), NodeCandidates.anything()], [([0], [0.0])],
+        store.num_relations)
+    one = search_subgraphs(store, pattern, table, k=3, max_steps=2)  # step 1 grows the stack
+    assert not one.complete and one.steps >= degree // SCAN_PER_STEP
+    full = search_subgraphs(store, pattern, table, k=3)
+    assert full.complete and len(full.matches) == 3
+
+
 def test_disconnected_pattern_combines_components() -> None:
     store = _chain_kg()
     pattern = Pattern.from_triples([["UNKNOWN director 1", "directed", "Memento"],

@@ -18,7 +18,9 @@ order, triple ids in pattern-edge order).
 
 The search is a loop over an explicit stack held in numpy arrays, so it can stop after
 ``max_steps`` and resume later: the Python driver checks the deadline between chunks and can
-report the best results so far with the lower bound of everything unexplored.
+report the best results so far with the lower bound of everything unexplored. A step is one stack
+move plus one per ``SCAN_PER_STEP`` adjacency entries scanned when a depth is expanded, so a chunk of
+steps takes bounded time even when it expands hubs with tens of thousands of neighbours.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ GROW = 2
 # integer state slots
 S_DEPTH, S_ROOT, S_TOP, S_COUNT, S_STEPS, S_NEED = 0, 1, 2, 3, 4, 5
 N_STATE = 6
+SCAN_PER_STEP = 64  # adjacency entries scanned per counted step
 
 
 @njit(cache=True, nogil=True)
@@ -111,7 +114,9 @@ def _threshold(res_gsd, state, k):
 def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid,
               node_any, cand_ptr, cand_ids, cand_dist, rel_dist, rest, part,
               stk_j, stk_c, lo, hi, cur, state, thr, injective, prune, greedy):
-    """Push the candidate (relation, node) expansions of depth d onto the stack, sorted by cost."""
+    """Push the candidate (relation, node) expansions of depth d onto the stack, sorted by cost.
+
+    Returns the number of steps the scan is worth (adjacency entries scanned / ``SCAN_PER_STEP``)."""
     e = plan[0, d]
     a = plan[1, d]
     b = plan[2, d]
@@ -165,6 +170,7 @@ def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid,
     hi[d] = top
     cur[d] = start_top
     state[S_TOP] = top
+    return (t - s) // SCAN_PER_STEP
 
 
 @njit(cache=True, nogil=True)
@@ -226,7 +232,7 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
             f[start] = v
             part[0] = c
             state[S_DEPTH] = 0
-            _generate(0, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
+            steps += _generate(0, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
                       cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
                       lo, hi, cur, state, thr, injective, prune, greedy)
         elif depth == n_edges:
@@ -260,7 +266,7 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
             part[d + 1] = part[d] + c
             state[S_DEPTH] = d + 1
             if d + 1 < n_edges:
-                _generate(d + 1, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
+                steps += _generate(d + 1, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
                           cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
                           lo, hi, cur, state, thr, injective, prune, greedy)
     state[S_STEPS] += steps
