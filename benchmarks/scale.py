@@ -46,6 +46,22 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+def rss_split_mb() -> dict[str, float]:
+    """Current resident memory split into anonymous (heap, arrays) and file-backed (memory-mapped files).
+
+    File-backed pages of the memory-mapped store and vectors count toward ``ru_maxrss`` but are page
+    cache the kernel can drop under memory pressure; the anonymous part is what the process needs.
+    """
+    out: dict[str, float] = {}
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("RssAnon", "RssFile"):
+                out[f"{key.lower()}_mb"] = round(int(value.split()[0]) / 1024, 1)
+    return out
+
+
 def disk_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
@@ -144,7 +160,7 @@ def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         hits.append(hit(result, q))
         complete.append(result.complete)
         by_shape.setdefault(q.shape, []).append(hits[-1])
-    rss_retrieval = peak_rss_mb()
+    rss_retrieval, rss_split = peak_rss_mb(), rss_split_mb()
     names = [t for q in queries[: args.recall_sample] for t in q.entities]
     recall = vector_recall(index, names, (10, args.k_n))
     close = getattr(index.entity_index, "close", None)
@@ -154,7 +170,8 @@ def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "hits1_by_shape": {s: round(float(np.mean(v)), 4) for s, v in sorted(by_shape.items())},
             "complete": round(float(np.mean(complete)), 4), "vector_ms": pct(vector), "graph_ms": pct(graph),
             "total_ms": pct(total), "vector_recall": recall, "recall_names": len(names),
-            "peak_rss_mb": round(rss_retrieval, 1), "peak_rss_mb_with_recall": round(peak_rss_mb(), 1)}
+            "peak_rss_mb": round(rss_retrieval, 1), "rss_after_queries": rss_split,
+            "peak_rss_mb_with_recall": round(peak_rss_mb(), 1)}
 
 
 # ---------------------------------------------------------------------------------------------- main

@@ -101,6 +101,20 @@ def test_ivfpq_attached_vectors_are_not_copied(tmp_path: Path) -> None:
     np.testing.assert_array_equal(after[1], before[1])
     np.testing.assert_allclose(after[0], before[0], rtol=1e-6)
     assert isinstance(loaded, FaissIVFPQIndex) and isinstance(loaded.vectors(), np.memmap)
+    smaps = Path("/proc/self/smaps")
+    if smaps.exists():  # Linux: the re-ranking memmap is advised random access (VmFlags "rr"), no readahead
+        assert "rr" in _vm_flags(smaps.read_text(), str((tmp_path / "entity_vectors.npy").resolve()))
+
+
+def _vm_flags(smaps: str, path: str) -> list[str]:
+    """The VmFlags of the mapping of ``path`` in a /proc/<pid>/smaps text."""
+    inside = False
+    for line in smaps.splitlines():
+        if not line[:1].isupper() or ":" not in line.split()[0]:  # a mapping's header line
+            inside = line.rstrip().endswith(path)
+        elif inside and line.startswith("VmFlags:"):
+            return line.split()[1:]
+    raise AssertionError(f"{path} is not mapped")
 
 
 def test_index_dir_from_store_with_ivfpq(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
+import mmap
 import os
 from pathlib import Path
 from typing import Any
@@ -259,6 +260,7 @@ class FaissIVFPQIndex:
         vpath = directory / (vectors_file or _VECTORS_FILE)
         try:
             index._vectors = np.load(vpath, mmap_mode="r")
+            _advise_random_access(index._vectors)
             if manifest.ntotal:
                 index._index = _faiss().read_index(str(directory / _INDEX_FILE))
         except (OSError, ValueError, RuntimeError) as exc:
@@ -272,3 +274,20 @@ class FaissIVFPQIndex:
                                 f"{found} codes and vectors of shape {index._vectors.shape}; rebuild the index.")
         index._ntotal = manifest.ntotal
         return index
+
+
+def _advise_random_access(vectors: np.ndarray) -> None:
+    """Re-ranking reads scattered rows: ask the kernel not to read ahead around each one.
+
+    Without this, every cold row (1 KB at 256-d) faults in a readahead window of 128 KB or more,
+    which multiplies disk reads and resident page cache on a 10 GB vectors file. Linux only; a no-op
+    where ``madvise`` or ``MADV_RANDOM`` is missing or the array is not a memory map.
+    """
+    handle = getattr(vectors, "_mmap", None)  # numpy.memmap keeps its mmap.mmap here
+    advice = getattr(mmap, "MADV_RANDOM", None)
+    if handle is None or advice is None or not hasattr(handle, "madvise"):
+        return
+    try:
+        handle.madvise(advice)
+    except OSError as exc:  # advice is a hint; never fail a load over it
+        logger.debug("madvise(MADV_RANDOM) on the vectors file failed: %s", exc)
