@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import resource
 import shutil
 import subprocess
@@ -141,6 +142,11 @@ def vector_recall(index: Any, texts: list[str], ks: tuple[int, ...]) -> dict[str
 def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     t = time.perf_counter()
     index = open_index_dir(work / "index", embedder=args.embedder)
+    if args.search_params:
+        tune = getattr(index.entity_index, "tune", None)
+        if not callable(tune):
+            raise SystemExit(f"--search-params: the {args.backend} backend has no search-time settings")
+        tune(**json.loads(args.search_params))
     retriever = SubgraphRetriever(index)
     load_s = time.perf_counter() - t
     queries = [PlantedQuery(**{**d, "pattern": [tuple(x) for x in d["pattern"]],
@@ -171,7 +177,9 @@ def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "complete": round(float(np.mean(complete)), 4), "vector_ms": pct(vector), "graph_ms": pct(graph),
             "total_ms": pct(total), "vector_recall": recall, "recall_names": len(names),
             "peak_rss_mb": round(rss_retrieval, 1), "rss_after_queries": rss_split,
-            "peak_rss_mb_with_recall": round(peak_rss_mb(), 1)}
+            "peak_rss_mb_with_recall": round(peak_rss_mb(), 1),
+            "deadline_s": args.deadline, "search_params": json.loads(args.search_params or "{}"),
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -203,6 +211,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--backend", choices=sorted(BACKENDS), default="faiss",
                    help="faiss = faiss-ivfpq (compressed), hnsw = faiss-hnsw, milvus = Milvus Lite")
     p.add_argument("--index-params", default="", help='JSON, e.g. {"nprobe": 64, "max_rerank": 8192}')
+    p.add_argument("--search-params", default="",
+                   help='query phase, faiss only: JSON for FaissIVFPQIndex.tune, e.g. {"nprobe": 128}')
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--k-n", type=int, default=16384)
     p.add_argument("--k-r", type=int, default=512)

@@ -76,6 +76,24 @@ def test_ivfpq_large_k_reranks_only_the_head(ivfpq_case: tuple[np.ndarray, np.nd
     assert not head.all(), "past max_rerank distances are PQ estimates"
 
 
+def test_ivfpq_tune_changes_search_not_codes(ivfpq_case: tuple[np.ndarray, np.ndarray, FaissIVFPQIndex,
+                                                                ExactIndex]) -> None:
+    data, queries, _, exact = ivfpq_case
+    index = FaissIVFPQIndex(64, nlist=64)
+    index.add(data)
+    _, want = exact.search(queries, 10)
+    index.tune(nprobe=1)
+    one_list = recall(index.search(queries, 10)[1], want)
+    index.tune(nprobe=64)
+    all_lists = recall(index.search(queries, 10)[1], want)
+    assert all_lists > one_list and all_lists >= 0.95
+    index.tune(max_rerank=5)
+    assert (index.nprobe, index.max_rerank, index.refine) == (64, 5, 16)
+    with pytest.raises(VectorIndexError, match="max_rerank"):
+        index.tune(max_rerank=0)
+    assert index.max_rerank == 5, "a rejected setting changes nothing"
+
+
 def test_ivfpq_attached_vectors_are_not_copied(tmp_path: Path) -> None:
     data = clustered(3000, 32, 2)
     np.save(tmp_path / "entity_vectors.npy", data)

@@ -96,6 +96,23 @@ class FaissIVFPQIndex:
         self._vectors: np.ndarray | None = None  # attached or loaded float vectors (row i = id i)
         self._ntotal = 0
 
+    def tune(self, *, nprobe: int | None = None, max_rerank: int | None = None, refine: int | None = None) -> None:
+        """Change the search-time settings of a built index (the codes stay as trained).
+
+        ``nprobe`` trades speed for recall (each probed list is scanned in full; 0 = automatic),
+        ``max_rerank`` bounds the rows read from the vectors file per query (the cold-cache cost).
+        Not saved unless :meth:`save` is called.
+        """
+        nprobe = self.nprobe if nprobe is None else int(nprobe)
+        max_rerank = self.max_rerank if max_rerank is None else int(max_rerank)
+        refine = self.refine if refine is None else int(refine)
+        if nprobe < 0 or min(max_rerank, refine) < 1:
+            raise VectorIndexError(
+                f"Invalid IVF-PQ search settings nprobe={nprobe}, max_rerank={max_rerank}, refine={refine}: "
+                "nprobe >= 0 (0 = automatic), max_rerank and refine >= 1."
+            )
+        self.nprobe, self.max_rerank, self.refine = nprobe, max_rerank, refine
+
     # ------------------------------------------------------------------ state
     @property
     def ntotal(self) -> int:
