@@ -35,7 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from simgrag.index import load_index
 from simgrag.index.directory import build_index_dir, open_index_dir
+from simgrag.index.faiss_ivfpq import FaissIVFPQIndex
 from simgrag.kg.synthetic_dbpedia import PlantedQuery, SyntheticKG
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern
@@ -220,7 +222,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--deadline", type=float, default=None, help="per-query graph-search deadline (s)")
     p.add_argument("--recall-sample", type=int, default=100, help="queries whose names measure vector recall")
     p.add_argument("--work", type=Path, default=None, help="default: runs/scale-<N>")
-    p.add_argument("--phase", choices=("all", "build", "query"), default="all")
+    p.add_argument("--phase", choices=("all", "build", "query", "quantize"), default="all")
     p.add_argument("--keep", action="store_true", help="keep the index directory afterwards")
     return p.parse_args(argv)
 
@@ -232,6 +234,16 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     if args.phase == "build":
         print(json.dumps(build(args, work)))
+        return
+    if args.phase == "quantize":  # an existing float32-re-ranking IVF-PQ index → rerank="sq8", in place
+        t = time.perf_counter()
+        entity_index = load_index(work / "index" / "entity_index")
+        if not isinstance(entity_index, FaissIVFPQIndex):
+            raise SystemExit(f"--phase quantize needs a faiss-ivfpq index, not {entity_index.kind}")
+        entity_index.quantize_rerank(show_progress=True)
+        entity_index.save(work / "index" / "entity_index")
+        print(json.dumps({"quantize_s": round(time.perf_counter() - t, 1), "peak_rss_mb": round(peak_rss_mb(), 1),
+                          "disk_mb": round(disk_mb(work / "index"), 1)}))
         return
     if args.phase == "query":
         print(json.dumps(query(args, work)))

@@ -94,6 +94,39 @@ def test_ivfpq_tune_changes_search_not_codes(ivfpq_case: tuple[np.ndarray, np.nd
     assert index.max_rerank == 5, "a rejected setting changes nothing"
 
 
+def test_ivfpq_sq8_rerank_is_near_exact_and_never_reads_the_vectors_file(tmp_path: Path) -> None:
+    data, queries = clustered(3000, 32, 5), clustered(20, 32, 6)
+    np.save(tmp_path / "entity_vectors.npy", data)
+    (tmp_path / "entity_index").mkdir()
+    index = FaissIVFPQIndex(32, nlist=16, nprobe=16, rerank="sq8")
+    index.attach_vectors(np.load(tmp_path / "entity_vectors.npy", mmap_mode="r"), tmp_path / "entity_vectors.npy")
+    for start in range(0, 3000, 1000):
+        index.add(data[start:start + 1000])
+    exact = ExactIndex(32)
+    exact.add(data)
+    want_d, want = exact.search(queries, 10)
+    got_d, got = index.search(queries, 10)
+    assert recall(got, want) >= 0.95
+    np.testing.assert_allclose(got_d, want_d, atol=0.05 * float(want_d.mean()))
+    index.save(tmp_path / "entity_index")
+    loaded = load_index(tmp_path / "entity_index")
+    assert isinstance(loaded, FaissIVFPQIndex) and loaded.rerank == "sq8"
+    on_disk = np.lib.format.open_memmap(tmp_path / "entity_vectors.npy", mode="r+")
+    on_disk[:] = 0.0  # a float32 re-ranking would now see zero vectors
+    on_disk.flush()
+    d, i = loaded.search(queries, 10)
+    np.testing.assert_array_equal(i, got)
+    np.testing.assert_allclose(d, got_d, rtol=1e-6)
+    loaded.save(tmp_path / "entity_index")  # re-saving an attached index records the file, copies nothing
+    assert not (tmp_path / "entity_index" / "vectors.npy").exists()
+    float_index = FaissIVFPQIndex(32, nlist=16, nprobe=16)
+    float_index.add(data)
+    float_index.quantize_rerank()  # converting a built index gives the same 8-bit store
+    assert float_index.rerank == "sq8" and recall(float_index.search(queries, 10)[1], want) >= 0.95
+    with pytest.raises(VectorIndexError, match="rerank"):
+        FaissIVFPQIndex(32, rerank="fp16")
+
+
 def test_ivfpq_attached_vectors_are_not_copied(tmp_path: Path) -> None:
     data = clustered(3000, 32, 2)
     np.save(tmp_path / "entity_vectors.npy", data)

@@ -16,6 +16,12 @@ For ordinary ``k`` (tens) every returned distance is exact. For SimGRAG's ``k_n 
 head of the list (``max_rerank``) is exact and the tail estimated. ``nprobe`` grows with ``k`` so the
 probed lists hold at least twice ``n_pq`` vectors. Indexes no larger than ``n_pq`` are scanned exactly.
 
+Where re-ranking reads from (``rerank``): ``"float32"`` (default) reads the float vectors, memory-
+mapped; on a cold page cache every re-ranked row is a random disk read. ``"sq8"`` keeps an 8-bit
+scalar-quantized copy in RAM (one byte per dimension: 2.6 GB for 10M x 256-d; the per-dimension
+range comes from the training sample, values outside it are clipped) and re-ranks from it, so a
+query never touches the vectors file; its distances are exact up to the 8-bit rounding.
+
 Where the float vectors live: vectors given to :meth:`add` are kept in memory and written to
 ``vectors.npy`` by :meth:`save`; an index directory build instead calls :meth:`attach_vectors`
 with its ``entity_vectors.npy``, and the index records that file's path relative to its own
@@ -33,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from simgrag.errors import IndexDirError, VectorIndexError
 from simgrag.fileio import atomic_path
@@ -50,6 +57,10 @@ _HNSW_QUANTIZER_MIN_LISTS = 1024  # from here on, the coarse quantizer is an HNS
 _TRAIN_PER_LIST = 40
 _MIN_CANDIDATES = 64
 _PQ_TRAIN_PER_CENTROID = 64
+_RERANK_KINDS = ("float32", "sq8")
+_SQ8_CODES_FILE = "rerank_sq8.npy"
+_SQ8_RANGE_FILE = "rerank_sq8_range.npy"
+_SQ8_BLOCK = 262_144
 
 
 def auto_nlist(n: int) -> int:
@@ -78,13 +89,15 @@ class FaissIVFPQIndex:
 
     def __init__(self, dim: int, nlist: int = 0, m: int = 0, nbits: int = 8, nprobe: int = 0,
                  refine: int = 16, max_rerank: int = 4096, train_size: int = 0,
-                 vectors_file: str | None = None) -> None:
+                 vectors_file: str | None = None, rerank: str = "float32") -> None:
         if dim <= 0 or min(nlist, m, nprobe, train_size) < 0 or not 1 <= nbits <= 16 or min(refine, max_rerank) < 1:
             raise VectorIndexError(
                 f"Invalid IVF-PQ settings dim={dim}, nlist={nlist}, m={m}, nbits={nbits}, nprobe={nprobe}, "
                 f"refine={refine}, max_rerank={max_rerank}, train_size={train_size}: dim must be positive, "
                 "nlist/m/nprobe/train_size >= 0 (0 = automatic), 1 <= nbits <= 16, the rest >= 1."
             )
+        if rerank not in _RERANK_KINDS:
+            raise VectorIndexError(f"Invalid IVF-PQ rerank={rerank!r}: choose one of {', '.join(_RERANK_KINDS)}.")
         if m and dim % m:
             raise VectorIndexError(f"m={m} must divide dim={dim} (product quantization splits the vector).")
         self.dim, self.nlist, self.m, self.nbits = int(dim), int(nlist), int(m), int(nbits)
@@ -95,6 +108,9 @@ class FaissIVFPQIndex:
         self._chunks: list[np.ndarray] = []  # vectors added in memory (no attached file)
         self._vectors: np.ndarray | None = None  # attached or loaded float vectors (row i = id i)
         self._ntotal = 0
+        self.rerank = rerank
+        self._sq8: _ScalarQuantizer | None = None
+        self._sq8_chunks: list[np.ndarray] = []  # codes of added blocks, concatenated lazily
 
     def tune(self, *, nprobe: int | None = None, max_rerank: int | None = None, refine: int | None = None) -> None:
         """Change the search-time settings of a built index (the codes stay as trained).
@@ -121,7 +137,8 @@ class FaissIVFPQIndex:
     @property
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"nlist": self.nlist, "m": self.m, "nbits": self.nbits, "nprobe": self.nprobe,
-                               "refine": self.refine, "max_rerank": self.max_rerank, "train_size": self.train_size}
+                               "refine": self.refine, "max_rerank": self.max_rerank, "train_size": self.train_size,
+                               "rerank": self.rerank}
         if self.vectors_file is not None:
             out["vectors_file"] = self.vectors_file
         return out
@@ -170,6 +187,8 @@ class FaissIVFPQIndex:
         except RuntimeError as exc:
             raise VectorIndexError(f"FAISS failed to train IVF-PQ on {len(sample)} vectors: {exc}") from exc
         self._index = index
+        if self.rerank == "sq8":
+            self._sq8 = _ScalarQuantizer.fit(sample)
 
     def _training_sample(self, block: np.ndarray) -> tuple[np.ndarray, int]:
         if self._vectors is None:
@@ -193,7 +212,32 @@ class FaissIVFPQIndex:
             raise VectorIndexError(f"FAISS failed to add {len(block)} vectors: {exc}") from exc
         if self.vectors_file is None:
             self._chunks.append(block.copy())
+        if self._sq8 is not None:
+            self._sq8_chunks.append(self._sq8.encode(block))
         self._ntotal += len(block)
+
+    def quantize_rerank(self, *, show_progress: bool = False) -> None:
+        """Switch a built ``float32`` index to ``rerank="sq8"``: encode every vector (one pass over the file).
+
+        The 8-bit range comes from the same strided sample training uses. Call :meth:`save` to keep it.
+        """
+        vectors = self.vectors()
+        step = max(1, len(vectors) // max(1, self.train_size or _TRAIN_PER_LIST * max(1, self.nlist)))
+        quantizer = _ScalarQuantizer.fit(np.asarray(vectors[::step], dtype=np.float32))
+        starts = range(0, len(vectors), _SQ8_BLOCK)
+        blocks = [quantizer.encode(vectors[i: i + _SQ8_BLOCK])
+                  for i in tqdm(starts, desc="8-bit re-ranking codes", unit="block", disable=not show_progress)]
+        quantizer.codes = np.concatenate(blocks) if blocks else quantizer.codes
+        self._sq8, self._sq8_chunks, self.rerank = quantizer, [], "sq8"
+
+    def _rerank_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Float32 vectors of ``rows`` (ascending) from the re-ranking store."""
+        if self._sq8 is None:
+            return np.asarray(self.vectors()[rows], dtype=np.float32)
+        if self._sq8_chunks:
+            self._sq8.codes = np.concatenate([self._sq8.codes, *self._sq8_chunks])
+            self._sq8_chunks = []
+        return self._sq8.decode(self._sq8.codes[rows])
 
     # ------------------------------------------------------------------ search
     def _counts(self, k: int) -> tuple[int, int]:
@@ -239,7 +283,7 @@ class FaissIVFPQIndex:
         ids, dist = ids[valid], approx[valid].astype(np.float32)
         head = ids[:n_exact]
         order = np.argsort(head, kind="stable")  # ascending rows read the memmap sequentially
-        rows = np.asarray(self.vectors()[head[order]], dtype=np.float32)
+        rows = self._rerank_rows(head[order])
         exact = np.empty(len(head), dtype=np.float32)
         exact[order] = np.linalg.norm(rows - query[None, :], axis=1)
         tail = dist[n_exact:]
@@ -262,6 +306,9 @@ class FaissIVFPQIndex:
         if self._index is not None:
             with atomic_path(directory / _INDEX_FILE) as tmp:
                 _faiss().write_index(self._index, str(tmp))
+        if self._sq8 is not None:
+            self._rerank_rows(np.empty(0, dtype=np.int64))  # flush pending codes
+            self._sq8.save(directory)
         write_manifest(directory, IndexManifest(self.kind, self.dim, self._ntotal, params))
         logger.info("saved FAISS IVF-PQ index (%d x %d, %s) to %s", self._ntotal, self.dim, params, directory)
 
@@ -272,14 +319,19 @@ class FaissIVFPQIndex:
         manifest = read_manifest(directory, expect_kind=cls.kind)
         params = dict(manifest.params)
         vectors_file = params.pop("vectors_file", None)
+        rerank = str(params.pop("rerank", "float32"))
         ints: dict[str, Any] = {key: int(value) for key, value in params.items()}
-        index = cls(manifest.dim, **ints)
+        index = cls(manifest.dim, **ints, rerank=rerank)
         vpath = directory / (vectors_file or _VECTORS_FILE)
+        if vectors_file is not None:  # a later save() records the same file again instead of copying it
+            index.vectors_file = str(vpath.resolve())
         try:
             index._vectors = np.load(vpath, mmap_mode="r")
             _advise_random_access(index._vectors)
             if manifest.ntotal:
                 index._index = _faiss().read_index(str(directory / _INDEX_FILE))
+            if rerank == "sq8" and manifest.ntotal:
+                index._sq8 = _ScalarQuantizer.load(directory)
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexDirError(f"Cannot read the IVF-PQ index in {directory} ({exc}); rebuild the index.") from exc
         if vectors_file is not None:
@@ -308,3 +360,36 @@ def _advise_random_access(vectors: np.ndarray) -> None:
         handle.madvise(advice)
     except OSError as exc:  # advice is a hint; never fail a load over it
         logger.debug("madvise(MADV_RANDOM) on the vectors file failed: %s", exc)
+
+
+class _ScalarQuantizer:
+    """8-bit per-dimension quantization for in-RAM re-ranking: ``x ≈ lo + code * step``."""
+
+    def __init__(self, lo: np.ndarray, step: np.ndarray, codes: np.ndarray | None = None) -> None:
+        self.lo, self.step = lo.astype(np.float32), step.astype(np.float32)
+        self.codes = codes if codes is not None else np.empty((0, len(lo)), dtype=np.uint8)
+
+    @classmethod
+    def fit(cls, sample: np.ndarray) -> _ScalarQuantizer:
+        lo, hi = sample.min(axis=0), sample.max(axis=0)
+        step = (hi - lo) / 255.0
+        return cls(lo, np.where(step > 0, step, 1.0))
+
+    def encode(self, block: np.ndarray) -> np.ndarray:
+        scaled = np.rint((np.asarray(block, dtype=np.float32) - self.lo) / self.step)
+        return np.clip(scaled, 0, 255).astype(np.uint8)
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        out: np.ndarray = codes.astype(np.float32) * self.step + self.lo
+        return out
+
+    def save(self, directory: Path) -> None:
+        with atomic_path(directory / _SQ8_CODES_FILE) as tmp, tmp.open("wb") as fh:
+            np.save(fh, self.codes, allow_pickle=False)
+        with atomic_path(directory / _SQ8_RANGE_FILE) as tmp, tmp.open("wb") as fh:
+            np.save(fh, np.stack([self.lo, self.step]), allow_pickle=False)
+
+    @classmethod
+    def load(cls, directory: Path) -> _ScalarQuantizer:
+        lo, step = np.load(directory / _SQ8_RANGE_FILE)
+        return cls(lo, step, np.load(directory / _SQ8_CODES_FILE))  # read into RAM: no disk reads per query
