@@ -266,11 +266,12 @@ def test_cli_index_params_and_ivfpq_build(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "KEY=VALUE" in bad.output
 
 
-def test_index_dir_with_milvus_lite_reopens(tmp_path: Path) -> None:
+def test_index_dir_with_milvus_lite_reopens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pymilvus")
     pytest.importorskip("milvus_lite")
+    monkeypatch.chdir(tmp_path)  # a relative index path (as the scale benchmark gives) must reopen too
     store = SyntheticKG(800, seed=5).to_store()
-    built = build_index_dir(store, tmp_path / "idx", embedder=HashEmbedder(dim=16), index_kind="milvus")
+    built = build_index_dir(store, Path("idx"), embedder=HashEmbedder(dim=16), index_kind="milvus")
     try:
         _, ids = built.entity_index.search(np.asarray(built.entity_vectors[[3]]), 1)
         assert ids[0, 0] == 3 and built.entity_index.ntotal == store.num_entities

@@ -202,10 +202,12 @@ class MilvusIndex:
         """Reconnect to the collection ``index.json`` points at; ``overrides`` (e.g. ``token``) win."""
         directory = Path(directory)
         manifest = read_manifest(directory, expect_kind=cls.kind)
-        params = dict(manifest.params) | overrides
+        params = dict(manifest.params)
         uri = str(params.pop("uri"))
-        if _is_local(uri) and not Path(uri).is_absolute():
+        if _is_local(uri) and not Path(uri).is_absolute():  # index.json's local uri is relative to it
             uri = str(directory / uri)
+        params |= overrides
+        uri = str(params.pop("uri", uri))  # an overriding uri is taken as given (relative to the cwd)
         index = cls(uri, dim=manifest.dim, **params)
         if index.ntotal != manifest.ntotal:
             index.close()
