@@ -184,3 +184,21 @@ def test_disconnected_pattern_combines_components() -> None:
     assert store.entities[best.nodes[0]] == "Nolan"
     assert store.entities[best.nodes[2]] == "DiCaprio"
     assert best.gsd == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("num_entities", [50, 5000])  # dense path (groups cover much of the KG) and sparse
+def test_candidates_from_groups_equals_from_pairs(num_entities: int) -> None:
+    rng = np.random.default_rng(num_entities)
+    for _ in range(30):
+        groups = []
+        for _ in range(int(rng.integers(0, 6))):
+            ids = np.sort(rng.choice(num_entities, size=int(rng.integers(0, 40)), replace=False))
+            groups.append((ids.astype(np.int32), float(rng.choice([0.25, 0.5, rng.random()]))))
+        got = NodeCandidates.from_groups(groups, num_entities)
+        want = NodeCandidates.from_pairs(
+            np.concatenate([g for g, _ in groups]) if groups else np.zeros(0, np.int64),
+            np.concatenate([np.full(len(g), d) for g, d in groups]) if groups else np.zeros(0))
+        assert not got.any_entity
+        np.testing.assert_array_equal(got.ids, want.ids)
+        np.testing.assert_array_equal(got.dists, want.dists)
+        assert got.ids.dtype == np.int64 and got.dists.dtype == np.float64

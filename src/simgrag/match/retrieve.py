@@ -181,15 +181,11 @@ class SubgraphRetriever:
             if row >= 0:
                 t = int(self.index.type_owner[row])
                 best[t] = min(best.get(t, np.inf), float(d))
-        ids: list[np.ndarray] = []
-        ds: list[np.ndarray] = []
-        for t, d in sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[:k_t]:
-            nodes = self.store.nodes_of_type(t)
-            ids.append(nodes)
-            ds.append(np.full(len(nodes), d))
-        if not ids:
+        chosen = sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[:k_t]
+        if not chosen:
             return NodeCandidates.anything()
-        return NodeCandidates.from_pairs(np.concatenate(ids), np.concatenate(ds))
+        return NodeCandidates.from_groups([(self.store.nodes_of_type(t), d) for t, d in chosen],
+                                          self.store.num_entities)
 
     def candidates(self, pattern: Pattern, settings: RetrievalSettings,
                    timings: dict[str, float] | None = None) -> CandidateTable:
