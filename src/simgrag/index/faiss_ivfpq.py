@@ -110,7 +110,6 @@ class FaissIVFPQIndex:
         self._ntotal = 0
         self.rerank = rerank
         self._sq8: _ScalarQuantizer | None = None
-        self._sq8_chunks: list[np.ndarray] = []  # codes of added blocks, concatenated lazily
 
     def tune(self, *, nprobe: int | None = None, max_rerank: int | None = None, refine: int | None = None) -> None:
         """Change the search-time settings of a built index (the codes stay as trained).
@@ -213,7 +212,7 @@ class FaissIVFPQIndex:
         if self.vectors_file is None:
             self._chunks.append(block.copy())
         if self._sq8 is not None:
-            self._sq8_chunks.append(self._sq8.encode(block))
+            self._sq8.add(block)
         self._ntotal += len(block)
 
     def quantize_rerank(self, *, show_progress: bool = False) -> None:
@@ -222,21 +221,16 @@ class FaissIVFPQIndex:
         The 8-bit range comes from the same strided sample training uses. Call :meth:`save` to keep it.
         """
         vectors = self.vectors()
-        step = max(1, len(vectors) // max(1, self.train_size or _TRAIN_PER_LIST * max(1, self.nlist)))
-        quantizer = _ScalarQuantizer.fit(np.asarray(vectors[::step], dtype=np.float32))
+        quantizer = _ScalarQuantizer.fit(self._training_sample(vectors)[0])
         starts = range(0, len(vectors), _SQ8_BLOCK)
-        blocks = [quantizer.encode(vectors[i: i + _SQ8_BLOCK])
-                  for i in tqdm(starts, desc="8-bit re-ranking codes", unit="block", disable=not show_progress)]
-        quantizer.codes = np.concatenate(blocks) if blocks else quantizer.codes
-        self._sq8, self._sq8_chunks, self.rerank = quantizer, [], "sq8"
+        for i in tqdm(starts, desc="8-bit re-ranking codes", unit="block", disable=not show_progress):
+            quantizer.add(vectors[i: i + _SQ8_BLOCK])
+        self._sq8, self.rerank = quantizer, "sq8"
 
     def _rerank_rows(self, rows: np.ndarray) -> np.ndarray:
         """Float32 vectors of ``rows`` (ascending) from the re-ranking store."""
         if self._sq8 is None:
             return np.asarray(self.vectors()[rows], dtype=np.float32)
-        if self._sq8_chunks:
-            self._sq8.codes = np.concatenate([self._sq8.codes, *self._sq8_chunks])
-            self._sq8_chunks = []
         return self._sq8.decode(self._sq8.codes[rows])
 
     # ------------------------------------------------------------------ search
@@ -307,7 +301,6 @@ class FaissIVFPQIndex:
             with atomic_path(directory / _INDEX_FILE) as tmp:
                 _faiss().write_index(self._index, str(tmp))
         if self._sq8 is not None:
-            self._rerank_rows(np.empty(0, dtype=np.int64))  # flush pending codes
             self._sq8.save(directory)
         write_manifest(directory, IndexManifest(self.kind, self.dim, self._ntotal, params))
         logger.info("saved FAISS IVF-PQ index (%d x %d, %s) to %s", self._ntotal, self.dim, params, directory)
@@ -367,7 +360,18 @@ class _ScalarQuantizer:
 
     def __init__(self, lo: np.ndarray, step: np.ndarray, codes: np.ndarray | None = None) -> None:
         self.lo, self.step = lo.astype(np.float32), step.astype(np.float32)
-        self.codes = codes if codes is not None else np.empty((0, len(lo)), dtype=np.uint8)
+        self._codes = codes if codes is not None else np.empty((0, len(lo)), dtype=np.uint8)
+        self._pending: list[np.ndarray] = []  # codes of blocks added since the last read, joined lazily
+
+    @property
+    def codes(self) -> np.ndarray:
+        if self._pending:
+            self._codes = np.concatenate([self._codes, *self._pending])
+            self._pending = []
+        return self._codes
+
+    def add(self, block: np.ndarray) -> None:
+        self._pending.append(self.encode(block))
 
     @classmethod
     def fit(cls, sample: np.ndarray) -> _ScalarQuantizer:

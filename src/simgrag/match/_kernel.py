@@ -233,8 +233,8 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
             part[0] = c
             state[S_DEPTH] = 0
             steps += _generate(0, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
-                      cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
-                      lo, hi, cur, state, thr, injective, prune, greedy)
+                               cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
+                               lo, hi, cur, state, thr, injective, prune, greedy)
         elif depth == n_edges:
             gsd = _canonical_gsd(f, edge_rel, node_any, cand_ptr, cand_ids, cand_dist, rel_dist)
             thr = _record(gsd, f, edge_tid, edge_rel, res_gsd, res_nodes, res_tids, res_rels, state, k)
@@ -267,7 +267,7 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
             state[S_DEPTH] = d + 1
             if d + 1 < n_edges:
                 steps += _generate(d + 1, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
-                          cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
-                          lo, hi, cur, state, thr, injective, prune, greedy)
+                                   cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
+                                   lo, hi, cur, state, thr, injective, prune, greedy)
     state[S_STEPS] += steps
     return PAUSED
