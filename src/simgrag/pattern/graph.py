@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 from simgrag.errors import PatternError
 
-__all__ = ["Pattern", "PatternEdge", "PatternNode", "is_unknown", "type_hint"]
+__all__ = ["MAX_TEXT_CHARS", "Pattern", "PatternEdge", "PatternNode", "is_unknown", "normalize_text", "type_hint"]
 
 _UNKNOWN = re.compile(r"^\s*unknown\b", re.IGNORECASE)
 _UNKNOWN_CAPS = re.compile(r"^\s*UNKNOWN\b")
 _TRAILING_ID = re.compile(r"\s*[#_-]?\d+\s*$")
 _SPACES = re.compile(r"\s+")
+#: longest node or relation text accepted (entity names are short; the regexes and the embedder need a bound)
+MAX_TEXT_CHARS = 1000
 
 
 def is_unknown(text: str) -> bool:
@@ -37,10 +39,22 @@ def type_hint(text: str) -> str | None:
     return rest or None
 
 
+def normalize_text(text: str) -> str:
+    """``text`` with each run of whitespace made one space, stripped: how pattern texts are compared."""
+    return _SPACES.sub(" ", text).strip()
+
+
 def _clean(text: object, where: str) -> str:
     if not isinstance(text, str):
-        raise PatternError(f"{where}: expected a string, got {type(text).__name__} {text!r}")
-    cleaned = _SPACES.sub(" ", text).strip()
+        raise PatternError(f"{where}: expected a string, got {type(text).__name__} {text!r:.200}")
+    if len(text) > MAX_TEXT_CHARS:
+        raise PatternError(f"{where}: a text of {len(text):,} characters, more than {MAX_TEXT_CHARS:,}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate such as "\ud800" (e.g. from a JSON escape)
+        raise PatternError(f"{where}: invalid Unicode (a lone surrogate at character {exc.start}) in "
+                           f"{text!r:.200}") from None
+    cleaned = normalize_text(text)
     if not cleaned:
         raise PatternError(f"{where}: empty text")
     return cleaned
@@ -72,14 +86,14 @@ class Pattern:
     def from_triples(cls, triples: Sequence[Sequence[object]]) -> Pattern:
         """Build from ``[[head, relation, tail], …]``; raises :class:`PatternError` naming the bad triple."""
         if isinstance(triples, (str, bytes)) or not isinstance(triples, Sequence):
-            raise PatternError(f"A pattern is a list of [head, relation, tail] triples, got {triples!r}")
+            raise PatternError(f"A pattern is a list of [head, relation, tail] triples, got {triples!r:.300}")
         if len(triples) == 0:
             raise PatternError("A pattern needs at least one triple, got an empty list")
         index: dict[str, int] = {}
         nodes: list[PatternNode] = []
         edges: list[PatternEdge] = []
         for i, triple in enumerate(triples):
-            where = f"triple {i + 1} {triple!r}"
+            where = f"triple {i + 1} {triple!r:.300}"
             if isinstance(triple, (str, bytes)) or not isinstance(triple, Sequence) or len(triple) != 3:
                 raise PatternError(f"{where}: expected exactly 3 strings [head, relation, tail]")
             head, rel, tail = (_clean(x, where) for x in triple)

@@ -28,6 +28,10 @@ _CLOSERS = {"[": "]", "{": "}", "(": ")"}
 _STRUCTURAL_AFTER_STRING = set(":,]})")
 _TRIPLE_KEYS = ("triples", "pattern", "graph", "edges")
 _PY_WORDS = {"True": "true", "False": "false", "None": "null"}
+_WORD = re.compile(r"\w+")
+_NON_SPACE = re.compile(r"\S")
+#: longer LLM output is refused: a pattern is a few short triples, and the repairs scan the text
+MAX_OUTPUT_CHARS = 50_000
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,13 @@ class ParsedOutput:
 
 def parse_pattern_text(text: str) -> ParsedOutput:
     """Parse an LLM answer into triples (still unvalidated: see :mod:`simgrag.pattern.validate`)."""
+    if not isinstance(text, str):
+        raise PatternParseError(f"Expected the LLM output as text, got {type(text).__name__}")
     if not text or not text.strip():
         raise PatternParseError("The LLM returned an empty answer; expected {\"triples\": [...]}", text)
+    if len(text) > MAX_OUTPUT_CHARS:
+        raise PatternParseError(f"The LLM output has {len(text):,} characters, more than the {MAX_OUTPUT_CHARS:,} "
+                                "a pattern can need", text)
     value = _strict(text.strip())
     repaired = value is None
     if value is None:
@@ -58,7 +67,7 @@ def parse_pattern_text(text: str) -> ParsedOutput:
 def _strict(text: str) -> Any | None:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: brackets nested thousands deep
         return None
 
 
@@ -116,8 +125,8 @@ def _balanced_span(text: str) -> str:
 
 def _closes_string(text: str, i: int, quote: str) -> bool:
     """A quote closes a string when it is the opening quote, or any quote followed by structure."""
-    rest = text[i + 1:].lstrip()
-    followed_by_structure = not rest or rest[0] in _STRUCTURAL_AFTER_STRING
+    nxt = _NON_SPACE.search(text, i + 1)
+    followed_by_structure = nxt is None or nxt.group(0) in _STRUCTURAL_AFTER_STRING
     if text[i] == quote:
         return quote == '"' or followed_by_structure
     return followed_by_structure
@@ -143,11 +152,11 @@ def _normalise(text: str) -> str:
                 stack.pop()
             _drop_trailing_comma(out)
             out.append("]" if ch == ")" else ch)
-        elif ch.isalpha():
-            word = re.match(r"[A-Za-z_]+", text[i:])
-            assert word is not None
-            out.append(_PY_WORDS.get(word.group(0), word.group(0)))
-            i += len(word.group(0))
+        elif ch.isalpha():  # a bare word (Python's True/None, or prose): any script, not just ASCII
+            word = _WORD.match(text, i)
+            found = word.group(0) if word is not None else ch
+            out.append(_PY_WORDS.get(found, found))
+            i += len(found)
             continue
         else:
             out.append(ch)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simgrag.errors import PatternError
-from simgrag.pattern.graph import Pattern
+from simgrag.pattern.graph import Pattern, normalize_text
 
 __all__ = ["MAX_TRIPLES", "validate_pattern", "validate_triples"]
 
@@ -31,7 +31,7 @@ def validate_triples(
 ) -> Pattern:
     """Check raw triples (e.g. from :func:`~simgrag.pattern.parse.parse_pattern_text`) → :class:`Pattern`."""
     if isinstance(triples, (str, bytes)) or not isinstance(triples, Sequence):
-        raise PatternError(f"A pattern is a list of [head, relation, tail] triples, got {triples!r}")
+        raise PatternError(f"A pattern is a list of [head, relation, tail] triples, got {triples!r:.300}")
     if len(triples) > max_triples:
         raise PatternError(
             f"The pattern has {len(triples)} triples, more than the limit of {max_triples}; "
@@ -67,7 +67,7 @@ def validate_pattern(
 
 
 def _check_triple(i: int, triple: Any) -> None:
-    where = f"triple {i + 1} {triple!r}"
+    where = f"triple {i + 1} {triple!r:.300}"
     if isinstance(triple, (str, bytes)) or not isinstance(triple, Sequence):
         raise PatternError(f"{where}: expected a list [head, relation, tail]")
     if len(triple) != 3:
@@ -77,7 +77,7 @@ def _check_triple(i: int, triple: Any) -> None:
             raise PatternError(f"{where}: the {name} must be a string, got {type(item).__name__}")
         if not item.strip():
             raise PatternError(f"{where}: the {name} is empty")
-    if triple[0].strip() == triple[2].strip():
+    if normalize_text(triple[0]) == normalize_text(triple[2]):  # "william  talbot" is "william talbot"
         raise PatternError(f"{where}: head and tail are the same node; a triple links two different nodes")
 
 
@@ -86,7 +86,7 @@ def _without_repeats(triples: Sequence[Sequence[str]]) -> list[Sequence[str]]:
     seen: set[tuple[str, ...]] = set()
     kept: list[Sequence[str]] = []
     for triple in triples:
-        key = tuple(" ".join(x.split()) for x in triple)
+        key = tuple(normalize_text(x) for x in triple)
         if key not in seen:
             seen.add(key)
             kept.append(triple)
