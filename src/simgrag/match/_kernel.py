@@ -21,6 +21,11 @@ The search is a loop over an explicit stack held in numpy arrays, so it can stop
 report the best results so far with the lower bound of everything unexplored. A step is one stack
 move plus one per ``SCAN_PER_STEP`` adjacency entries scanned when a depth is expanded, so a chunk of
 steps takes bounded time even when it expands hubs with tens of thousands of neighbours.
+
+The core never reads out of bounds, whatever the store arrays hold: every entity id (root candidate
+or adjacency neighbour), CSR span, relation id and triple id is range-checked before it is used as
+an index, and a bad one stops the search with ``CORRUPT`` (``state[S_NEED]`` names the offender)
+instead of reading foreign memory. The checks cost a few integer comparisons per scanned entry.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from numba import njit
 DONE = 0
 PAUSED = 1
 GROW = 2
+CORRUPT = 3
 
 # integer state slots
 S_DEPTH, S_ROOT, S_TOP, S_COUNT, S_STEPS, S_NEED = 0, 1, 2, 3, 4, 5
@@ -111,17 +117,35 @@ def _threshold(res_gsd, state, k):
 
 
 @njit(cache=True, nogil=True)
-def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid,
+def _span(graph_indptr, h, n_adj):
+    """Degree of entity h, or -1 when h or its CSR span lies outside the arrays (a corrupt store)."""
+    if h < 0 or h + 1 >= graph_indptr.shape[0]:
+        return -1
+    s = graph_indptr[h]
+    t = graph_indptr[h + 1]
+    if s < 0 or t < s or t > n_adj:
+        return -1
+    return t - s
+
+
+@njit(cache=True, nogil=True)
+def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, edge_tid,
               node_any, cand_ptr, cand_ids, cand_dist, rel_dist, rest, part,
               stk_j, stk_c, lo, hi, cur, state, thr, injective, prune, greedy):
     """Push the candidate (relation, node) expansions of depth d onto the stack, sorted by cost.
 
-    Returns the number of steps the scan is worth (adjacency entries scanned / ``SCAN_PER_STEP``)."""
+    Returns the number of steps the scan is worth (adjacency entries scanned / ``SCAN_PER_STEP``),
+    or -1 when an adjacency entry points outside the store (``state[S_NEED]``: the entry)."""
     e = plan[0, d]
     a = plan[1, d]
     b = plan[2, d]
     new = plan[3, d] == 1
     h = f[a]
+    n_nodes = graph_indptr.shape[0] - 1
+    n_rel = rel_dist.shape[1]
+    if _span(graph_indptr, h, adj_nbr.shape[0]) < 0:
+        state[S_NEED] = h
+        return -1
     s = graph_indptr[h]
     t = graph_indptr[h + 1]
     target = -1
@@ -140,9 +164,13 @@ def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid,
     limit = thr + 1e-9 * (1.0 + abs(thr)) if thr < np.inf else np.inf
     for j in range(s, t):
         v = adj_nbr[j]
+        r = adj_rel[j]
+        if v < 0 or v >= n_nodes or r < 0 or r >= n_rel or adj_tid[j] < 0 or adj_tid[j] >= n_triples:
+            state[S_NEED] = j
+            return -1
         if not new and v != target:
             break
-        rd = rel_dist[e, adj_rel[j]]
+        rd = rel_dist[e, r]
         if rd == np.inf:
             continue
         nd = 0.0
@@ -194,17 +222,19 @@ def _edge_taken(tid, d, plan, edge_tid):
 
 
 @njit(cache=True, nogil=True)
-def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
+def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
                node_any, cand_ptr, cand_ids, cand_dist, rel_dist,
                root_ids, root_cost, k, injective, prune, greedy, max_steps,
                f, edge_tid, edge_rel, part, stk_j, stk_c, lo, hi, cur,
                res_gsd, res_nodes, res_tids, res_rels, state):
-    """Advance the search by at most ``max_steps`` steps. Returns DONE, PAUSED or GROW.
+    """Advance the search by at most ``max_steps`` steps. Returns DONE, PAUSED, GROW or CORRUPT.
 
     ``plan`` rows: 0 pattern edge, 1 mapped end, 2 other end, 3 1 if the other end is new,
-    4 (column 0) the start node. GROW asks the caller for a stack of ``state[S_NEED]`` entries.
+    4 (column 0) the start node. GROW asks the caller for a stack of ``state[S_NEED]`` entries;
+    CORRUPT reports an id or CSR span outside the store arrays (``state[S_NEED]``: the offender).
     """
     n_edges = plan.shape[1]
+    n_adj = adj_nbr.shape[0]
     start = plan[4, 0]
     n_root = root_ids.shape[0]
     thr = _threshold(res_gsd, state, k)
@@ -223,7 +253,12 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
                 state[S_ROOT] = n_root if greedy else i + 1
                 continue
             v = root_ids[i]
-            need = state[S_TOP] + graph_indptr[v + 1] - graph_indptr[v]
+            degree = _span(graph_indptr, v, n_adj)
+            if degree < 0:
+                state[S_NEED] = v
+                state[S_STEPS] += steps
+                return CORRUPT
+            need = state[S_TOP] + degree
             if need > stk_j.shape[0]:
                 state[S_NEED] = need
                 state[S_STEPS] += steps
@@ -232,9 +267,13 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
             f[start] = v
             part[0] = c
             state[S_DEPTH] = 0
-            steps += _generate(0, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
-                               cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
-                               lo, hi, cur, state, thr, injective, prune, greedy)
+            scanned = _generate(0, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, edge_tid, node_any,
+                                cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
+                                lo, hi, cur, state, thr, injective, prune, greedy)
+            if scanned < 0:
+                state[S_STEPS] += steps
+                return CORRUPT
+            steps += scanned
         elif depth == n_edges:
             gsd = _canonical_gsd(f, edge_rel, node_any, cand_ptr, cand_ids, cand_dist, rel_dist)
             thr = _record(gsd, f, edge_tid, edge_rel, res_gsd, res_nodes, res_tids, res_rels, state, k)
@@ -253,8 +292,12 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
             if plan[3, d] == 1:
                 f[plan[2, d]] = adj_nbr[j]
             if d + 1 < n_edges:
-                h = f[plan[1, d + 1]]
-                need = state[S_TOP] + graph_indptr[h + 1] - graph_indptr[h]
+                degree = _span(graph_indptr, f[plan[1, d + 1]], n_adj)
+                if degree < 0:
+                    state[S_NEED] = f[plan[1, d + 1]]
+                    state[S_STEPS] += steps
+                    return CORRUPT
+                need = state[S_TOP] + degree
                 if need > stk_j.shape[0]:
                     state[S_NEED] = need
                     state[S_STEPS] += steps
@@ -266,8 +309,12 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, plan, rest,
             part[d + 1] = part[d] + c
             state[S_DEPTH] = d + 1
             if d + 1 < n_edges:
-                steps += _generate(d + 1, graph_indptr, adj_nbr, adj_rel, adj_tid, plan, f, edge_tid, node_any,
-                                   cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
-                                   lo, hi, cur, state, thr, injective, prune, greedy)
+                scanned = _generate(d + 1, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, edge_tid,
+                                    node_any, cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
+                                    lo, hi, cur, state, thr, injective, prune, greedy)
+                if scanned < 0:
+                    state[S_STEPS] += steps
+                    return CORRUPT
+                steps += scanned
     state[S_STEPS] += steps
     return PAUSED

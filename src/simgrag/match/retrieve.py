@@ -7,6 +7,7 @@ entity, pattern edge → KG triple in the KG's orientation, every distance) with
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -20,17 +21,23 @@ from simgrag.errors import MatchError
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
 from simgrag.match.candidates import CandidateTable, NodeCandidates
+from simgrag.match.limits import DEFAULT_DEADLINE_S, check_anchored, check_settings, deadline_of
 from simgrag.match.search import Match, SearchResult, search_subgraphs
 from simgrag.pattern.graph import Pattern
+from simgrag.pattern.validate import validate_pattern
 
 __all__ = ["EdgeBinding", "Evidence", "NodeBinding", "Retrieval", "RetrievalSettings", "SubgraphRetriever"]
 
 EXACT_NAME_MAX_ENTITIES = 2_000_000
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    """k: subgraphs returned; k_n / k_r / k_t: candidates per node / relation / type (App. C.1)."""
+    """k: subgraphs returned; k_n / k_r / k_t: candidates per node / relation / type (App. C.1);
+    deadline_s: seconds of graph search before the best matches so far are returned (``None``: no
+    deadline). Invalid values raise :class:`~simgrag.errors.ConfigError` (see :mod:`simgrag.match.limits`)."""
 
     k: int = 3
     k_n: int = 16
@@ -38,8 +45,11 @@ class RetrievalSettings:
     k_t: int | None = None
     injective: bool = True
     algorithm: Literal["optimized", "naive"] = "optimized"
-    deadline_s: float | None = None
+    deadline_s: float | None = DEFAULT_DEADLINE_S
     exact_names: bool = True
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)
@@ -86,11 +96,13 @@ class Retrieval:
     combination: str
     candidate_counts: dict[str, int] = field(default_factory=dict)
     steps: int = 0
+    deadline_s: float | None = None  # the search's deadline (``complete`` is False when it was hit)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "pattern": [list(t) for t in self.pattern.triples()],
             "complete": self.complete,
+            "deadline_s": self.deadline_s,
             "lower_bound": None if np.isinf(self.lower_bound) else self.lower_bound,
             "algorithm": self.algorithm,
             "combination": self.combination,
@@ -224,24 +236,30 @@ class SubgraphRetriever:
                  settings: RetrievalSettings | None = None) -> Retrieval:
         """Top-k subgraphs for ``pattern`` (a Pattern or a list of [head, relation, tail])."""
         settings = settings or RetrievalSettings()
+        if not isinstance(settings, RetrievalSettings):
+            raise MatchError(f"settings must be a RetrievalSettings, got {type(settings).__name__}")
+        check_settings(settings)  # again: replace() on a frozen dataclass runs __post_init__, setattr does not
         if not isinstance(pattern, Pattern):
             pattern = Pattern.from_triples(pattern)
-        if settings.k <= 0 or settings.k_n <= 0 or settings.k_r <= 0:
-            raise MatchError("k, k_n and k_r must be positive")
+        validate_pattern(pattern)
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         table = self.candidates(pattern, settings, timings)
-        deadline = None
-        if settings.deadline_s is not None:
-            deadline = max(0.0, settings.deadline_s - (time.perf_counter() - t0))
+        check_anchored(pattern, table, self.store.num_entities)
+        limit = deadline_of(settings.deadline_s)
+        deadline = None if limit is None else max(0.0, limit - (time.perf_counter() - t0))
         t1 = time.perf_counter()
         result = search_subgraphs(self.store, pattern, table, k=settings.k, injective=settings.injective,
                                   algorithm=settings.algorithm, deadline_s=deadline)
         timings["graph_s"] = time.perf_counter() - t1
         timings["total_s"] = time.perf_counter() - t0
         counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}
+        if not result.complete:
+            logger.warning("the graph search stopped at its deadline of %s s after %d steps: best matches so far, "
+                           "any better one has GSD >= %.4f (raise deadline_s / --deadline to search longer)",
+                           limit, result.steps, result.lower_bound)
         return Retrieval(pattern, self._evidence(pattern, result), result.complete, result.lower_bound,
-                         timings, result.algorithm, result.combination, counts, result.steps)
+                         timings, result.algorithm, result.combination, counts, result.steps, limit)
 
     def _evidence(self, pattern: Pattern, result: SearchResult) -> tuple[Evidence, ...]:
         return tuple(self.evidence_of(pattern, m, rank) for rank, m in enumerate(result.matches, start=1))

@@ -30,16 +30,18 @@ from typing import Literal
 
 import numpy as np
 
-from simgrag.errors import MatchError
+from simgrag.errors import IndexDirError, MatchError
 from simgrag.kg.store import KGStore
 from simgrag.match import _kernel
 from simgrag.match.candidates import CandidateTable, NodeCandidates
+from simgrag.match.limits import MAX_K
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["Match", "SearchResult", "search_subgraphs"]
 
 Algorithm = Literal["optimized", "naive"]
-_CHUNK_STEPS = 20_000
+CHUNK_STEPS = 20_000  # steps between two deadline checks
+STACK_SIZE = 4096  # initial entries of the candidate stack (it grows on demand)
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ class _Run:
     """State of one resumable search over a connected pattern."""
 
     def __init__(self, store: KGStore, pattern: Pattern, table: CandidateTable, k: int,
-                 injective: bool, algorithm: Algorithm) -> None:
+                 injective: bool, algorithm: Algorithm, stack_size: int = STACK_SIZE) -> None:
         self.store, self.pattern, self.k = store, pattern, k
         self.injective = injective
         self.prune = self.greedy = algorithm == "optimized"
@@ -173,8 +175,8 @@ class _Run:
         self.lo = np.zeros(n_edges, dtype=np.int64)
         self.hi = np.zeros(n_edges, dtype=np.int64)
         self.cur = np.zeros(n_edges, dtype=np.int64)
-        self.stk_j = np.zeros(4096, dtype=np.int64)
-        self.stk_c = np.zeros(4096, dtype=np.float64)
+        self.stk_j = np.zeros(stack_size, dtype=np.int64)
+        self.stk_c = np.zeros(stack_size, dtype=np.float64)
         self.res_gsd = np.full(k, np.inf)
         self.res_nodes = np.zeros((k, n_nodes), dtype=np.int64)
         self.res_tids = np.zeros((k, n_edges), dtype=np.int64)
@@ -189,13 +191,17 @@ class _Run:
             return
         s = self.store
         status = _kernel.run_search(
-            s.indptr, s.adj_nbr, s.adj_rel, s.adj_tid, self.plan.order, self.plan.rest,
+            s.indptr, s.adj_nbr, s.adj_rel, s.adj_tid, s.num_triples, self.plan.order, self.plan.rest,
             self.node_any, self.cand_ptr, self.cand_ids, self.cand_dist, self.rel_dist,
             self.root_ids, self.root_cost, self.k, self.injective, self.prune, self.greedy, max_steps,
             self.f, self.edge_tid, self.edge_rel, self.part, self.stk_j, self.stk_c,
             self.lo, self.hi, self.cur, self.res_gsd, self.res_nodes, self.res_tids, self.res_rels,
             self.state,
         )
+        if status == _kernel.CORRUPT:
+            raise IndexDirError(
+                f"The KG store's adjacency is corrupt (entry {int(self.state[_kernel.S_NEED])} points outside the "
+                "store): run `simgrag check INDEX_DIR` and rebuild the index")
         if status == _kernel.GROW:
             size = max(int(self.state[_kernel.S_NEED]), 2 * len(self.stk_j))
             self.stk_j = np.resize(self.stk_j, size)
@@ -236,17 +242,24 @@ class _Run:
         return tuple(sorted(out, key=Match.key))
 
 
+@dataclass(frozen=True)
+class _Limits:
+    deadline: float | None
+    max_steps: int | None
+    chunk_steps: int
+    stack_size: int
+
+
 def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, injective: bool,
-                      algorithm: Algorithm, deadline: float | None,
-                      max_steps: int | None) -> tuple[tuple[Match, ...], bool, float, int]:
-    run = _Run(store, pattern, table, k, injective, algorithm)
-    budget = max_steps
+                      algorithm: Algorithm, limits: _Limits) -> tuple[tuple[Match, ...], bool, float, int]:
+    run = _Run(store, pattern, table, k, injective, algorithm, limits.stack_size)
+    budget, deadline = limits.max_steps, limits.deadline
     while not run.done:
         if deadline is not None and time.perf_counter() >= deadline:
             break
         if budget is not None and run.steps >= budget:
             break
-        chunk = _CHUNK_STEPS if budget is None else max(1, min(_CHUNK_STEPS, budget - run.steps))
+        chunk = limits.chunk_steps if budget is None else max(1, min(limits.chunk_steps, budget - run.steps))
         run.advance(chunk)
     matches = run.matches(table)
     kth = matches[-1].gsd if len(matches) == k else float("inf")
@@ -264,25 +277,32 @@ def search_subgraphs(
     algorithm: Algorithm = "optimized",
     deadline_s: float | None = None,
     max_steps: int | None = None,
+    chunk_steps: int = CHUNK_STEPS,
+    stack_size: int = STACK_SIZE,
 ) -> SearchResult:
     """Top-k subgraphs of ``store`` with the smallest GSD to ``pattern`` (see module docstring).
 
     ``deadline_s``: seconds from now; when it passes the best matches so far are returned with
     ``complete=False``. ``max_steps``: the same, counted in search steps (deterministic).
+    ``chunk_steps`` (steps between deadline checks) and ``stack_size`` (initial candidate stack) change
+    only how the work is cut, never the result: tests set them tiny to exercise resume and growth.
     """
     _check_inputs(store, pattern, candidates, k, algorithm)
+    for name, value in (("chunk_steps", chunk_steps), ("stack_size", stack_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise MatchError(f"{name} must be a positive integer, got {value!r}")
     t0 = time.perf_counter()
-    deadline = None if deadline_s is None else t0 + deadline_s
+    limits = _Limits(None if deadline_s is None else t0 + deadline_s, max_steps, int(chunk_steps), int(stack_size))
     comps = pattern.components()
     if len(comps) == 1:
         matches, complete, lower, steps = _search_connected(
-            store, pattern, candidates, k, injective, algorithm, deadline, max_steps)
+            store, pattern, candidates, k, injective, algorithm, limits)
         return SearchResult(matches, complete, lower, steps, time.perf_counter() - t0, algorithm)
     parts = []
     for node_ids, edge_ids in comps:
         sub = pattern.subpattern(node_ids, edge_ids)
         sub_table = CandidateTable(tuple(candidates.nodes[i] for i in node_ids), candidates.rel_dists[edge_ids])
-        parts.append(_search_connected(store, sub, sub_table, k, injective, algorithm, deadline, max_steps))
+        parts.append(_search_connected(store, sub, sub_table, k, injective, algorithm, limits))
     combined = _combine(pattern, comps, [p[0] for p in parts], k)
     complete = all(p[1] for p in parts)
     lower = combined[-1].gsd if len(combined) == k else float("inf")
@@ -293,8 +313,12 @@ def search_subgraphs(
 
 
 def _check_inputs(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, algorithm: str) -> None:
-    if k <= 0:
-        raise MatchError(f"k must be positive, got {k}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 < k <= MAX_K:
+        raise MatchError(f"k must be an integer between 1 and {MAX_K:,}, got {k!r}")
+    for name in ("indptr", "adj_nbr", "adj_rel", "adj_tid"):
+        if not np.issubdtype(getattr(store, name).dtype, np.integer):
+            raise IndexDirError(f"The KG store's {name} array has dtype {getattr(store, name).dtype}, not an "
+                                "integer type: the index is corrupt; rebuild it")
     if algorithm not in ("optimized", "naive"):
         raise MatchError(f"unknown algorithm {algorithm!r}: use 'optimized' or 'naive'")
     if len(table.nodes) != len(pattern.nodes):

@@ -1,0 +1,75 @@
+"""Bounds on every search: checked settings, a default deadline, and no search without an anchor.
+
+- :data:`DEFAULT_DEADLINE_S`: the graph search of every entry point (Python facade, CLI, HTTP) stops
+  after this many seconds unless told otherwise, and returns its best matches so far with
+  ``complete=False`` and the lower bound of everything it did not explore. ``deadline_s=None`` (or
+  ``inf``) asks for no deadline.
+- :func:`check_settings`: ``k``, ``k_n``, ``k_r``, ``k_t`` are integers in range (``k=2.5``, ``1e11``,
+  ``NaN`` or ``True`` are refused with a :class:`~simgrag.errors.ConfigError` naming the value, not
+  turned into a ``TypeError`` or ``MemoryError`` deep inside numpy).
+- :func:`check_anchored`: a connected part of a pattern in which every node may be any entity of the
+  KG (only unknowns, and no entity types to narrow them) would enumerate every path of the KG; it is
+  refused with a :class:`~simgrag.errors.PatternError` that names the part.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from simgrag.errors import ConfigError, PatternError
+from simgrag.match.candidates import CandidateTable
+from simgrag.pattern.graph import Pattern
+
+__all__ = ["DEFAULT_DEADLINE_S", "MAX_K", "MAX_K_CANDIDATES", "check_anchored", "check_settings", "deadline_of"]
+
+DEFAULT_DEADLINE_S = 10.0
+MAX_K = 10_000
+MAX_K_CANDIDATES = 10_000_000
+
+
+def _count(name: str, value: Any, upper: int, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if not 1 <= int(value) <= upper:
+        raise ConfigError(f"{name} must be between 1 and {upper:,}, got {value!r}")
+
+
+def check_settings(settings: Any) -> None:
+    """Refuse retrieval settings no search can honour (see the module docstring)."""
+    _count("k", settings.k, MAX_K)
+    _count("k_n", settings.k_n, MAX_K_CANDIDATES)
+    _count("k_r", settings.k_r, MAX_K_CANDIDATES)
+    _count("k_t", settings.k_t, MAX_K_CANDIDATES, optional=True)
+    if settings.algorithm not in ("optimized", "naive"):
+        raise ConfigError(f"algorithm must be 'optimized' or 'naive', got {settings.algorithm!r}")
+    deadline_of(settings.deadline_s)
+
+
+def deadline_of(value: Any) -> float | None:
+    """A deadline in seconds as the search takes it: ``None`` for none (``None`` or ``inf``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(float(value)):
+        raise ConfigError(f"deadline_s must be a number of seconds or None, got {value!r}")
+    if float(value) <= 0:
+        raise ConfigError(f"deadline_s must be positive (None for no deadline), got {value!r}")
+    return None if math.isinf(float(value)) else float(value)
+
+
+def check_anchored(pattern: Pattern, table: CandidateTable, num_entities: int) -> None:
+    """Every connected part needs one node narrower than 'any entity' (see the module docstring)."""
+    triples = pattern.triples()
+    for node_ids, edge_ids in pattern.components():
+        if all(table.nodes[v].any_entity for v in node_ids):
+            part = ", ".join(str(list(triples[e])) for e in edge_ids)
+            typed = any(pattern.nodes[v].type_hint for v in node_ids)
+            hint = (" (its typed unknowns match any entity: the KG has no entity types, or k_t is not set)"
+                    if typed else "")
+            raise PatternError(
+                f"The part [{part}] has nothing to anchor the search{hint}: every node may be any of the KG's "
+                f"{num_entities:,} entities, so the search would enumerate the KG's paths. Name an entity "
+                "from the question in it")
