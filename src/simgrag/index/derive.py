@@ -35,14 +35,14 @@ from simgrag import __version__
 from simgrag.errors import IndexDirError
 from simgrag.fileio import atomic_path
 from simgrag.index.directory import (
-    MANIFEST,
     IndexDir,
     _exact_index,
     _label_texts,
-    _replace_dir,
     open_index_dir,
     relation_text,
 )
+from simgrag.index.swap import MANIFEST, replace_dir
+from simgrag.index.verify import file_digests
 from simgrag.kg.store import KGStore
 
 __all__ = ["derive_index_dir", "is_derived_from", "same_tables_store"]
@@ -176,9 +176,10 @@ def derive_index_dir(
         manifest = _manifest(src, store, kg_hash, relation_info, derivation, {
             "entity_vectors": vectors, "entity_index": entity_index, "types": types})
         manifest["timings"] = {"derive_s": round(time.perf_counter() - t0, 3)}
+        manifest["files"] = file_digests(work)
         with atomic_path(work / MANIFEST) as tmp:
             tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        _replace_dir(work, out)
+        replace_dir(work, out)
     except OSError as exc:
         raise IndexDirError(f"deriving {out} from {src.path} failed: {exc}") from exc
     logger.info("derived index %s from %s in %.2f s (entity files %s)", out, src.path,
@@ -189,7 +190,7 @@ def derive_index_dir(
 def _manifest(src: IndexDir, store: KGStore, kg_hash: str, relation_info: dict[str, Any],
               derivation: Mapping[str, Any] | None, reuse: dict[str, str]) -> dict[str, Any]:
     base_kg = src.manifest["kg"]
-    manifest = {k: v for k, v in src.manifest.items() if k not in ("timings", "derived_from")}
+    manifest = {k: v for k, v in src.manifest.items() if k not in ("timings", "derived_from", "files", "build_key")}
     manifest.update({
         "simgrag_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

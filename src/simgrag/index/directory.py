@@ -13,10 +13,17 @@ Layout of ``INDEX_DIR``::
 The build works in ``.NAME.building`` beside the target and renames it into place only when the
 manifest is written, so a crash never leaves a directory that loads as valid. Entity embeddings are
 written in chunks with a progress file: re-running the same build after a crash resumes them.
+Replacing an existing index takes two renames (old away, new in); a crash between them is
+finished by the next build or open of that path (the complete ``.NAME.building`` is moved in, or
+the previous index is put back), never by starting the build over.
+
+Every open checks the directory (:mod:`simgrag.index.verify`, :mod:`simgrag.kg.checks`); the
+manifest's ``files`` table (sha256 per file) lets ``simgrag check`` and the server verify contents.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -39,6 +46,8 @@ from simgrag.fileio import write_bytes_atomic
 from simgrag.index.base import VectorIndex
 from simgrag.index.exact import ExactIndex
 from simgrag.index.registry import choose_default_kind, load_index, make_index
+from simgrag.index.swap import MANIFEST, finished_build, recover_swap, replace_dir, work_dir
+from simgrag.index.verify import check_loaded, check_manifest, file_digests
 from simgrag.kg.loader import LoadReport, load_kg
 from simgrag.kg.store import KGStore
 
@@ -55,7 +64,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
 _CHUNK = 4096
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -191,6 +199,7 @@ def build_index_dir(
     ``kg_path`` may also be a ready :class:`KGStore` (e.g. ``SyntheticKG.to_store()``): no file is read.
     """
     out = Path(out_dir)
+    recover_swap(out)
     if out.exists() and not overwrite:
         raise IndexDirError(f"{out} already exists; pass overwrite=True (--overwrite) to replace it.")
     timings: dict[str, float] = {}
@@ -206,14 +215,16 @@ def build_index_dir(
     params = dict(index_params or {})
     kg_hash = store.content_hash()  # sha256 over every array: computed once, used twice
     fingerprint = {"kg": kg_hash, "embedder": emb.name, "dim": emb.dim}
-    work = out.parent / f".{out.name}.building"
+    work = work_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    _prepare_work_dir(work, fingerprint)
+    aliases = load_aliases(Path(relation_aliases) if relation_aliases else None, store)
+    build_key = _build_key(fingerprint, kind, params, aliases)
     try:
-        _build_into(work, store, kg_hash, report, emb, spec, kind, params,
-                               load_aliases(Path(relation_aliases) if relation_aliases else None, store),
-                               timings, show_progress, batch_size)
-        _replace_dir(work, out)
+        if finished_build(work) != build_key:  # a finished build with the same inputs is kept, not redone
+            _prepare_work_dir(work, fingerprint)
+            _build_into(work, store, kg_hash, report, emb, spec, kind, dict(params), aliases, timings,
+                        show_progress, batch_size, build_key)
+        replace_dir(work, out)
     except SimGRAGError:
         raise
     except (OSError, ValueError, RuntimeError) as exc:
@@ -230,9 +241,17 @@ def _store_report(store: KGStore) -> LoadReport:
                       relations=store.num_relations, types=store.num_types, seconds=0.0)
 
 
+def _build_key(fingerprint: dict[str, Any], kind: str, params: Mapping[str, Any],
+               aliases: Mapping[int, list[str]]) -> str:
+    """What makes two builds of one KG the same: embedder, index kind and parameters, aliases."""
+    text = json.dumps({**fingerprint, "kind": kind, "params": dict(params),
+                       "aliases": {str(k): v for k, v in sorted(aliases.items())}}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, emb: Embedder, spec: str, kind: str,
                 params: dict[str, Any], aliases: dict[int, list[str]], timings: dict[str, float],
-                show_progress: bool | None, batch_size: int) -> None:
+                show_progress: bool | None, batch_size: int, build_key: str) -> None:
     t = time.perf_counter()
     store.save(work / "store")
     timings["save_store_s"] = time.perf_counter() - t
@@ -274,38 +293,33 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
                                                         if k not in ("uri", "vectors_file")}},
         "relation_index": {"kind": "exact", "texts": len(rel_texts), "aliases": sum(map(len, aliases.values()))},
         "timings": timings,
+        "build_key": build_key,
     }
     for leftover in ("entity_vectors.progress", "build-state.json"):
         (work / leftover).unlink(missing_ok=True)
-    (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-
-
-def _replace_dir(work: Path, out: Path) -> None:
-    old = out.parent / f".{out.name}.old"
-    if old.exists():
-        shutil.rmtree(old)
-    if out.exists():
-        out.rename(old)
-    work.rename(out)
-    if old.exists():
-        shutil.rmtree(old)
+    manifest["files"] = file_digests(work)  # sha256 per file: `simgrag check` and the server verify them
+    write_bytes_atomic(work / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
     file = path / MANIFEST
+    if not file.is_file() and not path.exists():
+        recover_swap(path)
     if not file.is_file():
         interrupted = (path.parent / f".{path.name}.building").exists()
         hint = " (a build was interrupted; re-run it to resume)" if interrupted else ""
         raise IndexDirError(f"{path} is not a simgrag index directory: {MANIFEST} is missing{hint}. "
                             f"Build one with: simgrag index KG_FILE -o {path}")
     try:
-        manifest: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
-    except ValueError as exc:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:  # ValueError covers a UnicodeDecodeError too
         raise IndexDirError(f"{file} is corrupt ({exc}); rebuild the index.") from exc
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    except OSError as exc:
+        raise IndexDirError(f"Cannot read {file} ({exc}).") from exc
+    version = raw.get("format_version") if isinstance(raw, dict) else None
+    if isinstance(raw, dict) and version != FORMAT_VERSION:
         raise IndexDirError(f"{path} has index format {version}, this simgrag reads {FORMAT_VERSION}; rebuild it.")
-    return manifest
+    return check_manifest(raw, path)
 
 
 def with_relation_aliases(index: IndexDir, aliases: str | Path | Mapping[int, list[str]]) -> IndexDir:
@@ -321,11 +335,17 @@ def with_relation_aliases(index: IndexDir, aliases: str | Path | Mapping[int, li
     return replace(index, relation_index=rel_index, relation_owner=owner, relation_texts=texts)
 
 
-def open_index_dir(path: str | Path, *, embedder: str | Embedder | None = None, mmap: bool = True) -> IndexDir:
-    """Open an index directory, checking its manifest against the store and the embedder."""
+def open_index_dir(path: str | Path, *, embedder: str | Embedder | None = None, mmap: bool = True,
+                   check: bool | None = None) -> IndexDir:
+    """Open an index directory, checking its manifest, store and vectors (:mod:`simgrag.index.verify`).
+
+    ``check=None`` runs every open-time check whose cost stays small for the index's size, ``True``
+    all of them whatever the size, ``False`` only the cheap ones. File hashes are not read here:
+    :func:`~simgrag.index.verify.verify_index` (``simgrag check``) does that."""
     root = Path(path)
     manifest = _read_manifest(root)
-    store = KGStore.load(root / "store", mmap=mmap, duplicates_removed=manifest["kg"].get("duplicates_removed", 0))
+    store = KGStore.load(root / "store", mmap=mmap, duplicates_removed=manifest["kg"].get("duplicates_removed", 0),
+                         check=check)
     kg = manifest["kg"]
     if (store.num_entities, store.num_relations, store.num_triples) != (kg["entities"], kg["relations"], kg["triples"]):
         raise IndexDirError(f"{root}: the store does not match its manifest (counts differ); rebuild the index.")
@@ -345,10 +365,12 @@ def open_index_dir(path: str | Path, *, embedder: str | Embedder | None = None, 
         rel_owner = np.load(root / "relation_owner.npy")
         rel_texts = json.loads((root / "relation_texts.json").read_text(encoding="utf-8"))
         type_owner = np.load(root / "type_owner.npy") if type_index is not None else None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, RecursionError) as exc:
         raise IndexDirError(f"{root} is incomplete or corrupt ({exc}); rebuild the index.") from exc
     if entity_index.ntotal != store.num_entities or len(vectors) != store.num_entities:
         raise IndexDirError(f"{root}: entity index holds {entity_index.ntotal} vectors for "
                             f"{store.num_entities} entities; rebuild the index.")
-    return IndexDir(root, manifest, store, emb, entity_index, vectors, relation_index, rel_owner, rel_texts,
-                    type_index, type_owner)
+    index = IndexDir(root, manifest, store, emb, entity_index, vectors, relation_index, rel_owner, rel_texts,
+                     type_index, type_owner)
+    check_loaded(index, content_hash=check)
+    return index

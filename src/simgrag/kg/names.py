@@ -14,6 +14,8 @@ from typing import Literal
 
 import numpy as np
 
+from simgrag.errors import KGError
+
 __all__ = ["NameTable"]
 
 
@@ -52,7 +54,11 @@ class NameTable(Sequence[str]):
     def id_of(self, name: str) -> int | None:
         """The id of ``name``, or ``None``; the first call builds the reverse index."""
         if self._index is None:
-            self._index = {n: i for i, n in enumerate(self)}
+            index = {n: i for i, n in enumerate(self)}
+            if len(index) != len(self):  # a corrupt table: a lookup would silently pick one of the twins
+                raise KGError(f"The name table holds {len(self) - len(index):,} duplicate name(s); the index is "
+                              "corrupt, rebuild it")
+            self._index = index
         return self._index.get(name)
 
     def save(self, directory: Path, stem: str) -> None:

@@ -24,7 +24,10 @@ import numpy as np
 from simgrag.errors import EmptyKGError, KGError
 from simgrag.kg.names import NameTable
 
-__all__ = ["KGStore", "Triple", "build_csr"]
+__all__ = ["FULL_CHECK_MAX_ENTRIES", "KGStore", "Triple", "build_csr"]
+
+#: adjacency entries up to which :meth:`KGStore.load` cross-checks the adjacency against the triples
+FULL_CHECK_MAX_ENTRIES = 20_000_000
 
 _ARRAYS = ("heads", "rels", "tails", "indptr", "adj_nbr", "adj_rel", "adj_tid")
 _TYPE_ARRAYS = ("node_type_indptr", "node_types", "type_node_indptr", "type_nodes")
@@ -265,7 +268,13 @@ class KGStore:
                 np.save(directory / f"{name}.npy", getattr(self, name))
 
     @classmethod
-    def load(cls, directory: Path, *, mmap: bool = True, duplicates_removed: int = 0) -> KGStore:
+    def load(cls, directory: Path, *, mmap: bool = True, duplicates_removed: int = 0,
+             check: bool | None = None) -> KGStore:
+        """Open a saved store and check its arrays (:mod:`simgrag.kg.checks`): ``check=True`` runs every
+        check, ``False`` only the cheap ones (shapes, dtypes, ranges, CSR bounds), ``None`` all of them
+        when the adjacency has at most :data:`FULL_CHECK_MAX_ENTRIES` entries."""
+        from simgrag.kg.checks import check_store
+
         directory = Path(directory)
         mode: Literal["r"] | None = "r" if mmap else None
         try:
@@ -277,6 +286,9 @@ class KGStore:
             if (directory / "types_blob.npy").exists():
                 types = NameTable.load(directory, "types", mmap=mmap)
                 type_arrays = {n: np.load(directory / f"{n}.npy", mmap_mode=mode) for n in _TYPE_ARRAYS}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:
             raise KGError(f"Cannot load the KG store from {directory}: {exc}") from exc
-        return cls(ent, rel, arrays, types, type_arrays, duplicates_removed=duplicates_removed)
+        store = cls(ent, rel, arrays, types, type_arrays, duplicates_removed=duplicates_removed)
+        full = check if check is not None else len(store.adj_nbr) <= FULL_CHECK_MAX_ENTRIES
+        check_store(store, full=full)
+        return store

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from simgrag.errors import MatchError
+from simgrag.errors import MatchError, VectorIndexError
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
 from simgrag.match.candidates import CandidateTable, NodeCandidates
@@ -150,6 +150,9 @@ class SubgraphRetriever:
             if exact is not None:
                 ids_list.append(exact)
                 dist_list.append(float(np.linalg.norm(self.index.entity_vectors[exact] - vector)))
+        if any(i >= self.store.num_entities for i in ids_list) or not np.isfinite(dist_list).all():
+            raise VectorIndexError(f"The entity index answered {text!r} with ids outside the KG or NaN distances: "
+                                   "it is corrupt; run `simgrag check INDEX_DIR` and rebuild the index")
         return NodeCandidates.from_pairs(ids_list, dist_list)
 
     def _relation_candidates(self, vectors: np.ndarray, k_r: int) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -115,7 +115,8 @@ def pattern_value(rng: random.Random) -> Any:
 
 
 _KG_VALID = {
-    "pipe": "Inception|directed_by|Christopher Nolan\nHeat|starred_actors|Al Pacino\n# comment\n\nJuno|in_language|English\n",
+    "pipe": "Inception|directed_by|Christopher Nolan\nHeat|starred_actors|Al Pacino\n# comment\n\n"
+            "Juno|in_language|English\n",
     "tsv": "Inception\tdirected_by\tChristopher Nolan\nHeat\tstarred_actors\tAl Pacino\n",
     "csv": 'head,relation,tail,head_type\nInception,directed_by,"Nolan, Christopher",film\n'
            '"Heat ""95""",starred_actors,"Al\nPacino",film\n',
@@ -156,8 +157,8 @@ _BODIES: dict[str, tuple[dict[str, Any], ...]] = {
     "/v1/ask": ({"question": "who directed Titanic?", "k": 2},),
     "/v1/verify": ({"claim": "Titanic was directed by James Cameron.", "k": 1},),
 }
-_ODD_VALUES = (None, True, 0, -1, 1e11, 2.5, float("nan"), float("inf"), "", "\ud800x", "x" * 5000, [], {},
-               [[]], "UNKNOWN x 1", 10**30)
+_ODD_VALUES: tuple[Any, ...] = (None, True, 0, -1, 1e11, 2.5, float("nan"), float("inf"), "", "\ud800x",
+                                "x" * 5000, [], {}, [[]], "UNKNOWN x 1", 10**30)
 
 
 def http_body(rng: random.Random) -> tuple[str, bytes]:
@@ -196,7 +197,8 @@ class FuzzTally:
                 "untyped": self.untyped_count, "untyped_examples": self.untyped[:5]}
 
 
-def check(tally: FuzzTally, fn: Callable[[Any], object], value: Any, *, allowed: Sequence[type] = ()) -> None:
+def check(tally: FuzzTally, fn: Callable[[Any], object], value: Any, *,
+          allowed: Sequence[type[Exception]] = ()) -> None:
     """Run ``fn(value)``; count ``ok``, the typed error's class name, or ``untyped`` (a bug)."""
     try:
         fn(value)
