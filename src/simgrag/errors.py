@@ -8,8 +8,9 @@ caller. Each message says what went wrong *and* how to fix it::
     ├── ConfigError                 bad setting, unknown registry name (--llm, --index, --embedder)
     ├── KGError                     problems with a knowledge-graph file or store
     │   ├── KGFormatError           malformed lines (``file:line: reason`` for the first problems)
-    │   └── EmptyKGError            no triple could be read
-    ├── IndexDirError               an index directory is missing, incomplete or mismatched
+    │   ├── EmptyKGError            no triple could be read
+    │   └── CorruptStoreError       a saved KG store's arrays are inconsistent (names the array)
+    ├── IndexDirError               an index directory is missing, incomplete, corrupt or mismatched
     ├── EmbedderError               the embedding model failed or is unavailable
     ├── VectorIndexError            a vector index failed (FAISS, Milvus, exact)
     ├── PatternError                a pattern graph is invalid (names the offending triple)
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "ConfigError",
+    "CorruptStoreError",
     "DatasetError",
     "EmbedderError",
     "EmptyKGError",
@@ -81,6 +83,11 @@ class KGFormatError(KGError):
 
 class EmptyKGError(KGError):
     """No triple could be read from the input."""
+
+
+class CorruptStoreError(KGError):
+    """A saved KG store is damaged: an array has the wrong dtype or shape, an id out of range, an
+    adjacency that disagrees with the triples, or a name table that is not valid UTF-8."""
 
 
 class IndexDirError(SimGRAGError):

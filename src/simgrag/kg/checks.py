@@ -1,7 +1,7 @@
 """Structural checks of a loaded :class:`~simgrag.kg.store.KGStore`, vectorised with numpy.
 
 A store read from disk is checked before anything indexes with its arrays, so a corrupt file ends in
-a :class:`~simgrag.errors.KGError` naming the array and the problem instead of an ``IndexError``, a
+a :class:`~simgrag.errors.CorruptStoreError` naming the array and the problem instead of an ``IndexError``, a
 ``UnicodeDecodeError``, a numba ``TypingError`` or a segfault:
 
 - **names** (entities, relations, types): ``uint8`` blob, integer offsets starting at 0, strictly
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simgrag.errors import KGError
+from simgrag.errors import CorruptStoreError
 
 if TYPE_CHECKING:
     from simgrag.kg.names import NameTable
@@ -36,12 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["check_names", "check_store"]
 
 
-class _Bad(KGError):
-    pass
-
-
-def _fail(where: str, problem: str) -> _Bad:
-    return _Bad(f"The KG store is corrupt: {where} {problem}. Rebuild the index (simgrag index …).")
+def _fail(where: str, problem: str) -> CorruptStoreError:
+    return CorruptStoreError(f"The KG store is corrupt: {where} {problem}. Rebuild the index (simgrag index …).")
 
 
 def _int_vector(where: str, arr: np.ndarray, length: int | None = None) -> None:
@@ -90,7 +86,7 @@ def check_names(table: NameTable, what: str) -> None:
 
 
 def check_store(store: KGStore, *, full: bool = True) -> None:
-    """Raise :class:`KGError` when ``store``'s arrays are inconsistent (see the module docstring)."""
+    """Raise :class:`CorruptStoreError` when ``store``'s arrays are inconsistent (see the module docstring)."""
     check_names(store.entities, "entities")
     check_names(store.relations, "relations")
     n, r = store.num_entities, store.num_relations
