@@ -35,8 +35,8 @@ def _run_probe(path: Path, patterns_file: Path) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, __file__, "--probe", str(path), "--patterns-file", str(patterns_file)],
                           capture_output=True, text=True, timeout=600)
     if proc.returncode < 0:
-        return {"stage": "?", "signal": -proc.returncode, "typed": False, "error": f"killed by signal {-proc.returncode}",
-                "answers": []}
+        return {"stage": "?", "signal": -proc.returncode, "typed": False,
+                "error": f"killed by signal {-proc.returncode}", "answers": []}
     try:
         return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
     except (ValueError, IndexError):

@@ -89,7 +89,10 @@ def _truncate(file: str, keep: float = 0.5) -> Callable[[Path, random.Random], N
     return apply
 
 
-def _edit_array(file: str, change: Callable[[np.ndarray, random.Random], np.ndarray]) -> Callable[[Path, random.Random], None]:
+Change = Callable[[np.ndarray, random.Random], np.ndarray]
+
+
+def _edit_array(file: str, change: Change) -> Callable[[Path, random.Random], None]:
     def apply(root: Path, rng: random.Random) -> None:
         path = root / file
         arr = np.array(np.load(path))
@@ -99,9 +102,9 @@ def _edit_array(file: str, change: Callable[[np.ndarray, random.Random], np.ndar
 
 def _shuffle(arr: np.ndarray, rng: random.Random) -> np.ndarray:
     start = rng.randrange(max(1, len(arr) - 64))
-    block = arr[start:start + 64].copy()
-    random.Random(rng.random()).shuffle(block)
-    arr[start:start + 64] = block
+    order = list(range(min(64, len(arr) - start)))
+    random.Random(rng.random()).shuffle(order)
+    arr[start:start + len(order)] = arr[start:start + len(order)][order]
     return arr
 
 
@@ -204,7 +207,8 @@ CORRUPTIONS: tuple[Corruption, ...] = (
                _flip(S + "relations_blob.npy", byte=0xC3)),
     Corruption("relation names: offsets truncated", "names", S + "relations_offsets.npy",
                _truncate(S + "relations_offsets.npy", keep=0.6)),
-    Corruption("entity vectors: a NaN row", "vectors", "entity_vectors.npy", _edit_array("entity_vectors.npy", _nan_row)),
+    Corruption("entity vectors: a NaN row", "vectors", "entity_vectors.npy",
+               _edit_array("entity_vectors.npy", _nan_row)),
     Corruption("entity vectors: an inf value", "vectors", "entity_vectors.npy",
                _edit_array("entity_vectors.npy", _inf_value)),
     Corruption("entity vectors: truncated", "vectors", "entity_vectors.npy", _truncate("entity_vectors.npy", keep=0.7)),
@@ -237,7 +241,7 @@ def probe_patterns(index: Any, n: int = 12, seed: int = 0) -> list[list[list[str
         if len(patterns) % 2 == 0:
             patterns.append([first])
             continue
-        nbr2, rel2, _ = store.neighbors(int(nbr[j]))
+        _, rel2, _ = store.neighbors(int(nbr[j]))
         r2 = relation_text(store.relations[int(rel2[rng.randrange(len(rel2))])])
         patterns.append([first, ["UNKNOWN thing 1", r2, "UNKNOWN other 2"]])
     return patterns
