@@ -287,7 +287,9 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
         "simgrag_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "kg": {"source": str(report.path), "format": report.format, "content_hash": kg_hash,
-               **store.stats(), "skipped_lines": report.skipped_lines},
+               **store.stats(), "lines": report.lines_read, "comment_lines": report.comment_lines,
+               "blank_lines": report.blank_lines, "skipped_lines": report.skipped_lines,
+               "skipped_reasons": report.skipped_reasons},
         "embedder": {"spec": spec, "name": emb.name, "dim": emb.dim},
         "entity_index": {"kind": index.kind, "params": {k: v for k, v in getattr(index, "params", params).items()
                                                         if k not in ("uri", "vectors_file")}},

@@ -62,14 +62,24 @@ class LoadReport:
     relations: int
     types: int
     seconds: float = field(compare=False)
+    comment_lines: int = 0
+    skipped_by_reason: list[str] = field(default_factory=list)  # "N× reason (lines a–b)", most frequent first
+
+    @property
+    def blank_lines(self) -> int:
+        return self.comment_or_blank_lines - self.comment_lines
 
     def summary(self) -> str:
         text = (
-            f"{self.path} ({self.format}): {self.lines_read:,} lines, {self.triples_read:,} triples read, "
+            f"{self.path} ({self.format}): {self.lines_read:,} lines ({self.comment_lines:,} comment, "
+            f"{self.blank_lines:,} blank), {self.triples_read:,} triples read, "
             f"{self.duplicates_removed:,} duplicates removed → {self.entities:,} entities, "
             f"{self.relations:,} relations, {self.types:,} types in {self.seconds:.2f}s"
         )
-        return text + (f"; {self.skipped_lines:,} bad lines skipped" if self.skipped_lines else "")
+        if not self.skipped_lines:
+            return text
+        return text + f"; {self.skipped_lines:,} bad lines skipped: " + "; ".join(self.skipped_by_reason[:5]) + (
+            "; …" if len(self.skipped_by_reason) > 5 else "")
 
 
 class _Builder:
@@ -221,13 +231,14 @@ def _load(
         )
     store = builder.build(ntriples=fmt == "ntriples")
     if problems.count:
-        logger.warning("%s: skipped %d malformed line(s): %s", path, problems.count, dict(problems.reasons))
+        logger.warning("%s: skipped %d malformed line(s): %s", path, problems.count, "; ".join(problems.by_reason()))
     report = LoadReport(
         path=str(path), format=fmt, lines_read=tally.lines, triples_read=len(builder.heads),
         duplicates_removed=store.duplicates_removed, skipped_lines=problems.count,
         skipped_reasons=dict(problems.reasons), examples=problems.examples(),
         comment_or_blank_lines=tally.comment_or_blank, entities=store.num_entities,
         relations=store.num_relations, types=store.num_types, seconds=time.perf_counter() - start,
+        comment_lines=tally.comments, skipped_by_reason=problems.by_reason(),
     )
     logger.info("Loaded %s", report.summary())
     return store, report

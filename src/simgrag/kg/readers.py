@@ -2,8 +2,13 @@
 
 Files are read line by line in binary mode; each line is decoded on its own, so an invalid UTF-8
 byte or a NUL byte is reported at its own line. Blank lines and lines starting with ``#`` are skipped
-and counted. A bad line becomes a *problem* ``(path, line, reason)`` in a :class:`Problems`
-collector; the caller decides whether problems are fatal (strict) or skipped and reported.
+and counted (apart). A bad line becomes a *problem* ``(path, line, reason)`` in a :class:`Problems`
+collector, which lists the first :data:`MAX_LISTED` and counts every one by reason (with its first
+and last line numbers); the caller decides whether problems are fatal (strict) or skipped and
+reported. A CSV record may span lines inside a quoted field (``"Al\nPacino"``); a quote left open
+for :data:`MAX_RECORD_LINES` lines, or to the end of the file, is one bad line where it opened, and
+the lines after it are read again as records. A file that changes size while it is read (truncated,
+or still being written) raises :class:`~simgrag.errors.KGError` rather than loading a part of it.
 
 Every format is turned into *facts*, ``(kind, a, b, c)`` tuples of strings:
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -52,6 +58,7 @@ _EXTENSIONS = {".nt": "ntriples", ".csv": "csv", ".tsv": "tsv"}
 TRIPLE, TYPE, LABEL = 0, 1, 2
 Fact = tuple[int, str, str, str]
 MAX_LISTED = 20
+MAX_RECORD_LINES = 100  # physical lines one quoted CSV record may span
 _SNIFF_BYTES = 1 << 16
 
 
@@ -91,21 +98,30 @@ class Tally:
 
     lines: int = 0
     comment_or_blank: int = 0
+    comments: int = 0
     bytes_read: int = 0
+
+    @property
+    def blank(self) -> int:
+        return self.comment_or_blank - self.comments
 
 
 class Problems:
-    """Collects bad lines: the first :data:`MAX_LISTED` in full, all of them counted by reason."""
+    """Collects bad lines: the first :data:`MAX_LISTED` in full, all of them counted by reason with
+    the first and last line of each reason."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.count = 0
         self.reasons: Counter[str] = Counter()
+        self.lines: dict[str, tuple[int, int]] = {}  # reason → (first line, last line)
         self.first: list[tuple[str, int, str]] = []
 
     def add(self, lineno: int, reason: str, line: str | bytes) -> None:
         self.count += 1
         self.reasons[reason] += 1
+        first, _ = self.lines.get(reason, (lineno, lineno))
+        self.lines[reason] = (first, lineno)
         if len(self.first) < MAX_LISTED:
             shown = line if len(line) <= 60 else line[:60]
             self.first.append((self.path, lineno, f"{reason}: {shown!r}"))
@@ -113,9 +129,22 @@ class Problems:
     def examples(self) -> list[str]:
         return [f"{path}:{line}: {reason}" for path, line, reason in self.first]
 
+    def by_reason(self) -> list[str]:
+        """One line per reason, most frequent first: ``N× reason (lines a–b)``."""
+        out = []
+        for reason, n in self.reasons.most_common():
+            first, last = self.lines[reason]
+            where = f"line {first}" if first == last else f"lines {first}–{last}"
+            out.append(f"{n:,}× {reason} ({where})")
+        return out
+
     def error(self) -> KGFormatError:
+        more = ""
+        if self.count > len(self.first):
+            more = (f" All {self.count:,} by reason: " + "; ".join(self.by_reason()[:10])
+                    + ("; …" if len(self.reasons) > 10 else "") + ".")
         return KGFormatError(
-            f"{self.path}: {self.count} malformed line(s), the first {len(self.first)} listed below. "
+            f"{self.path}: {self.count:,} malformed line(s), the first {len(self.first)} listed below.{more} "
             "Fix them, check the format, or pass skip_bad_lines=True to load the other lines.",
             self.first,
             bad_lines=self.count,
@@ -165,10 +194,10 @@ def _sniff(path: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------- lines
-def _content_lines(
+def _decoded_lines(
     fh: BinaryIO, tally: Tally, problems: Problems, on_progress: Callable[[int], None] | None
 ) -> Iterator[tuple[int, str]]:
-    """(line number, text) of every non-blank, non-comment line that decodes as UTF-8."""
+    """(line number, text) of every line that decodes as UTF-8 (blank and comment lines included)."""
     pending = 0
     for lineno, raw in enumerate(fh, 1):
         tally.lines = lineno
@@ -186,13 +215,81 @@ def _content_lines(
             continue
         if lineno == 1:
             text = text.removeprefix("\ufeff")
-        stripped = text.strip()
-        if not stripped or stripped.startswith("#"):
-            tally.comment_or_blank += 1
-            continue
         yield lineno, text
     if on_progress is not None:
         on_progress(tally.bytes_read - pending)
+
+
+def _skipped(text: str, tally: Tally) -> bool:
+    """Count and skip a blank or ``#`` comment line."""
+    stripped = text.strip()
+    if stripped and not stripped.startswith("#"):
+        return False
+    tally.comment_or_blank += 1
+    tally.comments += bool(stripped)
+    return True
+
+
+def _content_lines(
+    fh: BinaryIO, tally: Tally, problems: Problems, on_progress: Callable[[int], None] | None
+) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every non-blank, non-comment line that decodes as UTF-8."""
+    for lineno, text in _decoded_lines(fh, tally, problems, on_progress):
+        if not _skipped(text, tally):
+            yield lineno, text
+
+
+def _open_quote(text: str) -> bool:
+    """Does ``text`` end inside a quoted CSV field (``"`` opens a field only at its start; ``""`` escapes)?"""
+    if '"' not in text:
+        return False
+    inside, at_start, i, n = False, True, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if inside:
+            if ch == '"':
+                if i + 1 < n and text[i + 1] == '"':
+                    i += 2
+                    continue
+                inside = False
+        elif ch == '"' and at_start:
+            inside = True
+        at_start = not inside and ch in ",\n"
+        i += 1
+    return inside
+
+
+def _csv_records(
+    fh: BinaryIO, tally: Tally, problems: Problems, on_progress: Callable[[int], None] | None
+) -> Iterator[tuple[int, str]]:
+    """Like :func:`_content_lines`, but a record whose quoted field spans lines comes as one text."""
+    lines = _decoded_lines(fh, tally, problems, on_progress)
+    pushback: list[tuple[int, str]] = []
+
+    def next_line() -> tuple[int, str] | None:
+        return pushback.pop() if pushback else next(lines, None)
+
+    while (item := next_line()) is not None:
+        lineno, text = item
+        if _skipped(text, tally):
+            continue
+        if not _open_quote(text):
+            yield lineno, text
+            continue
+        record = [item]
+        while True:
+            nxt = next_line()
+            if nxt is not None and len(record) < MAX_RECORD_LINES:
+                record.append(nxt)
+                joined = "\n".join(t for _, t in record)
+                if not _open_quote(joined):
+                    yield lineno, joined
+                    break
+                continue
+            end = "the end of the file" if nxt is None else f"{MAX_RECORD_LINES} lines"
+            problems.add(lineno, f"CSV syntax error (a quoted field opened here is not closed within {end})", text)
+            pushback.extend(reversed(record[1:] + ([nxt] if nxt is not None else [])))
+            break
 
 
 # ---------------------------------------------------------------------------------------- parsers
@@ -300,9 +397,11 @@ def iter_facts(
 ) -> Iterator[Fact]:
     """Every fact of ``path``; bad lines go to ``problems`` (a fatal one raises KGFormatError)."""
     parse = _make_parser(fmt, CsvColumns.coerce(csv_columns))
+    lines = _csv_records if fmt == "csv" else _content_lines
     try:
+        size = _regular_size(path)
         with path.open("rb") as fh:
-            for lineno, line in _content_lines(fh, tally, problems, on_progress):
+            for lineno, line in lines(fh, tally, problems, on_progress):
                 try:
                     facts = parse(line)
                 except _FatalLineError as exc:
@@ -311,8 +410,26 @@ def iter_facts(
                     problems.add(lineno, str(exc), line)
                     continue
                 yield from facts
+        _check_unchanged(path, size, tally)
     except OSError as exc:
         raise read_error(path, exc) from exc
+
+
+def _regular_size(path: Path) -> int | None:
+    """The size of a regular file (``None`` for a pipe or device, whose size means nothing)."""
+    info = path.stat()
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+def _check_unchanged(path: Path, size: int | None, tally: Tally) -> None:
+    """A file that changed size while it was read loaded only in part: say so rather than load it."""
+    if size is None:
+        return
+    now = path.stat().st_size
+    if tally.bytes_read != size or now != size:
+        raise KGError(f"{path} changed while it was read ({size:,} bytes at the start, {tally.bytes_read:,} read, "
+                      f"{now:,} now): it was truncated or is still being written. Load it again once it is "
+                      "complete.")
 
 
 def iter_triples(
@@ -343,4 +460,4 @@ def iter_triples(
     if problems.count and not skip_bad_lines:
         raise problems.error()
     if problems.count:
-        logger.warning("%s: skipped %d malformed line(s): %s", path, problems.count, dict(problems.reasons))
+        logger.warning("%s: skipped %d malformed line(s): %s", path, problems.count, "; ".join(problems.by_reason()))
