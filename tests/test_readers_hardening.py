@@ -59,7 +59,7 @@ def test_file_truncated_while_read_is_an_error(tmp_path: Path) -> None:
 def test_comment_and_blank_lines_are_counted_apart_and_recorded(tmp_path: Path) -> None:
     path = tmp_path / "kb.txt"
     path.write_text("# a comment\n\na|r|b\n  # indented comment\n \nb|r|c\n", encoding="utf-8")
-    store, report = load_kg(path)
+    _, report = load_kg(path)
     assert (report.comment_lines, report.blank_lines, report.comment_or_blank_lines) == (2, 2, 4)
     assert "(2 comment, 2 blank)" in report.summary()
     built = build_index_dir(path, tmp_path / "kb.idx", embedder=HashEmbedder(dim=16))
