@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simgrag.embed.base import Embedder
-from simgrag.errors import DatasetError
+from simgrag.errors import ConfigError, DatasetError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern
@@ -156,7 +156,8 @@ class SimGRAG:
         if isinstance(examples, Path) or (isinstance(examples, str) and Path(examples).suffix in
                                            (".yaml", ".yml", ".json")):
             examples = load_examples(examples)
-        assert isinstance(examples, (str, ExampleSet))
+        if not isinstance(examples, (str, ExampleSet)):
+            raise ConfigError(f"examples must be a built-in name, a YAML/JSON file or an ExampleSet, got {examples!r}")
         return PatternGenerator(self.llm, examples, **self._pattern_options)
 
     @property
@@ -196,6 +197,9 @@ class SimGRAG:
 
     def _pattern_and_evidence(self, text: str, settings: RetrievalSettings | None,
                               timings: dict[str, float], *, claim: bool = False) -> tuple[PatternResult, Retrieval]:
+        from simgrag.pattern.validate import validate_question
+
+        validate_question(text, "claim" if claim else "question")
         t = time.perf_counter()
         generated = (self.claim_patterns if claim else self.patterns).generate(text)
         if self.repair_roles:

@@ -44,4 +44,7 @@ RetrieverOpt = Annotated[str, typer.Option(help="simgrag (the pattern graph) or 
 RetrieverModel = Annotated[str | None, typer.Option(help="trained model directory for subgraphrag / gsr")]
 
 
+Deadline = Annotated[float | None, typer.Option(help="seconds of graph search before the best matches so far are "
+                                                  "returned (default 10; inf: none)")]
+
 LLMCache = Annotated[str, typer.Option(help="LLM call cache: 'default', 'none' or a file path")]

@@ -105,10 +105,12 @@ def _print_retrieval(result: Any) -> None:
 
 def _settings(k: int, k_n: int, k_r: int, k_t: int | None, naive: bool, allow_reuse: bool,
               deadline: float | None) -> Any:
+    from simgrag.match.limits import DEFAULT_DEADLINE_S
     from simgrag.match.retrieve import RetrievalSettings
 
     return RetrievalSettings(k=k, k_n=k_n, k_r=k_r, k_t=k_t, injective=not allow_reuse,
-                             algorithm="naive" if naive else "optimized", deadline_s=deadline)
+                             algorithm="naive" if naive else "optimized",
+                             deadline_s=DEFAULT_DEADLINE_S if deadline is None else deadline)
 
 
 PATTERN_HELP = 'JSON list of triples, e.g. \'[["UNKNOWN director 1","directed","Inception"]]\''
@@ -126,7 +128,8 @@ def retrieve(
     k_t: Annotated[int | None, typer.Option("--k-t", help="candidate types per typed UNKNOWN node")] = None,
     naive: Annotated[bool, typer.Option(help="use Algorithm 1 without pruning (for comparison)")] = False,
     allow_reuse: Annotated[bool, typer.Option(help="allow two pattern nodes to map to one entity")] = False,
-    deadline: Annotated[float | None, typer.Option(help="seconds; return best-so-far after it")] = None,
+    deadline: Annotated[float | None, typer.Option(help="seconds of graph search, then the best matches so far "
+                                                       "(default 10; inf: none)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     verbose: Verbose = 0,
 ) -> None:
@@ -136,14 +139,13 @@ def retrieve(
 
     if (pattern is None) == (patterns is None):
         raise _fail(SimGRAGError("give exactly one of --pattern and --patterns"))
-    settings = _settings(k, k_n, k_r, k_t, naive, allow_reuse, deadline)
     try:
+        settings = _settings(k, k_n, k_r, k_t, naive, allow_reuse, deadline)
         engine = SimGRAG(index_dir, llm=None)
         if patterns is not None:
             _retrieve_batch(engine, patterns, output, settings)
             return
-        assert pattern is not None
-        triples = _parse_pattern_json(pattern, "--pattern")
+        triples = _parse_pattern_json(pattern or "", "--pattern")
         result = engine.retrieve(triples, settings=settings)
     except SimGRAGError as exc:
         raise _fail(exc) from exc

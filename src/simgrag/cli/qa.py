@@ -13,6 +13,7 @@ from simgrag.cli._common import (
     ApiKey,
     AsJson,
     BaseUrl,
+    Deadline,
     Examples,
     LLMOpt,
     RetrieverModel,
@@ -60,13 +61,14 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
 
 def _run_llm_task(index_dir: Path | None, text: str, llm: str, base_url: str | None,
                   api_key: str | None, examples: str | None, abstain_gsd: float | None, k: int,
-                  as_json: bool, verdict: bool, answer_mode: str = "llm") -> None:
+                  as_json: bool, verdict: bool, answer_mode: str = "llm", deadline: float | None = None) -> None:
+    from simgrag.match.limits import DEFAULT_DEADLINE_S
     from simgrag.match.retrieve import RetrievalSettings
 
     try:
+        settings = RetrievalSettings(k=k, deadline_s=DEFAULT_DEADLINE_S if deadline is None else deadline)
         engine = _engine(index_dir, llm, base_url, api_key, examples, abstain_gsd, answer_mode)
         engine.warmup()  # load the embedder and the compiled search now, so stage timings are per query
-        settings = RetrievalSettings(k=k)
         result = engine.verify(text, settings=settings) if verdict else engine.ask(text, settings=settings)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
@@ -88,6 +90,7 @@ def ask(
     open_answer: Annotated[bool, typer.Option("--open", help="answer with a short paragraph written from the "
                                                              "retrieved facts (--retriever none: from the LLM's "
                                                              "own knowledge)")] = False,
+    deadline: Deadline = None,
     verbose: Verbose = 0,
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
@@ -97,7 +100,7 @@ def ask(
                             style="open" if open_answer else None)
         return
     _run_llm_task(index_dir, question, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=False,
-                  answer_mode=answer_mode)
+                  answer_mode=answer_mode, deadline=deadline)
 
 
 def _retrieve_with(index_dir: Path, text: str, name: str, model: str | None, llm: str, base_url: str | None,
@@ -172,14 +175,16 @@ def verify(
     claim: Annotated[str, typer.Argument(help="the claim to check")],
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
     abstain_gsd: AbstainGsd = None, k: Annotated[int, typer.Option("-k")] = 3, as_json: AsJson = False,
-    retriever: RetrieverOpt = "simgrag", retriever_model: RetrieverModel = None, verbose: Verbose = 0,
+    retriever: RetrieverOpt = "simgrag", retriever_model: RetrieverModel = None, deadline: Deadline = None,
+    verbose: Verbose = 0,
 ) -> None:
     """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
     _setup_logging(verbose)
     if retriever.strip().lower() != "simgrag":
         _verify_with_retriever(index_dir, claim, retriever, retriever_model, llm, base_url, api_key, as_json)
         return
-    _run_llm_task(index_dir, claim, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=True)
+    _run_llm_task(index_dir, claim, llm, base_url, api_key, examples, abstain_gsd, k, as_json, verdict=True,
+                  deadline=deadline)
 
 
 @app.command()
@@ -209,6 +214,10 @@ def serve(
                                                 "another): simgrag, subgraphrag, gsr, kaping, pcst, triplets, "
                                                 "paths, none")] = "simgrag",
     retriever_model: RetrieverModel = None,
+    body_timeout: Annotated[float, typer.Option(help="a request body must arrive within this, seconds (408)")] = 10.0,
+    max_connections: Annotated[int, typer.Option(help="open connections at most; more get 503")] = 256,
+    verify_index: Annotated[bool, typer.Option("--verify/--no-verify", help="check the index's content hashes "
+                                                                            "at start-up")] = True,
     verbose: Verbose = 0,
 ) -> None:
     """Serve the HTTP API (/v1/ask, /v1/verify, /v1/retrieve, /v1/health, /v1/kg/stats, /docs) and the
@@ -236,10 +245,10 @@ def serve(
     name = retriever.strip().lower()
     try:
         settings = ServeSettings(timeout_s=timeout, max_waiting=max_waiting, max_body_bytes=max_body,
-                                 api_key=auth_key, retriever=name,
+                                 api_key=auth_key, retriever=name, body_timeout_s=body_timeout, verify=verify_index,
                                  retriever_options={name: {"model": retriever_model}} if retriever_model else {})
         web_app = create_app(build, settings)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
-    uvicorn.run(web_app, host=host, port=port, access_log=False,
-                log_level="info" if verbose <= 1 else "debug")
+    uvicorn.run(web_app, host=host, port=port, access_log=False, limit_concurrency=max_connections,
+                timeout_keep_alive=5, log_level="info" if verbose <= 1 else "debug")

@@ -144,7 +144,8 @@ class BatchedEmbedder(ABC):
                     out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
                 out[rows] = vectors
                 bar.update(len(rows))
-        assert out is not None
+        if out is None:  # texts were given, so some batch ran; this guards the type only
+            raise EmbedderError(f"{self.name} encoded no batch of {len(texts)} texts")
         logger.debug("%s encoded %d texts in %.3f s", self.name, len(texts), time.perf_counter() - start)
         return out
 
@@ -174,4 +175,11 @@ def _as_text_list(texts: Sequence[str]) -> list[str]:
     bad = next((t for t in items if not isinstance(t, str)), None)
     if bad is not None:
         raise EmbedderError(f"encode() takes strings only; got {type(bad).__name__}: {bad!r}.")
+    for text in items:
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:  # a lone surrogate: tokenizers fail on it with a TypeError
+                raise EmbedderError(f"encode() got a text with invalid Unicode (a lone surrogate at character "
+                                    f"{exc.start}): {text!r:.200}") from None
     return items

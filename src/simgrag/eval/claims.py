@@ -111,8 +111,8 @@ class _KGView:
             return (hv, r, tv) in self.keys and self._solve(rest, free, bound)
         if hv is not None:
             return any(self._solve(rest, free, {**bound, t: v}) for v in self.out.get((hv, r), ()))
-        assert tv is not None
-        return any(self._solve(rest, free, {**bound, h: v}) for v in self.inc.get((r, tv), ()))
+        tail = tv if tv is not None else -1  # not None: ``pick`` found a fact with a fixed end
+        return any(self._solve(rest, free, {**bound, h: v}) for v in self.inc.get((r, tail), ()))
 
 
 @dataclass

@@ -189,7 +189,8 @@ class SubgraphRetriever:
         return [known[i] for i in range(len(texts))]  # type: ignore[misc]
 
     def _typed_candidates(self, vector: np.ndarray, k_t: int) -> NodeCandidates:
-        assert self.index.type_index is not None and self.index.type_owner is not None
+        if self.index.type_index is None or self.index.type_owner is None:
+            return NodeCandidates.anything()  # only called when the index has types
         dists, rows = self.index.type_index.search(vector[None, :], self.index.type_index.ntotal)
         best: dict[int, float] = {}
         for d, row in zip(dists[0], rows[0], strict=True):

@@ -95,7 +95,8 @@ class PatternGenerator:
                 latency_s=time.perf_counter() - start, repaired=parsed.repaired or attempt > 1,
                 divided=tuple(parsed.divided) if parsed.divided is not None else None,
             )
-        assert error is not None
+        if error is None:  # max_attempts >= 1, so a failed attempt set it; this guards the type only
+            raise PatternError("no pattern attempt was made")
         raise _final_error(error, self.max_attempts, response.text)
 
     def _call(self, messages: list[ChatMessage]) -> LLMResponse:

@@ -16,9 +16,10 @@ from typing import Any
 from simgrag.errors import PatternError
 from simgrag.pattern.graph import Pattern, normalize_text
 
-__all__ = ["MAX_TRIPLES", "validate_pattern", "validate_triples"]
+__all__ = ["MAX_QUESTION_CHARS", "MAX_TRIPLES", "validate_pattern", "validate_question", "validate_triples"]
 
 MAX_TRIPLES = 12
+MAX_QUESTION_CHARS = 10_000
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,22 @@ def validate_pattern(
                 "node: name an entity from the question, or give each unknown a type, "
                 "e.g. 'UNKNOWN director 1'")
     return pattern
+
+
+def validate_question(text: Any, what: str = "question") -> str:
+    """A question or claim as the LLM may see it: a non-empty string of valid Unicode, not too long."""
+    if not isinstance(text, str):
+        raise PatternError(f"The {what} must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise PatternError(f"The {what} is empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise PatternError(f"The {what} has {len(text):,} characters, more than {MAX_QUESTION_CHARS:,}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PatternError(f"The {what} holds invalid Unicode (a lone surrogate at character {exc.start}): "
+                           f"{text!r:.200}") from None
+    return text
 
 
 def _check_triple(i: int, triple: Any) -> None:

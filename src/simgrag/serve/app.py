@@ -11,15 +11,15 @@ unless set) or the one a request names in ``retriever``; any other than ``simgra
 use, kept, and answered in the same response shape (:mod:`simgrag.serve.retrievers`).
 
 Errors share one body, :class:`~simgrag.serve.schemas.ErrorResponse`: 400 bad pattern or a retriever
-the server does not offer, 401 API key,
-413 body too large, 422 no usable pattern from the LLM (or an invalid request), 429 LLM queue full,
-502 LLM backend failed, 503 not ready / deadline passed while queued, 504 deadline passed while
-the LLM worked.
+the server does not offer, 401 API key (checked before the body is read), 408 body too slow,
+413 body too large, 422 no usable pattern from the LLM (or an invalid request), 429 LLM queue or
+retrieval pool full, 500 unexpected, 502 LLM backend failed, 503 not ready / deadline passed while
+queued, 504 deadline passed while the LLM worked. Deadlines count from the request's arrival
+(:mod:`simgrag.serve.limits`).
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import threading
@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from simgrag.errors import LLMError, MatchError, PatternError, SimGRAGError
 from simgrag.pipeline import SimGRAG
+from simgrag.serve import limits
 from simgrag.serve.queue import DeadlineExceededError, LLMQueue, QueueFullError, QueueTimeoutError
 from simgrag.serve.retrievers import RetrieverChoiceError, RetrieverPool, ask_response, verify_response
 from simgrag.serve.schemas import (
@@ -70,7 +70,9 @@ class ServeSettings:
     ``Authorization: Bearer``) on /v1 endpoints other than health, when set. ``retriever``: the
     default retriever of /v1/ask and /v1/verify; ``retrievers``: the names a request may choose
     (``None``: every registered one); ``retriever_options``: options per name, e.g.
-    ``{"gsr": {"model": "gsr.model"}}``."""
+    ``{"gsr": {"model": "gsr.model"}}``. ``body_timeout_s``: a body must arrive within it (408);
+    ``max_retrievals`` / ``max_retrieval_waiting``: retrievals running at once / queued (then 429);
+    ``verify``: check the index's content hashes at start-up (:func:`~simgrag.index.verify.verify_index`)."""
 
     timeout_s: float = 120.0
     max_waiting: int = 8
@@ -80,15 +82,24 @@ class ServeSettings:
     retriever: str = "simgrag"
     retrievers: tuple[str, ...] | None = None
     retriever_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    body_timeout_s: float = 10.0
+    max_retrievals: int = 64
+    max_retrieval_waiting: int = 64
+    verify: bool = True
+
+    def __post_init__(self) -> None:
+        limits.check_api_key(self.api_key)
 
 
 class _Engine:
     """The engine and its readiness, filled in by the start-up thread."""
 
-    def __init__(self, source: EngineSource, warmup: bool, prepare: Callable[[SimGRAG], None] | None = None) -> None:
+    def __init__(self, source: EngineSource, warmup: bool, prepare: Callable[[SimGRAG], None] | None = None,
+                 verify: bool = False) -> None:
         self.source = source
         self.warmup = warmup
         self.prepare = prepare
+        self.verify = verify
         self.engine: SimGRAG | None = source if isinstance(source, SimGRAG) else None
         self.status = "loading"
         self.error: str | None = None
@@ -100,6 +111,10 @@ class _Engine:
         try:
             engine = self.engine if self.engine is not None else self.source()  # type: ignore[operator]
             self.label, self.llm_label = str(engine.index.path), engine.llm_name
+            if self.verify:  # every file's sha256 against the manifest: a damaged index never serves
+                from simgrag.index.verify import raise_on_problems, verify_index
+
+                raise_on_problems(verify_index(engine.index))
             if self.warmup:
                 timings = engine.warmup()
                 logger.info("engine ready: %s", {k: round(v, 2) for k, v in timings.items()})
@@ -144,67 +159,17 @@ def _error_response(exc: Exception) -> JSONResponse:
     for kind, status, code in _STATUS:
         if isinstance(exc, kind):
             headers = {"Retry-After": "5"} if status in (429, 503) else None
-            body = ErrorResponse(error=code, detail=str(exc))
-            return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+            return JSONResponse(limits.error_body(code, str(exc)), status_code=status, headers=headers)
     raise exc
-
-
-class BodyLimitMiddleware:
-    """Answer 413 when a request body exceeds ``max_bytes`` (declared or streamed)."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._reject(send)
-            return
-        # read the (small) body here, counting, then hand it on: a body without Content-Length
-        # is stopped as soon as it passes the limit
-        chunks: list[bytes] = []
-        seen = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunks.append(message.get("body", b""))
-            seen += len(chunks[-1])
-            if seen > self.max_bytes:
-                await self._reject(send)
-                return
-            if not message.get("more_body", False):
-                break
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _reject(self, send: Send) -> None:
-        body = ErrorResponse(error="too_large", detail=f"request body over {self.max_bytes} bytes")
-        await JSONResponse(body.model_dump(), status_code=413)({"type": "http"}, _no_receive, send)
-
-
-async def _no_receive() -> Message:
-    return {"type": "http.disconnect"}
 
 
 def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> FastAPI:
     """The FastAPI app; ``engine`` is a ready :class:`SimGRAG` or a function that builds one."""
     settings = settings or ServeSettings()
     pool = RetrieverPool(settings.retriever, settings.retrievers, settings.retriever_options)
-    state = _Engine(engine, settings.warmup, pool.prepare)
+    state = _Engine(engine, settings.warmup, pool.prepare, settings.verify)
     llm_queue = LLMQueue(settings.max_waiting)
+    retrievals = limits.RetrievalPool(settings.max_retrievals, settings.max_retrieval_waiting)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
@@ -212,13 +177,15 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
         loader.start()
         yield
         llm_queue.close()
+        retrievals.close()
 
     app = FastAPI(title="simgrag", summary="Question answering and fact verification grounded in a "
                   "knowledge graph (SimGRAG)", version=_version(), lifespan=lifespan)
     app.state.engine = state
     app.state.llm_queue = llm_queue
     app.state.retrievers = pool
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(limits.RequestGate, api_key=settings.api_key, max_bytes=settings.max_body_bytes,
+                       body_timeout_s=settings.body_timeout_s)
 
     @app.middleware("http")
     async def access_log(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -240,26 +207,24 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
 
     for kind, _, _ in _STATUS:
         app.add_exception_handler(kind, _handler)
+    app.add_exception_handler(RequestValidationError, limits.validation_error_handler)
+    app.add_exception_handler(Exception, limits.internal_error_handler)
 
-    def check_key(request: Request) -> None:
-        if settings.api_key is None:
-            return
-        given = request.headers.get("x-api-key")
-        auth = request.headers.get("authorization", "")
-        if given is None and auth.lower().startswith("bearer "):
-            given = auth[7:].strip()
-        if given is None or not hmac.compare_digest(given.encode(), settings.api_key.encode()):
+    def check_key(request: Request) -> None:  # RequestGate checked it already; this keeps the OpenAPI docs honest
+        if not limits.key_matches(request.headers, settings.api_key):
             raise _AuthError("missing or wrong API key (send it as X-API-Key or Authorization: Bearer)")
 
     guarded = [Depends(check_key)]
     errors: dict[int | str, dict[str, Any]] = {
-        code: {"model": ErrorResponse} for code in (400, 401, 413, 422, 429, 502, 503, 504)}
+        code: {"model": ErrorResponse} for code in (400, 401, 408, 413, 422, 429, 500, 502, 503, 504)}
 
     @app.get("/v1/health", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
-    async def health() -> JSONResponse:
+    async def health(request: Request) -> JSONResponse:
         """Readiness: 200 once the index and models are loaded, 503 while loading or after a failure."""
+        index, error = limits.redacted_health(state.error, state.label,
+                                              limits.key_matches(request.headers, settings.api_key))
         body = HealthResponse(status=state.status, ready=state.status == "ready",  # type: ignore[arg-type]
-                              index=state.label, llm=state.llm_label, error=state.error,
+                              index=index, llm=state.llm_label, error=error,
                               uptime_s=round(time.monotonic() - state.started, 3), llm_queue=llm_queue.stats(),
                               retriever=pool.default, retrievers=list(pool.allowed))
         return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
@@ -270,43 +235,45 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
         return _kg_stats(state.require())
 
     @app.post("/v1/retrieve", response_model=RetrieveResponse, dependencies=guarded, responses=errors)
-    async def retrieve(body: RetrieveRequest) -> RetrieveResponse:
+    async def retrieve(body: RetrieveRequest, request: Request) -> RetrieveResponse:
         """Pattern in, top-k matched subgraphs out (no LLM involved)."""
         engine = state.require()
-        options: dict[str, Any] = {"k": body.k, "deadline_s": settings.timeout_s}
+        options: dict[str, Any] = {"k": body.k}
         options.update({name: value for name, value in (("k_n", body.k_n), ("k_r", body.k_r)) if value})
-        retrieval_settings = replace(engine.retrieval, **options)
-        result = await run_in_threadpool(engine.retrieve, body.pattern, retrieval_settings)
+
+        def run(left: float) -> Any:  # the search gets what is left of the request's deadline
+            return engine.retrieve(body.pattern, replace(engine.retrieval, **options,
+                                                         deadline_s=_search_deadline(engine, left)))
+
+        result = await retrievals.run(run, limits.arrival(request) + settings.timeout_s)
         return RetrieveResponse.model_validate(result.to_dict())
 
     @app.post("/v1/ask", response_model=AskResponse, dependencies=guarded, responses=errors)
-    async def ask(body: AskRequest) -> AskResponse:
+    async def ask(body: AskRequest, request: Request) -> AskResponse:
         """Question → pattern (LLM) → top-k subgraphs → grounded answer with its evidence (or the
         chosen retriever's context → the shared reader)."""
         engine = state.require()
         name = pool.name_for(body.retriever)
+        left = limits.remaining(request, settings.timeout_s)
         if name != "simgrag":
-            other = await llm_queue.run(lambda: ask_response(pool.get(name, engine), engine, body.question),
-                                        settings.timeout_s)
+            other = await llm_queue.run(lambda: ask_response(pool.get(name, engine), engine, body.question), left)
             return AskResponse.model_validate(other)
-        retrieval_settings = replace(engine.retrieval, k=body.k, deadline_s=settings.timeout_s)
-        result = await llm_queue.run(lambda: engine.ask(body.question, settings=retrieval_settings),
-                                     settings.timeout_s)
+        retrieval_settings = replace(engine.retrieval, k=body.k, deadline_s=_search_deadline(engine, left))
+        result = await llm_queue.run(lambda: engine.ask(body.question, settings=retrieval_settings), left)
         return AskResponse.model_validate(result.to_dict())
 
     @app.post("/v1/verify", response_model=VerifyResponse, dependencies=guarded, responses=errors)
-    async def verify(body: VerifyRequest) -> VerifyResponse:
+    async def verify(body: VerifyRequest, request: Request) -> VerifyResponse:
         """Claim → pattern (LLM) → top-k subgraphs → Supported / Refuted with its evidence (or the
         chosen retriever's context → the same verification prompt)."""
         engine = state.require()
         name = pool.name_for(body.retriever)
+        left = limits.remaining(request, settings.timeout_s)
         if name != "simgrag":
-            other = await llm_queue.run(lambda: verify_response(pool.get(name, engine), engine, body.claim),
-                                        settings.timeout_s)
+            other = await llm_queue.run(lambda: verify_response(pool.get(name, engine), engine, body.claim), left)
             return VerifyResponse.model_validate(other)
-        retrieval_settings = replace(engine.retrieval, k=body.k, deadline_s=settings.timeout_s)
-        result = await llm_queue.run(lambda: engine.verify(body.claim, settings=retrieval_settings),
-                                     settings.timeout_s)
+        retrieval_settings = replace(engine.retrieval, k=body.k, deadline_s=_search_deadline(engine, left))
+        result = await llm_queue.run(lambda: engine.verify(body.claim, settings=retrieval_settings), left)
         return VerifyResponse.model_validate(result.to_dict())
 
     @app.get("/", include_in_schema=False)
@@ -315,6 +282,12 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
+
+
+def _search_deadline(engine: SimGRAG, left: float) -> float:
+    """The engine's search deadline, cut to what is left of the request's."""
+    own = engine.retrieval.deadline_s
+    return left if own is None else min(own, left)
 
 
 async def _handler(request: Request, exc: Exception) -> JSONResponse:

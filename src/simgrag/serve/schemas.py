@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from simgrag.pattern.validate import MAX_TRIPLES
 
@@ -21,7 +21,18 @@ __all__ = [
 ]
 
 MAX_TEXT_CHARS = 2000
-Name = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+
+
+def _valid_unicode(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"invalid Unicode (a lone surrogate at character {exc.start})") from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(_valid_unicode)]
+Name = Annotated[Text, StringConstraints(min_length=1, max_length=300)]
 PatternTriple = Annotated[list[Name], Field(min_length=3, max_length=3)]
 K = Annotated[int, Field(ge=1, le=50, description="subgraphs to retrieve (top-k by GSD; simgrag only)")]
 RetrieverName = Annotated[str | None, Field(max_length=40, description=(
@@ -44,13 +55,13 @@ class RetrieveRequest(_Request):
 
 
 class AskRequest(_Request):
-    question: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["Who directed Inception?"])
+    question: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["Who directed Inception?"])
     k: K = 3
     retriever: RetrieverName = None
 
 
 class VerifyRequest(_Request):
-    claim: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
+    claim: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS,
                        examples=["Inception was directed by Christopher Nolan."])
     k: K = 3
     retriever: RetrieverName = None
@@ -82,6 +93,7 @@ class MatchOut(BaseModel):
 class RetrieveResponse(BaseModel):
     pattern: list[list[str]]
     complete: bool = Field(description="false when the search stopped at its deadline (best so far)")
+    deadline_s: float | None = Field(None, description="the search's deadline in seconds (none: no deadline)")
     lower_bound: float | None
     algorithm: str
     combination: str

@@ -34,7 +34,7 @@ async function api(path, body) {
 async function refreshHealth() {
   const badge = $("health");
   try {
-    const response = await fetch("/v1/health");
+    const response = await fetch("/v1/health", { headers: apiHeaders() });
     const health = await response.json();
     badge.className = "badge " + health.status;
     if (health.status !== "ready") {
