@@ -36,6 +36,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from simgrag.errors import LLMError, MatchError, PatternError, SimGRAGError
 from simgrag.pipeline import SimGRAG
@@ -208,6 +209,7 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
     for kind, _, _ in _STATUS:
         app.add_exception_handler(kind, _handler)
     app.add_exception_handler(RequestValidationError, limits.validation_error_handler)
+    app.add_exception_handler(StarletteHTTPException, limits.http_error_handler)
     app.add_exception_handler(Exception, limits.internal_error_handler)
 
     def check_key(request: Request) -> None:  # RequestGate checked it already; this keeps the OpenAPI docs honest

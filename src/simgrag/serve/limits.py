@@ -43,6 +43,7 @@ __all__ = [
     "RetrievalPool",
     "check_api_key",
     "error_body",
+    "http_error_handler",
     "internal_error_handler",
     "key_matches",
     "redacted_health",
@@ -175,6 +176,18 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
     """422 with the documented error body (pydantic's own rendering fails on NaN or lone surrogates)."""
     errors = exc.errors() if isinstance(exc, RequestValidationError) else []
     return JSONResponse(error_body("invalid_request", _describe(list(errors))), status_code=422)
+
+
+_HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+
+
+async def http_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own HTTP errors (a body that fails to parse, 404, 405) in the documented body."""
+    status = int(getattr(exc, "status_code", 500))
+    detail = getattr(exc, "detail", None)
+    headers = getattr(exc, "headers", None)
+    return JSONResponse(error_body(_HTTP_CODES.get(status, "http_error"), str(detail or status)),
+                        status_code=status, headers=headers)
 
 
 async def internal_error_handler(request: Request, exc: Exception) -> JSONResponse:
