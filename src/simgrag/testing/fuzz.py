@@ -12,6 +12,8 @@ control bytes, non-ASCII letters, nesting bombs, huge values …):
 
 :func:`check` runs a callable on an input and classifies the outcome: ``ok``, a typed error (the
 :class:`~simgrag.errors.SimGRAGError` subclass name) or ``untyped`` — the only outcome that is a bug.
+The ``fuzz_*`` runners drive each input path (parser, pattern validation, KG readers, HTTP API)
+``n`` times from a seed and return a :class:`FuzzTally`.
 """
 
 from __future__ import annotations
@@ -22,11 +24,24 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from simgrag.errors import SimGRAGError
 
-__all__ = ["FuzzTally", "check", "http_body", "kg_file", "llm_output", "mutate", "pattern_value"]
+__all__ = [
+    "FuzzTally",
+    "check",
+    "fuzz_http",
+    "fuzz_kg_files",
+    "fuzz_parser",
+    "fuzz_patterns",
+    "http_body",
+    "kg_file",
+    "llm_output",
+    "mutate",
+    "pattern_value",
+]
 
 _VALID_OUTPUTS = (
     '{"triples": [["Inception", "directed by", "UNKNOWN director 1"]]}',
@@ -171,7 +186,7 @@ def http_body(rng: random.Random) -> tuple[str, bytes]:
             body[key] = rng.choice(_ODD_VALUES) if rng.random() < 0.6 else pattern_value(rng)
         else:
             body.pop(key, None)
-    text = json.dumps(body, allow_nan=True, ensure_ascii=rng.random() < 0.5)
+    text = json.dumps(body, allow_nan=True, ensure_ascii=rng.random() < 0.5, default=repr)
     if rng.random() < 0.3:
         text = mutate(rng, text, rounds=rng.randint(1, 3))
     return path, text.encode("utf-8", "surrogatepass")
@@ -212,3 +227,81 @@ def check(tally: FuzzTally, fn: Callable[[Any], object], value: Any, *,
             tally.untyped.append((repr(value)[:300], traceback.format_exc(limit=6)))
     else:
         tally.outcomes["ok"] += 1
+
+
+# ---------------------------------------------------------------------------------------- runners
+def fuzz_parser(n: int, seed: int = 0) -> FuzzTally:
+    """``n`` mutated LLM outputs through :func:`parse_pattern_text` and :func:`validate_triples`."""
+    from simgrag.pattern.parse import parse_pattern_text
+    from simgrag.pattern.validate import validate_triples
+
+    def run(text: str) -> None:
+        validate_triples(parse_pattern_text(text).triples)
+
+    rng, tally = random.Random(seed), FuzzTally()
+    for _ in range(n):
+        check(tally, run, llm_output(rng))
+    return tally
+
+
+def fuzz_patterns(n: int, seed: int = 0) -> FuzzTally:
+    """``n`` odd values through :func:`validate_triples` (what ``SimGRAG.retrieve`` first does with them)."""
+    from simgrag.pattern.graph import Pattern
+    from simgrag.pattern.validate import validate_pattern, validate_triples
+
+    def run(value: Any) -> None:
+        validate_triples(value)
+        validate_pattern(Pattern.from_triples(value))
+
+    rng, tally = random.Random(seed), FuzzTally()
+    for _ in range(n):
+        check(tally, run, pattern_value(rng))
+    return tally
+
+
+def fuzz_kg_files(n: int, workdir: Path, seed: int = 0) -> tuple[FuzzTally, int]:
+    """``n`` mutated KG files through :func:`~simgrag.kg.loader.load_kg` (strict and skipping);
+    returns the tally and the number of lines read. A loaded store must be consistent with its report."""
+    from simgrag.kg.loader import load_kg
+
+    rng, tally = random.Random(seed), FuzzTally()
+    formats = ("pipe", "tsv", "csv", "ntriples")
+    lines = 0
+
+    def run(case: tuple[Path, str, bool]) -> None:
+        nonlocal lines
+        path, fmt, skip = case
+        store, report = load_kg(path, format=fmt, skip_bad_lines=skip)
+        lines += report.lines_read
+        if store.num_triples != report.triples_read - report.duplicates_removed or store.num_triples <= 0:
+            raise AssertionError(f"store and report disagree: {store.num_triples} vs {report}")
+        if len(list(store.entities)) != store.num_entities:
+            raise AssertionError("entity names do not decode")
+
+    for i in range(n):
+        fmt = formats[i % len(formats)]
+        path = workdir / f"fuzz-{i % 8}.kg"
+        path.write_bytes(kg_file(rng, fmt))
+        check(tally, run, (path, fmt, rng.random() < 0.5))
+    return tally, lines
+
+
+def fuzz_http(client: Any, n: int, seed: int = 0) -> FuzzTally:
+    """``n`` hostile bodies POSTed through ``client`` (a ``TestClient`` or ``httpx.Client``): every answer
+    must be 200 or a 4xx/503/504 with the ``{"error", "detail"}`` JSON body. A 500, a non-JSON body or a
+    client-side exception counts as ``untyped``."""
+    rng, tally = random.Random(seed), FuzzTally()
+    for _ in range(n):
+        path, body = http_body(rng)
+        try:
+            response = client.post(path, content=body, headers={"Content-Type": "application/json"})
+            status, payload = response.status_code, response.json()
+            if status != 200 and (status >= 500 and status not in (503, 504) or set(payload) != {"error", "detail"}):
+                raise AssertionError(f"HTTP {status}: {response.text[:300]}")
+        except Exception:
+            tally.outcomes["untyped"] += 1
+            if len(tally.untyped) < 20:
+                tally.untyped.append((repr((path, body))[:300], traceback.format_exc(limit=6)))
+            continue
+        tally.outcomes["http_200" if status == 200 else f"http_{status}_{payload['error']}"] += 1
+    return tally
