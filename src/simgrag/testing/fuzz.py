@@ -296,7 +296,7 @@ def fuzz_http(client: Any, n: int, seed: int = 0) -> FuzzTally:
         try:
             response = client.post(path, content=body, headers={"Content-Type": "application/json"})
             status, payload = response.status_code, response.json()
-            if status != 200 and (status >= 500 and status not in (503, 504) or set(payload) != {"error", "detail"}):
+            if status != 200 and ((status >= 500 and status not in (503, 504)) or set(payload) != {"error", "detail"}):
                 raise AssertionError(f"HTTP {status}: {response.text[:300]}")
         except Exception:
             tally.outcomes["untyped"] += 1
