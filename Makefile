@@ -49,7 +49,8 @@ chromium:
 	@if [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	else echo "Chromium is missing (sudo apt-get install chromium); the browser test will be skipped"; fi
+	else echo "Chromium is missing (sudo apt-get install chromium); the browser test will be skipped" \
+		"(it fails instead under SIMGRAG_REQUIRE_BROWSER=1, as in CI)"; fi
 
 # refresh the vendored cytoscape.js after changing web/package.json
 web-assets: web-deps

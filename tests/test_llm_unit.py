@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import socket
 import sys
 import threading
@@ -105,7 +106,10 @@ def test_cache_key_covers_every_input(change: dict[str, Any]) -> None:
         "llm_name": "fake:scripted", "messages": MSGS, "json_schema": SCHEMA,
         "max_tokens": 256, "temperature": 0.0, "stop": None,
     }
-    assert call_key(**base) == call_key(**base)
+    rebuilt = {**base, "messages": [ChatMessage(m.role, m.content) for m in base["messages"]],
+               "json_schema": json.loads(json.dumps(base["json_schema"]))}  # equal values, new objects
+    assert call_key(**rebuilt) == call_key(**base)
+    assert re.fullmatch(r"[0-9a-f]{64}", call_key(**base))
     assert call_key(**base) != call_key(**{**base, **change})
 
 

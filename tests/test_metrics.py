@@ -146,8 +146,7 @@ def test_run_retriever_comparison_writes_everything(toy_index: IndexDir, tmp_pat
     assert "## 1-hop" in table and "## 2-hop" in table and "## overall" in table and "| kaping |" in table
     assert table == format_comparison(summary) + "\n"
     for metric in ("hits1", "hit", "macro_f1", "score_h", "answer_recall", "context_triples", "context_tokens"):
-        png = tmp_path / f"{metric}.png"
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert_drawn_png(tmp_path / f"{metric}.png")
 
 
 def test_run_retriever_comparison_resumes(toy_index: IndexDir, tmp_path: Path) -> None:
@@ -169,3 +168,15 @@ def test_run_retriever_comparison_resumes(toy_index: IndexDir, tmp_path: Path) -
     fresh = FakeLLM(_reply)
     run_retriever_comparison({"kaping": kaping}, fresh, ITEMS, tmp_path, progress=False, plots=False, resume=False)
     assert len(fresh.calls) == 3
+
+
+def assert_drawn_png(path: Path) -> None:
+    """A real plot: decodes as a PNG of reasonable size with more than a few colours drawn."""
+    from PIL import Image
+
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with Image.open(path) as image:
+        image.load()
+        assert image.format == "PNG" and image.width >= 300 and image.height >= 200
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+        assert colours is not None and len(colours) > 8, "the image is blank"

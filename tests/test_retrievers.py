@@ -132,7 +132,20 @@ def test_pcst_problem_turns_prized_edges_into_virtual_nodes() -> None:
 
 def test_rank_prizes_and_solver_check() -> None:
     assert rank_prizes(np.array([0.1, 0.9, 0.5, 0.7]), 3).tolist() == [0.0, 3.0, 1.0, 2.0]
-    assert callable(pcst_solver())
+    solve_pcst = pcst_solver()
+    edges = np.array([[0, 1], [1, 2]], dtype=np.int64)
+    nodes, chosen = solve_pcst(edges, np.array([5.0, 0, 5]), np.ones(2), -1, 1, "gw", 0)
+    assert sorted(nodes.tolist()) == [0, 1, 2] and sorted(chosen.tolist()) == [0, 1]  # 10 of prize for 2 of cost
+    nodes, chosen = solve_pcst(edges, np.array([5.0, 0, 0.5]), np.ones(2), -1, 1, "gw", 0)
+    assert nodes.tolist() == [0] and chosen.tolist() == []  # the far prize does not pay for two edges
+
+
+def test_a_wrong_pcst_build_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = types.ModuleType("pcst_fast")
+    broken.pcst_fast = lambda *args: (np.array([0]), np.array([], dtype=np.int64))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pcst_fast", broken)
+    with pytest.raises(ConfigError, match="wrong results"):
+        pcst_solver.__wrapped__()  # past the cache of the checked solver
 
 
 # ---------------------------------------------------------------- paths

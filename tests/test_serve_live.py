@@ -3,7 +3,8 @@ a ``simgrag serve`` process with the embedded model and the bundled sample KG.
 
 The browser test needs Debian's Chromium (``/usr/bin/chromium`` or ``$CHROMIUM_PATH``) and
 ``web/node_modules`` (``make web-deps``); the server-process test needs the embedded model. Each
-skips with the reason when its part is missing. Screenshots go to ``$SIMGRAG_ARTIFACTS_DIR``
+skips with the reason when its part is missing, except that with ``SIMGRAG_REQUIRE_BROWSER=1`` (set
+by ``.ci/run``) a browser test that cannot run fails. Screenshots go to ``$SIMGRAG_ARTIFACTS_DIR``
 (default: the test's temporary directory).
 """
 
@@ -70,12 +71,27 @@ def toy_server(tmp_path: Path) -> Iterator[str]:
     thread.join(10)
 
 
+def browser_missing() -> str | None:
+    """Why the browser test cannot run here, or ``None`` when it can."""
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium; or set CHROMIUM_PATH)"
+    if not (WEB / "node_modules" / "playwright-core").is_dir() or shutil.which("node") is None:
+        return "playwright-core is not installed: run `make web-deps` (npm ci in web/)"
+    return None
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip, except where the browser test is required (CI: ``SIMGRAG_REQUIRE_BROWSER=1``): fail there."""
+    if os.environ.get("SIMGRAG_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"the browser test is required here (SIMGRAG_REQUIRE_BROWSER=1) but cannot run: {reason}")
+    pytest.skip(reason)
+
+
 def run_browser(url: str, question: str, expected: list[str], screenshot: Path,
                 *extra: str) -> dict[str, object]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium; or set CHROMIUM_PATH)")
-    if not (WEB / "node_modules" / "playwright-core").is_dir() or shutil.which("node") is None:
-        pytest.skip("playwright-core is not installed: run `make web-deps` (npm ci in web/)")
+    missing = browser_missing()
+    if missing is not None:
+        skip_or_fail(missing)
     proc = subprocess.run(["node", str(WEB / "browser_test.mjs"), url, question, ",".join(expected),
                            str(screenshot), *extra], capture_output=True, text=True, timeout=300, cwd=WEB)
     try:
@@ -154,3 +170,12 @@ def test_serve_process_answers_with_the_embedded_model(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def test_a_required_browser_test_fails_instead_of_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIMGRAG_REQUIRE_BROWSER", "1")
+    with pytest.raises(pytest.fail.Exception, match="required"):
+        skip_or_fail("no Chromium here")
+    monkeypatch.setenv("SIMGRAG_REQUIRE_BROWSER", "0")
+    with pytest.raises(pytest.skip.Exception):
+        skip_or_fail("no Chromium here")
