@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -15,13 +16,23 @@ class ChatMessage:
     content: str
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 @dataclass(frozen=True)
 class LLMResponse:
+    """One completion. A lone surrogate in ``text`` (a server's JSON escape ``\\ud800``, a decoding
+    accident) becomes U+FFFD: the text always encodes, in prompts, logs and HTTP responses."""
+
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.text, str) and not self.text.isascii() and _SURROGATE.search(self.text):
+            object.__setattr__(self, "text", _SURROGATE.sub("\ufffd", self.text))
 
 
 @runtime_checkable
