@@ -199,7 +199,6 @@ def build_index_dir(
     ``kg_path`` may also be a ready :class:`KGStore` (e.g. ``SyntheticKG.to_store()``): no file is read.
     """
     out = Path(out_dir)
-    recover_swap(out)
     if out.exists() and not overwrite:
         raise IndexDirError(f"{out} already exists; pass overwrite=True (--overwrite) to replace it.")
     timings: dict[str, float] = {}
@@ -219,6 +218,13 @@ def build_index_dir(
     out.parent.mkdir(parents=True, exist_ok=True)
     aliases = load_aliases(Path(relation_aliases) if relation_aliases else None, store)
     build_key = _build_key(fingerprint, kind, params, aliases)
+    if not out.exists() and finished_build(work) == build_key:  # a crash came between the swap's renames
+        recover_swap(out)
+        logger.info("%s: the same build had finished before an interruption; not building it again", out)
+        return open_index_dir(out, embedder=emb)
+    recover_swap(out)
+    if out.exists() and not overwrite:
+        raise IndexDirError(f"{out} already exists; pass overwrite=True (--overwrite) to replace it.")
     try:
         if finished_build(work) != build_key:  # a finished build with the same inputs is kept, not redone
             _prepare_work_dir(work, fingerprint)
