@@ -183,8 +183,12 @@ class SimGRAG:
         self.index.embedder.encode(["warm up"], show_progress=False)
         timings["embedder_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        name = self.index.store.entities[0]
-        self.retriever.retrieve([[name, "UNKNOWN relation 1", "UNKNOWN thing 1"]], RetrievalSettings(k=1))
+        from simgrag.pattern.graph import MAX_TEXT_CHARS, is_unknown
+
+        names = (self.index.store.entities[i] for i in range(min(1000, self.index.store.num_entities)))
+        name = next((n for n in names if len(n) <= MAX_TEXT_CHARS and n.strip() and not is_unknown(n)), None)
+        if name is not None:  # an entity name that anchors a pattern (not "UNKNOWN 1", not 5,000 characters)
+            self.retriever.retrieve([[name, "UNKNOWN relation 1", "UNKNOWN thing 1"]], RetrievalSettings(k=1))
         timings["search_s"] = time.perf_counter() - t
         if self._llm_spec is not None:
             t = time.perf_counter()

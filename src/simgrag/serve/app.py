@@ -170,7 +170,7 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
     pool = RetrieverPool(settings.retriever, settings.retrievers, settings.retriever_options)
     state = _Engine(engine, settings.warmup, pool.prepare, settings.verify)
     llm_queue = LLMQueue(settings.max_waiting)
-    retrievals = limits.RetrievalPool(settings.max_retrievals, settings.max_retrieval_waiting)
+    retrievals = limits.RetrievalWorkers(settings.max_retrievals, settings.max_retrieval_waiting)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
@@ -228,6 +228,7 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
         body = HealthResponse(status=state.status, ready=state.status == "ready",  # type: ignore[arg-type]
                               index=index, llm=state.llm_label, error=error,
                               uptime_s=round(time.monotonic() - state.started, 3), llm_queue=llm_queue.stats(),
+                              retrievals=retrievals.stats(),
                               retriever=pool.default, retrievers=list(pool.allowed))
         return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
 

@@ -9,7 +9,7 @@
 - refuses bodies over ``max_body_bytes`` (413) and bodies that do not arrive within
   ``body_timeout_s`` (408), so slow clients cannot hold workers.
 
-:class:`RetrievalPool` runs retrievals on their own threads: at most ``max_running`` at once, at
+:class:`RetrievalWorkers` runs retrievals on their own threads: at most ``max_running`` at once, at
 most ``max_waiting`` more queued (then 429); a queued retrieval whose deadline passes gets 503, and
 each search gets what is left of its request's deadline. The compiled search releases the GIL, so
 a normal retrieval still runs while hostile ones spend their deadlines.
@@ -40,7 +40,7 @@ from simgrag.serve.queue import QueueFullError, QueueTimeoutError
 
 __all__ = [
     "RequestGate",
-    "RetrievalPool",
+    "RetrievalWorkers",
     "check_api_key",
     "error_body",
     "http_error_handler",
@@ -197,7 +197,7 @@ async def internal_error_handler(request: Request, exc: Exception) -> JSONRespon
                         status_code=500)
 
 
-class RetrievalPool:
+class RetrievalWorkers:
     """Retrievals on their own threads, bounded (see the module docstring)."""
 
     def __init__(self, max_running: int = 64, max_waiting: int = 64) -> None:

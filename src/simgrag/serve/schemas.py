@@ -146,6 +146,8 @@ class HealthResponse(BaseModel):
     error: str | None = None
     uptime_s: float
     llm_queue: dict[str, int]
+    retrievals: dict[str, int] = Field(default_factory=dict, description="the retrieval workers: running, "
+                                                                          "waiting, limits, rejected, timed out")
     retriever: str = Field("simgrag", description="the default retriever of /v1/ask and /v1/verify")
     retrievers: list[str] = Field(default_factory=list, description="retrievers a request may name")
 
