@@ -196,3 +196,38 @@ def test_missing_manifest_keys_are_index_errors(toy: Path, tmp_path: Path) -> No
     (copy / "manifest.json").write_text("[1, 2]")
     with pytest.raises(IndexDirError, match="not an object"):
         open_index_dir(copy, embedder=EMBEDDER)
+
+
+# -- the compiled search never reads outside the store ---------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["nbr", "rel", "tid", "indptr", "root"])
+def test_the_kernel_stops_on_ids_outside_the_store(damage: str) -> None:
+    """A store damaged after its checks (in memory) or a candidate id past the KG: a typed error, never a
+    read out of bounds."""
+    from simgrag.match.candidates import CandidateTable, NodeCandidates
+    from simgrag.match.search import search_subgraphs
+    from simgrag.pattern.graph import Pattern
+    from simgrag.testing.toy import TOY_TRIPLES
+
+    store = simgrag.KGStore.from_triples(TOY_TRIPLES)
+    titanic = store.entities.id_of("Titanic")
+    if damage == "nbr":
+        store.adj_nbr = store.adj_nbr.copy()
+        store.adj_nbr[store.indptr[titanic]] = 10**6
+    elif damage == "rel":
+        store.adj_rel = store.adj_rel.copy()
+        store.adj_rel[store.indptr[titanic]] = -3
+    elif damage == "tid":
+        store.adj_tid = store.adj_tid.copy()
+        store.adj_tid[store.indptr[titanic]] = 10**7
+    elif damage == "indptr":
+        store.indptr = store.indptr.copy()
+        store.indptr[titanic + 1] = 10**9
+    root = 10**6 if damage == "root" else titanic
+    pattern = Pattern.from_triples([["Titanic", "UNKNOWN r", "UNKNOWN x 1"],
+                                    ["UNKNOWN x 1", "UNKNOWN r", "UNKNOWN y 2"]])
+    table = CandidateTable.from_relation_pairs([NodeCandidates.from_pairs([root], [0.0]), NodeCandidates.anything(),
+                                                NodeCandidates.anything()], [None, None], store.num_relations)
+    with pytest.raises(IndexDirError, match="corrupt"):
+        search_subgraphs(store, pattern, table, k=3)
