@@ -189,3 +189,25 @@ def test_exact_name_is_a_candidate_even_outside_the_vector_top_k(tmp_path: Path)
     assert result.evidence[0].triples()[0].as_tuple() == ("Heat", "starred_actors", "Al Pacino")
     plain = retriever.retrieve(pattern, RetrievalSettings(k=1, k_n=1, k_r=1, exact_names=False))
     assert plain.candidate_counts["Heat"] == 1 and not plain.evidence
+
+
+def test_search_slots_go_to_the_longest_waiter() -> None:
+    """A search that releases its core cannot take it straight back while another search waits."""
+    import threading
+    import time
+
+    from simgrag.match.search import _TurnSlots
+
+    slots = _TurnSlots(1)
+    assert slots.acquire(timeout=None)
+    got: list[bool] = []
+    waiter = threading.Thread(target=lambda: got.append(slots.acquire(timeout=5)))
+    waiter.start()
+    time.sleep(0.1)
+    slots.release()
+    assert not slots.acquire(timeout=0)  # handed to the waiter, not back to the releaser
+    waiter.join(5)
+    assert got == [True]
+    slots.release()
+    assert slots.acquire(timeout=0) and not slots.acquire(timeout=0.01)  # one slot; a timed-out wait gives up
+    slots.release()
