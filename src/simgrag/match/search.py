@@ -370,7 +370,7 @@ def _check_inputs(store: KGStore, pattern: Pattern, table: CandidateTable, k: in
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 < k <= MAX_K:
         raise MatchError(f"k must be an integer between 1 and {MAX_K:,}, got {k!r}")
     for name in ("indptr", "adj_nbr", "adj_rel", "adj_tid"):
-        if not np.issubdtype(getattr(store, name).dtype, np.integer):
+        if getattr(store, name).dtype.kind not in "iu":
             raise IndexDirError(f"The KG store's {name} array has dtype {getattr(store, name).dtype}, not an "
                                 "integer type: the index is corrupt; rebuild it")
     if algorithm not in ("optimized", "naive"):
