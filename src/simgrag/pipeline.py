@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from simgrag.answer.qa import Answer
     from simgrag.answer.verify import Verdict
     from simgrag.llm.base import LLM
+    from simgrag.match.grounding import GroundedPatterns
     from simgrag.pattern.examples import ExampleSet
     from simgrag.pattern.generate import PatternGenerator, PatternResult
 
@@ -86,6 +87,9 @@ class SimGRAG:
     directly from the subgraph bindings when the KG matches the pattern exactly (GSD ≈ 0) and asks
     the LLM otherwise. ``repair_roles``: fix the LLM's echoed-role patterns with the KG's help before
     retrieval (see :mod:`simgrag.match.repair`); the changes are listed in ``PatternResult.kg_repairs``.
+    ``ground_patterns``: judge the LLM's pattern with the question and the KG, edit or revise it when
+    something is wrong (:mod:`simgrag.match.grounding`; includes the role repair); the edits are listed
+    in ``PatternResult.kg_repairs``.
     """
 
     def __init__(
@@ -102,6 +106,7 @@ class SimGRAG:
         abstain_gsd: float | None = None,
         answer_mode: str = "llm",
         repair_roles: bool = True,
+        ground_patterns: bool = True,
     ) -> None:
         self.index = index if isinstance(index, IndexDir) else open_index_dir(index, embedder=embedder)
         self.retriever = SubgraphRetriever(self.index)
@@ -121,6 +126,8 @@ class SimGRAG:
             raise ConfigError(f"answer_mode must be 'llm' or 'auto', got {answer_mode!r}")
         self.answer_mode = answer_mode
         self.repair_roles = repair_roles
+        self.ground_patterns = ground_patterns
+        self._grounded: dict[bool, GroundedPatterns] = {}
 
     @property
     def llm(self) -> LLM:
@@ -194,11 +201,23 @@ class SimGRAG:
             timings["llm_s"] = time.perf_counter() - t
         return timings
 
+    def grounded_patterns(self, *, claim: bool = False) -> GroundedPatterns:
+        """The pattern stage with the KG as judge (:mod:`simgrag.match.grounding`) for questions or claims."""
+        if claim not in self._grounded:
+            from simgrag.match.grounding import GroundedPatterns
+
+            generator = self.claim_patterns if claim else self.patterns
+            self._grounded[claim] = GroundedPatterns(generator, self.retriever, asks=not claim)
+        return self._grounded[claim]
+
     def _pattern_and_evidence(self, text: str, settings: RetrievalSettings | None,
                               timings: dict[str, float], *, claim: bool = False) -> tuple[PatternResult, Retrieval]:
         t = time.perf_counter()
-        generated = (self.claim_patterns if claim else self.patterns).generate(text)
-        if self.repair_roles:
+        if self.ground_patterns:
+            generated = self.grounded_patterns(claim=claim).generate(text)
+        else:
+            generated = (self.claim_patterns if claim else self.patterns).generate(text)
+        if self.repair_roles and not self.ground_patterns:
             from simgrag.match.repair import repair_echoed_roles
 
             fixed, notes = repair_echoed_roles(generated.pattern, self.retriever)

@@ -96,19 +96,9 @@ class Answer:
 
 
 def asked_node(pattern: Pattern) -> int | None:
-    """Index of the asked-for node: the highest-index unknown leaf, else the last unknown node.
-
-    ``None`` when the pattern has no unknown node.
-    """
-    degree = [0] * len(pattern.nodes)
-    for edge in pattern.edges:
-        degree[edge.source] += 1
-        degree[edge.target] += 1
-    unknown = [i for i, node in enumerate(pattern.nodes) if node.unknown]
-    leaves = [i for i in unknown if degree[i] == 1]
-    if leaves:
-        return leaves[-1]
-    return unknown[-1] if unknown else None
+    """Index of the asked-for node: the highest-index unknown leaf, else the last unknown node
+    (:meth:`Pattern.asked_node`). ``None`` when the pattern has no unknown node."""
+    return pattern.asked_node()
 
 
 def answer_candidates(pattern: Pattern, retrieval: Retrieval) -> tuple[str, ...]:

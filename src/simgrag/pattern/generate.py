@@ -74,8 +74,17 @@ class PatternGenerator:
         """The pattern for ``question``; raises :class:`PatternParseError` / :class:`PatternError`."""
         if not question or not question.strip():
             raise PatternError("The question is empty")
+        return self._run(question, self.prompt.messages(question))
+
+    def revise(self, question: str, previous: str, reason: str) -> PatternResult:
+        """A second pattern for ``question``, the LLM told what was wrong with its ``previous`` output
+        (e.g. by the KG judge: "the triples are not connected"); raises like :meth:`generate`."""
+        if not question or not question.strip():
+            raise PatternError("The question is empty")
+        return self._run(question, self.prompt.repair_messages(question, previous, reason))
+
+    def _run(self, question: str, messages: list[ChatMessage]) -> PatternResult:
         start = time.perf_counter()
-        messages = self.prompt.messages(question)
         prompt_tokens = completion_tokens = 0
         error: PatternError | None = None
         for attempt in range(1, self.max_attempts + 1):
