@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -65,8 +65,8 @@ RDF_FORMATS = {
     "rdfxml": "application/rdf+xml", "jsonld": "application/ld+json", "n3": "text/n3",
     "ntriples": "application/n-triples",
 }
-_ALIASES = {"ttl": "turtle", "nq": "nquads", "n-quads": "nquads", "rdf": "rdfxml", "xml": "rdfxml",
-            "owl": "rdfxml", "rdf/xml": "rdfxml", "rdf-xml": "rdfxml", "json-ld": "jsonld", "nt": "ntriples",
+_ALIASES = {"ttl": "turtle", "nq": "nquads", "n-quads": "nquads", "rdf": "rdfxml", "owl": "rdfxml",
+            "rdf/xml": "rdfxml", "rdf-xml": "rdfxml", "json-ld": "jsonld", "nt": "ntriples",
             "n-triples": "ntriples"}
 _EXTENSIONS = {".ttl": "turtle", ".nq": "nquads", ".trig": "trig", ".rdf": "rdfxml", ".owl": "rdfxml",
                ".xml": "rdfxml", ".jsonld": "jsonld", ".json-ld": "jsonld", ".n3": "n3", ".nt": "ntriples"}
@@ -126,10 +126,8 @@ def rdf_format(path: str | Path, format: str | None = None) -> str | None:
             return None
         return name
     inner = Path(path.stem) if gz else path
-    name = _EXTENSIONS.get(inner.suffix.lower())
-    if name == "ntriples" and not gz:
-        return None
-    return name
+    found = _EXTENSIONS.get(inner.suffix.lower())
+    return None if found == "ntriples" and not gz else found
 
 
 # ---------------------------------------------------------------------------------------- collector
@@ -287,7 +285,7 @@ def _open(path: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
     with path.open("rb") as raw:
         if path.suffix.lower() == ".gz":
             with gzip.GzipFile(fileobj=raw) as unzipped:
-                yield unzipped, raw
+                yield cast(IO[bytes], unzipped), raw
         else:
             yield raw, raw
 
@@ -297,14 +295,17 @@ class _LineFeeder(io.RawIOBase):
 
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream = stream
-        self.lineno = 0
+        self.lineno = 0  # the line of the last bytes handed out
+        self._line_start = True
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
         line = self.stream.readline(len(buffer))
-        self.lineno += line.endswith(b"\n")
+        if line:
+            self.lineno += self._line_start
+            self._line_start = line.endswith(b"\n")
         buffer[: len(line)] = line
         return len(line)
 
@@ -315,10 +316,11 @@ def _error_line(path: Path, media_type: str, options: RDFOptions, base_iri: str)
     with _open(path) as (stream, _raw):
         feeder = _LineFeeder(stream)
         try:
-            for _ in ox.parse(feeder, media_type, base_iri=base_iri, lenient=options.lenient):
+            for _ in ox.parse(feeder, ox.RdfFormat.from_media_type(media_type), base_iri=base_iri,
+                              lenient=options.lenient):
                 pass
         except SyntaxError:
-            return feeder.lineno + 1
+            return feeder.lineno
     return 0
 
 
@@ -349,7 +351,8 @@ def read_rdf(path: Path, fmt: str, collector: RDFCollector, show_progress: bool 
             bar.update(raw.tell() - bar.n)
 
         try:
-            quads = ox.parse(stream, media_type, base_iri=base_iri, lenient=options.lenient)
+            quads = ox.parse(stream, ox.RdfFormat.from_media_type(media_type), base_iri=base_iri,
+                             lenient=options.lenient)
             collector.add_all(quads, 65536, progress if show else None)
         except SyntaxError as exc:
             raise _syntax_error(path, exc, media_type, options, base_iri) from None
