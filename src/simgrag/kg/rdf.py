@@ -242,11 +242,13 @@ class RDFCollector:
             else:
                 preferred.append(self._name(key))
         rel_keys = ["<" + p for p in self.relations]
+        rel_names = [self._name(k) for k in rel_keys]
         type_keys = list(self.types)
+        type_names = [self._name(k) for k in type_keys]
         store = KGStore.from_ids(
-            unique_names(preferred, keys), unique_names([self._name(k) for k in rel_keys], rel_keys),
-            heads, _ids(self.rels), tails,
-            entity_types=unique_names([self._name(k) for k in type_keys], type_keys) if len(pairs) else None,
+            unique_names(preferred, _fallbacks(keys, preferred)),
+            unique_names(rel_names, _fallbacks(rel_keys, rel_names)), heads, _ids(self.rels), tails,
+            entity_types=unique_names(type_names, _fallbacks(type_keys, type_names)) if len(pairs) else None,
             type_pairs=pairs if len(pairs) else None,
         )
         store.iris = TermIRIs.from_lists([k[1:] if k.startswith("<") else "" for k in keys], list(self.relations))
@@ -259,23 +261,28 @@ def _ids(buffer: array) -> np.ndarray:
     return np.frombuffer(buffer, dtype=np.intc).astype(np.int32, copy=False)
 
 
-def unique_names(preferred: list[str], keys: list[str]) -> list[str]:
-    """``preferred`` made unique: the first keeps the name, later ones their full term, then ``(n)``."""
+def unique_names(preferred: list[str], fallbacks: list[str]) -> list[str]:
+    """``preferred`` made unique: the first keeps a name, later ones take their fallback, then ``(n)``."""
     taken: set[str] = set()
     names: list[str] = []
     clashes = 0
-    for name, key in zip(preferred, keys, strict=True):
+    for name, fallback in zip(preferred, fallbacks, strict=True):
         if name in taken:
             clashes += 1
-            base = name = term_fallback(key) if not key.startswith("_:") else f"{name} ({key})"
-            n = 2
+            name, n = fallback, 2
             while name in taken:
-                name, n = f"{base} ({n})", n + 1
+                name, n = f"{fallback} ({n})", n + 1
         taken.add(name)
         names.append(name)
     if clashes:
-        logger.info("%d RDF terms share a readable name with another; they are named by their full IRI", clashes)
+        logger.info("%d terms share a readable name with another; they are named by their full IRI or key", clashes)
     return names
+
+
+def _fallbacks(keys: list[str], preferred: list[str]) -> list[str]:
+    """Clash names: the full IRI (or literal in quotes), ``name (_:id)`` for a blank node."""
+    pairs = zip(keys, preferred, strict=True)
+    return [f"{name} ({key})" if key.startswith("_:") else term_fallback(key) for key, name in pairs]
 
 
 # ---------------------------------------------------------------------------------------- files
