@@ -119,3 +119,20 @@ def test_errors(tmp_path: Path) -> None:
     del conn
     with pytest.raises(EmptyKGError, match="no relationship"):
         KuzuSource(path).load()
+
+
+def test_cli_indexes_a_kuzu_database(movie_db: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from simgrag import cli
+    from simgrag.index.directory import open_index_dir
+
+    args = ["index", f"kuzu:{movie_db}", "-o", str(tmp_path / "k.idx"), "--embedder", "hash:32",
+            "--source-param", "properties=true", "--source-param", "name_properties=name,title"]
+    result = CliRunner().invoke(cli.app, args)
+    assert result.exit_code == 0, result.output
+    store = open_index_dir(tmp_path / "k.idx").store
+    assert ("Inception", "year", "2010") in names(store)
+    bad = CliRunner().invoke(cli.app, ["index", f"kuzu:{movie_db}", "-o", str(tmp_path / "x.idx"),
+                                       "--source-param", "page_size=10"])
+    assert bad.exit_code == 2 and "does not apply to a Kùzu database" in bad.output

@@ -182,3 +182,20 @@ def test_the_http_api_returns_the_iris(tmp_path: Path) -> None:
     assert best["edges"][0]["iris"] == [EX + "Tenet", EX + "directedBy", EX + "Christopher_Nolan"]
     assert {n["entity"]: n["iri"] for n in best["nodes"]} == {"Tenet": EX + "Tenet",
                                                                "Christopher Nolan": EX + "Christopher_Nolan"}
+
+
+def test_cli_indexes_rdf_with_options(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from simgrag import cli
+    from simgrag.index.directory import open_index_dir
+
+    args = ["index", str(FIXTURES / "movies.rdf"), "-o", str(tmp_path / "m.idx"), "--embedder", "hash:32",
+            "--label-lang", "fr,", "--literals", "skip"]
+    result = CliRunner().invoke(cli.app, args)
+    assert result.exit_code == 0, result.output
+    store = open_index_dir(tmp_path / "m.idx").store
+    assert "Origine" in set(store.entities) and "2010" not in set(store.entities)
+    bad = CliRunner().invoke(cli.app, ["index", str(FIXTURES / "bad.ttl"), "-o", str(tmp_path / "b.idx"),
+                                       "--embedder", "hash:32"])
+    assert bad.exit_code == 2 and "bad.ttl:5:" in bad.output

@@ -172,3 +172,24 @@ def test_source_specs_and_options() -> None:
         open_source("sparql+ftp://host/q")
     with pytest.raises(ConfigError, match="not a sparql"):
         open_source("kb.txt", sparql={"page_size": 5})
+
+
+def test_cli_indexes_an_endpoint(server: OxigraphServer, tmp_path: Path, reference: KGStore) -> None:
+    from typer.testing import CliRunner
+
+    from simgrag import cli
+
+    pages = tmp_path / "pages"
+    args = ["index", f"sparql+{server.query_url}", "-o", str(tmp_path / "cli.idx"), "--embedder", "hash:32",
+            "--source-param", "page_size=3000", "--source-param", f"checkpoint_dir={pages}"]
+    result = CliRunner().invoke(cli.app, args)
+    assert result.exit_code == 0, result.output
+    assert "Indexed 8,561 triples" in result.output and not pages.exists()
+    assert names(open_index_dir(tmp_path / "cli.idx").store) == names(reference)
+    server.kill()
+    again = CliRunner().invoke(cli.app, ["index", "--sparql", server.query_url, "-o", str(tmp_path / "b.idx"),
+                                         "--embedder", "hash:32", "--source-param", "retries=0"])
+    assert again.exit_code == 2 and "failed after 1 attempt" in again.output
+    wrong = CliRunner().invoke(cli.app, ["index", str(FIXTURES / "movies.ttl"), "-o", str(tmp_path / "c.idx"),
+                                         "--source-param", "page_size=3"])
+    assert wrong.exit_code == 2 and "--source-param applies to" in wrong.output
