@@ -188,7 +188,8 @@ def test_cli_indexes_an_endpoint(server: OxigraphServer, tmp_path: Path, referen
     assert names(open_index_dir(tmp_path / "cli.idx").store) == names(reference)
     server.kill()
     again = CliRunner().invoke(cli.app, ["index", "--sparql", server.query_url, "-o", str(tmp_path / "b.idx"),
-                                         "--embedder", "hash:32", "--source-param", "retries=0"])
+                                         "--embedder", "hash:32", "--source-param", "retries=0",
+                                         "--source-param", f"checkpoint_dir={pages}"])
     assert again.exit_code == 2 and "failed after 1 attempt" in again.output
     wrong = CliRunner().invoke(cli.app, ["index", str(FIXTURES / "movies.ttl"), "-o", str(tmp_path / "c.idx"),
                                          "--source-param", "page_size=3"])
