@@ -8,6 +8,7 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 pytest.importorskip("pyoxigraph")
@@ -58,13 +59,16 @@ def server(store_dir: Path) -> Iterator[OxigraphServer]:
 
 
 def source(server: OxigraphServer, tmp_path: Path, **options: object) -> SparqlSource:
-    options.setdefault("graph", None)
-    return SparqlSource(server.query_url, page_size=PAGE, checkpoint_dir=tmp_path / "pages", **options)  # type: ignore[arg-type]
+    options.setdefault("page_size", PAGE)
+    return SparqlSource(server.query_url, checkpoint_dir=tmp_path / "pages", **options)  # type: ignore[arg-type]
 
 
-def test_pages_the_whole_default_graph(server: OxigraphServer, tmp_path: Path, reference: KGStore) -> None:
+def test_pages_the_whole_default_graph(server: OxigraphServer, tmp_path: Path, reference: KGStore,
+                                      caplog: pytest.LogCaptureFixture) -> None:
     pages: list[int] = []
-    store, report = source(server, tmp_path, on_page=lambda page, _: pages.append(page)).load(show_progress=False)
+    with caplog.at_level(logging.WARNING, logger="simgrag.kg.sparql"):
+        store, report = source(server, tmp_path, on_page=lambda page, _: pages.append(page)).load(show_progress=False)
+    assert caplog.text == ""  # the pages add up to the endpoint's COUNT(*)
     assert names(store) == names(reference)  # labels name every node and relation as in the pipe file
     assert (report.format, report.path) == ("sparql", "sparql+" + server.query_url)
     assert pages == list(range(7))
@@ -75,7 +79,8 @@ def test_pages_the_whole_default_graph(server: OxigraphServer, tmp_path: Path, r
 
 def test_graph_filter(tmp_path: Path) -> None:
     with OxigraphServer.loaded(tmp_path / "db", [FIXTURES / "movies.trig"]) as server:
-        films, _ = source(server, tmp_path, graph="http://example.org/graphs/films").load(show_progress=False)
+        films, _ = source(server, tmp_path, graph="http://example.org/graphs/films", order=True,
+                          page_size=2).load(show_progress=False)  # ORDER BY, 3 pages of 2
     # only the films graph: the labels of Nolan, directedBy and Film live in other graphs
     assert names(films) == {("Inception", "directedBy", "Christopher Nolan"), ("Inception", "releaseYear", "2010"),
                             ("Inception", "hasRating", "_:b1"), ("_:b1", "source", "IMDb"), ("_:b1", "score", "8.8"),
@@ -116,6 +121,24 @@ def test_endpoint_down_midway_then_resume(server: OxigraphServer, tmp_path: Path
     assert names(built.store) == names(reference)
     assert built.manifest["kg"]["source"] == "sparql+" + server.query_url
     assert not (tmp_path / "pages").exists()  # dropped once the index is in place
+
+
+def test_changed_data_is_paged_again_not_resumed(tmp_path: Path, sample_nt: Path, reference: KGStore) -> None:
+    with OxigraphServer.loaded(tmp_path / "db", [sample_nt]) as server:
+        def crash_after_second(page: int, _triples: int) -> None:
+            if page == 1:
+                server.kill()
+
+        with pytest.raises(KGError):
+            source(server, tmp_path, on_page=crash_after_second, retries=0).load(show_progress=False)
+        server.start()
+        update = ("INSERT DATA { <http://example.org/kg/entity/Inception> "
+                  "<http://example.org/kg/relation/directed_by> <http://example.org/kg/entity/Someone%20Else> }")
+        httpx.post(server.query_url.replace("/query", "/update"), data={"update": update}).raise_for_status()
+        fetched: list[int] = []
+        store, _ = source(server, tmp_path, on_page=lambda page, _: fetched.append(page)).load(show_progress=False)
+    assert fetched == list(range(7))  # the saved pages no longer add up to the endpoint's count: all again
+    assert names(store) == names(reference) | {("Inception", "directed_by", "Someone Else")}
 
 
 def test_a_short_outage_is_ridden_out_by_the_retries(server: OxigraphServer, tmp_path: Path, reference: KGStore,
@@ -163,7 +186,10 @@ def test_source_specs_and_options() -> None:
     assert isinstance(spec, SparqlSource) and spec.page_size == 5
     assert spec.endpoint == "http://user:secret@127.0.0.1:7878/query"
     assert spec.description == "sparql+http://127.0.0.1:7878/query"  # no credentials in logs and manifests
-    assert "LIMIT 5 OFFSET 10" in spec.page_query(2) and "ORDER BY ?s ?p ?o" in spec.page_query(2)
+    assert spec.page_query(2) == "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } LIMIT 5 OFFSET 10"
+    ordered = SparqlSource("http://x/q", graph="http://g", order=True, page_size=5)
+    assert ordered.page_query(0) == ("CONSTRUCT { ?s ?p ?o } WHERE { GRAPH <http://g> { ?s ?p ?o } } "
+                                     "ORDER BY ?s ?p ?o LIMIT 5 OFFSET 0")
     with pytest.raises(ConfigError, match="CONSTRUCT"):
         SparqlSource("http://x/q", construct="SELECT * WHERE { ?s ?p ?o }")
     with pytest.raises(ConfigError, match="LIMIT/OFFSET"):

@@ -3,13 +3,17 @@
 Every page is one ``CONSTRUCT`` query with ``LIMIT page_size OFFSET n``, POSTed as a form (SPARQL 1.1
 Protocol) and answered as N-Triples (or any RDF syntax the endpoint prefers, by its Content-Type)::
 
-    CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } ORDER BY ?s ?p ?o LIMIT 10000 OFFSET 20000
-    CONSTRUCT { ?s ?p ?o } WHERE { GRAPH <g> { ?s ?p ?o } } ORDER BY …          (graph=)
+    CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } LIMIT 10000 OFFSET 20000
+    CONSTRUCT { ?s ?p ?o } WHERE { GRAPH <g> { ?s ?p ?o } } LIMIT …              (graph=)
+    CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } ORDER BY ?s ?p ?o LIMIT …          (order=True)
     <your CONSTRUCT query> LIMIT 10000 OFFSET 20000                              (construct=)
 
-``ORDER BY`` makes the pages a partition of the triples whatever the endpoint's scan order
-(``order=False`` drops it: faster on big stores, correct only where the endpoint scans in a stable
-order, as Oxigraph does on an unchanged store). The paging ends at the first empty page.
+The pages partition the triples when the endpoint scans an unchanged store in a stable order, as
+triple stores do (Oxigraph walks its index); ``order=True`` adds ``ORDER BY`` for an endpoint that
+does not, at a price (Oxigraph sorts the whole store for every page: ~15× slower on MetaQA, see
+BENCHMARKS.md §8). The number of triples (``COUNT(*)``) is asked first: the progress bar's total, a
+check that the pages added up to it (a warning otherwise), and the guard of resuming — saved pages are
+reused only while the endpoint still counts the same. The paging ends at the first empty page.
 
 Each page is written to a checkpoint directory as it arrives (atomically, with a ``state.json``
 naming the endpoint, query and page size). A failed request is retried with exponential backoff
@@ -71,30 +75,37 @@ class _Checkpoint:
 
     directory: Path
     fingerprint: dict[str, Any]
+    count: int | None = None
     pages: list[str] = field(default_factory=list)
     triples: int = 0
     complete: bool = False
 
     @classmethod
-    def open(cls, directory: Path, fingerprint: dict[str, Any]) -> _Checkpoint:
+    def open(cls, directory: Path, fingerprint: dict[str, Any], count: int | None) -> _Checkpoint:
         state_file = directory / "state.json"
         if state_file.is_file():
             try:
                 state = json.loads(state_file.read_text(encoding="utf-8"))
             except ValueError:
                 state = {}
-            if state.get("fingerprint") == fingerprint and all((directory / p).is_file() for p in state["pages"]):
-                return cls(directory, fingerprint, list(state["pages"]), int(state["triples"]), bool(state["complete"]))
-            logger.info("%s holds pages of another query; starting over", directory)
+            same_query = state.get("fingerprint") == fingerprint and all(
+                (directory / p).is_file() for p in state.get("pages", []))
+            same_data = count is None or state.get("count") in (None, count)
+            if same_query and same_data:
+                return cls(directory, fingerprint, count, list(state["pages"]), int(state["triples"]),
+                           bool(state["complete"]))
+            logger.info("%s holds pages of %s; starting over", directory,
+                        "another query" if not same_query else
+                        f"{state.get('count')} triples, the endpoint now counts {count}")
         if directory.exists():
             shutil.rmtree(directory)
         directory.mkdir(parents=True)
-        checkpoint = cls(directory, fingerprint)
+        checkpoint = cls(directory, fingerprint, count)
         checkpoint._write_state()
         return checkpoint
 
     def _write_state(self) -> None:
-        state = {"fingerprint": self.fingerprint, "pages": self.pages, "triples": self.triples,
+        state = {"fingerprint": self.fingerprint, "count": self.count, "pages": self.pages, "triples": self.triples,
                  "complete": self.complete}
         write_bytes_atomic(self.directory / "state.json", json.dumps(state, indent=1).encode())
 
@@ -115,7 +126,8 @@ class SparqlSource:
     """The triples of a SPARQL endpoint (see the module docstring).
 
     ``graph``: only this named graph; ``construct``: your own ``CONSTRUCT`` query (a filter or a
-    mapping; without LIMIT/OFFSET, which paging adds); ``page_size``: solutions per request;
+    mapping; without LIMIT/OFFSET, which paging adds; put an ORDER BY in it if the endpoint's scan
+    order is not stable); ``page_size``: solutions per request; ``order``: add ``ORDER BY ?s ?p ?o``;
     ``retries``/``backoff_s``: attempts after a failed request, waiting ``backoff_s·2^i`` (at most
     30 s) in between; ``timeout_s``: per request; ``checkpoint_dir``: where pages are kept until the
     index is built (default: under the simgrag cache, by fingerprint); ``headers``: sent with every
@@ -127,7 +139,7 @@ class SparqlSource:
     graph: str | None = None
     construct: str | None = None
     page_size: int = 10_000
-    order: bool = True
+    order: bool = False
     retries: int = 5
     backoff_s: float = 1.0
     timeout_s: float = 120.0
@@ -231,23 +243,27 @@ class SparqlSource:
                           f"simgrag reads ({', '.join(sorted(_EXT))})")
         return response.content, fmt
 
-    def _page_all(self, checkpoint: _Checkpoint, collector: RDFCollector, show_progress: bool | None) -> None:
-        with httpx.Client(timeout=self.timeout_s, headers=dict(self.headers)) as client:
-            total = None if checkpoint.complete else self.count(client)
-            show = (total is None or total > self.page_size) if show_progress is None else show_progress
-            with tqdm(total=total, initial=checkpoint.triples, unit="triple", unit_scale=True, disable=not show,
-                      desc=f"Paging {self.description}") as bar:
-                while not checkpoint.complete:
-                    page = len(checkpoint.pages)
-                    body, fmt = self._fetch_page(client, page)
-                    got = self._parse(body, fmt, collector, f"{self.description} page {page + 1}")
-                    if got == 0:
-                        checkpoint.finish()
-                        break
-                    checkpoint.add(body, fmt, got)
-                    bar.update(got)
-                    if self.on_page is not None:
-                        self.on_page(page, checkpoint.triples)
+    def _page_all(self, client: httpx.Client, checkpoint: _Checkpoint, collector: RDFCollector,
+                  show_progress: bool | None) -> None:
+        total = checkpoint.count
+        show = (total is None or total > self.page_size) if show_progress is None else show_progress
+        with tqdm(total=total, initial=checkpoint.triples, unit="triple", unit_scale=True, disable=not show,
+                  desc=f"Paging {self.description}") as bar:
+            while not checkpoint.complete:
+                page = len(checkpoint.pages)
+                body, fmt = self._fetch_page(client, page)
+                got = self._parse(body, fmt, collector, f"{self.description} page {page + 1}")
+                if got == 0:
+                    checkpoint.finish()
+                    break
+                checkpoint.add(body, fmt, got)
+                bar.update(got)
+                if self.on_page is not None:
+                    self.on_page(page, checkpoint.triples)
+        if total is not None and checkpoint.triples != total:
+            logger.warning("%s: the pages hold %d triples but the endpoint counted %d: its data changed while "
+                           "paging, or its scan order is not stable (then use order=True)", self.description,
+                           checkpoint.triples, total)
 
     def load(self, *, show_progress: bool | None = None) -> tuple[KGStore, LoadReport]:
         """Page every triple out (resuming saved pages), then build the store."""
@@ -256,14 +272,15 @@ class SparqlSource:
         start = time.perf_counter()
         collector = RDFCollector(self.rdf)
         try:
-            checkpoint = _Checkpoint.open(self._checkpoint_dir(), self.fingerprint())
-            for name in checkpoint.pages:
-                self._parse((checkpoint.directory / name).read_bytes(), name.rsplit(".", 1)[1], collector,
-                            str(checkpoint.directory / name))
-            if checkpoint.pages:
-                logger.info("%s: resuming after %d saved page(s) (%d triples) in %s", self.description,
-                            len(checkpoint.pages), checkpoint.triples, checkpoint.directory)
-            self._page_all(checkpoint, collector, show_progress)
+            with httpx.Client(timeout=self.timeout_s, headers=dict(self.headers)) as client:
+                checkpoint = _Checkpoint.open(self._checkpoint_dir(), self.fingerprint(), self.count(client))
+                for name in checkpoint.pages:
+                    self._parse((checkpoint.directory / name).read_bytes(), name.rsplit(".", 1)[1], collector,
+                                str(checkpoint.directory / name))
+                if checkpoint.pages:
+                    logger.info("%s: resuming after %d saved page(s) (%d triples) in %s", self.description,
+                                len(checkpoint.pages), checkpoint.triples, checkpoint.directory)
+                self._page_all(client, checkpoint, collector, show_progress)
         except OSError as exc:
             raise KGError(f"{self.description}: cannot keep the pages in {self._checkpoint_dir()}: {exc}") from exc
         try:
