@@ -147,3 +147,28 @@ def test_api_key_queue_and_body_limit(serve: Callable[..., str]) -> None:
     with pytest.raises(openai.APIStatusError) as caught:
         chat.chat.completions.create(model="simgrag", messages=huge)  # type: ignore[arg-type]
     assert caught.value.status_code == 413
+
+
+def test_the_page_links_the_iris(toy_rdf_index: Path, tmp_path: Path) -> None:
+    """Headless Chromium on the evidence page of an RDF KG: entities and relations link to their IRIs."""
+    from test_serve_live import artifacts_dir, run_browser
+
+    engine = SimGRAG(toy_rdf_index, llm=FakeLLM(scripted), claim_examples=None)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(engine, ServeSettings()), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        report = run_browser(f"http://127.0.0.1:{port}", "who directed Titanic?", ["Titanic", "James Cameron"],
+                             artifacts_dir(tmp_path) / "evidence-page-rdf-iris.png")
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    links = {tuple(link) for link in report["iriLinks"]}  # type: ignore[attr-defined]
+    assert ("James Cameron", entity_iri("James Cameron")) in links  # the mapping table
+    assert ("directed_by", relation_iri("directed_by")) in links  # the triples table
+    assert ("Titanic", entity_iri("Titanic")) in links
