@@ -199,3 +199,15 @@ def test_cli_indexes_rdf_with_options(tmp_path: Path) -> None:
     bad = CliRunner().invoke(cli.app, ["index", str(FIXTURES / "bad.ttl"), "-o", str(tmp_path / "b.idx"),
                                        "--embedder", "hash:32"])
     assert bad.exit_code == 2 and "bad.ttl:5:" in bad.output
+
+
+def test_triple_terms_are_skipped_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "star.ttl"
+    path.write_text("@prefix ex: <http://example.org/> .\n"
+                    "ex:Inception ex:directedBy ex:Nolan .\n"
+                    "ex:Critic ex:says <<( ex:Inception ex:directedBy ex:Nolan )>> .\n"
+                    "<< ex:Inception ex:directedBy ex:Nolan >> ex:source ex:IMDb .\n")
+    store, report = load_kg(path)
+    # the reifier of the annotation is a blank node: its own triple stays, its rdf:reifies goes
+    assert triples(store) == {("Inception", "directedBy", "Nolan"), ("_:b1", "source", "IMDb")}
+    assert report.skipped_reasons == {"triple term (RDF-star) as object": 2}

@@ -12,7 +12,7 @@ too. What becomes of a statement ``(s, p, o)`` (the graph of a quad is ignored):
 - ``p`` is ``rdf:type``: ``o`` is a type of ``s`` (typed ``UNKNOWN person 1`` nodes use them).
 - otherwise a triple ``(s, p, o)``; a literal object becomes an entity named by its value, or the
   statement is skipped (``literals="skip"``). Blank nodes are entities named ``_:b1``, ``_:b2`` … in
-  order of appearance (or by their label). RDF-star quoted triples are skipped (counted).
+  order of appearance (or by their label). RDF 1.2 triple terms (RDF-star) are skipped and counted.
 
 Entities and relations keep their IRIs (:class:`~simgrag.kg.iris.TermIRIs`); two terms with the same
 readable name keep apart (the later one is named by its full IRI). A syntax error raises
@@ -27,7 +27,7 @@ import io
 import logging
 import time
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,8 +151,9 @@ class RDFCollector:
     def _skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
-    def add_all(self, statements: Iterable[Any], on_each: int = 0, callback: Any = None) -> None:
-        """Add ``statements`` (anything with ``subject``/``predicate``/``object``: quads, triples)."""
+    def add_all(self, statements: Iterable[Any], on_each: int = 0, callback: Callable[[], None] | None = None) -> None:
+        """Add ``statements`` (anything with ``subject``/``predicate``/``object``: quads, triples);
+        ``callback()`` every ``on_each`` statements (progress)."""
         named, blank, literal = self._named, self._blank, self._literal
         ent, rel, label_rank = self.entities, self.relations, self._label_rank
         add_h, add_r, add_t = self.heads.append, self.rels.append, self.tails.append
@@ -170,12 +171,12 @@ class RDFCollector:
             elif ts is blank:
                 sk = "_:" + s.value
             else:
-                self._skip("quoted triple (RDF-star) as subject")
+                self._skip("triple term (RDF-star) as subject")
                 continue
             if to is literal and p in label_rank:
                 self._add_label(sk, o, label_rank[p])
                 continue
-            if p == RDF_TYPE and to is not literal:
+            if p == RDF_TYPE and (to is named or to is blank):
                 key = "<" + o.value if to is named else "_:" + o.value
                 self.type_pairs.extend((ent.setdefault(sk, len(ent)), self.types.setdefault(key, len(self.types))))
                 continue
@@ -190,7 +191,7 @@ class RDFCollector:
             elif to is blank:
                 ok = "_:" + o.value
             else:
-                self._skip("quoted triple (RDF-star) as object")
+                self._skip("triple term (RDF-star) as object")
                 continue
             add_h(ent.setdefault(sk, len(ent)))
             add_r(rel.setdefault(p, len(rel)))
