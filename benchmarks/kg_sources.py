@@ -43,12 +43,15 @@ RDF_FILES = {"ntriples": "kb.nt", "turtle": "kb.ttl", "nquads": "kb.nq", "rdfxml
 
 def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     """The best of ``repeats`` runs (on a shared machine the fastest run is the least disturbed one)."""
-    times, result = [], None
+    best: tuple[float, Any] | None = None
     for _ in range(repeats):
         start = time.perf_counter()
         result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
+        seconds = time.perf_counter() - start
+        if best is None or seconds < best[0]:
+            best = (seconds, result)
+    assert best is not None
+    return best
 
 
 def convert(kb: Path, work: Path) -> dict[str, Path]:
