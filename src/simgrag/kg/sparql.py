@@ -10,7 +10,7 @@ Protocol) and answered as N-Triples (or any RDF syntax the endpoint prefers, by 
 
 The pages partition the triples when the endpoint scans an unchanged store in a stable order, as
 triple stores do (Oxigraph walks its index); ``order=True`` adds ``ORDER BY`` for an endpoint that
-does not, at a price (Oxigraph sorts the whole store for every page: ~30× slower on MetaQA, see
+does not, at a price (Oxigraph sorts the whole store for every page: ~20–30× slower on MetaQA, see
 BENCHMARKS.md §8). The number of triples (``COUNT(*)``) is asked first: the progress bar's total, a
 check that the pages added up to it (a warning otherwise), and the guard of resuming — saved pages are
 reused only while the endpoint still counts the same. The paging ends at the first empty page.
