@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from simgrag.embed.base import Embedder
 from simgrag.errors import DatasetError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
+from simgrag.kg.sources import KGSource
+from simgrag.kg.store import KGStore
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern
 
@@ -72,8 +74,9 @@ class VerifyResult:
                 **self.verdict.to_dict()}
 
 
-def build_index(kg_path: str | Path, out_dir: str | Path, **options: Any) -> IndexDir:
-    """Build an index directory (see :func:`simgrag.index.directory.build_index_dir`)."""
+def build_index(kg_path: str | Path | KGStore | KGSource, out_dir: str | Path, **options: Any) -> IndexDir:
+    """Build an index directory from a KG file, store or source (see
+    :func:`~simgrag.index.directory.build_index_dir`)."""
     return build_index_dir(kg_path, out_dir, **options)
 
 

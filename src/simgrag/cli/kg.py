@@ -19,14 +19,20 @@ from simgrag.cli._common import (
     models_app,
     out,
 )
+from simgrag.cli.sources import KGFileArg, LabelLang, Literals, SourceParam, SparqlOpt
 from simgrag.errors import ConfigError, SimGRAGError
 
 
 @app.command()
 def index(
-    kg_file: Annotated[Path, typer.Argument(help="KG file: head|relation|tail, TSV, CSV or N-Triples")],
     output: Annotated[Path, typer.Option("-o", "--output", help="index directory to write")],
-    format: Annotated[str | None, typer.Option(help="pipe|tsv|csv|ntriples (default: from the file)")] = None,
+    kg_file: KGFileArg = None,
+    format: Annotated[str | None, typer.Option(
+        help="pipe|tsv|csv|ntriples|turtle|nquads|trig|rdfxml|jsonld (default: from the file)")] = None,
+    sparql: SparqlOpt = None,
+    source_param: SourceParam = None,
+    label_lang: LabelLang = None,
+    literals: Literals = None,
     embedder: Annotated[str, typer.Option(help="minilm | ollama:<model> | openai:<model> | …")] = "minilm",
     index_kind: Annotated[
         str | None, typer.Option("--index", help="exact | faiss-hnsw | faiss-ivfpq | milvus (default: by size)")
@@ -39,12 +45,18 @@ def index(
     overwrite: Annotated[bool, typer.Option(help="replace an existing index directory")] = False,
     verbose: Verbose = 1,
 ) -> None:
-    """Build an index directory: KG store, entity/relation embeddings, vector indexes, manifest."""
+    """Build an index directory: KG store, entity/relation embeddings, vector indexes, manifest.
+
+    The KG comes from a file, a SPARQL endpoint (sparql+http://…, paged, resumable) or a Kùzu database
+    (kuzu:PATH)."""
     _setup_logging(verbose)
+    from simgrag.cli.sources import kg_source
     from simgrag.index.directory import build_index_dir
 
     try:
-        built = build_index_dir(kg_file, output, format=format, embedder=embedder, index_kind=index_kind,
+        source = kg_source(kg_file, sparql=sparql, source_params=source_param, label_lang=label_lang,
+                           literals=literals, format=format)
+        built = build_index_dir(source, output, format=format, embedder=embedder, index_kind=index_kind,
                                 index_params=_index_params(index_param or []), relation_aliases=relation_aliases,
                                 skip_bad_lines=skip_bad_lines,
                                 overwrite=overwrite)

@@ -40,6 +40,7 @@ from simgrag.index.base import VectorIndex
 from simgrag.index.exact import ExactIndex
 from simgrag.index.registry import choose_default_kind, load_index, make_index
 from simgrag.kg.loader import LoadReport, load_kg
+from simgrag.kg.sources import KGSource
 from simgrag.kg.store import KGStore
 
 __all__ = [
@@ -173,7 +174,7 @@ def _prepare_work_dir(work: Path, fingerprint: dict[str, Any]) -> None:
 
 
 def build_index_dir(
-    kg_path: str | Path | KGStore,
+    kg_path: str | Path | KGStore | KGSource,
     out_dir: str | Path,
     *,
     format: str | None = None,
@@ -188,7 +189,8 @@ def build_index_dir(
 ) -> IndexDir:
     """Load ``kg_path``, embed entities/relations/types, build vector indexes, write ``out_dir``.
 
-    ``kg_path`` may also be a ready :class:`KGStore` (e.g. ``SyntheticKG.to_store()``): no file is read.
+    ``kg_path`` may also be a ready :class:`KGStore` (e.g. ``SyntheticKG.to_store()``): no file is read;
+    or a :class:`~simgrag.kg.sources.KGSource` (a SPARQL endpoint, a graph database), loaded here.
     """
     out = Path(out_dir)
     if out.exists() and not overwrite:
@@ -197,6 +199,8 @@ def build_index_dir(
     t0 = time.perf_counter()
     if isinstance(kg_path, KGStore):
         store, report = kg_path, _store_report(kg_path)
+    elif isinstance(kg_path, KGSource):  # a SPARQL endpoint, a graph database, an RDF file with options
+        store, report = kg_path.load(show_progress=show_progress)
     else:
         store, report = load_kg(kg_path, format=format, skip_bad_lines=skip_bad_lines, show_progress=show_progress)
     timings["load_kg_s"] = time.perf_counter() - t0
@@ -214,6 +218,8 @@ def build_index_dir(
                                load_aliases(Path(relation_aliases) if relation_aliases else None, store),
                                timings, show_progress, batch_size)
         _replace_dir(work, out)
+        if isinstance(kg_path, KGSource):
+            kg_path.finished()
     except SimGRAGError:
         raise
     except (OSError, ValueError, RuntimeError) as exc:

@@ -23,6 +23,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from simgrag.errors import EmptyKGError, KGError, SimGRAGError
+from simgrag.kg.iris import TermIRIs
 from simgrag.kg.ntriples import term_fallback, term_name
 from simgrag.kg.readers import (
     LABEL,
@@ -121,11 +122,16 @@ class _Builder:
         else:
             entities = [k for k, u in zip(keys, used.tolist(), strict=True) if u]
             relations = list(self.relations)
-        return KGStore.from_ids(
+        store = KGStore.from_ids(
             entities, relations, heads, _ids(self.rels), tails,
             entity_types=list(self.types) if len(pairs) else None,
             type_pairs=pairs if len(pairs) else None,
         )
+        if ntriples:  # evidence links each node and edge to its IRI
+            kept = [k for k, u in zip(keys, used.tolist(), strict=True) if u]
+            store.iris = TermIRIs.from_lists([k[1:] if k.startswith("<") else "" for k in kept],
+                                             [k[1:] for k in self.relations])
+        return store
 
 
 def _ids(buffer: array) -> np.ndarray:
@@ -179,7 +185,7 @@ def load_kg(
     csv_columns: CsvColumns | Mapping[str, str] | None = None,
     show_progress: bool | None = None,
 ) -> tuple[KGStore, LoadReport]:
-    """Read a KG file (``pipe``, ``tsv``, ``csv`` or ``ntriples``) into a store.
+    """Read a KG file (``pipe``, ``tsv``, ``csv``, ``ntriples``, or RDF: see :mod:`simgrag.kg.rdf`) into a store.
 
     ``format`` overrides detection from the extension (``.nt``, ``.csv``, ``.tsv``; ``.txt`` and
     others are sniffed). Strict by default: any malformed line raises :class:`KGFormatError` listing
@@ -189,6 +195,10 @@ def load_kg(
     """
     path = Path(path)
     try:
+        from simgrag.kg.rdf import load_rdf, rdf_format  # Turtle, N-Quads, TriG, RDF/XML, JSON-LD, *.gz
+
+        if rdf_format(path, format) is not None:
+            return load_rdf(path, format, show_progress=show_progress)
         return _load(path, format, skip_bad_lines, csv_columns, show_progress)
     except SimGRAGError:
         raise

@@ -49,6 +49,7 @@ class NodeBinding:
     entity_id: int
     distance: float
     unknown: bool
+    iri: str | None = None  # the entity's IRI when the KG came from RDF
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class EdgeBinding:
     triple: Triple
     triple_id: int
     distance: float
+    iris: tuple[str | None, str | None, str | None] | None = None  # (head, relation, tail) IRIs, RDF KGs
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,8 @@ class Retrieval:
                     "nodes": [asdict(n) for n in ev.nodes],
                     "edges": [
                         {"pattern": list(e.pattern_triple), "triple": list(e.triple.as_tuple()),
-                         "triple_id": e.triple_id, "distance": e.distance}
+                         "triple_id": e.triple_id, "distance": e.distance,
+                         **({"iris": list(e.iris)} if e.iris is not None else {})}
                         for e in ev.edges
                     ],
                 }
@@ -247,14 +250,21 @@ class SubgraphRetriever:
         return tuple(self.evidence_of(pattern, m, rank) for rank, m in enumerate(result.matches, start=1))
 
     def evidence_of(self, pattern: Pattern, match: Match, rank: int = 1) -> Evidence:
-        ents = self.store.entities
+        ents, iris = self.store.entities, self.store.iris
         nodes = tuple(
-            NodeBinding(p.text, ents[v], v, d, p.unknown)
+            NodeBinding(p.text, ents[v], v, d, p.unknown, iris.entity(v) if iris is not None else None)
             for p, v, d in zip(pattern.nodes, match.nodes, match.node_dists, strict=True)
         )
         triples = pattern.triples()
         edges = tuple(
-            EdgeBinding(triples[j], self.store.triple(t), t, d)
+            EdgeBinding(triples[j], self.store.triple(t), t, d, self._triple_iris(t))
             for j, (t, d) in enumerate(zip(match.triples, match.edge_dists, strict=True))
         )
         return Evidence(rank, match.gsd, nodes, edges)
+
+    def _triple_iris(self, tid: int) -> tuple[str | None, str | None, str | None] | None:
+        iris = self.store.iris
+        if iris is None:
+            return None
+        return (iris.entity(int(self.store.heads[tid])), iris.relation(int(self.store.rels[tid])),
+                iris.entity(int(self.store.tails[tid])))

@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from simgrag.errors import LLMError, MatchError, PatternError, SimGRAGError
 from simgrag.pipeline import SimGRAG
+from simgrag.serve.chat import chat_router
 from simgrag.serve.queue import DeadlineExceededError, LLMQueue, QueueFullError, QueueTimeoutError
 from simgrag.serve.retrievers import RetrieverChoiceError, RetrieverPool, ask_response, verify_response
 from simgrag.serve.schemas import (
@@ -308,6 +309,10 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
         result = await llm_queue.run(lambda: engine.verify(body.claim, settings=retrieval_settings),
                                      settings.timeout_s)
         return VerifyResponse.model_validate(result.to_dict())
+
+    # OpenAI-compatible chat (/v1/chat/completions, /v1/models): same key, LLM queue and deadline
+    app.include_router(chat_router(state.require, lambda fn: llm_queue.run(fn, settings.timeout_s), _error_response,
+                                   dependencies=guarded, timeout_s=settings.timeout_s))
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

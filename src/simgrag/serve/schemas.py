@@ -62,6 +62,7 @@ class NodeOut(BaseModel):
     entity_id: int
     distance: float
     unknown: bool
+    iri: str | None = Field(None, description="the entity's IRI (KGs read from RDF or a SPARQL endpoint)")
 
 
 class EdgeOut(BaseModel):
@@ -70,6 +71,7 @@ class EdgeOut(BaseModel):
     triple_id: int
     distance: float
     score: float | None = Field(None, description="the retriever's relevance score (retrievers other than simgrag)")
+    iris: list[str | None] | None = Field(None, description="IRIs of head, relation and tail (RDF KGs)")
 
 
 class MatchOut(BaseModel):

@@ -178,6 +178,7 @@ function drawEvidence(matches, colours, askedNode, retriever = "simgrag", answer
     box.className = "graph";
     box.dataset.testid = "evidence-graph-" + i;
     card.append(head, box, other ? tripleTable(match) : mappingTable(match, colours));
+    if (match.edges.some((edge) => edge.iris)) card.append(iriTable(match));
     root.append(card);
 
     const byName = new Map();
@@ -216,8 +217,36 @@ function mappingTable(match, colours) {
     const swatch = `<span style="color:${colours.get(node.pattern_node) || "#98a2b3"}">●</span>`;
     row.innerHTML = `<td>${swatch} </td><td class="${node.unknown ? "unknown" : ""}"></td><td>${fmt(node.distance)}</td>`;
     row.children[0].append(document.createTextNode(node.pattern_node));
-    row.children[1].textContent = node.entity;
+    row.children[1].append(iriLink(node.entity, node.iri));
     table.append(row);
+  }
+  return table;
+}
+
+// a link to the term's IRI (http/https only: an RDF file may hold any scheme), else plain text
+function iriLink(text, iri) {
+  const safe = iri && /^https?:\/\//i.test(iri);
+  const element = document.createElement(safe ? "a" : "span");
+  element.textContent = text;
+  if (iri) element.title = iri;
+  if (safe) {
+    element.href = iri;
+    element.target = "_blank";
+    element.rel = "noopener noreferrer";
+    element.className = "iri";
+  }
+  return element;
+}
+
+// the matched triples with head, relation and tail linked to their IRIs (KGs read from RDF)
+function iriTable(match) {
+  const table = document.createElement("table");
+  table.className = "mapping iris";
+  table.dataset.testid = "iri-table";
+  table.innerHTML = "<tr><th>head</th><th>relation</th><th>tail</th></tr>";
+  for (const edge of match.edges) {
+    const row = table.insertRow();
+    edge.triple.forEach((name, i) => row.insertCell().append(iriLink(name, edge.iris ? edge.iris[i] : null)));
   }
   return table;
 }
