@@ -13,7 +13,7 @@ this (a 1.5B model copies that text too), so the pattern is checked *after* it i
   contradicts the question's focus word ("Which **tags** …" answered by ``UNKNOWN movie 1``, "Who
   **directed** …" answered through ``written by``); no subgraph of the KG matching at all;
 - **unsupported triples**: a triple with nothing for it in the question: no phrase of the question
-  reads as its KG relation (:mod:`simgrag.match.question`), no end whose type the question names,
+  reads as its KG relation (:mod:`simgrag.match.question`), no leaf end whose type the question names,
   no named end that the KG knows only through that relation;
 - **the KG's fit**: the GSD of the best matching subgraph.
 
@@ -52,6 +52,8 @@ SUPPORT_DISTANCE = 1.0
 TYPE_DISTANCE = 0.75
 #: the question's focus word names a relation only when this close (cosine ≥ 0.55)
 FOCUS_DISTANCE = 0.95
+#: a phrase this close to a relation no triple has means the pattern leaves part of the question out
+COVER_DISTANCE = 0.85
 #: each candidate's search stops here (best-so-far): a bad edit must not hold the question up
 JUDGE_DEADLINE_S = 0.25
 #: a best-subgraph GSD up to this counts as "the KG holds this pattern" when ranking
@@ -281,7 +283,7 @@ class PatternJudge:
         view = self.view(reading, pattern)
         problems = self._structure_problems(reading, pattern) + self._role_problems(pattern)
         focus, focus_problem, wanted = self._focus(reading, pattern, view)
-        problems += focus_problem
+        problems += focus_problem + self._uncovered(pattern, view)
         word = reading.clean_words()[view.focus] if view.focus is not None else None
         unsupported = self._unsupported(pattern, view)
         retrieval = None
@@ -342,8 +344,10 @@ class PatternJudge:
                 return "confirmed", [], None
             return "contradicted", [f"the question asks for {word!r}, but the answer node is {node.text!r}"], None
         end = view.focus
-        while end < min(view.focus + 3, len(view.covered)) and not view.covered[end] and view.type_of[end] is None:
-            end += 1  # the focus phrase stops before a named entity or a type word ("made | the movie")
+        clean = reading.clean_words()
+        while (end < min(view.focus + 3, len(view.covered)) and not view.covered[end]
+               and view.type_of[end] is None and clean[end] not in ("the", "a", "an")):
+            end += 1  # the focus phrase stops before a named entity, an article or a type word ("made | the movie")
         relation = self._best_relation(phrases_of(reading.words[view.focus:end], view.covered[view.focus:end]))
         if relation is None:
             return "unknown", [], None
@@ -354,6 +358,18 @@ class PatternJudge:
         name = self.store.relations[relation]
         return "contradicted", [f"the question asks {word!r} ({name}) of the answer, but the answer node "
                                 f"{node.text!r} is not on a {name} triple"], relation
+
+    def _uncovered(self, pattern: Pattern, view: QuestionView) -> list[str]:
+        """Relations the question names clearly (within ``COVER_DISTANCE``) that no triple has."""
+        present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
+        phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
+        named: dict[int, tuple[float, str]] = {}
+        for phrase, row in zip(phrases, self._relation_distances(phrases), strict=True):
+            best = int(np.argmin(row))
+            if row[best] <= COVER_DISTANCE and best not in present:
+                named[best] = min(named.get(best, (np.inf, phrase)), (float(row[best]), phrase))
+        return [f"the question says {phrase!r} ({self.store.relations[r]}) but no triple has that relation"
+                for r, (_, phrase) in sorted(named.items())]
 
     def _best_relation(self, phrases: Sequence[str]) -> int | None:
         found = {r: d for r, d in self.relation_phrases(phrases).items() if d <= FOCUS_DISTANCE}
@@ -375,8 +391,10 @@ class PatternJudge:
                 out.append(triple)
                 continue
             ends = [pattern.nodes[edge.source], pattern.nodes[edge.target]]
-            if relation in by_phrase or any(n.unknown and n.type_hint in named_types for n in ends):
-                continue
+            leaves = [n for v, n in ((edge.source, ends[0]), (edge.target, ends[1])) if degree[v] == 1 and n.unknown]
+            typed = leaves or [n for n in ends if n.unknown]  # a triple to a leaf must be justified by the leaf
+            if relation in by_phrase or any(n.type_hint in named_types for n in typed):
+                continue  # the question names the relation, or the type of what the triple leads to
             entities = [self.entity_of(n.text) for n in ends if not n.unknown]
             if any(e is not None and set(kg_roles(self.retriever, e)) == {relation} for e in entities):
                 continue  # the KG knows this entity only through this relation

@@ -120,15 +120,33 @@ class QuestionReading:
             return None
         start = 0
         for i, word in enumerate(clean):
-            if word in WH_WORDS and not covered[i] and (self._opens_clause(i) or self._ends_clause(i)):
+            if word not in WH_WORDS or covered[i]:
+                continue
+            if word in ("who", "whom", "whose") and self._opens_clause(i):
+                return self._after_who(clean, covered, i + 1)
+            if word in ("what", "which") and (self._opens_clause(i) or self._ends_clause(i)):
                 start = i + 1
                 after = next((w for w in clean[start:] if w not in ("else", "other", "others")), None)
-                if word not in ("who", "whom", "whose") and after in AUXILIARIES:
+                if after in AUXILIARIES:
                     return None
                 break
         for i in range(start, len(clean)):
             if not covered[i] and clean[i] and clean[i] not in STOPWORDS:
                 return None if clean[i] in VAGUE_FOCUS else i
+        return None
+
+    @staticmethod
+    def _after_who(clean: Sequence[str], covered: Sequence[bool], i: int) -> int | None:
+        """"Who **directed** …" (a verb right after), "Who were the **writers** …" (a noun after a form
+        of *be*); nothing for "Who was in the movies …"."""
+        if i < len(clean) and clean[i] in ("is", "are", "was", "were", "'s"):
+            i += 1
+            while i < len(clean) and clean[i] in ("the", "a", "an"):
+                i += 1
+        elif i < len(clean) and clean[i] in ("has", "have", "had"):
+            i += 1
+        if i < len(clean) and not covered[i] and clean[i] and clean[i] not in STOPWORDS:
+            return None if clean[i] in VAGUE_FOCUS else i
         return None
 
     def _opens_clause(self, i: int) -> bool:
