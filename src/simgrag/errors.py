@@ -40,16 +40,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
-    "ConfigError",
     "AuthError",
+    "ConfigError",
     "DatasetError",
     "DeadlineExceededError",
     "EmbedderError",
     "EmptyKGError",
+    "HTTPStatusLLMError",
     "IndexDirError",
     "KGError",
     "KGFormatError",
-    "HTTPStatusLLMError",
     "LLMConnectionError",
     "LLMError",
     "LLMResponseError",

@@ -204,7 +204,7 @@ def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ study
 def run_abstention(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequence[str], out_dir: str | Path, *,
                    model_dirs: Mapping[str, str] | None = None, reader_options: Mapping[str, Any] | None = None,
-                   cache: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+                   cache: str | Path | None = None, progress: bool | None = None) -> dict[str, Any]:
     """Remove the supporting triples of ``items``, run ``retrievers`` + the reader on the reduced KG,
     classify the replies; writes the files of the module docstring and returns the summary."""
     out = Path(out_dir)

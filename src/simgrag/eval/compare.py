@@ -33,6 +33,7 @@ from simgrag.eval import metrics as m
 from simgrag.eval.resumable import resumable_rows
 from simgrag.eval.runner import QAItem
 from simgrag.llm.base import LLM
+from simgrag.progress import progress_on
 from simgrag.retrievers.base import RetrievedContext, Retriever
 from simgrag.retrievers.reader import Reading, read_context
 from simgrag.retrievers.registry import default_style
@@ -216,7 +217,7 @@ def run_retriever_comparison(
     styles: Mapping[str, str] | None = None,
     reader_options: Mapping[str, Any] | None = None,
     plots: bool = True,
-    progress: bool = True,
+    progress: bool | None = None,
     resume: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Run every retriever on every item, write the files of the module docstring, return the summary.
@@ -230,7 +231,7 @@ def run_retriever_comparison(
     out.mkdir(parents=True, exist_ok=True)
     options = dict(reader_options or {})
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in retrievers}
-    with tqdm(total=len(retrievers) * len(items), desc="retrievers x questions", disable=not progress) as bar:
+    with tqdm(total=len(retrievers) * len(items), desc="retrievers x questions", disable=not progress_on(progress)) as bar:
         for name, retriever in retrievers.items():
             style = (styles or {}).get(name) or default_style(name)
             path = out / f"{_file_stem(name)}.jsonl"

@@ -38,6 +38,7 @@ from simgrag.eval.factscore import MAX_CLAIMS, ClaimVerdict, factscore, summariz
 from simgrag.eval.resumable import resumable_rows
 from simgrag.eval.runner import QAItem
 from simgrag.llm.base import LLM
+from simgrag.progress import progress_on
 from simgrag.retrievers.base import Retriever
 from simgrag.retrievers.reader import read_context
 
@@ -140,7 +141,7 @@ def run_factscore_bench(
     max_claims: int = MAX_CLAIMS,
     reader_options: Mapping[str, Any] | None = None,
     resume: bool = True,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> dict[str, dict[str, Any]]:
     """For every retriever and item: an open answer (reader style ``"open"``), its atomic claims,
     each checked with ``verify`` (e.g. ``engine.verify``); writes the files of the module docstring and
@@ -149,7 +150,7 @@ def run_factscore_bench(
     out.mkdir(parents=True, exist_ok=True)
     checker = _Checker(llm, verify, dict(reader_options or {}), max_claims)
     rows: dict[str, list[dict[str, Any]]] = {}
-    with tqdm(total=len(retrievers) * len(items), desc="factscore", disable=not progress) as bar:
+    with tqdm(total=len(retrievers) * len(items), desc="factscore", disable=not progress_on(progress)) as bar:
         for name, retriever in retrievers.items():
             path = out / f"{_file_stem(name)}.jsonl"
             rows[name] = []

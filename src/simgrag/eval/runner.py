@@ -33,6 +33,7 @@ from simgrag.eval.answerable import is_answerable
 from simgrag.eval.metaqa import MetaQAQuestion, load_metaqa, pattern_fits_chain
 from simgrag.eval.resumable import resumable_rows
 from simgrag.pipeline import AskResult, SimGRAG
+from simgrag.progress import progress_on
 
 __all__ = ["QAItem", "load_qa_file", "metaqa_items", "run_qa_bench", "summarize"]
 
@@ -146,7 +147,7 @@ def _ask(engine: SimGRAG, item: QAItem) -> dict[str, Any]:
         return _record(item, None, exc)
 
 
-def run_qa_bench(engine: SimGRAG, items: Iterable[QAItem], out: str | Path, *, progress: bool = True,
+def run_qa_bench(engine: SimGRAG, items: Iterable[QAItem], out: str | Path, *, progress: bool | None = None,
                  resume: bool = True, on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Ask every question, write one JSON line each to ``out``, return :func:`summarize` of the rows.
 
@@ -155,7 +156,7 @@ def run_qa_bench(engine: SimGRAG, items: Iterable[QAItem], out: str | Path, *, p
     rows = []
     items = list(items)
     for row in tqdm(resumable_rows(out, items, functools.partial(_ask, engine), resume=resume,
-                                   finished=_not_failed), total=len(items), desc="questions", disable=not progress):
+                                   finished=_not_failed), total=len(items), desc="questions", disable=not progress_on(progress)):
         rows.append(row)
         if on_row:
             on_row(row)

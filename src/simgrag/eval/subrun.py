@@ -69,7 +69,7 @@ def _items_digest(items: Sequence[QAItem]) -> str:
 
 def run_sub_comparison(engine: SimGRAG, names: Sequence[str], items: Sequence[QAItem], out_dir: Path, *,
                        model_dirs: Mapping[str, str] | None = None, reader_options: Mapping[str, Any] | None = None,
-                       progress: bool = True) -> dict[str, Any]:
+                       progress: bool | None = None) -> dict[str, Any]:
     """One comparison into ``out_dir``, skipped when its ``done.json`` says it ran these retrievers on
     these questions already (then its ``summary.json`` is returned)."""
     marker = out_dir / "done.json"

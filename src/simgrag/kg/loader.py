@@ -37,12 +37,12 @@ from simgrag.kg.readers import (
     read_error,
 )
 from simgrag.kg.store import KGStore
+from simgrag.progress import progress_on
 
-__all__ = ["PROGRESS_MIN_BYTES", "LoadReport", "load_kg"]
+__all__ = ["LoadReport", "load_kg"]
 
 logger = logging.getLogger(__name__)
 
-PROGRESS_MIN_BYTES = 50 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -162,9 +162,7 @@ def _unique_names(preferred: list[str], keys: list[str]) -> list[str]:
 @contextmanager
 def _progress(path: Path, show: bool | None) -> Iterator[tqdm | None]:
     size = path.stat().st_size if path.is_file() else 0
-    if show is None:
-        show = size > PROGRESS_MIN_BYTES
-    if not show:
+    if not progress_on(show):
         yield None
         return
     with tqdm(total=size, unit="B", unit_scale=True, desc=f"Reading {path.name}") as bar:
@@ -185,7 +183,7 @@ def load_kg(
     others are sniffed). Strict by default: any malformed line raises :class:`KGFormatError` listing
     ``file:line: reason`` for the first 20; with ``skip_bad_lines=True`` they are skipped, counted in
     the report and logged as a warning. No triple at all raises :class:`EmptyKGError`. A progress
-    bar (bytes read) is shown for files over 50 MB unless ``show_progress=False``.
+    bar (bytes read) is shown at INFO level (:func:`simgrag.progress.show_progress`) unless ``show_progress=False``.
     """
     path = Path(path)
     try:

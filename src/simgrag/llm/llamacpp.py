@@ -115,6 +115,9 @@ class LlamaCppLLM:
         where = str(self.model_path) if self.model_path is not None else "<default model>"
         return f"LlamaCppLLM({where!r}, n_ctx={self.n_ctx}, n_threads={self.n_threads})"
 
+    #: JSON-schema grammars slow decoding ~40 % here (see :class:`~simgrag.llm.base.SlowSchemaDecoding`)
+    schema_decoding_slow = True
+
     def load(self) -> None:
         """Load the model now rather than on the first call."""
         with self._lock:

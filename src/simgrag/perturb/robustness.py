@@ -155,7 +155,7 @@ def run_robustness(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequenc
                    specs: Sequence[PerturbSpec], out_dir: str | Path, *, seed: int = 0,
                    model_dirs: Mapping[str, str] | None = None, reader_options: Mapping[str, Any] | None = None,
                    cache: str | Path | None = None, with_ats: bool = False, plots: bool = True,
-                   progress: bool = True) -> dict[str, Any]:
+                   progress: bool | None = None) -> dict[str, Any]:
     """The comparison on the original KG and on each perturbed KG; writes the files of the module docstring."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
