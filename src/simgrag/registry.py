@@ -5,7 +5,7 @@ A :class:`Registry` maps names (and aliases, case-insensitively) to :class:`Entr
 listing a registry (``simgrag ls``) never imports an optional extra. Each axis keeps its own way of
 calling the target (:func:`simgrag.embed.registry.resolve_embedder`,
 :func:`simgrag.index.registry.make_index`, :func:`simgrag.llm.registry.resolve_llm`,
-:func:`simgrag.retrievers.registry.build_retriever`); the lookup, the lazy import, the "unknown name"
+:func:`simgrag.retrievers.registry.resolve_retriever`); the lookup, the lazy import, the "unknown name"
 and "missing extra" errors and the listing are this module's.
 
 >>> colours = Registry("colour", "--colour", [Entry("red", "builtins:str", "red", "a warm colour")])
