@@ -20,7 +20,7 @@ from simgrag.index import ExactIndex, load_index, make_index
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.index.faiss_ivfpq import FaissIVFPQIndex, auto_nlist, auto_pq_m
 from simgrag.kg.loader import load_kg
-from simgrag.kg.synthetic_dbpedia import SyntheticKG, generate_dbpedia_like
+from simgrag.eval.synthetic_dbpedia import SyntheticKG, generate_dbpedia_like
 from simgrag.testing.embedders import HashEmbedder
 
 
@@ -200,7 +200,7 @@ def _named(store: object) -> list[tuple[str, str, str]]:
 _KILLED_BUILD = textwrap.dedent("""
     import logging, sys, time
     from simgrag.index import directory
-    from simgrag.kg.synthetic_dbpedia import SyntheticKG
+    from simgrag.eval.synthetic_dbpedia import SyntheticKG
     from simgrag.testing.embedders import HashEmbedder
 
     class Slow(HashEmbedder):

@@ -227,7 +227,7 @@ class SimGRAG:
             raise ConfigError("A retriever instance is bound to its index; name it (or give its class) to run "
                               "it over another index.")
         options = {**accepted_options(spec, self._retriever_options), **dict(retriever_options or {})}
-        settings = {"answer_mode": self.answerer.mode, "abstain_gsd": self.answerer.abstain_gsd,
+        settings: dict[str, Any] = {"answer_mode": self.answerer.mode, "abstain_gsd": self.answerer.abstain_gsd,
                     "reader_style": self.answerer.style,
                     "reader_options": {"max_triples": self.answerer.max_triples,
                                        "max_prompt_tokens": self.answerer.max_prompt_tokens}}

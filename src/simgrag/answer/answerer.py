@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from simgrag.answer._common import call_llm
 from simgrag.answer.extract import extract_entities
 from simgrag.answer.qa import Answer, answer_from_bindings, answer_question, qa_messages
-from simgrag.answer._common import call_llm
 from simgrag.answer.reader import READER_STYLES, context_names, read_context
 from simgrag.answer.verify import Verdict, context_evidence, verify_context
 from simgrag.errors import ConfigError

@@ -40,8 +40,6 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from simgrag.answer._common import call_llm
 from simgrag.answer.extract import answer_segment, extract_entities, split_items

@@ -18,7 +18,8 @@ takes one (SimGRAG writes patterns with it). Options it does not take are refuse
 :class:`~simgrag.errors.ConfigError` naming the ones it does (:func:`check_retriever_options`).
 Modules are imported only when a retriever is built, so ``torch`` and ``pcst_fast`` are not imported
 by listing them. ``info["style"]`` is the reader style the answerer reads a retriever's context with
-unless told otherwise (:mod:`simgrag.answer.answerer`).
+unless told otherwise (:mod:`simgrag.answer.answerer`); ``info["per_call"]`` names the settings it can
+change for one call (:class:`~simgrag.retrievers.base.AdjustableRetriever`), e.g. a request's ``k``.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.registry import Entry, Registry, check_options
 from simgrag.retrievers.base import Retriever
 
-__all__ = ["RETRIEVERS", "RetrieverSpec", "check_retriever_options", "default_style", "list_retrievers",
-           "resolve_retriever"]
+__all__ = ["RETRIEVERS", "RetrieverSpec", "accepted_options", "check_retriever_options", "default_style",
+           "list_retrievers", "per_call_settings", "resolve_retriever"]
 
 RetrieverSpec = str | type | Retriever
 LLMSource = LLM | Callable[[], LLM] | None
@@ -43,14 +44,15 @@ LLMSource = LLM | Callable[[], LLM] | None
 _SHARED = ("llm", "subgraphs")
 
 
-def _entry(name: str, target: str, style: str, needs: str, description: str, **more: Any) -> Entry:
-    return Entry(name, f"simgrag.retrievers.{target}", name, description, info={"style": style, "needs": needs},
-                 **more)
+def _entry(name: str, target: str, style: str, needs: str, description: str, per_call: str = "",
+           **more: Any) -> Entry:
+    return Entry(name, f"simgrag.retrievers.{target}", name, description,
+                 info={"style": style, "needs": needs, "per_call": per_call}, **more)
 
 
 RETRIEVERS = Registry("retriever", "--retriever", "Retrievers", [
     _entry("simgrag", "simgrag:SimGRAGRetriever", "simgrag", "index, LLM",
-           "pattern graph (LLM) -> top-k similar subgraphs (SimGRAG)"),
+           "pattern graph (LLM) -> top-k similar subgraphs (SimGRAG)", per_call="k deadline_s"),
     _entry("kaping", "kaping:KapingRetriever", "kaping", "index",
            "top-k one-hop triples by similarity to the question (KAPING)"),
     _entry("pcst", "pcst:PCSTRetriever", "subgraphrag", "index",
@@ -76,6 +78,11 @@ def list_retrievers() -> list[Entry]:
 def default_style(name: str) -> str | None:
     """The reader style retriever ``name`` is read with unless told otherwise (``None``: not registered)."""
     return RETRIEVERS.get(name).info.get("style") if name in RETRIEVERS else None
+
+
+def per_call_settings(name: str) -> list[str]:
+    """The settings retriever ``name`` can change for one call (``k``, ``deadline_s``)."""
+    return RETRIEVERS.get(name).info.get("per_call", "").split()
 
 
 def _factory(spec: str | type) -> tuple[str, Callable[..., Retriever]]:

@@ -18,15 +18,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from simgrag.errors import ConfigError, KGError
+from simgrag.eval.synthetic_dbpedia.edges import EdgeChunk, EdgeModel
+from simgrag.eval.synthetic_dbpedia.layout import Layout, plan_layout
+from simgrag.eval.synthetic_dbpedia.names import CHUNK, NameBlob, build_names
+from simgrag.eval.synthetic_dbpedia.planted import PlantedQuery, plant_patterns
+from simgrag.eval.synthetic_dbpedia.schema import Schema, load_schema
+from simgrag.eval.synthetic_dbpedia.writer import ChunkWriter, output_format
 from simgrag.fileio import atomic_path
 from simgrag.kg.names import NameTable
 from simgrag.kg.store import KGStore
-from simgrag.kg.synthetic_dbpedia.edges import EdgeChunk, EdgeModel
-from simgrag.kg.synthetic_dbpedia.layout import Layout, plan_layout
-from simgrag.kg.synthetic_dbpedia.names import CHUNK, NameBlob, build_names
-from simgrag.kg.synthetic_dbpedia.planted import PlantedQuery, plant_patterns
-from simgrag.kg.synthetic_dbpedia.schema import Schema, load_schema
-from simgrag.kg.synthetic_dbpedia.writer import ChunkWriter, output_format
 from simgrag.progress import progress_on
 
 __all__ = ["FACTKG_SHAPE", "SynthReport", "SyntheticKG", "generate_dbpedia_like", "report_dict"]
