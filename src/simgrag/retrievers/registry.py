@@ -92,6 +92,14 @@ def _factory(spec: str | type) -> tuple[str, Callable[..., Retriever]]:
     return spec.__name__, spec
 
 
+def _needs_index(factory: Callable[..., Any]) -> bool:
+    try:
+        first = next(iter(inspect.signature(factory).parameters.values()), None)
+    except (TypeError, ValueError):
+        return True
+    return first is not None and first.default is inspect.Parameter.empty
+
+
 def _takes(factory: Callable[..., Any], parameter: str) -> bool:
     try:
         return parameter in inspect.signature(factory).parameters
@@ -122,7 +130,7 @@ def check_retriever_options(spec: RetrieverSpec, options: Mapping[str, Any]) -> 
     check_options(f"The {name!r} retriever", factory, options, given_by_caller=("index", *_SHARED))
 
 
-def resolve_retriever(spec: RetrieverSpec, *, index: IndexDir, llm: LLMSource = None,
+def resolve_retriever(spec: RetrieverSpec, *, index: IndexDir | None = None, llm: LLMSource = None,
                       subgraphs: SubgraphRetriever | None = None, **options: Any) -> Retriever:
     """The retriever ``spec`` (a registered name, a class, or an instance returned as it is) over
     ``index``, built with ``options``. What a caller shares goes to constructors that take it: ``llm``
@@ -131,7 +139,9 @@ def resolve_retriever(spec: RetrieverSpec, *, index: IndexDir, llm: LLMSource = 
     check_retriever_options(spec, options)
     if not isinstance(spec, (str, type)):
         return spec
-    _, factory = _factory(spec)
+    name, factory = _factory(spec)
+    if index is None and _needs_index(factory):
+        raise ConfigError(f"The {name!r} retriever needs index= (an opened IndexDir).")
     kwargs = dict(options)
     if _takes(factory, "llm"):
         kwargs["llm"] = llm() if callable(llm) and not isinstance(llm, LLM) else llm
