@@ -107,21 +107,26 @@ class Registry:
 
 
 def check_options(what: str, factory: Callable[..., Any], options: Mapping[str, Any],
-                  *, given_by_caller: Iterable[str] = ()) -> None:
-    """Refuse ``options`` that ``factory`` does not take, naming the ones it does.
+                  *, given_by_caller: Iterable[str] = (), hint: str = "") -> None:
+    """Refuse ``options`` that ``factory`` does not take, naming the ones it does, and ask for the ones
+    it cannot do without.
 
-    ``given_by_caller``: parameters the caller fills itself (an index, an LLM), not options.
-    A factory with ``**kwargs`` takes anything.
+    ``given_by_caller``: parameters the caller fills itself (an index, an LLM), not options; ``hint``:
+    how to give a missing one. A factory with ``**kwargs`` takes anything.
     """
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):  # a builtin without a signature: let the call decide
         return
+    own = set(given_by_caller) | {"self"}
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    accepted = [name for name, p in parameters.items() if name not in own and p.kind in kinds]
+    required = [name for name in accepted if parameters[name].default is inspect.Parameter.empty]
+    missing = [name for name in required if name not in options]
+    if missing:
+        raise ConfigError(f"{what} needs the option {', '.join(repr(m) for m in missing)}{hint}.")
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return
-    own = set(given_by_caller) | {"self"}
-    accepted = [name for name, p in parameters.items() if name not in own and p.kind in
-                (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         listed = ", ".join(accepted) or "none"

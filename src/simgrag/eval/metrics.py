@@ -41,9 +41,9 @@ import re
 import string
 from collections.abc import Callable, Collection, Iterable, Sequence
 
+from simgrag.answer.reader import approx_tokens
 from simgrag.answer.verbalize import format_triple
 from simgrag.retrievers.base import RetrievedContext
-from simgrag.answer.reader import approx_tokens
 
 __all__ = [
     "answer_recall",

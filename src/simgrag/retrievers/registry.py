@@ -127,7 +127,8 @@ def check_retriever_options(spec: RetrieverSpec, options: Mapping[str, Any]) -> 
                               f"(got {', '.join(sorted(options))}).")
         return
     name, factory = _factory(spec)
-    check_options(f"The {name!r} retriever", factory, options, given_by_caller=("index", *_SHARED))
+    check_options(f"The {name!r} retriever", factory, options, given_by_caller=("index", *_SHARED),
+                  hint=" (a trained model directory: --retriever-model NAME=DIR)")
 
 
 def resolve_retriever(spec: RetrieverSpec, *, index: IndexDir | None = None, llm: LLMSource = None,
