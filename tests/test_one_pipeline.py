@@ -14,6 +14,7 @@ index, when the data is there.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -43,7 +44,7 @@ def chain_pattern(topic: str, chain: str, *, echoed: bool, paraphrase: bool) -> 
         counts[kind] = counts.get(kind, 0) + 1
         nodes.append(f"UNKNOWN {kind} {counts[kind]}")
     triples: list[list[str]] = []
-    for i, (a, b) in enumerate(zip(types, types[1:], strict=False)):
+    for i, (a, b) in enumerate(itertools.pairwise(types)):
         relation = CHAIN_RELATIONS[b if a == "movie" else a]
         text = PARAPHRASES.get(relation, relation_text(relation)) if paraphrase and i == 0 else relation_text(relation)
         if a == "movie":

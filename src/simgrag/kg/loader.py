@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from simgrag.errors import EmptyKGError, KGError, SimGRAGError
+from simgrag.errors import EmptyKGError, KGError
 from simgrag.kg.ntriples import term_fallback, term_name
 from simgrag.kg.readers import (
     LABEL,
@@ -188,12 +188,10 @@ def load_kg(
     path = Path(path)
     try:
         return _load(path, format, skip_bad_lines, csv_columns, show_progress)
-    except SimGRAGError:
-        raise
     except OSError as exc:
         raise read_error(path, exc) from exc
-    except Exception as exc:
-        raise KGError(f"Unexpected error while loading {path}: {exc!r} (please report this bug)") from exc
+    except MemoryError as exc:
+        raise KGError(f"Not enough memory to load {path}; load it on a larger machine or split it") from exc
 
 
 def _load(
