@@ -101,3 +101,19 @@ def test_every_command_logs_the_same_way() -> None:
             continue
         params = {p.name for p in cmd.params}
         assert {"verbose", "quiet"} <= params, name
+
+
+def test_ls_is_generated_from_the_four_registries() -> None:
+    from typer.testing import CliRunner
+
+    from simgrag.embed.registry import EMBEDDERS
+    from simgrag.index.registry import INDEXES
+    from simgrag.llm.registry import LLMS
+    from simgrag.retrievers.registry import RETRIEVERS
+
+    result = CliRunner().invoke(app, ["ls"])
+    assert result.exit_code == 0, result.output
+    for registry in (EMBEDDERS, INDEXES, LLMS, RETRIEVERS):
+        assert f"{registry.title} ({registry.option})" in result.output
+        for entry in registry.entries():
+            assert entry.usage in result.output and entry.description[:30] in result.output
