@@ -71,9 +71,9 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
 
 
 def _run(index_dir: Path | None, text: str, llm: LLMChoice, *, verdict: bool, as_json: bool,
-         **engine_options: Any) -> None:
+         retriever_model: list[str] | None = None, **engine_options: Any) -> None:
     try:
-        engine = make_engine(index_dir, llm, **engine_options)
+        engine = make_engine(index_dir, llm, models=parse_model_dirs(retriever_model or []), **engine_options)
         engine.warmup()  # load the embedder, the compiled search and the models now: stage timings are per query
         result = engine.verify(text) if verdict else engine.ask(text)
     except SimGRAGError as exc:
@@ -99,12 +99,8 @@ def ask(
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
     _setup_logging(verbose, quiet)
-    try:
-        models = parse_model_dirs(retriever_model or [])
-    except SimGRAGError as exc:
-        raise _fail(exc) from exc
     _run(index_dir, question, LLMChoice(llm, base_url, api_key, llm_cache), verdict=False, as_json=as_json,
-         retriever=retriever, models=models, k=k, examples=examples, answer_mode=answer_mode,
+         retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
          abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None)
 
 
@@ -120,12 +116,8 @@ def verify(
 ) -> None:
     """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
     _setup_logging(verbose, quiet)
-    try:
-        models = parse_model_dirs(retriever_model or [])
-    except SimGRAGError as exc:
-        raise _fail(exc) from exc
     _run(index_dir, claim, LLMChoice(llm, base_url, api_key, llm_cache), verdict=True, as_json=as_json,
-         retriever=retriever, models=models, k=k, examples=examples, abstain_gsd=abstain_gsd)
+         retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, abstain_gsd=abstain_gsd)
 
 
 @app.command()

@@ -7,9 +7,7 @@ imported lazily, so importing the protocol stays cheap.
 
 from __future__ import annotations
 
-from typing import Any
-
-from simgrag._lazy import load_export
+from simgrag._lazy import lazy_exports
 from simgrag.retrievers.base import (
     AdjustableRetriever,
     ClaimRetriever,
@@ -38,9 +36,4 @@ __all__ = ["AdjustableRetriever", "ClaimRetriever", "PatternRetriever", "Pattern
            "Retriever", "TopicEntities", *sorted(_EXPORTS)]
 
 
-def __getattr__(name: str) -> Any:
-    return load_export(__name__, _EXPORTS, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

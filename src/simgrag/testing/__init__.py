@@ -9,9 +9,7 @@ Names are imported lazily (the oracle pulls in the compiled search).
 
 from __future__ import annotations
 
-from typing import Any
-
-from simgrag._lazy import load_export
+from simgrag._lazy import lazy_exports
 
 _EXPORTS = {
     "FakeCall": "simgrag.testing.llm",
@@ -29,9 +27,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    return load_export(__name__, _EXPORTS, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
