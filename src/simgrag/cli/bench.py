@@ -16,6 +16,7 @@ from simgrag.cli._common import (
     DEFAULT_ANSWER_MODE,
     DEFAULT_LLM,
     DEFAULT_LLM_CACHE,
+    DEFAULT_RETRIEVER,
     AbstainGsd,
     AnswerMode,
     ApiKey,
@@ -109,7 +110,7 @@ def bench_metaqa(
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         models = parse_model_dirs(retriever_model or [])
         if perturb:
-            _bench_robustness(engine, items, split_names(retriever or "simgrag"), models, output, perturb, seed,
+            _bench_robustness(engine, items, split_names(retriever or DEFAULT_RETRIEVER), models, output, perturb, seed,
                               perturb_ats)
             return
         if retriever:
