@@ -131,3 +131,16 @@ def test_verify_context_shows_paths_as_graphs() -> None:
 def test_verify_with_unknown_retriever_is_a_clean_error(judge_engine: FakeLLM, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli.app, ["verify", str(tmp_path / "toy.idx"), "x", "--retriever", "nosuch"])
     assert result.exit_code == 2 and "Unknown retriever 'nosuch'" in result.output
+
+
+def test_errors_print_brackets_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install hint like pip install 'simgrag[llamacpp]' must not lose its brackets to console markup."""
+    from simgrag.errors import LLMError
+
+    def broken(choice: object) -> FakeLLM:
+        return FakeLLM([LLMError("install it with pip install 'simgrag[llamacpp]'")])
+
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
+    monkeypatch.setattr(_common, "llm_for", broken)
+    result = CliRunner().invoke(cli.app, ["ask", str(tmp_path / "toy.idx"), "who directed Titanic"])
+    assert result.exit_code == 2 and "pip install 'simgrag[llamacpp]'" in result.output, result.output

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from simgrag.errors import ConfigError, SimGRAGError
 
@@ -40,7 +41,7 @@ def _setup_logging(verbose: int, quiet: bool = False) -> None:
 
 
 def _fail(exc: SimGRAGError) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)  # "[llamacpp]" is text
     return typer.Exit(code=2)
 
 
