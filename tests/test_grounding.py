@@ -255,5 +255,6 @@ def test_engine_uses_grounding(tmp_path: Path) -> None:
                      examples=parse_examples(EXAMPLES), answer_mode="auto",
                      pattern_options={"n_static_shots": 2, "n_dynamic_shots": 1})
     result = engine.ask("Which movies did Ellen Page star in?")
+    assert result.pattern is not None
     assert result.pattern.pattern.triples() == [("UNKNOWN movie 1", "starred actors", "Ellen Page")]
     assert set(result.answer.entities) == {"Inception", "Juno"}

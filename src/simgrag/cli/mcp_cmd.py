@@ -14,6 +14,7 @@ from simgrag.cli._common import (
     BaseUrl,
     Examples,
     LLMOpt,
+    Quiet,
     Verbose,
     _fail,
     _setup_logging,
@@ -35,13 +36,13 @@ def mcp(
                                                  "Bearer KEY")] = None,
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
     abstain_gsd: AbstainGsd = None, answer_mode: AnswerMode = "auto",
-    verbose: Verbose = 0,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Serve the KG to AI assistants over MCP: tools ask, verify, retrieve and kg_stats, with the evidence.
 
     Logs go to stderr (stdout carries the protocol on stdio). The index and models load on the first
     tool call."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, quiet)
     try:
         from simgrag.serve.mcp_server import create_mcp_server, mcp_http_app
     except ImportError as exc:
@@ -55,7 +56,7 @@ def mcp(
 
         index = sample_index() if index_dir is None else index_dir
         return SimGRAG(index, llm=None if llm == "none" else llm, llm_options=options,
-                       examples=examples or "metaqa", abstain_gsd=abstain_gsd, answer_mode=answer_mode)
+                       examples=examples, abstain_gsd=abstain_gsd, answer_mode=answer_mode)
 
     try:
         if index_dir is not None and not (index_dir / "manifest.json").is_file():

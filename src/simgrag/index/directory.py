@@ -32,16 +32,17 @@ import yaml
 from tqdm.auto import tqdm
 
 from simgrag import __version__
-from simgrag.embed.base import Embedder
+from simgrag.embed.base import Embedder, Respecifiable
 from simgrag.embed.registry import resolve_embedder
 from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
 from simgrag.fileio import write_bytes_atomic
-from simgrag.index.base import VectorIndex
+from simgrag.index.base import LocalServerIndex, VectorIndex, VectorsAttachable
 from simgrag.index.exact import ExactIndex
 from simgrag.index.registry import choose_default_kind, load_index, make_index
 from simgrag.kg.loader import LoadReport, load_kg
 from simgrag.kg.sources import KGSource
 from simgrag.kg.store import KGStore
+from simgrag.progress import progress_on
 
 __all__ = [
     "FORMAT_VERSION",
@@ -142,7 +143,7 @@ def _embed_entities(store: KGStore, embedder: Embedder, work: Path, show_progres
     path, progress_path = work / "entity_vectors.npy", work / "entity_vectors.progress"
     n = store.num_entities
     done, vectors = _resume_vectors(path, progress_path, (n, embedder.dim))
-    show = n > 2000 if show_progress is None else show_progress
+    show = progress_on(show_progress)
     with tqdm(total=n, initial=done, desc="embedding entities", unit="ent", disable=not show) as bar:
         for start in range(done, n, _CHUNK):
             names = [store.entities[i] for i in range(start, min(n, start + _CHUNK))]
@@ -205,7 +206,7 @@ def build_index_dir(
         store, report = load_kg(kg_path, format=format, skip_bad_lines=skip_bad_lines, show_progress=show_progress)
     timings["load_kg_s"] = time.perf_counter() - t0
     emb = resolve_embedder(embedder)
-    spec = embedder if isinstance(embedder, str) else str(getattr(emb, "spec", emb.name))
+    spec = embedder if isinstance(embedder, str) else emb.spec if isinstance(emb, Respecifiable) else emb.name
     kind = index_kind or choose_default_kind(store.num_entities)
     params = dict(index_params or {})
     kg_hash = store.content_hash()  # sha256 over every array: computed once, used twice
@@ -251,15 +252,13 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
         params.setdefault("collection", "entities")
     (work / "entity_index").mkdir(exist_ok=True)
     index = make_index(kind, emb.dim, **params)
-    attach = getattr(index, "attach_vectors", None)
-    if callable(attach):  # compressed kinds re-rank from entity_vectors.npy instead of copying it
-        attach(vectors, work / "entity_vectors.npy")
+    if isinstance(index, VectorsAttachable):  # compressed kinds re-rank from entity_vectors.npy, no copy
+        index.attach_vectors(vectors, work / "entity_vectors.npy")
     for start in range(0, len(vectors), 65536):
         index.add(np.ascontiguousarray(vectors[start:start + 65536]))
     index.save(work / "entity_index")
-    release = getattr(index, "release_local_server", None)
-    if callable(release):  # Milvus Lite locks its file; the directory is renamed and reopened next
-        release()
+    if isinstance(index, LocalServerIndex):  # Milvus Lite locks its file; the directory is renamed, reopened next
+        index.release_local_server()
     timings["entity_index_s"] = time.perf_counter() - t
     rel_texts, rel_owner = _label_texts(list(store.relations), aliases)
     _exact_index(emb, rel_texts, work / "relation_index")
@@ -276,7 +275,7 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
         "kg": {"source": str(report.path), "format": report.format, "content_hash": kg_hash,
                **store.stats(), "skipped_lines": report.skipped_lines},
         "embedder": {"spec": spec, "name": emb.name, "dim": emb.dim},
-        "entity_index": {"kind": index.kind, "params": {k: v for k, v in getattr(index, "params", params).items()
+        "entity_index": {"kind": index.kind, "params": {k: v for k, v in index.params.items()
                                                         if k not in ("uri", "vectors_file")}},
         "relation_index": {"kind": "exact", "texts": len(rel_texts), "aliases": sum(map(len, aliases.values()))},
         "timings": timings,

@@ -116,6 +116,10 @@ class GroundedPatterns:
         self.on_report = on_report
         self.last_report: GroundingReport | None = None
 
+    def pattern(self, text: str) -> PatternResult:
+        """The :class:`~simgrag.retrievers.base.PatternStage` method: :meth:`generate`."""
+        return self.generate(text)
+
     def generate(self, question: str) -> PatternResult:
         """The chosen pattern for ``question`` (raises :class:`PatternError` only when the LLM produced
         no usable pattern at all)."""

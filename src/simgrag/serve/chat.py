@@ -23,7 +23,6 @@ import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, params
@@ -32,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from simgrag.errors import SimGRAGError
 from simgrag.pipeline import SimGRAG
+from simgrag.retrievers.base import AdjustableRetriever
 from simgrag.serve.evidence_text import reply_text
 from simgrag.serve.schemas import MAX_TEXT_CHARS, ErrorResponse
 
@@ -141,11 +141,11 @@ def chat_router(require_engine: Callable[[], SimGRAG], run_llm: RunLLM, error_re
         verify = body.model == "simgrag-verify"
         try:
             engine = require_engine()
-            settings = replace(engine.retrieval, k=body.k, deadline_s=timeout_s)
+            k = body.k if isinstance(engine.retriever, AdjustableRetriever) else None
 
             def work() -> dict[str, Any]:
                 run = engine.verify if verify else engine.ask
-                return run(text, settings=settings).to_dict()
+                return run(text, k=k, deadline_s=timeout_s).to_dict()
 
             result = await run_llm(work)
         except SimGRAGError as exc:

@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from simgrag.errors import SimGRAGError
 from simgrag.pipeline import SimGRAG
+from simgrag.retrievers.base import AdjustableRetriever
 from simgrag.serve.evidence_text import evidence_block, reply_text
 from simgrag.serve.schemas import MAX_TEXT_CHARS
 
@@ -99,7 +100,7 @@ def create_mcp_server(engine: EngineSource, *, name: str = "simgrag") -> MCPServ
     @server.tool(description="Answer a question from the knowledge graph, with the KG triples it rests on.")
     async def ask(question: Question, k: K = 3) -> CallToolResult:
         def answer(engine: SimGRAG) -> dict[str, Any]:
-            return dict(engine.ask(question, settings=_with_k(engine, k)).to_dict())
+            return dict(engine.ask(question, k=_per_call_k(engine, k)).to_dict())
 
         result = await run(answer, llm=True)
         return _result(reply_text(result), result)
@@ -108,7 +109,7 @@ def create_mcp_server(engine: EngineSource, *, name: str = "simgrag") -> MCPServ
                              "evidence, with the KG triples it rests on.")
     async def verify(claim: Claim, k: K = 3) -> CallToolResult:
         def check(engine: SimGRAG) -> dict[str, Any]:
-            return dict(engine.verify(claim, settings=_with_k(engine, k)).to_dict())
+            return dict(engine.verify(claim, k=_per_call_k(engine, k)).to_dict())
 
         result = await run(check, llm=True)
         return _result(reply_text(result, verify=True), result)
@@ -129,6 +130,11 @@ def create_mcp_server(engine: EngineSource, *, name: str = "simgrag") -> MCPServ
         return _result(json.dumps(stats, ensure_ascii=False, indent=1), stats)
 
     return server
+
+
+def _per_call_k(engine: SimGRAG, k: int) -> int | None:
+    """``k`` for retrievers that can change it per call (SimGRAG's), else their own."""
+    return k if isinstance(engine.retriever, AdjustableRetriever) else None
 
 
 def _with_k(engine: SimGRAG, k: int) -> Any:
