@@ -6,7 +6,7 @@ entity for noisy mentions of MetaQA entity names, by L2 distance between unit ve
 vector index does).
 
 - targets: ``--n`` MetaQA entity names (seeded sample; each has a word of 4+ letters to mis-type);
-- mentions, two conditions made by :mod:`simgrag.kg.synthetic_dbpedia.paraphrase`:
+- mentions, two conditions made by :mod:`simgrag.eval.synthetic_dbpedia.paraphrase`:
   ``typo`` (one keyboard slip) and ``mixed`` (1–2 edits: typo, word order, abbreviation, case);
 - corpus: the targets plus ``--distractors`` other MetaQA entity names (default: all of them).
 
@@ -33,7 +33,7 @@ import numpy as np
 
 from simgrag.config import cache_dir, metaqa_dir
 from simgrag.embed import Embedder, resolve_embedder
-from simgrag.kg.synthetic_dbpedia.paraphrase import paraphrase_name, typo
+from simgrag.eval.synthetic_dbpedia.paraphrase import paraphrase_name, typo
 
 
 def _entities(metaqa: Path) -> list[str]:

@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from simgrag.eval.synthetic_dbpedia import PlantedQuery, SyntheticKG
 from simgrag.index import load_index
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.index.faiss_ivfpq import FaissIVFPQIndex
-from simgrag.kg.synthetic_dbpedia import PlantedQuery, SyntheticKG
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern
 

@@ -147,7 +147,7 @@ def test_bench_qa(toy_index: Path, chat: ChatServer, tmp_path: Path) -> None:
         {"question": "something unknown", "answers": ["x"]},
     ]) + "\n", encoding="utf-8")
     out = tmp_path / "qa.jsonl"
-    result = run("bench", "qa", "--index", str(toy_index), "--questions", str(questions), "--out", str(out),
+    result = run("bench", "qa", "--index", str(toy_index), "--questions", str(questions), "-o", str(out),
                  *llm_args(chat), "--llm-cache", "none")
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -174,7 +174,7 @@ def _tiny_metaqa(root: Path) -> Path:
 def test_bench_claims(toy_index: Path, chat: ChatServer, tmp_path: Path) -> None:
     metaqa = _tiny_metaqa(tmp_path / "MetaQA")
     out = tmp_path / "claims.jsonl"
-    result = run("bench", "claims", "--metaqa-dir", str(metaqa), "--index", str(toy_index), "--out", str(out),
+    result = run("bench", "claims", "--metaqa-dir", str(metaqa), "--index", str(toy_index), "-o", str(out),
                  "--n", "10", *llm_args(chat), "--llm-cache", "none")
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]

@@ -122,7 +122,7 @@ def test_registry_resolves_specs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(openai, OpenAICompatEmbedder) and openai.base_url == "http://127.0.0.1:8080/v1"
     hashed = resolve_embedder("hash:16")
     assert hashed.dim == 16 and resolve_embedder(hashed) is hashed
-    assert {e.prefix for e in list_embedders()} >= {"minilm", "sentence-transformers", "ollama", "openai"}
+    assert {e.name for e in list_embedders()} >= {"minilm", "sentence-transformers", "ollama", "openai"}
 
 
 def test_registry_unknown_name_lists_valid_ones() -> None:

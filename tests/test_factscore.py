@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,8 +13,10 @@ from typer.testing import CliRunner
 
 from simgrag import cli
 from simgrag.answer.open import OPEN_GROUNDED_SYSTEM, OPEN_KNOWLEDGE_SYSTEM
+from simgrag.answer.reader import read_context, reader_messages
+from simgrag.answer.verify import Verdict
+from simgrag.cli import _common
 from simgrag.cli import bench as cli_bench
-from simgrag.cli import qa as cli_qa
 from simgrag.errors import PatternError
 from simgrag.eval import runner
 from simgrag.eval.factscore import (
@@ -31,14 +32,9 @@ from simgrag.eval.runner import QAItem
 from simgrag.index.directory import IndexDir, build_index_dir
 from simgrag.kg.store import Triple
 from simgrag.llm.base import ChatMessage
-from simgrag.pipeline import SimGRAG
+from simgrag.pipeline import SimGRAG, VerifyResult
 from simgrag.retrievers.base import RetrievedContext
-from simgrag.retrievers.none import NoRetriever
-from simgrag.retrievers.reader import read_context, reader_messages
-from simgrag.retrievers.simgrag_adapter import SimGRAGRetriever
-from simgrag.testing.embedders import HashEmbedder
-from simgrag.testing.llm import FakeLLM
-from simgrag.testing.toy import write_toy_kg
+from simgrag.testing import FakeLLM, HashEmbedder, write_toy_kg
 
 TITANIC = Triple("Titanic", "directed_by", "James Cameron")
 
@@ -83,8 +79,9 @@ def test_split_claims_prompts_with_shots_and_question() -> None:
 
 
 # ---------------------------------------------------------------- checking and scores
-def _verdict(label: str) -> Any:
-    return SimpleNamespace(label=label, reason="read", text=f"verdict: {label}")
+def _verdict(label: str, claim: str = "c") -> VerifyResult:
+    verdict = Verdict(label, f"verdict: {label}", None, False, "read")  # type: ignore[arg-type]
+    return VerifyResult(claim, RetrievedContext("kaping", claim, (TITANIC,)), verdict)
 
 
 def test_check_claims_records_errors_and_memoizes() -> None:
@@ -186,8 +183,8 @@ def toy_index(tmp_path_factory: pytest.TempPathFactory) -> IndexDir:
 def test_bench_writes_rows_table_and_summary(toy_index: IndexDir, tmp_path: Path) -> None:
     llm = FakeLLM(_script)
     engine = SimGRAG(toy_index, llm=llm)
-    retrievers = {"simgrag": SimGRAGRetriever(engine), "none": NoRetriever()}
-    summary = run_factscore_bench(retrievers, llm, engine.verify, ITEMS, tmp_path, progress=False)
+    engines = {"simgrag": engine, "none": engine.variant(retriever="none")}
+    summary = run_factscore_bench(engines, llm, engine.verify, ITEMS, tmp_path, progress=False)
 
     sg, none = summary["simgrag"]["overall"], summary["none"]["overall"]
     assert (sg["factscore"], sg["scored"], sg["no_claims"], sg["claims"], sg["supported"]) == (1.0, 2, 1, 3, 3)
@@ -220,14 +217,14 @@ def test_bench_writes_rows_table_and_summary(toy_index: IndexDir, tmp_path: Path
     assert len(verify_calls) == 5  # six claims; "Kate Winslet starred in Titanic." is checked once (memo)
     before, calls = (tmp_path / "summary.json").read_text(), len(llm.calls)
     again = FakeLLM([])  # resumed: every row is kept, no LLM call
-    run_factscore_bench(retrievers, again, engine.verify, ITEMS, tmp_path, progress=False)
+    run_factscore_bench(engines, again, engine.verify, ITEMS, tmp_path, progress=False)
     assert (tmp_path / "summary.json").read_text() == before and not again.calls and len(llm.calls) == calls
 
 
 def test_cli_ask_open_and_bench_factscore(toy_index: IndexDir, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     llm = FakeLLM(_script)
-    monkeypatch.setattr(cli_qa, "_engine", lambda *a, **k: SimGRAG(toy_index, llm=llm))
+    monkeypatch.setattr(_common, "llm_for", lambda choice: llm)
     result = CliRunner().invoke(cli.app, ["ask", str(toy_index.path), "who directed Titanic", "--open"])
     assert result.exit_code == 0, result.output
     assert "Answer: Titanic was directed by James Cameron. It starred Kate Winslet." in result.output
@@ -236,7 +233,7 @@ def test_cli_ask_open_and_bench_factscore(toy_index: IndexDir, tmp_path: Path,
     monkeypatch.setattr(cli_bench, "_bench_engine", lambda *a, **k: SimGRAG(toy_index, llm=llm))
     monkeypatch.setattr(runner, "metaqa_items", lambda *a, **k: ITEMS[:2])
     out = tmp_path / "fs"
-    result = CliRunner().invoke(cli.app, ["bench", "factscore", "--metaqa-dir", str(tmp_path), "--out", str(out),
+    result = CliRunner().invoke(cli.app, ["bench", "factscore", "--metaqa-dir", str(tmp_path), "-o", str(out),
                                           "--retriever", "simgrag,none", "--max-claims", "1"])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == ["factscore.md", "none.jsonl", "simgrag.jsonl", "summary.json"]

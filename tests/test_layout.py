@@ -1,4 +1,6 @@
-"""The package layout keeps the data flow: a stage imports only from stages to its left."""
+"""The package layout keeps the data flow: a stage imports only from stages to its left, and every
+top-level module or package of ``simgrag`` has its place in that order (``testing`` last: the fakes may
+use anything, nothing in the library may use them)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,10 @@ from pathlib import Path
 import simgrag
 
 SRC = Path(simgrag.__file__).parent
-# kg ← embed ← index ← pattern ← match ← answer ← pipeline ← eval | serve | cli
-ORDER = ["errors", "config", "kg", "embed", "index", "llm", "pattern", "match", "answer", "pipeline",
-         "retrievers", "eval", "perturb", "serve", "cli"]
-FREE = {"errors", "config", "testing", "__init__"}
+# utilities ← kg ← embed ← index ← llm ← pattern ← match ← retrievers ← answer ← pipeline ← eval ← perturb ← serve ← cli
+ORDER = ["errors", "config", "_lazy", "fileio", "progress", "registry", "kg", "embed", "index", "llm", "pattern",
+         "match", "retrievers", "answer", "pipeline", "eval", "perturb", "serve", "cli", "testing"]
+PACKAGE_ROOT = {"__init__", "py.typed", "data"}
 
 
 def _stage(module_path: Path) -> str:
@@ -30,16 +32,28 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
+def test_every_top_level_module_has_a_stage() -> None:
+    names = {p.name.removesuffix(".py") for p in SRC.iterdir() if not p.name.startswith((".", "__pycache__"))}
+    assert names - PACKAGE_ROOT == set(ORDER), "add new top-level modules to ORDER (and to the README layout)"
+
+
 def test_stages_only_import_from_their_left() -> None:
     bad = []
     for path in SRC.rglob("*.py"):
         stage = _stage(path)
-        if stage in FREE or stage not in ORDER:
+        if stage == "__init__":
             continue
-        for dep in _imports(path) - FREE - {stage}:
-            if dep in ORDER and ORDER.index(dep) > ORDER.index(stage):
+        for dep in _imports(path) - {stage}:
+            if ORDER.index(dep) > ORDER.index(stage):
                 bad.append(f"{path.relative_to(SRC)} imports simgrag.{dep}")
     assert not bad, "imports against the data flow:\n" + "\n".join(bad)
+
+
+def test_layout_check_covers_testing() -> None:
+    testing = [p for p in SRC.rglob("*.py") if _stage(p) == "testing"]
+    assert testing and all(_stage(p) in ORDER for p in testing)
+    users = [p for p in SRC.rglob("*.py") if _stage(p) != "testing" and "testing" in _imports(p)]
+    assert not users, f"library modules import simgrag.testing: {users}"
 
 
 def test_public_all_resolves() -> None:

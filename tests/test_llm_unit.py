@@ -199,7 +199,8 @@ def test_resolve_llm_builds_each_backend(tmp_path: Path, monkeypatch: pytest.Mon
     assert isinstance(oa, OpenAICompatLLM) and oa.name == "openai:gpt-4o-mini"
     ol = resolve_llm("ollama:llama3.1:8b", base_url="http://h:1", cache=False)
     assert isinstance(ol, OllamaLLM) and ol.model == "llama3.1:8b" and ol.base_url == "http://h:1"
-    cached = resolve_llm("ollama:llama3.1:8b")
+    assert isinstance(resolve_llm("ollama:llama3.1:8b"), OllamaLLM)  # no call cache unless asked for
+    cached = resolve_llm("ollama:llama3.1:8b", cache=True)
     assert isinstance(cached, CachedLLM) and cached.path.parent == tmp_path
     assert isinstance(resolve_llm("ollama:x", cache=tmp_path / "own.db"), CachedLLM)
 

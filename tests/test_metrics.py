@@ -16,11 +16,9 @@ from simgrag.eval.runner import QAItem
 from simgrag.index.directory import IndexDir, build_index_dir
 from simgrag.kg.store import Triple
 from simgrag.llm.base import ChatMessage
-from simgrag.retrievers.base import RetrievedContext
-from simgrag.retrievers.registry import resolve_retriever
-from simgrag.testing.embedders import HashEmbedder
-from simgrag.testing.llm import FakeLLM
-from simgrag.testing.toy import write_toy_kg
+from simgrag.pipeline import SimGRAG
+from simgrag.retrievers.base import RetrievedContext, Retriever
+from simgrag.testing import FakeLLM, HashEmbedder, write_toy_kg
 
 
 def test_normalize_answer() -> None:
@@ -121,12 +119,15 @@ class FailsOnAvatar:
         return RetrievedContext(self.name, question, (Triple("Titanic", "directed_by", "James Cameron"),))
 
 
+def _engines(index: IndexDir, llm: FakeLLM, specs: dict[str, str | Retriever]) -> dict[str, SimGRAG]:
+    return {name: SimGRAG(index, llm=llm, retriever=spec) for name, spec in specs.items()}
+
+
 def test_run_retriever_comparison_writes_everything(toy_index: IndexDir, tmp_path: Path) -> None:
-    retrievers = {"kaping": resolve_retriever("kaping", index=toy_index),
-                  "pcst": resolve_retriever("pcst", index=toy_index),
-                  "none": resolve_retriever("none"), "flaky": FailsOnAvatar()}
+    retrievers: dict[str, str | Retriever] = {"kaping": "kaping", "pcst": "pcst", "none": "none",
+                                              "flaky": FailsOnAvatar()}
     llm = FakeLLM(_reply)
-    summary = run_retriever_comparison(retrievers, llm, ITEMS, tmp_path, progress=False)
+    summary = run_retriever_comparison(_engines(toy_index, llm, retrievers), ITEMS, tmp_path, progress=False)
     for name in retrievers:
         rows = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
         assert [r["question"] for r in rows] == [i.question for i in ITEMS]
@@ -150,15 +151,14 @@ def test_run_retriever_comparison_writes_everything(toy_index: IndexDir, tmp_pat
 
 
 def test_run_retriever_comparison_resumes(toy_index: IndexDir, tmp_path: Path) -> None:
-    kaping = resolve_retriever("kaping", index=toy_index)
+    specs: dict[str, str | Retriever] = {"kaping": "kaping", "flaky": FailsOnAvatar()}
     first = FakeLLM(_reply)
-    run_retriever_comparison({"kaping": kaping, "flaky": FailsOnAvatar()}, first, ITEMS[:2], tmp_path,
-                             progress=False, plots=False)
+    run_retriever_comparison(_engines(toy_index, first, specs), ITEMS[:2], tmp_path, progress=False, plots=False)
     with (tmp_path / "kaping.jsonl").open("a") as sink:
         sink.write('{"question": "cut off mid-wr')  # an interrupted write: skipped, not fatal
     again = FakeLLM(_reply)
-    summary = run_retriever_comparison({"kaping": kaping, "flaky": FailsOnAvatar()}, again, ITEMS, tmp_path,
-                                       progress=False, plots=False)
+    summary = run_retriever_comparison(_engines(toy_index, again, specs), ITEMS, tmp_path, progress=False,
+                                       plots=False)
     # kaping: only the third question is new; flaky: its error row on Avatar is retried, plus the third
     asked = [c.messages[-1].content.split("Question")[-1] for c in again.calls]
     assert len(asked) == 1 + 1 and all("Reitman" in q for q in asked)
@@ -166,7 +166,8 @@ def test_run_retriever_comparison_resumes(toy_index: IndexDir, tmp_path: Path) -
     assert [r["question"] for r in rows] == [i.question for i in ITEMS]
     assert summary["kaping"]["overall"]["questions"] == 3 and summary["flaky"]["overall"]["errors"] == 1
     fresh = FakeLLM(_reply)
-    run_retriever_comparison({"kaping": kaping}, fresh, ITEMS, tmp_path, progress=False, plots=False, resume=False)
+    run_retriever_comparison(_engines(toy_index, fresh, {"kaping": "kaping"}), ITEMS, tmp_path, progress=False,
+                             plots=False, resume=False)
     assert len(fresh.calls) == 3
 
 

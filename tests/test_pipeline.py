@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 from simgrag.cli import app
 from simgrag.errors import ConfigError, PatternError
 from simgrag.index.directory import build_index_dir
+from simgrag.match.retrieve import RetrievalSettings
 from simgrag.pipeline import SimGRAG
-from simgrag.testing.embedders import HashEmbedder
-from simgrag.testing.llm import FakeLLM
-from simgrag.testing.toy import write_toy_kg
+from simgrag.retrievers.kaping import KapingRetriever
+from simgrag.testing import FakeLLM, HashEmbedder, write_toy_kg
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ PATTERN = json.dumps({"triples": [["Titanic", "directed by", "UNKNOWN director 1
 
 def test_ask_answers_from_evidence(toy_dir: Path) -> None:
     llm = FakeLLM([PATTERN, "answer: James Cameron"])
-    engine = SimGRAG(toy_dir, llm=llm)
+    engine = SimGRAG(toy_dir, llm=llm, answer_mode="llm")
     result = engine.ask("who directed Titanic?")
     assert result.answer.short_answer == "James Cameron"
     assert result.answer.entities == ("James Cameron",)
@@ -42,7 +42,7 @@ def test_ask_answers_from_evidence(toy_dir: Path) -> None:
 
 
 def test_ask_repairs_bad_pattern_once_then_fails_typed(toy_dir: Path) -> None:
-    ok = SimGRAG(toy_dir, llm=FakeLLM(["here you go: nonsense", PATTERN, "answer: James Cameron"]))
+    ok = SimGRAG(toy_dir, llm=FakeLLM(["here you go: nonsense", PATTERN, "answer: James Cameron"]), answer_mode="llm")
     assert ok.ask("who directed Titanic?").pattern.attempts == 2
     bad = SimGRAG(toy_dir, llm=FakeLLM(["nonsense", "still nonsense"]))
     with pytest.raises(PatternError) as info:
@@ -94,3 +94,58 @@ def test_auto_answer_mode_skips_llm_on_exact_match_only(toy_dir: Path) -> None:
     assert len(fuzzy.calls) == 2  # not exact: the LLM answers
     with pytest.raises(ConfigError, match="answer_mode"):
         SimGRAG(toy_dir, llm=llm, answer_mode="guess")
+
+
+def test_one_answer_path_for_every_retriever(toy_dir: Path) -> None:
+    """A name, a class or an instance: retrieve → the one answerer → the same result type."""
+    for spec in ("kaping", KapingRetriever):
+        llm = FakeLLM(lambda messages: "ans: James Cameron")
+        result = SimGRAG(toy_dir, llm=llm, retriever=spec).ask("who directed Titanic?")
+        assert result.retriever == "kaping" and result.answer.entities == ("James Cameron",)
+        assert result.pattern is None and result.evidence is None and result.answer.style == "kaping"
+        assert {"link_s", "rank_s", "retrieve_s", "answer_s", "total_s"} <= set(result.timings)
+        assert result.to_dict()["context"]["topic"]["names"] == ["Titanic"]
+    engine = SimGRAG(toy_dir, llm=FakeLLM(lambda messages: "ans: James Cameron"))
+    instance = KapingRetriever(engine.index, k=2)
+    built = SimGRAG(engine.index, llm=FakeLLM(lambda m: "ans: James Cameron"), retriever=instance)
+    result = built.ask("who directed Titanic?")
+    assert len(result.context.triples) == 2
+
+
+def test_options_another_retriever_cannot_use_are_refused(toy_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="The 'kaping' retriever takes no option 'examples'"):
+        SimGRAG(toy_dir, retriever="kaping", examples="my.yaml")
+    with pytest.raises(ConfigError, match="takes no option 'retrieval'"):
+        SimGRAG(toy_dir, retriever="paths", retrieval=RetrievalSettings(k=5))
+    engine = SimGRAG(toy_dir, llm=FakeLLM(lambda m: "ans: x"), retriever="kaping")
+    with pytest.raises(ConfigError, match="cannot change per call"):
+        engine.ask("who directed Titanic?", k=2)
+    with pytest.raises(ConfigError, match="abstain_gsd"):
+        SimGRAG(toy_dir, llm=FakeLLM(lambda m: "ans: x"), retriever="kaping", abstain_gsd=0.1).ask("q")
+
+
+def test_per_call_k_and_variants_share_the_llm(toy_dir: Path) -> None:
+    pattern = json.dumps({"triples": [["UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"]]})
+    llm = FakeLLM([pattern, pattern])
+    engine = SimGRAG(toy_dir, llm=llm)
+    assert len(engine.ask("which movies did Leonardo DiCaprio star in", k=1).evidence.evidence) == 1  # type: ignore[union-attr]
+    assert len(engine.ask("which movies did Leonardo DiCaprio star in").evidence.evidence) == 3  # type: ignore[union-attr]
+    other = engine.variant(retriever="kaping")
+    assert other.llm is engine.llm and other.index is engine.index and other.retriever.name == "kaping"
+
+
+def test_verify_with_another_retriever_uses_the_same_prompt(toy_dir: Path) -> None:
+    llm = FakeLLM(["verdict: Supported"])
+    result = SimGRAG(toy_dir, llm=llm, retriever="kaping").verify("Titanic was directed by James Cameron")
+    assert result.verdict.label == "Supported" and result.retriever == "kaping" and result.evidence is None
+    assert "(Titanic, directed_by, James Cameron)" in llm.calls[0].prompt
+
+
+def test_examples_come_from_the_index(tmp_path: Path) -> None:
+    kb = tmp_path / "people.txt"
+    kb.write_text("Ada|born_in|London\nAlan|born_in|London\n", encoding="utf-8")
+    build_index_dir(kb, tmp_path / "people.idx", embedder=HashEmbedder(dim=32))
+    engine = SimGRAG(tmp_path / "people.idx", llm=FakeLLM([]))
+    with pytest.raises(ConfigError, match="No few-shot examples for this KG") as info:
+        engine.ask("where was Ada born?")
+    assert "born_in" in str(info.value) and "--examples" in str(info.value)

@@ -67,7 +67,7 @@ def test_bench_summarize_combines_split_runs(engine: SimGRAG, tmp_path: Path) ->
     (tmp_path / "a.jsonl").write_text("".join(lines[:2]))
     (tmp_path / "b.jsonl").write_text("".join(lines[2:]))
     result = CliRunner().invoke(app, ["bench", "summarize", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
-                                      "--out", str(tmp_path / "both.jsonl")])
+                                      "-o", str(tmp_path / "both.jsonl")])
     assert result.exit_code == 0, result.output
     combined = json.loads((tmp_path / "both.summary.json").read_text())
     assert combined["overall"]["questions"] == whole["overall"]["questions"]

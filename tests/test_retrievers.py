@@ -11,21 +11,29 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from simgrag.answer.reader import approx_tokens, parse_answers, path_chain, read_context, reader_messages
 from simgrag.errors import ConfigError, PatternError
 from simgrag.index.directory import IndexDir, build_index_dir
 from simgrag.kg.store import KGStore, Triple
-from simgrag.pipeline import SimGRAG
+from simgrag.match.retrieve import RetrievalSettings
+from simgrag.pattern.generate import PatternResult
+from simgrag.pattern.validate import validate_triples
+from simgrag.registry import Entry
 from simgrag.retrievers import registry
 from simgrag.retrievers._graph import k_hop
-from simgrag.retrievers.base import RetrievedContext, Retriever
+from simgrag.retrievers.base import (
+    AdjustableRetriever,
+    ClaimRetriever,
+    PatternRetriever,
+    PatternStage,
+    RetrievedContext,
+    Retriever,
+)
 from simgrag.retrievers.paths import PathRetriever
 from simgrag.retrievers.pcst import PCSTRetriever, build_problem, pcst_solver, rank_prizes, solve
-from simgrag.retrievers.reader import approx_tokens, parse_answers, path_chain, read_context, reader_messages
 from simgrag.retrievers.registry import list_retrievers, resolve_retriever
-from simgrag.retrievers.simgrag_adapter import SimGRAGRetriever
-from simgrag.testing.embedders import HashEmbedder
-from simgrag.testing.llm import FakeLLM
-from simgrag.testing.toy import write_toy_kg
+from simgrag.retrievers.simgrag import LLMPatternStage, SimGRAGRetriever
+from simgrag.testing import FakeLLM, HashEmbedder, write_toy_kg
 
 TITANIC = Triple("Titanic", "directed_by", "James Cameron")
 PATTERN = json.dumps({"triples": [["Titanic", "directed by", "UNKNOWN director 1"]]})
@@ -174,22 +182,64 @@ def test_paths_respect_the_length_limit(toy_index: IndexDir) -> None:
     assert context.paths[0] == (TITANIC,)
 
 
-# ---------------------------------------------------------------- SimGRAG adapter
-def test_simgrag_adapter_uses_pattern_and_bindings(toy_index: IndexDir) -> None:
-    engine = SimGRAG(toy_index, llm=FakeLLM([PATTERN]))
-    context = SimGRAGRetriever(engine).retrieve("who directed Titanic?", topic_entities=["Titanic"])
+# ---------------------------------------------------------------- SimGRAG as a retriever
+def test_simgrag_retriever_carries_pattern_and_subgraphs(toy_index: IndexDir) -> None:
+    retriever = SimGRAGRetriever(toy_index, FakeLLM([PATTERN]))
+    assert isinstance(retriever, (Retriever, ClaimRetriever, AdjustableRetriever, PatternRetriever))
+    context = retriever.retrieve("who directed Titanic?", topic_entities=["Titanic"])
     assert context.triples[0] == TITANIC
     assert context.answer_candidates[0] == "James Cameron"
-    assert context.info["pattern"] == [["Titanic", "directed by", "UNKNOWN director 1"]]
-    assert context.info["asked_node"] == "UNKNOWN director 1"
+    assert context.pattern is not None and context.pattern.pattern.triples() == [
+        ("Titanic", "directed by", "UNKNOWN director 1")]
+    assert context.subgraphs is not None and context.subgraphs.evidence[0].binding("UNKNOWN director 1")
+    assert context.info["asked_node"] == "UNKNOWN director 1" and context.info["topic_entities_given"] == ["Titanic"]
     assert context.scores[0] == pytest.approx(-context.info["gsd"][0])
-    assert "pattern_s" in context.timings
+    assert {"pattern_s", "embed_s", "vector_s", "graph_s", "total_s"} <= set(context.timings)
+    body = context.to_dict()
+    assert body["pattern"] == [["Titanic", "directed by", "UNKNOWN director 1"]] and body["subgraphs"]["matches"]
 
 
-def test_simgrag_adapter_raises_pattern_errors(toy_index: IndexDir) -> None:
-    engine = SimGRAG(toy_index, llm=FakeLLM(["nonsense", "still nonsense"]))
+def test_simgrag_retriever_repairs_echoed_roles_with_the_kg(toy_index: IndexDir) -> None:
+    """The KG role repair runs inside the retriever, so every path (ask, bench, serve) gets it."""
+    echoed = json.dumps({"triples": [["Leonardo DiCaprio", "starred actors", "UNKNOWN actor 1"],
+                                     ["UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"],
+                                     ["UNKNOWN movie 1", "directed by", "UNKNOWN director 1"]]})
+    context = SimGRAGRetriever(toy_index, FakeLLM([echoed])).retrieve("who directed movies Leonardo DiCaprio acted in")
+    assert context.pattern is not None and context.pattern.kg_repairs
+    assert ("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio") in context.pattern.pattern.triples()
+    assert set(context.answer_candidates) == {"Christopher Nolan", "James Cameron"}
+    plain = SimGRAGRetriever(toy_index, FakeLLM([echoed]), repair_roles=False, ground_patterns=False).retrieve("q")
+    assert plain.pattern is not None and not plain.pattern.kg_repairs
+
+
+class FixedStage:
+    """A pattern stage that needs no LLM: the same pattern for every text."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def pattern(self, text: str) -> PatternResult:
+        self.texts.append(text)
+        pattern = validate_triples([["Titanic", "directed by", "UNKNOWN director 1"]])
+        return PatternResult(pattern, "", 1, 0, 0, 0.0, False)
+
+
+def test_simgrag_pattern_stage_can_be_swapped(toy_index: IndexDir) -> None:
+    questions, claims = FixedStage(), FixedStage()
+    retriever = SimGRAGRetriever(toy_index, patterns=questions, claim_patterns=claims)
+    assert isinstance(retriever.patterns, PatternStage) and not isinstance(retriever.patterns, LLMPatternStage)
+    assert retriever.retrieve("anything").answer_candidates[0] == "James Cameron"
+    retriever.retrieve_claim("a claim")
+    assert questions.texts == ["anything"] and claims.texts == ["a claim"]
+    narrower = retriever.adjusted(k=1, deadline_s=5.0)
+    assert narrower.settings == RetrievalSettings(k=1, deadline_s=5.0) and narrower.patterns is retriever.patterns
+    with pytest.raises(ConfigError, match="no setting 'bogus'"):
+        retriever.adjusted(bogus=1)
+
+
+def test_simgrag_retriever_raises_pattern_errors(toy_index: IndexDir) -> None:
     with pytest.raises(PatternError):
-        resolve_retriever("simgrag", engine=engine).retrieve("who directed Titanic?")
+        resolve_retriever("simgrag", index=toy_index, llm=FakeLLM(["nonsense", "still nonsense"])).retrieve("q?")
 
 
 # ---------------------------------------------------------------- registry
@@ -198,13 +248,15 @@ def test_registry_lists_and_rejects(toy_index: IndexDir, monkeypatch: pytest.Mon
     assert names == ["simgrag", "kaping", "pcst", "triplets", "paths", "none", "subgraphrag", "gsr"]
     with pytest.raises(ConfigError, match="Unknown retriever"):
         resolve_retriever("bm25", index=toy_index)
-    with pytest.raises(ConfigError, match="needs engine"):
+    with pytest.raises(ConfigError, match="needs an LLM"):
         resolve_retriever("simgrag", index=toy_index)
     with pytest.raises(ConfigError, match="needs index"):
         resolve_retriever("kaping")
-    with pytest.raises(ConfigError, match="Bad options"):
+    with pytest.raises(ConfigError, match="The 'kaping' retriever takes no option 'bogus' \\(its options: k, hops"):
         resolve_retriever("kaping", index=toy_index, bogus=1)
-    monkeypatch.setitem(registry._LAZY, "gsr", ("simgrag.retrievers._no_such_module", "GSRRetriever"))
+    missing = Entry("gsr", "simgrag.retrievers._no_such_module:GSRRetriever", "gsr", "x",
+                    requires=("simgrag_no_such_dependency",))
+    monkeypatch.setitem(registry.RETRIEVERS._entries, "gsr", missing)
     with pytest.raises(ConfigError, match="not available"):
         resolve_retriever("gsr", index=toy_index)
 
@@ -223,12 +275,14 @@ def test_registry_builds_lazy_modules(toy_index: IndexDir, monkeypatch: pytest.M
 
     fake.GSRRetriever = FakeGSR  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "simgrag_fake_gsr", fake)
-    monkeypatch.setitem(registry._LAZY, "gsr", ("simgrag_fake_gsr", "GSRRetriever"))
+    monkeypatch.setitem(registry.RETRIEVERS._entries, "gsr", Entry("gsr", "simgrag_fake_gsr:GSRRetriever", "gsr", "x"))
     built = resolve_retriever("gsr", index=toy_index, beam=4)
     assert isinstance(built, FakeGSR) and built.beam == 4 and built.index is toy_index
-    assert resolve_retriever(built) is built
-    with pytest.raises(ConfigError, match="Bad options"):
+    assert resolve_retriever(built, index=toy_index) is built
+    with pytest.raises(ConfigError, match="takes no option 'bogus'"):
         resolve_retriever("gsr", index=toy_index, bogus=1)
+    with pytest.raises(ConfigError, match="already built"):
+        resolve_retriever(built, index=toy_index, beam=2)
 
 
 # ---------------------------------------------------------------- reader

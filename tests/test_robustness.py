@@ -266,17 +266,17 @@ def test_cli_bench_metaqa_perturb_and_abstain(toy: IndexDir, tmp_path: Path, mon
             "who directed [Titanic]\tJames Cameron\nwho directed [Juno]\tJason Reitman\n", encoding="utf-8")
         (metaqa / f"{hop}-hop" / "qa_test_qtype.txt").write_text("movie_to_director\nmovie_to_director\n")
     result = CliRunner().invoke(cli.app, ["bench", "metaqa", "--metaqa-dir", str(metaqa), "--hops", "1",
-                                          "--out", str(tmp_path / "rob"), "--retriever", "kaping",
+                                          "-o", str(tmp_path / "rob"), "--retriever", "kaping",
                                           "--perturb", "ed:0.5", "--perturb", "rs:0.2", "--seed", "2"])
     assert result.exit_code == 0, result.output
     assert "| ed | 0.5 | kaping | 2 |" in result.output
     assert {p.name for p in (tmp_path / "rob").iterdir()} >= {"original", "ed-0.5", "rs-0.2", "robustness.md",
                                                               "hits1_vs_level.png", "score_h_vs_level.png"}
     result = CliRunner().invoke(cli.app, ["bench", "abstain", "--metaqa-dir", str(metaqa), "--hops", "1",
-                                          "--sample", "5", "--retriever", "kaping", "--out", str(tmp_path / "ab")])
+                                          "--sample", "5", "--retriever", "kaping", "-o", str(tmp_path / "ab")])
     assert result.exit_code == 0, result.output
     assert "2 supporting triples removed" in result.output and (tmp_path / "ab" / "abstention.md").is_file()
-    bad = CliRunner().invoke(cli.app, ["bench", "metaqa", "--metaqa-dir", str(metaqa), "--out", str(tmp_path / "x"),
+    bad = CliRunner().invoke(cli.app, ["bench", "metaqa", "--metaqa-dir", str(metaqa), "-o", str(tmp_path / "x"),
                                        "--hops", "1", "--perturb", "zz:0.1"])
     assert bad.exit_code == 2 and "--perturb expects METHOD:LEVEL" in bad.output
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from simgrag.errors import VectorIndexError
+from simgrag.eval.synthetic_dbpedia import SyntheticKG, generate_dbpedia_like
 from simgrag.index import ExactIndex, load_index, make_index
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.index.faiss_ivfpq import FaissIVFPQIndex, auto_nlist, auto_pq_m
 from simgrag.kg.loader import load_kg
-from simgrag.kg.synthetic_dbpedia import SyntheticKG, generate_dbpedia_like
 from simgrag.testing.embedders import HashEmbedder
 
 
@@ -200,7 +200,7 @@ def _named(store: object) -> list[tuple[str, str, str]]:
 _KILLED_BUILD = textwrap.dedent("""
     import logging, sys, time
     from simgrag.index import directory
-    from simgrag.kg.synthetic_dbpedia import SyntheticKG
+    from simgrag.eval.synthetic_dbpedia import SyntheticKG
     from simgrag.testing.embedders import HashEmbedder
 
     class Slow(HashEmbedder):
@@ -256,8 +256,8 @@ def test_cli_index_params_and_ivfpq_build(tmp_path: Path) -> None:
                                                                           "x": 0.5}
     generate_dbpedia_like(tmp_path / "kg.tsv", entities=1500, seed=2, format="tsv")
     result = CliRunner().invoke(app, ["index", str(tmp_path / "kg.tsv"), "-o", str(tmp_path / "kg.idx"),
-                                      "--embedder", "hash:16", "--index", "faiss-ivfpq", "--index-param", "nlist=4",
-                                      "--index-param", "nprobe=2"])
+                                      "--embedder", "hash:16", "--index-kind", "faiss-ivfpq",
+                                      "--index-param", "nlist=4", "--index-param", "nprobe=2"])
     assert result.exit_code == 0, result.output
     params = json.loads((tmp_path / "kg.idx" / "manifest.json").read_text())["entity_index"]["params"]
     assert (params["nlist"], params["nprobe"]) == (4, 2)

@@ -76,4 +76,4 @@ def test_wordllama_from_its_wheel_finds_noisy_names() -> None:
 
 
 def test_registry_lists_static() -> None:
-    assert "static" in {e.prefix for e in list_embedders()}
+    assert "static" in {e.name for e in list_embedders()}

@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 
 from simgrag.cli import app
 from simgrag.errors import ConfigError
-from simgrag.kg import load_kg
-from simgrag.kg.synthetic_dbpedia import (
+from simgrag.eval.synthetic_dbpedia import (
     SyntheticKG,
     drop_qualifier,
     exact_matches,
@@ -23,6 +22,7 @@ from simgrag.kg.synthetic_dbpedia import (
     planted_triples_present,
     typo,
 )
+from simgrag.kg import load_kg
 
 N = 6000
 

@@ -50,6 +50,7 @@ try {
     })),
     patternNodes: window.simgrag.pattern ? window.simgrag.pattern.nodes().map((n) => n.data("label")) : [],
     timingRows: document.querySelectorAll("[data-testid=timings] tr").length,
+    iriLinks: [...document.querySelectorAll("#evidence a.iri")].map((a) => [a.textContent, a.getAttribute("href")]),
   })));
   seen.consoleErrors = consoleErrors;
   await page.screenshot({ path: screenshot, fullPage: true });

@@ -7,9 +7,7 @@ the command line. Names below are imported lazily, so ``import simgrag`` stays c
 
 from __future__ import annotations
 
-from typing import Any
-
-from simgrag._lazy import load_export
+from simgrag._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -37,9 +35,4 @@ _EXPORTS = {
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 
-def __getattr__(name: str) -> Any:
-    return load_export(__name__, _EXPORTS, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

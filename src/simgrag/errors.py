@@ -19,9 +19,21 @@ caller. Each message says what went wrong *and* how to fix it::
     ├── LLMError                    a language-model backend failed
     │   ├── LLMConnectionError      the server cannot be reached
     │   ├── LLMTimeoutError         the call took longer than its timeout
-    │   └── LLMResponseError        the server answered with an error or unusable content
+    │   ├── LLMResponseError        the server answered with an error or unusable content
+    │   │   └── HTTPStatusLLMError  … with an HTTP error status (``status_code``, ``detail``)
+    │   └── TransientLLMError       a failure worth retrying (5xx, 429, a dropped link); carries ``final``
     ├── ModelError                  a model file cannot be obtained or fails its checksum
-    └── DatasetError                a benchmark dataset is missing or malformed
+    ├── DatasetError                a benchmark dataset is missing or malformed
+    └── ServiceError                the HTTP service refused or gave up on a request
+        ├── NotReadyError           the index and models are still loading, or failed to load (503)
+        ├── AuthError               missing or wrong API key (401)
+        ├── RetrieverChoiceError    the request named a retriever the server does not offer (400)
+        ├── QueueFullError          too many requests already wait for the LLM (429)
+        ├── QueueTimeoutError       the deadline passed before the LLM was free (503)
+        └── DeadlineExceededError   the deadline passed while the LLM worked (504)
+
+``TransientLLMError`` never reaches a caller of a backend: the retry loop raises its ``final`` error
+once no retry is left.
 """
 
 from __future__ import annotations
@@ -29,11 +41,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "AuthError",
     "ConfigError",
     "CorruptStoreError",
     "DatasetError",
+    "DeadlineExceededError",
     "EmbedderError",
     "EmptyKGError",
+    "HTTPStatusLLMError",
     "IndexDirError",
     "KGError",
     "KGFormatError",
@@ -43,9 +58,15 @@ __all__ = [
     "LLMTimeoutError",
     "MatchError",
     "ModelError",
+    "NotReadyError",
     "PatternError",
     "PatternParseError",
+    "QueueFullError",
+    "QueueTimeoutError",
+    "RetrieverChoiceError",
+    "ServiceError",
     "SimGRAGError",
+    "TransientLLMError",
     "VectorIndexError",
 ]
 
@@ -135,9 +156,56 @@ class LLMResponseError(LLMError):
     """The LLM server answered with an error or with content that cannot be used."""
 
 
+class HTTPStatusLLMError(LLMResponseError):
+    """The server answered with an HTTP error status (kept in ``status_code``, its text in ``detail``)."""
+
+    def __init__(self, message: str, status_code: int, detail: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.detail = detail
+
+
+class TransientLLMError(LLMError):
+    """A failure worth retrying. ``final`` is the error to raise when no retry is left;
+    ``retry_after`` is the server's hint in seconds (``Retry-After``), if any."""
+
+    def __init__(self, final: LLMError, retry_after: float | None = None) -> None:
+        super().__init__(str(final))
+        self.final = final
+        self.retry_after = retry_after
+
+
 class ModelError(SimGRAGError):
     """A model file cannot be obtained, or it fails its checksum."""
 
 
 class DatasetError(SimGRAGError):
     """A benchmark dataset is missing or malformed."""
+
+
+class ServiceError(SimGRAGError):
+    """The HTTP service refused a request or gave up on it (each subclass has its own status code)."""
+
+
+class NotReadyError(ServiceError):
+    """The index and models are still loading (see /v1/health), or they failed to load."""
+
+
+class AuthError(ServiceError):
+    """The request carries no API key, or the wrong one (send it as X-API-Key or Authorization: Bearer)."""
+
+
+class RetrieverChoiceError(ServiceError):
+    """The request named a retriever this server does not offer (or cannot build)."""
+
+
+class QueueFullError(ServiceError):
+    """Too many requests are already waiting for the LLM."""
+
+
+class QueueTimeoutError(ServiceError):
+    """The request's deadline passed before the LLM was free."""
+
+
+class DeadlineExceededError(ServiceError):
+    """The request's deadline passed while the LLM worked on it."""

@@ -1,31 +1,48 @@
-"""The facade: one object that owns an index directory, an LLM and the settings of each stage.
+"""The facade: one object that owns an index directory, a retriever, an LLM and the answerer.
+
+``ask`` and ``verify`` always run *retrieve → answer → one result*, whatever the retriever: SimGRAG's
+own (pattern graph → top-k similar subgraphs, the default) or any other of the registry (KAPING,
+SubgraphRAG, …, :mod:`simgrag.retrievers.registry`), read by the one answerer
+(:mod:`simgrag.answer.answerer`).
 
 >>> engine = SimGRAG("movies.idx")                                   # doctest: +SKIP
 >>> engine.retrieve([["UNKNOWN director 1", "directed", "Inception"]]).evidence[0].triples()  # doctest: +SKIP
 >>> engine.ask("who directed Inception").answer                       # doctest: +SKIP
+>>> SimGRAG("movies.idx", retriever="kaping").ask("who directed Inception")   # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simgrag.answer.answerer import Answerer
 from simgrag.embed.base import Embedder
-from simgrag.errors import ConfigError, DatasetError
+from simgrag.errors import ConfigError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
+from simgrag.kg.sources import KGSource
+from simgrag.kg.store import KGStore
+from simgrag.llm.base import LLM, LoadsWeights
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern
+from simgrag.pattern.validate import validate_question
+from simgrag.retrievers.base import (
+    AdjustableRetriever,
+    ClaimRetriever,
+    PatternRetriever,
+    RetrievedContext,
+    Retriever,
+)
+from simgrag.retrievers.registry import RetrieverSpec, accepted_options, check_retriever_options, resolve_retriever
 
 if TYPE_CHECKING:
     from simgrag.answer.qa import Answer
     from simgrag.answer.verify import Verdict
-    from simgrag.llm.base import LLM
     from simgrag.pattern.examples import ExampleSet
-    from simgrag.pattern.generate import PatternGenerator, PatternResult
+    from simgrag.pattern.generate import PatternResult
 
 __all__ = [
     "AskResult",
@@ -33,100 +50,150 @@ __all__ = [
     "VerifyResult",
     "build_index",
     "builtin_aliases_path",
-    "metaqa_index",
     "sample_index",
     "sample_kg_path",
 ]
 
 
+def _pattern_fields(pattern: PatternResult | None) -> dict[str, Any]:
+    if pattern is None:
+        return {"pattern": [], "pattern_attempts": 0, "pattern_kg_repairs": []}
+    return {"pattern": [list(t) for t in pattern.pattern.triples()], "pattern_attempts": pattern.attempts,
+            "pattern_kg_repairs": list(pattern.kg_repairs)}
+
+
+class _Views:
+    """What both results show of their context."""
+
+    context: RetrievedContext
+    timings: dict[str, float]
+
+    @property
+    def retriever(self) -> str:
+        """The name of the retriever that found the context."""
+        return self.context.retriever
+
+    @property
+    def pattern(self) -> PatternResult | None:
+        """The pattern graph the retriever matched (``None`` for a retriever that writes none)."""
+        return self.context.pattern
+
+    @property
+    def evidence(self) -> Retrieval | None:
+        """The matched subgraphs (``None`` for a retriever that returns none)."""
+        return self.context.subgraphs
+
+    def _common(self) -> dict[str, Any]:
+        return {"retriever": self.retriever, **_pattern_fields(self.pattern), "timings": self.timings,
+                "context": self.context.to_dict(subgraphs=False)}
+
+
 @dataclass(frozen=True)
-class AskResult:
-    """A question's answer with the pattern the LLM wrote and per-stage timings (seconds)."""
+class AskResult(_Views):
+    """A question's answer, the context it was read from (with SimGRAG's pattern and subgraphs) and
+    per-stage timings (seconds)."""
 
     question: str
-    pattern: PatternResult
+    context: RetrievedContext
     answer: Answer
     timings: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": self.question, "pattern": [list(t) for t in self.pattern.pattern.triples()],
-                "pattern_attempts": self.pattern.attempts, "pattern_kg_repairs": list(self.pattern.kg_repairs),
-                "timings": self.timings,
-                **self.answer.to_dict()}
+        return {"question": self.question, **self._common(), **self.answer.to_dict()}
 
 
 @dataclass(frozen=True)
-class VerifyResult:
-    """A claim's verdict with the pattern and per-stage timings (seconds)."""
+class VerifyResult(_Views):
+    """A claim's verdict, the context it was checked against and per-stage timings (seconds)."""
 
     claim: str
-    pattern: PatternResult
+    context: RetrievedContext
     verdict: Verdict
     timings: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"claim": self.claim, "pattern": [list(t) for t in self.pattern.pattern.triples()],
-                "pattern_attempts": self.pattern.attempts, "pattern_kg_repairs": list(self.pattern.kg_repairs),
-                "timings": self.timings,
-                **self.verdict.to_dict()}
+        return {"claim": self.claim, **self._common(), **self.verdict.to_dict()}
 
 
-def build_index(kg_path: str | Path, out_dir: str | Path, **options: Any) -> IndexDir:
-    """Build an index directory (see :func:`simgrag.index.directory.build_index_dir`)."""
+def build_index(kg_path: str | Path | KGStore | KGSource, out_dir: str | Path, **options: Any) -> IndexDir:
+    """Build an index directory from a KG file, store or source (see
+    :func:`~simgrag.index.directory.build_index_dir`)."""
     return build_index_dir(kg_path, out_dir, **options)
 
 
-class SimGRAG:
-    """Retrieval over an index directory; with an LLM, also question answering and verification.
+def _timings(context: RetrievedContext, answer_s: float, total_s: float) -> dict[str, float]:
+    timings = {k: v for k, v in context.timings.items() if k != "total_s"}
+    timings["retrieve_s"] = context.timings.get("total_s", timings.get("retrieve_s", 0.0))
+    return {**timings, "answer_s": answer_s, "total_s": total_s}
 
-    ``index``: an index directory path or an opened :class:`IndexDir`. ``llm``: a spec such as
-    ``"llamacpp"``, ``"openai:gpt-4o-mini"``, ``"ollama:llama3.1:8b"``, an LLM instance, or ``None``
-    for retrieval only. ``retrieval``: default :class:`RetrievalSettings`. ``answer_mode``:
-    ``"llm"`` always asks the LLM to answer from the subgraphs (the paper); ``"auto"`` answers
-    directly from the subgraph bindings when the KG matches the pattern exactly (GSD ≈ 0) and asks
-    the LLM otherwise. ``repair_roles``: fix the LLM's echoed-role patterns with the KG's help before
-    retrieval (see :mod:`simgrag.match.repair`); the changes are listed in ``PatternResult.kg_repairs``.
+
+class SimGRAG:
+    """Question answering and fact verification over an index directory; retrieval alone without an LLM.
+
+    Grouped by stage, all keyword-only:
+
+    - ``index``: an index directory path or an opened :class:`IndexDir` (``embedder``: another
+      embedder object for it).
+    - ``retriever``: a registered name (``"simgrag"``, ``"kaping"``, …), a retriever class (built as
+      ``cls(index, **retriever_options)``, with ``llm=`` when it takes one) or an instance.
+      ``retriever_options``: its constructor options (refused when it does not take them).
+    - SimGRAG's retriever: ``retrieval`` (:class:`RetrievalSettings`), ``examples`` /
+      ``claim_examples`` (few-shot files or sets; default: the index's,
+      :func:`~simgrag.retrievers.simgrag.index_examples`), ``pattern_options``, ``repair_roles``,
+      ``ground_patterns`` (judge the LLM's pattern with the question and the KG; on by default).
+      Shorthands for ``retriever_options`` of the ``simgrag`` retriever; refused with another one.
+    - ``llm``: ``"llamacpp"``, ``"openai:gpt-4o-mini"``, ``"ollama:llama3.1:8b"``, an LLM instance, or
+      ``None`` for retrieval only; ``llm_options``: :func:`~simgrag.llm.registry.resolve_llm` keywords
+      (``base_url``, ``api_key``, ``cache``: off unless given).
+    - the answerer: ``answer_mode`` (``"auto"``: from the bindings on an exact match, else the LLM;
+      ``"llm"``: always the LLM), ``abstain_gsd`` (retrievers with subgraphs only), ``reader_style``
+      and ``reader_options`` (``max_triples``, ``max_prompt_tokens``), see
+      :mod:`simgrag.answer.answerer`.
+
+    :meth:`retrieve` (pattern → subgraphs) needs no LLM whatever the retriever.
     """
 
     def __init__(
         self,
         index: str | Path | IndexDir,
         *,
+        retriever: RetrieverSpec = "simgrag",
+        retriever_options: Mapping[str, Any] | None = None,
         llm: str | LLM | None = "llamacpp",
+        llm_options: Mapping[str, Any] | None = None,
         embedder: str | Embedder | None = None,
         retrieval: RetrievalSettings | None = None,
-        llm_options: dict[str, Any] | None = None,
-        examples: str | Path | ExampleSet = "metaqa",
-        claim_examples: str | Path | ExampleSet | None = "metaqa_claims",
-        pattern_options: dict[str, Any] | None = None,
+        examples: str | Path | ExampleSet | None = None,
+        claim_examples: str | Path | ExampleSet | None = None,
+        pattern_options: Mapping[str, Any] | None = None,
+        repair_roles: bool | None = None,
+        ground_patterns: bool | None = None,
+        answer_mode: str = "auto",
         abstain_gsd: float | None = None,
-        answer_mode: str = "llm",
-        repair_roles: bool = True,
+        reader_style: str | None = None,
+        reader_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.index = index if isinstance(index, IndexDir) else open_index_dir(index, embedder=embedder)
-        self.retriever = SubgraphRetriever(self.index)
+        self.subgraphs = SubgraphRetriever(self.index)
         self.retrieval = retrieval or RetrievalSettings()
+        shorthands = {"retrieval": retrieval, "examples": examples, "claim_examples": claim_examples,
+                      "pattern_options": pattern_options, "repair_roles": repair_roles,
+                      "ground_patterns": ground_patterns}
+        options = {**{k: v for k, v in shorthands.items() if v is not None}, **dict(retriever_options or {})}
+        check_retriever_options(retriever, options)
+        self._retriever_spec = retriever
+        self._retriever_options = options
+        self._retriever: Retriever | None = None if isinstance(retriever, (str, type)) else retriever
         self._llm_spec = llm
         self._llm_options = dict(llm_options or {})
         self._llm: LLM | None = None
-        self._examples = examples
-        self._pattern_options = dict(pattern_options or {})
-        self._patterns: PatternGenerator | None = None
-        self._claim_examples = claim_examples
-        self._claim_patterns: PatternGenerator | None = None
-        self.abstain_gsd = abstain_gsd
-        if answer_mode not in ("llm", "auto"):
-            from simgrag.errors import ConfigError
+        self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}))
 
-            raise ConfigError(f"answer_mode must be 'llm' or 'auto', got {answer_mode!r}")
-        self.answer_mode = answer_mode
-        self.repair_roles = repair_roles
-
+    # ------------------------------------------------------------------ components
     @property
     def llm(self) -> LLM:
         """The LLM, resolved on first use."""
         if self._llm is None:
-            from simgrag.errors import ConfigError
             from simgrag.llm.registry import resolve_llm
 
             if self._llm_spec is None:
@@ -139,45 +206,51 @@ class SimGRAG:
     def llm_name(self) -> str | None:
         """The LLM's name (its spec until it is resolved); ``None`` for retrieval only."""
         if self._llm is not None:
-            return str(getattr(self._llm, "name", type(self._llm).__name__))
+            return self._llm.name
         if self._llm_spec is None or isinstance(self._llm_spec, str):
             return self._llm_spec
-        return str(getattr(self._llm_spec, "name", type(self._llm_spec).__name__))
+        return self._llm_spec.name
 
+    @property
+    def retriever(self) -> Retriever:
+        """The retriever, built on first use (SimGRAG's shares this engine's subgraph search)."""
+        if self._retriever is None:
+            built = resolve_retriever(self._retriever_spec, index=self.index, llm=lambda: self.llm,
+                                      subgraphs=self.subgraphs, **self._retriever_options)
+            if self.answerer.abstain_gsd is not None and not isinstance(built, PatternRetriever):
+                raise ConfigError(f"abstain_gsd needs a retriever that matches subgraphs with a GSD (simgrag); "
+                                  f"{built.name!r} returns none.")
+            self._retriever = built
+        return self._retriever
+
+    def variant(self, *, index: IndexDir | None = None, retriever: RetrieverSpec | None = None,
+                retriever_options: Mapping[str, Any] | None = None, **answerer: Any) -> SimGRAG:
+        """Another engine sharing this one's LLM (loaded once): over another ``index`` and/or with another
+        ``retriever`` (its ``retriever_options``; this engine's retriever options that it also takes carry
+        over) and/or other answerer settings (``answer_mode``, ``abstain_gsd``, ``reader_style``,
+        ``reader_options``)."""
+        spec = self._retriever_spec if retriever is None else retriever
+        if not isinstance(spec, (str, type)) and index is not None:
+            raise ConfigError("A retriever instance is bound to its index; name it (or give its class) to run "
+                              "it over another index.")
+        options = {**accepted_options(spec, self._retriever_options), **dict(retriever_options or {})}
+        settings: dict[str, Any] = {"answer_mode": self.answerer.mode, "abstain_gsd": self.answerer.abstain_gsd,
+                    "reader_style": self.answerer.style,
+                    "reader_options": {"max_triples": self.answerer.max_triples,
+                                       "max_prompt_tokens": self.answerer.max_prompt_tokens}}
+        settings.update(answerer)
+        return SimGRAG(index or self.index, retriever=spec, retriever_options=options,
+                       llm=None if self._llm_spec is None else self.llm, **settings)
+
+    # ------------------------------------------------------------------ work
     def retrieve(self, pattern: Pattern | Sequence[Sequence[str]],
                  settings: RetrievalSettings | None = None) -> Retrieval:
-        """Top-k subgraphs for a pattern (SimGRAG §4.2, §5)."""
-        return self.retriever.retrieve(pattern, settings or self.retrieval)
-
-    def _generator(self, examples: str | Path | ExampleSet) -> PatternGenerator:
-        from simgrag.pattern.examples import ExampleSet, load_examples
-        from simgrag.pattern.generate import PatternGenerator
-
-        if isinstance(examples, Path) or (isinstance(examples, str) and Path(examples).suffix in
-                                           (".yaml", ".yml", ".json")):
-            examples = load_examples(examples)
-        if not isinstance(examples, (str, ExampleSet)):
-            raise ConfigError(f"examples must be a built-in name, a YAML/JSON file or an ExampleSet, got {examples!r}")
-        return PatternGenerator(self.llm, examples, **self._pattern_options)
-
-    @property
-    def patterns(self) -> PatternGenerator:
-        """The question → pattern generator (built on first use)."""
-        if self._patterns is None:
-            self._patterns = self._generator(self._examples)
-        return self._patterns
-
-    @property
-    def claim_patterns(self) -> PatternGenerator:
-        """The claim → pattern generator (claims state facts: their own examples; falls back to
-        the question examples when ``claim_examples=None``)."""
-        if self._claim_patterns is None:
-            self._claim_patterns = (self.patterns if self._claim_examples is None
-                                    else self._generator(self._claim_examples))
-        return self._claim_patterns
+        """Top-k subgraphs for a pattern (SimGRAG §4.2, §5); no LLM."""
+        return self.subgraphs.retrieve(pattern, settings or self.retrieval)
 
     def warmup(self) -> dict[str, float]:
-        """Load the embedder, the compiled search and (if any) the LLM now, not on the first query."""
+        """Load the embedder, the compiled search, the LLM (if any) and the retriever now, not on the
+        first query."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
         self.index.embedder.encode(["warm up"], show_progress=False)
@@ -188,67 +261,63 @@ class SimGRAG:
         names = (self.index.store.entities[i] for i in range(min(1000, self.index.store.num_entities)))
         name = next((n for n in names if len(n) <= MAX_TEXT_CHARS and n.strip() and not is_unknown(n)), None)
         if name is not None:  # an entity name that anchors a pattern (not "UNKNOWN 1", not 5,000 characters)
-            self.retriever.retrieve([[name, "UNKNOWN relation 1", "UNKNOWN thing 1"]], RetrievalSettings(k=1))
+            self.subgraphs.retrieve([[name, "UNKNOWN relation 1", "UNKNOWN thing 1"]], RetrievalSettings(k=1))
         timings["search_s"] = time.perf_counter() - t
         if self._llm_spec is not None:
             t = time.perf_counter()
-            _ = self.patterns  # resolves the LLM
-            load = getattr(self.llm, "load", None)  # an in-process model (llama.cpp) loads its weights now
-            if callable(load):
-                load()
+            if isinstance(self.llm, LoadsWeights):  # an in-process model (llama.cpp) loads its weights now
+                self.llm.load()
             timings["llm_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        _ = self.retriever
+        timings["retriever_s"] = time.perf_counter() - t
         return timings
 
-    def _pattern_and_evidence(self, text: str, settings: RetrievalSettings | None,
-                              timings: dict[str, float], *, claim: bool = False) -> tuple[PatternResult, Retrieval]:
-        from simgrag.pattern.validate import validate_question
+    def _for_call(self, k: int | None, deadline_s: float | None) -> Retriever:
+        retriever = self.retriever
+        if k is None and deadline_s is None:
+            return retriever
+        if not isinstance(retriever, AdjustableRetriever):
+            if k is not None:
+                raise ConfigError(f"The {retriever.name!r} retriever's k is set when it is built "
+                                  "(retriever_options={'k': …}); it cannot change per call.")
+            return retriever  # a deadline bounds a search; this retriever has none to bound
+        changes: dict[str, Any] = {"k": k} if k is not None else {}
+        if deadline_s is not None and "deadline_s" in retriever.adjustable:
+            changes["deadline_s"] = deadline_s
+        return retriever.adjusted(**changes) if changes else retriever
 
-        validate_question(text, "claim" if claim else "question")
-        t = time.perf_counter()
-        generated = (self.claim_patterns if claim else self.patterns).generate(text)
-        if self.repair_roles:
-            from simgrag.match.repair import repair_echoed_roles
+    def ask(self, question: str, *, topic_entities: Sequence[str] | None = None, k: int | None = None,
+            deadline_s: float | None = None) -> AskResult:
+        """Answer a question from the KG: retrieve (SimGRAG: pattern (LLM) → top-k subgraphs) → answer.
 
-            fixed, notes = repair_echoed_roles(generated.pattern, self.retriever)
-            if notes:
-                generated = replace(generated, pattern=fixed, kg_repairs=tuple(notes))
-        timings["pattern_s"] = time.perf_counter() - t
-        retrieval = self.retrieve(generated.pattern, settings)
-        for key in ("embed_s", "vector_s", "graph_s"):
-            timings[key] = retrieval.timings.get(key, 0.0)
-        return generated, retrieval
-
-    def ask(self, question: str, *, settings: RetrievalSettings | None = None) -> AskResult:
-        """Answer a question from the KG: pattern (LLM) → top-k subgraphs → grounded answer (LLM).
-
-        Raises :class:`~simgrag.errors.PatternError` when the LLM cannot produce a valid pattern
-        after one repair, and :class:`~simgrag.errors.LLMError` when the LLM backend fails.
+        ``topic_entities``: entity names the caller knows the question is about (retrievers that link
+        entities use them); ``k``: how many subgraphs (or triples) to retrieve, for retrievers that can
+        change it per call; ``deadline_s``: bounds the subgraph search (best-so-far after it). Raises
+        :class:`~simgrag.errors.PatternError` when the LLM cannot produce a valid pattern after one
+        repair, and :class:`~simgrag.errors.LLMError` when the LLM backend fails.
         """
-        from simgrag.answer.qa import answer_from_bindings, answer_question
-
+        validate_question(question)  # a string of valid Unicode, not empty, not huge: before any model sees it
         t0 = time.perf_counter()
-        timings: dict[str, float] = {}
-        generated, retrieval = self._pattern_and_evidence(question, settings, timings)
+        context = self._for_call(k, deadline_s).retrieve(question, topic_entities=topic_entities)
         t = time.perf_counter()
-        answer = answer_from_bindings(question, generated.pattern, retrieval) if self.answer_mode == "auto" else None
-        if answer is None:
-            answer = answer_question(self.llm, question, generated.pattern, retrieval, abstain_gsd=self.abstain_gsd)
-        timings["answer_s"] = time.perf_counter() - t
-        timings["total_s"] = time.perf_counter() - t0
-        return AskResult(question, generated, answer, timings)
+        answer = self.answerer.answer(lambda: self.llm, context)
+        end = time.perf_counter()
+        return AskResult(question, context, answer, _timings(context, end - t, end - t0))
 
-    def verify(self, claim: str, *, settings: RetrievalSettings | None = None) -> VerifyResult:
-        """Fact verification: Supported / Refuted (or Not enough evidence) with the evidence."""
-        from simgrag.answer.verify import verify_claim
-
+    def verify(self, claim: str, *, k: int | None = None, deadline_s: float | None = None) -> VerifyResult:
+        """Fact verification: Supported / Refuted (or Not enough evidence) with the evidence. SimGRAG
+        writes the claim's pattern with its claim examples; another retriever retrieves for the claim's
+        text."""
+        validate_question(claim, "claim")
         t0 = time.perf_counter()
-        timings: dict[str, float] = {}
-        generated, retrieval = self._pattern_and_evidence(claim, settings, timings, claim=True)
+        retriever = self._for_call(k, deadline_s)
+        context = (retriever.retrieve_claim(claim) if isinstance(retriever, ClaimRetriever)
+                   else retriever.retrieve(claim))
         t = time.perf_counter()
-        verdict = verify_claim(self.llm, claim, generated.pattern, retrieval, abstain_gsd=self.abstain_gsd)
-        timings["answer_s"] = time.perf_counter() - t
-        timings["total_s"] = time.perf_counter() - t0
-        return VerifyResult(claim, generated, verdict, timings)
+        verdict = self.answerer.verify(lambda: self.llm, claim, context)
+        end = time.perf_counter()
+        return VerifyResult(claim, context, verdict, _timings(context, end - t, end - t0))
 
 
 def sample_kg_path() -> Path:
@@ -274,18 +343,3 @@ def sample_index(*, cache: str | Path | None = None, embedder: str = "minilm") -
         return open_index_dir(path)
     return build_index_dir(sample_kg_path(), path, embedder=embedder,
                            relation_aliases=builtin_aliases_path("metaqa"), overwrite=True)
-
-
-def metaqa_index(metaqa_dir: str | Path, *, cache: str | Path | None = None, embedder: str = "minilm") -> IndexDir:
-    """The index of MetaQA's kb.txt with the bundled MetaQA relation aliases, built once into the cache."""
-    from simgrag.config import cache_dir
-
-    kb = Path(metaqa_dir) / "kb.txt"
-    if not kb.is_file():
-        raise DatasetError(f"{kb}: not found (give the MetaQA folder that holds kb.txt)")
-    stamp = hashlib.blake2b(kb.read_bytes(), digest_size=8).hexdigest()  # content, not mtime: copies reuse it
-    path = cache_dir(cache) / f"metaqa-{embedder.replace(':', '-')}-{stamp}.idx"
-    if (path / "manifest.json").exists():
-        return open_index_dir(path)
-    return build_index_dir(kb, path, embedder=embedder, relation_aliases=builtin_aliases_path("metaqa"),
-                           overwrite=True)

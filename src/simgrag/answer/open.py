@@ -2,7 +2,7 @@
 
 OKGQA asks for long-form answers so that FActScore-style metrics can count their atomic facts
 (:mod:`simgrag.eval.factscore`). The closed prompts of :mod:`simgrag.answer.qa` and
-:mod:`simgrag.retrievers.reader` ask for entity lists; this one asks for 2–4 sentences.
+:mod:`simgrag.answer.reader` ask for entity lists; this one asks for 2–4 sentences.
 
 Messages, fixed part first (prefix-cache friendly)::
 

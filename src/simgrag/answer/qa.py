@@ -7,10 +7,9 @@ Messages, fixed part first so llama.cpp's prefix cache reuses it across question
     user       evidence (graph [i]: (h, r, t), …) then the question                  variable
 
 Besides the LLM's text, an :class:`Answer` carries ``candidates``: the KG entities bound to the
-*asked-for* pattern node, best GSD first. The asked-for node (:func:`asked_node`) is the unknown
-node with the highest index that lies on exactly one pattern edge (a leaf: the end of the chain the
-question walks along); when no unknown node is a leaf (a star around an unknown centre) it is the
-last unknown node. Node indices follow the order of first appearance in the pattern's triples.
+*asked-for* pattern node, best GSD first (:mod:`simgrag.retrievers.bindings`). :class:`Answer` is the
+one answer type of simgrag: the shared reader of the other retrievers' contexts
+(:mod:`simgrag.answer.reader`) returns it too.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from simgrag.answer.verbalize import Triples, evidence_entities, verbalize_evide
 from simgrag.llm.base import LLM, ChatMessage
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
+from simgrag.retrievers.bindings import EXACT_GSD, answer_candidates, asked_node, asked_text, exact_bindings
 
 __all__ = [
     "EXACT_GSD", "NOT_FOUND", "QA_SHOTS", "QA_SYSTEM", "Answer", "answer_candidates", "answer_from_bindings",
@@ -63,66 +63,46 @@ QA_SHOTS: tuple[tuple[str, tuple[Triples, ...], str], ...] = (
 
 @dataclass(frozen=True)
 class Answer:
-    """The answer to one question.
+    """The answer to one question, whatever retrieved its context.
 
-    ``text``: the LLM's reply (or :data:`NOT_FOUND` when abstaining). ``entities``: evidence entity
-    names the reply gives, in its order. ``candidates``: the entities bound to the asked-for node,
-    best GSD first. ``short_answer``: the first entity, else the first candidate (``None`` when
-    abstaining). ``asked_node``: the pattern node taken as the one asked for.
+    ``text``: the LLM's reply (or :data:`NOT_FOUND` when abstaining). ``entities``: the context's
+    entity names the reply gives, in its order. ``candidates``: the retriever's own answer candidates
+    (SimGRAG: the entities bound to the asked-for node, best GSD first). ``short_answer``: the first
+    entity, else the first candidate (``None`` when abstaining). ``evidence``: the matched subgraphs it
+    was answered from (``None`` for a context without subgraphs). ``asked_node``: the pattern node
+    taken as the one asked for. ``style``: the prompt it was read with (:mod:`simgrag.answer.answerer`);
+    ``context_items`` / ``context_tokens`` / ``prompt_tokens_estimate``: how much context went into
+    the prompt (the shared reader's styles).
     """
 
     text: str
     entities: tuple[str, ...]
-    candidates: tuple[str, ...]
-    short_answer: str | None
-    evidence: Retrieval
-    abstained: bool
-    reason: str
+    candidates: tuple[str, ...] = ()
+    short_answer: str | None = None
+    evidence: Retrieval | None = None
+    abstained: bool = False
+    reason: str = ""
     asked_node: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False
+    style: str = "simgrag"
+    context_items: int = 0
+    context_tokens: int = 0
+    prompt_tokens_estimate: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready view (the evidence through :meth:`Retrieval.to_dict`)."""
+        """A JSON-ready view (the evidence through :meth:`Retrieval.to_dict`, ``None`` without subgraphs)."""
         return {
             "text": self.text, "entities": list(self.entities), "candidates": list(self.candidates),
             "short_answer": self.short_answer, "abstained": self.abstained, "reason": self.reason,
             "asked_node": self.asked_node, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "latency_s": self.latency_s, "cached": self.cached,
-            "evidence": self.evidence.to_dict(),
+            "style": self.style, "context_items": self.context_items, "context_tokens": self.context_tokens,
+            "prompt_tokens_estimate": self.prompt_tokens_estimate,
+            "evidence": None if self.evidence is None else self.evidence.to_dict(),
         }
-
-
-def asked_node(pattern: Pattern) -> int | None:
-    """Index of the asked-for node: the highest-index unknown leaf, else the last unknown node.
-
-    ``None`` when the pattern has no unknown node.
-    """
-    degree = [0] * len(pattern.nodes)
-    for edge in pattern.edges:
-        degree[edge.source] += 1
-        degree[edge.target] += 1
-    unknown = [i for i, node in enumerate(pattern.nodes) if node.unknown]
-    leaves = [i for i in unknown if degree[i] == 1]
-    if leaves:
-        return leaves[-1]
-    return unknown[-1] if unknown else None
-
-
-def answer_candidates(pattern: Pattern, retrieval: Retrieval) -> tuple[str, ...]:
-    """Entities bound to the asked-for node across the subgraphs, best GSD first, deduplicated."""
-    index = asked_node(pattern)
-    if index is None:
-        return ()
-    text = pattern.nodes[index].text
-    found: dict[str, None] = {}
-    for ev in sorted(retrieval.evidence, key=lambda e: (e.gsd, e.rank)):
-        binding = ev.binding(text)
-        if binding is not None:
-            found.setdefault(binding.entity, None)
-    return tuple(found)
 
 
 def _user_turn(question: str, evidence_text: str) -> str:
@@ -173,8 +153,7 @@ def answer_question(
     without graph labels. LLM failures propagate as :class:`simgrag.errors.LLMError`.
     """
     t0 = time.perf_counter()
-    index = asked_node(pattern)
-    asked = pattern.nodes[index].text if index is not None else None
+    asked = asked_text(pattern)
     candidates = answer_candidates(pattern, retrieval)
     reason = abstain_reason(retrieval, abstain_gsd)
     if reason is not None:
@@ -195,25 +174,6 @@ def answer_question(
                   response.completion_tokens, time.perf_counter() - t0, response.cached)
 
 
-#: a subgraph whose GSD is at most this matches the pattern exactly (same texts, embedding noise only)
-EXACT_GSD = 1e-3
-
-
-def exact_bindings(pattern: Pattern, retrieval: Retrieval, *, tolerance: float = EXACT_GSD) -> tuple[str, ...]:
-    """Entities bound to the asked-for node in the subgraphs that match the pattern *exactly*
-    (GSD ≤ ``tolerance``: every known node and relation found verbatim in the KG); empty otherwise."""
-    index = asked_node(pattern)
-    if index is None or not retrieval.evidence or retrieval.evidence[0].gsd > tolerance:
-        return ()
-    text = pattern.nodes[index].text
-    found: dict[str, None] = {}
-    for ev in retrieval.evidence:
-        binding = ev.binding(text)
-        if ev.gsd <= tolerance and binding is not None:
-            found.setdefault(binding.entity, None)
-    return tuple(found)
-
-
 def answer_from_bindings(question: str, pattern: Pattern, retrieval: Retrieval) -> Answer | None:
     """The answer without an LLM call when the KG holds exact matches of the pattern (``None`` if not).
 
@@ -224,8 +184,7 @@ def answer_from_bindings(question: str, pattern: Pattern, retrieval: Retrieval) 
     entities = exact_bindings(pattern, retrieval)
     if not entities:
         return None
-    index = asked_node(pattern)
-    asked = pattern.nodes[index].text if index is not None else None
+    asked = asked_text(pattern)
     logger.info("answering %r from %d exact subgraph bindings (no LLM call)", question, len(entities))
     return Answer("answer: " + " | ".join(entities), entities, answer_candidates(pattern, retrieval), entities[0],
                   retrieval, False, "exact match in the KG: answered from the subgraph bindings", asked,

@@ -10,6 +10,12 @@ The reply is one line ``verdict: Supported`` / ``verdict: Refuted`` (or, with ``
 ``{"verdict": "Supported"}`` under constrained decoding). :func:`parse_verdict` reads either, and
 falls back to the last verdict word in free text (``supported``, ``refuted``, ``true``, ``false``…).
 A reply with no verdict at all gives the label ``Not enough evidence`` (``label_binary``: Refuted).
+
+:func:`verify_claim` checks a claim against matched subgraphs; :func:`verify_context` against any
+retriever's context with the same prompt: subgraphs as ``graph [i]`` lines, paths (OKGQA's
+``paths``) one ``graph [i]`` each, any other context a flat list of triples, one per line (the
+compact form), most relevant first. An empty context gives "Not enough evidence" without calling the
+LLM, as an unmatched pattern does.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ from simgrag.answer.verbalize import Triples, verbalize_evidence, verbalize_grap
 from simgrag.llm.base import LLM, ChatMessage
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
+from simgrag.retrievers.base import RetrievedContext
 
 __all__ = [
-    "VERDICT_SCHEMA", "VERIFY_SHOTS", "VERIFY_SYSTEM", "Label", "Verdict", "parse_verdict", "verify_claim",
-    "verify_messages",
+    "VERDICT_SCHEMA", "VERIFY_SHOTS", "VERIFY_SYSTEM", "Label", "Verdict", "context_evidence", "parse_verdict",
+    "verify_claim", "verify_context", "verify_messages",
 ]
 
 logger = logging.getLogger(__name__)
@@ -89,17 +96,20 @@ _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 
 @dataclass(frozen=True)
 class Verdict:
-    """The verdict on one claim. ``label``: Supported, Refuted or Not enough evidence."""
+    """The verdict on one claim. ``label``: Supported, Refuted or Not enough evidence; ``evidence``:
+    the matched subgraphs it was checked against (``None`` for a context without subgraphs);
+    ``evidence_items``: the graphs, paths or triples shown to the LLM."""
 
     label: Label
     text: str
-    evidence: Retrieval
+    evidence: Retrieval | None
     abstained: bool
     reason: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False
+    evidence_items: int = 0
 
     @property
     def label_binary(self) -> Literal["Supported", "Refuted"]:
@@ -116,7 +126,8 @@ class Verdict:
             "label": self.label, "label_binary": self.label_binary, "text": self.text,
             "abstained": self.abstained, "reason": self.reason, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "latency_s": self.latency_s, "cached": self.cached,
-            "evidence": self.evidence.to_dict(),
+            "evidence_items": self.evidence_items,
+            "evidence": None if self.evidence is None else self.evidence.to_dict(),
         }
 
 
@@ -200,19 +211,51 @@ def verify_claim(
     evidence" and the LLM is not called. An unreadable reply also gives "Not enough evidence" (with
     ``abstained=False`` and a reason saying so). LLM failures propagate as ``LLMError``.
     """
-    t0 = time.perf_counter()
     logger.debug("verifying %r with pattern %s", claim, pattern.triples())
     reason = abstain_reason(retrieval, abstain_gsd)
+    evidence_text = "" if reason else verbalize_evidence(retrieval.evidence, compact=compact)
+    return _verdict(llm, claim, evidence_text, len(retrieval.evidence), retrieval, reason, task="verify",
+                    max_tokens=max_tokens, compact=compact, use_json_schema=use_json_schema)
+
+
+def context_evidence(context: RetrievedContext, *, max_triples: int = 100) -> tuple[str, int]:
+    """The evidence block of a context without subgraphs (see the module docstring) and how many
+    paths or triples it holds (at most ``max_triples``); ``("", 0)`` for an empty context."""
+    if context.paths:
+        paths = [[t.as_tuple() for t in path] for path in context.paths[:max_triples]]
+        return verbalize_graphs(paths), len(paths)
+    triples = [t.as_tuple() for t in context.triples[:max_triples]]
+    return verbalize_graphs([triples], compact=True), len(triples)
+
+
+def verify_context(llm: LLM, claim: str, context: RetrievedContext, *, abstain_gsd: float | None = None,
+                   max_triples: int = 100, max_tokens: int = 32, use_json_schema: bool = False) -> Verdict:
+    """Verify ``claim`` against any retriever's ``context`` (retrieved for the claim) with the same
+    prompt: its subgraphs when it has them (:func:`verify_claim`, ``abstain_gsd`` applies), else its
+    paths or triples (the worked examples in the evidence's own form: graphs for paths, else the
+    compact list)."""
+    if context.subgraphs is not None and context.pattern is not None:
+        return verify_claim(llm, claim, context.pattern.pattern, context.subgraphs, abstain_gsd=abstain_gsd,
+                            max_tokens=max_tokens, use_json_schema=use_json_schema)
+    evidence_text, items = context_evidence(context, max_triples=max_triples)
+    reason = None if items else f"the {context.retriever} retriever found no triples"
+    return _verdict(llm, claim, evidence_text, items, None, reason, task=f"verify ({context.retriever})",
+                    max_tokens=max_tokens, compact=not context.paths, use_json_schema=use_json_schema)
+
+
+def _verdict(llm: LLM, claim: str, evidence_text: str, items: int, retrieval: Retrieval | None, reason: str | None,
+             *, task: str, max_tokens: int, compact: bool, use_json_schema: bool) -> Verdict:
+    """The LLM's verdict on ``evidence_text``, or "Not enough evidence" without a call when ``reason``."""
+    t0 = time.perf_counter()
     if reason is not None:
         logger.info("abstaining on claim %r: %s", claim, reason)
         return Verdict(NOT_ENOUGH, "not found in the KG", retrieval, True, reason,
                        latency_s=time.perf_counter() - t0)
-    evidence_text = verbalize_evidence(retrieval.evidence, compact=compact)
     messages = verify_messages(claim, evidence_text, compact=compact, use_json_schema=use_json_schema)
-    response = call_llm(llm, messages, task="verify", max_tokens=max_tokens,
+    response = call_llm(llm, messages, task=task, max_tokens=max_tokens,
                         json_schema=VERDICT_SCHEMA if use_json_schema else None)
     text = response.text.strip()
     label = parse_verdict(text)
     why = "verdict read from the reply" if label is not None else "the reply holds no verdict"
     return Verdict(label or NOT_ENOUGH, text, retrieval, False, why, response.prompt_tokens,
-                   response.completion_tokens, time.perf_counter() - t0, response.cached)
+                   response.completion_tokens, time.perf_counter() - t0, response.cached, items)

@@ -6,7 +6,8 @@
     simgrag ask INDEX_DIR "question"            answer from the KG (see `simgrag ask --help`)
     simgrag verify INDEX_DIR "claim"            Supported / Refuted with evidence
     simgrag bench factscore --metaqa-dir DIR …  open answers scored claim by claim against the KG
-    simgrag serve [INDEX_DIR]                   HTTP API + evidence web page
+    simgrag serve [INDEX_DIR]                   HTTP API + evidence web page (+ OpenAI-compatible chat)
+    simgrag mcp [INDEX_DIR]                     MCP server (stdio or streamable HTTP) for AI assistants
     simgrag perturb KG_FILE --method rs -o OUT  a perturbed copy of a KG (robustness lab)
     simgrag ls                                  registered embedders, indexes, LLMs
     simgrag models pull                         assemble the embedded LLM offline
@@ -14,7 +15,7 @@
 
 from __future__ import annotations
 
-from simgrag.cli import bench, check, kg, qa  # noqa: F401  (each registers its commands on ``app``)
+from simgrag.cli import bench, check, kg, mcp_cmd, qa  # noqa: F401  (each registers its commands on ``app``)
 from simgrag.cli._common import app
 from simgrag.cli.kg import _index_params, format_retrieval
 from simgrag.cli.qa import format_answer, format_context

@@ -1,14 +1,30 @@
-"""What every command module shares: the Typer apps, the consoles, error exit, logging, option types."""
+"""What every command module shares: the Typer apps, the consoles, error exit, logging, and the one set
+of option types — one spelling, one meaning and one default per concept, whatever the command
+(``tests/test_cli_options.py`` checks it on the whole app).
+
+Engines are built by :func:`make_engine` from the shared options; the retriever, the answerer and
+the SimGRAG settings go through the facade, which refuses options a retriever cannot use (``-k`` for
+``pcst``, ``--examples`` for ``kaping``, ``--abstain-gsd`` for any retriever without subgraphs).
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from simgrag.errors import SimGRAGError
+from simgrag.errors import ConfigError, SimGRAGError
+
+if TYPE_CHECKING:
+    from simgrag.index.directory import IndexDir
+    from simgrag.llm.base import LLM
+    from simgrag.pipeline import SimGRAG
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="SimGRAG: KG-grounded QA and fact checking.")
 models_app = typer.Typer(no_args_is_help=True, help="Manage the embedded local LLM.")
@@ -17,34 +33,123 @@ console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
 
-def _setup_logging(verbose: int) -> None:
-    level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+def _setup_logging(verbose: int, quiet: bool = False) -> None:
+    """INFO messages and progress bars by default (:mod:`simgrag.progress`), DEBUG with ``-v``, warnings
+    only with ``-q``; on stderr, so stdout stays the command's result."""
+    level = logging.WARNING if quiet else logging.DEBUG if verbose > 0 else logging.INFO
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
 def _fail(exc: SimGRAGError) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)  # "[llamacpp]" is text
     return typer.Exit(code=2)
 
 
-Verbose = Annotated[int, typer.Option("--verbose", "-v", count=True, help="-v info, -vv debug")]
+# -- logging -------------------------------------------------------------------------------------------
+Verbose = Annotated[int, typer.Option("--verbose", "-v", count=True, help="also DEBUG messages (prompts, replies)")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="warnings and errors only, no progress bars")]
 
-LLMOpt = Annotated[str, typer.Option("--llm", help="llamacpp[:model.gguf] | openai:<model> | ollama:<model>")]
-BaseUrl = Annotated[str | None, typer.Option(help="server URL for openai:/ollama: backends")]
-ApiKey = Annotated[str | None, typer.Option(help="API key (default: $OPENAI_API_KEY)")]
-Examples = Annotated[str | None, typer.Option(help="few-shot examples file (YAML/JSON) for your KG; default: metaqa")]
-AbstainGsd = Annotated[float | None, typer.Option(help="answer 'not found' when the best GSD is above this")]
+# -- input and output ------------------------------------------------------------------------------------
+IndexArg = Annotated[Path, typer.Argument(help="index directory from `simgrag index`")]
+IndexOpt = Annotated[Path | None, typer.Option("--index", help="index directory from `simgrag index`")]
+Output = Annotated[Path, typer.Option("-o", "--output", help="file or directory to write")]
+OptionalOutput = Annotated[Path | None, typer.Option("-o", "--output", help="file to write (default: stdout)")]
 AsJson = Annotated[bool, typer.Option("--json", help="print one JSON object")]
-AnswerMode = Annotated[str, typer.Option(help="llm: the LLM answers from the subgraphs (the paper); auto: answer "
-                                              "from the subgraph bindings when the KG matches the pattern exactly")]
+
+# -- the LLM ---------------------------------------------------------------------------------------------
+LLMOpt = Annotated[str, typer.Option("--llm", help="llamacpp[:model.gguf] (needs simgrag[llamacpp]) | "
+                                                    "openai:<model> | ollama:<model>")]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", help="server URL for openai:/ollama: backends")]
+ApiKey = Annotated[str | None, typer.Option("--api-key", help="API key (default: $OPENAI_API_KEY)")]
+LLMCache = Annotated[str, typer.Option("--llm-cache", help="LLM call cache: none (every call reaches the model), "
+                                                           "default (the shared cache file) or a file path")]
+DEFAULT_LLM = "llamacpp"
+DEFAULT_LLM_CACHE = "none"
+
+# -- the retriever -----------------------------------------------------------------------------------------
+RetrieverOpt = Annotated[str, typer.Option("--retriever", help="simgrag (the pattern graph) or another "
+                                                               "retriever: see `simgrag ls`")]
+RetrieverModel = Annotated[list[str] | None, typer.Option(
+    "--retriever-model", help="a trained retriever's model directory, as NAME=DIR (subgraphrag=DIR, gsr=DIR); "
+                              "repeatable")]
+K = Annotated[int | None, typer.Option("-k", help="subgraphs (simgrag) or triples (kaping, triplets, paths) to "
+                                                  "retrieve; default: the retriever's own (simgrag: 3)")]
+Examples = Annotated[Path | None, typer.Option("--examples", help="few-shot examples file (YAML/JSON) of your KG's "
+                                                                  "pattern prompt (simgrag); default: the index's")]
+DEFAULT_RETRIEVER = "simgrag"
+
+# -- the answerer ------------------------------------------------------------------------------------------
+AnswerMode = Annotated[str, typer.Option("--answer-mode", help="auto: answer from the subgraph bindings when the "
+                                                               "KG matches the pattern exactly, else the LLM; llm: "
+                                                               "always the LLM (the paper)")]
+AbstainGsd = Annotated[float | None, typer.Option("--abstain-gsd", help="answer 'not found' when the best subgraph's "
+                                                                        "GSD is above this (simgrag)")]
+ReaderMaxTriples = Annotated[int, typer.Option("--reader-max-triples", help="at most this many triples (or paths) "
+                                                                            "in a reader prompt (retrievers other "
+                                                                            "than simgrag)")]
+ReaderMaxPromptTokens = Annotated[int, typer.Option("--reader-max-prompt-tokens", help="a reader prompt's budget "
+                                                                                       "(estimated tokens)")]
+DEFAULT_ANSWER_MODE = "auto"
 
 
-RetrieverOpt = Annotated[str, typer.Option(help="simgrag (the pattern graph) or another retriever: subgraphrag, "
-                                                "gsr, kaping, pcst, triplets, paths, none")]
-RetrieverModel = Annotated[str | None, typer.Option(help="trained model directory for subgraphrag / gsr")]
+@dataclass(frozen=True)
+class LLMChoice:
+    """The LLM options of a command: ``spec`` (``none`` for no LLM), server URL, key, call cache."""
+
+    spec: str = DEFAULT_LLM
+    base_url: str | None = None
+    api_key: str | None = None
+    cache: str = DEFAULT_LLM_CACHE
+
+    def options(self) -> dict[str, Any]:
+        """:func:`~simgrag.llm.registry.resolve_llm` keywords."""
+        options: dict[str, Any] = {k: v for k, v in (("base_url", self.base_url), ("api_key", self.api_key)) if v}
+        options["cache"] = False if self.cache == "none" else (True if self.cache == "default" else self.cache)
+        return options
 
 
-Deadline = Annotated[float | None, typer.Option(help="seconds of graph search before the best matches so far are "
-                                                  "returned (default 10; inf: none)")]
+def llm_for(choice: LLMChoice) -> str | LLM | None:
+    """The ``llm=`` of the facade for ``choice`` (tests replace this to script the LLM)."""
+    return None if choice.spec == "none" else choice.spec
 
-LLMCache = Annotated[str, typer.Option(help="LLM call cache: 'default', 'none' or a file path")]
+
+def parse_model_dirs(specs: Sequence[str]) -> dict[str, str]:
+    """``["subgraphrag=DIR", …]`` (``--retriever-model``) → ``{name: DIR}``."""
+    dirs: dict[str, str] = {}
+    for spec in specs:
+        name, sep, directory = spec.partition("=")
+        if not sep or not name.strip() or not directory:
+            raise ConfigError(f"--retriever-model expects NAME=DIR, got {spec!r}")
+        dirs[name.strip().lower()] = directory
+    return dirs
+
+
+def split_names(names: str) -> list[str]:
+    """A comma-separated ``--retriever`` list → names."""
+    return [n.strip().lower() for n in names.split(",") if n.strip()]
+
+
+def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str = DEFAULT_RETRIEVER,
+                models: Mapping[str, str] | None = None, k: int | None = None, examples: Path | None = None,
+                abstain_gsd: float | None = None, answer_mode: str = DEFAULT_ANSWER_MODE,
+                reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None) -> SimGRAG:
+    """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
+    directories by retriever name; a model for a retriever other than ``retriever`` is refused."""
+    from simgrag.pipeline import SimGRAG, sample_index
+
+    name = retriever.strip().lower()
+    dirs = dict(models or {})
+    stray = sorted(set(dirs) - {name})
+    if stray:
+        raise ConfigError(f"--retriever-model names {', '.join(stray)}, which this command does not use "
+                          f"(--retriever {name}).")
+    options: dict[str, Any] = {"model": dirs[name]} if name in dirs else {}
+    if k is not None:
+        options["k"] = k
+    return SimGRAG(sample_index() if index is None else index, retriever=name, retriever_options=options,
+                   llm=llm_for(llm), llm_options=llm.options(), examples=examples, abstain_gsd=abstain_gsd,
+                   answer_mode=answer_mode, reader_style=reader_style, reader_options=reader_options)
+
+
+Deadline = Annotated[float | None, typer.Option("--deadline", help="seconds of graph search before the best matches "
+                                                                  "so far are returned (default 10; inf: none)")]

@@ -1,4 +1,8 @@
-"""Benchmark commands: simgrag bench metaqa | qa | claims | factscore | abstain | summarize."""
+"""Benchmark commands: simgrag bench metaqa | qa | claims | factscore | abstain | summarize.
+
+Every question goes through the facade (:meth:`simgrag.pipeline.SimGRAG.ask`), exactly as ``simgrag
+ask`` runs it; a comparison asks one engine per retriever, all sharing the LLM.
+"""
 
 from __future__ import annotations
 
@@ -9,159 +13,164 @@ from typing import Annotated, Any
 import typer
 
 from simgrag.cli._common import (
+    DEFAULT_ANSWER_MODE,
+    DEFAULT_LLM,
+    DEFAULT_LLM_CACHE,
+    DEFAULT_RETRIEVER,
+    AbstainGsd,
     AnswerMode,
     ApiKey,
     BaseUrl,
     Examples,
+    IndexOpt,
+    K,
     LLMCache,
+    LLMChoice,
     LLMOpt,
+    Quiet,
+    ReaderMaxPromptTokens,
+    ReaderMaxTriples,
+    RetrieverModel,
     Verbose,
     _fail,
     _setup_logging,
     app,
+    make_engine,
     out,
+    parse_model_dirs,
+    split_names,
 )
 from simgrag.errors import SimGRAGError
 
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: MetaQA, any QA file, generated claims.")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: MetaQA, any QA file, generated claims "
+                                                   "(plots need simgrag[bench]).")
 app.add_typer(bench_app, name="bench")
 
-
-def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: str, base_url: str | None,
-                  api_key: str | None, examples: str | None, llm_cache: str, k: int, answer_mode: str = "llm") -> Any:
-    from simgrag.match.retrieve import RetrievalSettings
-    from simgrag.pipeline import SimGRAG, metaqa_index
-
-    options: dict[str, Any] = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v}
-    options["cache"] = False if llm_cache == "none" else (True if llm_cache == "default" else llm_cache)
-    if index is None:
-        if metaqa_dir is None:
-            raise SimGRAGError("give --index INDEX_DIR (or --metaqa-dir to build the MetaQA index)")
-        index_dir: Any = metaqa_index(metaqa_dir)
-    else:
-        index_dir = index
-    return SimGRAG(index_dir, llm=llm, llm_options=options, examples=examples or "metaqa",
-                   retrieval=RetrievalSettings(k=k), answer_mode=answer_mode)
+MetaQADir = Annotated[Path, typer.Option("--metaqa-dir", help="MetaQA folder (1-hop/ 2-hop/ 3-hop/ kb.txt)")]
+Hops = Annotated[str, typer.Option("--hops", help="comma-separated hops")]
+Sample = Annotated[int, typer.Option("--sample", help="questions per hop (0 = all)")]
+Seed = Annotated[int, typer.Option("--seed", help="random seed of the sample")]
+Split = Annotated[str, typer.Option("--split", help="test (measurement) or dev (tuning)")]
+Retrievers = Annotated[str, typer.Option("--retriever", help="comma-separated retrievers, e.g. simgrag,kaping,"
+                                                             "subgraphrag (see `simgrag ls`)")]
 
 
+def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *, examples: Path | None = None,
+                  k: int | None = None, answer_mode: str = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
+                  reader_options: dict[str, Any] | None = None) -> Any:
+    """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
+    from simgrag.eval.metaqa import metaqa_index
+
+    if index is None and metaqa_dir is None:
+        raise SimGRAGError("give --index INDEX_DIR (or --metaqa-dir to build the MetaQA index)")
+    index_dir: Any = index if index is not None else metaqa_index(metaqa_dir)  # type: ignore[arg-type]
+    return make_engine(index_dir, llm, k=k, examples=examples, answer_mode=answer_mode, abstain_gsd=abstain_gsd,
+                       reader_options=reader_options)
+
+
+def _hops(hops: str) -> list[int]:
+    return [int(h) for h in hops.split(",") if h.strip()]
 
 
 @bench_app.command("metaqa")
 def bench_metaqa(
-    metaqa_dir: Annotated[Path, typer.Option(help="MetaQA folder (1-hop/ 2-hop/ 3-hop/ kb.txt)")],
-    out: Annotated[Path, typer.Option(help="JSONL, one line per question; the summary goes beside it")],
-    hops: Annotated[str, typer.Option(help="comma-separated hops")] = "1,2,3",
-    sample: Annotated[int, typer.Option(help="questions per hop (0 = all)")] = 300,
-    seed: Annotated[int, typer.Option()] = 0,
-    split: Annotated[str, typer.Option(help="test (measurement) or dev (tuning)")] = "test",
-    index: Annotated[Path | None, typer.Option(help="reuse this index (default: build the MetaQA index once)")] = None,
-    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
-    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, answer_mode: AnswerMode = "llm",
+    metaqa_dir: MetaQADir,
+    output: Annotated[Path, typer.Option("-o", "--output", help="JSONL, one line per question (the summary goes "
+                                                                "beside it); a directory with --retriever/--perturb")],
+    hops: Hops = "1,2,3", sample: Sample = 300, seed: Seed = 0, split: Split = "test", index: IndexOpt = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
+    abstain_gsd: AbstainGsd = None,
     retriever: Annotated[str | None, typer.Option(
-        help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,paths,none; "
-             "--out is then a directory (one JSONL per retriever, comparison.md, a PNG per metric)")] = None,
-    retriever_model: Annotated[list[str] | None, typer.Option(
-        help="a trained retriever's model directory, as NAME=DIR (subgraphrag=..., gsr=...); repeatable")] = None,
-    reader_max_triples: Annotated[int, typer.Option(
-        help="with --retriever: at most this many triples (or paths) in the reader's prompt")] = 100,
-    reader_max_prompt_tokens: Annotated[int, typer.Option(
-        help="with --retriever: the reader's prompt budget (estimated tokens)")] = 1500,
+        "--retriever", help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,"
+                            "paths,none; --output is then a directory (one JSONL per retriever, comparison.md, a "
+                            "PNG per metric)")] = None,
+    retriever_model: RetrieverModel = None,
+    reader_max_triples: ReaderMaxTriples = 100, reader_max_prompt_tokens: ReaderMaxPromptTokens = 1500,
     perturb: Annotated[list[str] | None, typer.Option(
-        help="robustness: also run the --retriever comparison on perturbed KGs, METHOD:LEVEL[,LEVEL…] "
-             "(rs|rr|er|ed), seeded by --seed; repeatable. --out is a directory: OUT/original/, "
-             "OUT/<method>-<level>/, robustness.md, hits1_vs_level.png, score_h_vs_level.png")] = None,
+        "--perturb", help="robustness: also run the --retriever comparison on perturbed KGs, METHOD:LEVEL[,LEVEL…] "
+                          "(rs|rr|er|ed), seeded by --seed; repeatable. --output is a directory: OUT/original/, "
+                          "OUT/<method>-<level>/, robustness.md, hits1_vs_level.png, score_h_vs_level.png")] = None,
     perturb_ats: Annotated[bool, typer.Option(
-        help="with --perturb: also report ATS (trains the DistMult triple scorer once per KG, cached)")] = False,
-    verbose: Verbose = 0,
+        "--perturb-ats", help="with --perturb: also report ATS (trains the DistMult triple scorer once per KG, "
+                              "cached)")] = False,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency.
 
-    An interrupted run resumes: questions already answered in --out are kept (with --retriever, per retriever)."""
-    _setup_logging(verbose)
+    An interrupted run resumes: questions already answered in --output are kept (with --retriever, per retriever)."""
+    _setup_logging(verbose, quiet)
     from simgrag.eval.runner import format_summary, metaqa_items, run_qa_bench
 
     try:
-        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k, answer_mode)
-        items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed, split)
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
+        engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
+                               k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader)
+        items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
+        models = parse_model_dirs(retriever_model or [])
         if perturb:
-            _bench_robustness(engine, items, retriever or "simgrag", retriever_model or [], out, reader, perturb,
-                              seed, perturb_ats)
+            _bench_robustness(engine, items, split_names(retriever or DEFAULT_RETRIEVER), models, output, perturb, seed,
+                              perturb_ats)
             return
         if retriever:
-            _compare_retrievers(engine, items, retriever, retriever_model or [], out, reader)
+            _compare_retrievers(engine, items, split_names(retriever), models, output)
             return
-        summary = run_qa_bench(engine, items, out)
+        summary = run_qa_bench(engine, items, output)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
-    _write_summary(out, summary, format_summary(summary))
+    _write_summary(output, summary, format_summary(summary))
 
 
-def _retrievers(engine: Any, names: str, models: list[str]) -> dict[str, Any]:
-    """Retrievers by name from a comma-separated ``--retriever`` and ``--retriever-model NAME=DIR`` specs."""
-    from simgrag.eval.subrun import build_retrievers, parse_model_dirs
-
-    return build_retrievers(engine, [n.strip().lower() for n in names.split(",") if n.strip()],
-                            parse_model_dirs(models))
-
-
-def _compare_retrievers(engine: Any, items: Any, names: str, models: list[str], out_dir: Path,
-                        reader_options: dict[str, Any] | None = None) -> None:
+def _compare_retrievers(engine: Any, items: Any, names: list[str], models: dict[str, str], out_dir: Path) -> None:
     from simgrag.eval.compare import format_comparison, run_retriever_comparison
+    from simgrag.eval.subrun import engines_for
 
-    retrievers = _retrievers(engine, names, models)
-    summary = run_retriever_comparison(retrievers, engine.llm, items, out_dir, reader_options=reader_options)
+    summary = run_retriever_comparison(engines_for(engine, names, models), items, out_dir)
     out.print(format_comparison(summary), highlight=False, markup=False)
     out.print(f"rows, summary.json, comparison.md and plots → {out_dir}")
 
 
-def _bench_robustness(engine: Any, items: Any, names: str, models: list[str], out_dir: Path,
-                      reader: dict[str, Any], specs: list[str], seed: int, with_ats: bool) -> None:
-    from simgrag.eval.subrun import parse_model_dirs
+def _bench_robustness(engine: Any, items: Any, names: list[str], models: dict[str, str], out_dir: Path,
+                      specs: list[str], seed: int, with_ats: bool) -> None:
     from simgrag.perturb.robustness import format_robustness, parse_perturb_specs, run_robustness
 
-    result = run_robustness(engine, items, names.split(","), parse_perturb_specs(specs), out_dir, seed=seed,
-                            model_dirs=parse_model_dirs(models), reader_options=reader, with_ats=with_ats)
+    result = run_robustness(engine, items, names, parse_perturb_specs(specs), out_dir, seed=seed, model_dirs=models,
+                            with_ats=with_ats)
     out.print(format_robustness(result), highlight=False, markup=False)
     out.print(f"sub-runs, robustness.md/.json and the level plots → {out_dir}")
 
 
 @bench_app.command("abstain")
 def bench_abstain(
-    metaqa_dir: Annotated[Path, typer.Option(help="MetaQA folder (1-hop/ 2-hop/ 3-hop/ kb.txt)")],
-    out: Annotated[Path, typer.Option(help="output directory (abstention.md/.json/.jsonl, runs/)")],
-    retriever: Annotated[str, typer.Option(help="comma-separated retrievers, e.g. simgrag,kaping,subgraphrag")]
-    = "simgrag,kaping",
-    retriever_model: Annotated[list[str] | None, typer.Option(
-        help="a trained retriever's model directory, as NAME=DIR; repeatable")] = None,
-    hops: Annotated[str, typer.Option(help="comma-separated hops")] = "1,2",
-    sample: Annotated[int, typer.Option(help="questions per hop, among those the KG answers (0 = all)")] = 50,
-    seed: Annotated[int, typer.Option()] = 0,
-    split: Annotated[str, typer.Option(help="test (measurement) or dev (tuning)")] = "test",
-    index: Annotated[Path | None, typer.Option(help="reuse this index (default: build the MetaQA index once)")] = None,
-    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
-    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3,
-    reader_max_triples: Annotated[int, typer.Option(help="at most this many triples in the reader's prompt")] = 100,
-    reader_max_prompt_tokens: Annotated[int, typer.Option(help="the reader's prompt budget")] = 1500,
-    verbose: Verbose = 0,
+    metaqa_dir: MetaQADir,
+    output: Annotated[Path, typer.Option("-o", "--output", help="output directory (abstention.md/.json/.jsonl, "
+                                                                "runs/)")],
+    retriever: Retrievers = "simgrag,kaping", retriever_model: RetrieverModel = None,
+    hops: Hops = "1,2", sample: Annotated[int, typer.Option("--sample", help="questions per hop, among those the KG "
+                                                                             "answers (0 = all)")] = 50,
+    seed: Seed = 0, split: Split = "test", index: IndexOpt = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
+    reader_max_triples: ReaderMaxTriples = 100, reader_max_prompt_tokens: ReaderMaxPromptTokens = 1500,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Abstention: remove the triples that support sampled questions' gold answers, then count how often
     each retriever + reader abstains, answers gold anyway, or invents an answer (see simgrag.eval.abstention)."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, quiet)
     from simgrag.eval.abstention import format_abstention, run_abstention, sample_answerable
-    from simgrag.eval.subrun import parse_model_dirs
 
     try:
-        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k)
-        items = sample_answerable(engine.index.store, metaqa_dir, [int(h) for h in hops.split(",")],
-                                  sample or None, seed, split)
-        summary = run_abstention(engine, items, retriever.split(","), out,
-                                 model_dirs=parse_model_dirs(retriever_model or []),
-                                 reader_options={"max_triples": reader_max_triples,
-                                                 "max_prompt_tokens": reader_max_prompt_tokens})
+        reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
+        engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
+                               k=k, answer_mode=answer_mode, reader_options=reader)
+        items = sample_answerable(engine.index.store, metaqa_dir, _hops(hops), sample or None, seed, split)
+        summary = run_abstention(engine, items, split_names(retriever), output,
+                                 model_dirs=parse_model_dirs(retriever_model or []))
     except SimGRAGError as exc:
         raise _fail(exc) from exc
-    _print_table(format_abstention(summary), f"abstention.md/.json/.jsonl, removed_triples.tsv, runs/ → {out}")
+    _print_table(format_abstention(summary), f"abstention.md/.json/.jsonl, removed_triples.tsv, runs/ → {output}")
 
 
 def _print_table(table: str, where: str) -> None:
@@ -179,7 +188,7 @@ def _write_summary(out_path: Path, summary: dict[str, Any], table: str) -> None:
 @bench_app.command("summarize")
 def bench_summarize(
     results: Annotated[list[Path], typer.Argument(help="JSONL files written by `bench metaqa` / `bench qa`")],
-    out_path: Annotated[Path, typer.Option("--out", help="combined JSONL; the summary goes beside it")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="combined JSONL; the summary goes beside it")],
 ) -> None:
     """Summarize one or more QA result files (e.g. a run split by hop, or an interrupted run) as one."""
     from simgrag.eval.runner import format_summary, summarize
@@ -190,90 +199,98 @@ def bench_summarize(
             rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         except (OSError, json.JSONDecodeError) as exc:
             raise _fail(SimGRAGError(f"cannot read {path}: {exc}")) from exc
-    out_path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    output.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     summary = summarize(rows)
-    _write_summary(out_path, summary, format_summary(summary))
+    _write_summary(output, summary, format_summary(summary))
 
 
 @bench_app.command("qa")
 def bench_qa(
-    index: Annotated[Path, typer.Option(help="index directory")],
-    questions: Annotated[Path, typer.Option(help='JSONL: {"question": …, "answers": […]} per line')],
-    out: Annotated[Path, typer.Option(help="JSONL results")],
-    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
-    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
+    index: Annotated[Path, typer.Option("--index", help="index directory from `simgrag index`")],
+    questions: Annotated[Path, typer.Option("--questions", help='JSONL: {"question": …, "answers": […]} per line')],
+    output: Annotated[Path, typer.Option("-o", "--output", help="JSONL results; the summary goes beside it")],
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
+    abstain_gsd: AbstainGsd = None, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code).
 
-    An interrupted run resumes: questions already answered in --out are kept."""
-    _setup_logging(verbose)
+    An interrupted run resumes: questions already answered in --output are kept."""
+    _setup_logging(verbose, quiet)
     from simgrag.eval.runner import format_summary, load_qa_file, run_qa_bench
 
     try:
-        engine = _bench_engine(index, None, llm, base_url, api_key, examples, llm_cache, k)
-        summary = run_qa_bench(engine, load_qa_file(questions), out)
+        engine = _bench_engine(index, None, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples, k=k,
+                               answer_mode=answer_mode, abstain_gsd=abstain_gsd)
+        summary = run_qa_bench(engine, load_qa_file(questions), output)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
-    _write_summary(out, summary, format_summary(summary))
+    _write_summary(output, summary, format_summary(summary))
 
 
 @bench_app.command("claims")
 def bench_claims(
-    metaqa_dir: Annotated[Path, typer.Option(help="MetaQA folder: claims come from kb.txt, topics from DEV questions")],
-    out: Annotated[Path, typer.Option(help="JSONL, one line per claim; the summary goes beside it")],
-    n: Annotated[int, typer.Option(help="claims to generate (balanced over shapes and labels)")] = 300,
-    seed: Annotated[int, typer.Option()] = 0,
-    index: Annotated[Path | None, typer.Option(help="reuse this index (default: the MetaQA index)")] = None,
-    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
-    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
+    metaqa_dir: Annotated[Path, typer.Option("--metaqa-dir", help="MetaQA folder: claims come from kb.txt, topics "
+                                                                  "from DEV questions")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="JSONL, one line per claim; the summary goes "
+                                                                "beside it")],
+    n: Annotated[int, typer.Option("--n", help="claims to generate (balanced over shapes and labels)")] = 300,
+    seed: Seed = 0, index: IndexOpt = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    examples: Examples = None, k: K = None, abstain_gsd: AbstainGsd = None, verbose: Verbose = 0,
+    quiet: Quiet = False,
 ) -> None:
     """Fact verification on claims generated from the MetaQA KB (App. F shapes), accuracy by shape."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, quiet)
     from simgrag.eval.claims import generate_claims, save_claims
     from simgrag.eval.claims_bench import format_claims_summary, run_claims_bench
     from simgrag.eval.metaqa import load_metaqa
 
     try:
-        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k)
+        engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
+                               k=k, abstain_gsd=abstain_gsd)
         topics = sorted({q.topic for hop in (1, 2, 3) for q in load_metaqa(metaqa_dir, hop, "dev")})
         claims = generate_claims(engine.index.store, topics, n=n, seed=seed)
-        save_claims(out.with_suffix(".claims.jsonl"), claims)
-        summary = run_claims_bench(engine, claims, out_path=out, errors_as="wrong")
+        save_claims(output.with_suffix(".claims.jsonl"), claims)
+        summary = run_claims_bench(engine, claims, out_path=output, errors_as="wrong")
     except SimGRAGError as exc:
         raise _fail(exc) from exc
-    _write_summary(out, summary, format_claims_summary(summary))
+    _write_summary(output, summary, format_claims_summary(summary))
 
 
 @bench_app.command("factscore")
 def bench_factscore(
-    metaqa_dir: Annotated[Path, typer.Option(help="MetaQA folder (1-hop/ 2-hop/ 3-hop/ kb.txt)")],
-    out_dir: Annotated[Path, typer.Option("--out", help="directory: <retriever>.jsonl, factscore.md, summary.json")],
-    hops: Annotated[str, typer.Option(help="comma-separated hops")] = "1,2",
-    sample: Annotated[int, typer.Option(help="questions per hop (0 = all)")] = 10,
-    seed: Annotated[int, typer.Option()] = 0,
-    split: Annotated[str, typer.Option(help="test (measurement) or dev (tuning)")] = "test",
-    retriever: Annotated[str, typer.Option(help="comma-separated retrievers that supply the open answers' facts "
-                                                "(none: the LLM's own knowledge)")] = "simgrag,none",
-    retriever_model: Annotated[list[str] | None, typer.Option(
-        help="a trained retriever's model directory, as NAME=DIR (subgraphrag=..., gsr=...); repeatable")] = None,
-    max_claims: Annotated[int, typer.Option(help="atomic claims checked per answer, at most")] = 8,
-    index: Annotated[Path | None, typer.Option(help="reuse this index (default: build the MetaQA index once)")] = None,
-    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
-    llm_cache: LLMCache = "default", k: Annotated[int, typer.Option("-k")] = 3, verbose: Verbose = 0,
+    metaqa_dir: MetaQADir,
+    output: Annotated[Path, typer.Option("-o", "--output", help="directory: <retriever>.jsonl, factscore.md, "
+                                                                "summary.json")],
+    hops: Hops = "1,2", sample: Sample = 10, seed: Seed = 0, split: Split = "test",
+    retriever: Annotated[str, typer.Option("--retriever", help="comma-separated retrievers that supply the open "
+                                                               "answers' facts (none: the LLM's own knowledge)")]
+    = "simgrag,none",
+    retriever_model: RetrieverModel = None,
+    max_claims: Annotated[int, typer.Option("--max-claims", help="atomic claims checked per answer, at most")] = 8,
+    index: IndexOpt = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    examples: Examples = None, k: K = None, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """KG-grounded FActScore: open answers split into atomic claims, each checked with SimGRAG's verify.
 
-    An interrupted run resumes: questions already in --out are kept."""
-    _setup_logging(verbose)
+    An interrupted run resumes: questions already in --output are kept."""
+    _setup_logging(verbose, quiet)
     from simgrag.eval.factscore_bench import format_factscore, run_factscore_bench
     from simgrag.eval.runner import metaqa_items
+    from simgrag.eval.subrun import engines_for
 
     try:
-        engine = _bench_engine(index, metaqa_dir, llm, base_url, api_key, examples, llm_cache, k)
-        items = metaqa_items(engine, metaqa_dir, [int(h) for h in hops.split(",")], sample or None, seed, split)
-        retrievers = _retrievers(engine, retriever, retriever_model or [])
-        summary = run_factscore_bench(retrievers, engine.llm, engine.verify, items, out_dir, max_claims=max_claims)
+        engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
+                               k=k)
+        items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
+        engines = engines_for(engine, split_names(retriever), parse_model_dirs(retriever_model or []))
+        summary = run_factscore_bench(engines, engine.llm, engine.verify, items, output, max_claims=max_claims)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     out.print(format_factscore(summary), highlight=False, markup=False)
-    out.print(f"rows, summary.json and factscore.md → {out_dir}")
+    out.print(f"rows, summary.json and factscore.md → {output}")

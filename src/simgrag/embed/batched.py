@@ -19,13 +19,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from simgrag.errors import EmbedderError
+from simgrag.progress import progress_on
 
-__all__ = ["PROGRESS_THRESHOLD", "BatchedEmbedder", "QueryCache"]
+__all__ = ["BatchedEmbedder", "QueryCache"]
 
 logger = logging.getLogger(__name__)
 
-# encode(show_progress=None) shows a bar above this many texts.
-PROGRESS_THRESHOLD = 1000
 
 
 class QueryCache:
@@ -110,7 +109,7 @@ class BatchedEmbedder(ABC):
     ) -> np.ndarray:
         """Return a ``(len(texts), dim)`` float32 array (unit rows when ``normalize``).
 
-        ``show_progress=None`` shows a tqdm bar for more than :data:`PROGRESS_THRESHOLD` texts.
+        ``show_progress=None`` shows a tqdm bar at INFO level (:func:`simgrag.progress.show_progress`).
         """
         items = _as_text_list(texts)
         if batch_size <= 0:
@@ -119,7 +118,7 @@ class BatchedEmbedder(ABC):
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.cache.accepts(items):
             return self._encode_cached(items, batch_size)
-        show = len(items) > PROGRESS_THRESHOLD if show_progress is None else show_progress
+        show = progress_on(show_progress)
         return self._encode_all(items, batch_size, show)
 
     def _encode_cached(self, texts: list[str], batch_size: int) -> np.ndarray:

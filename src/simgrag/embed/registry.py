@@ -7,7 +7,7 @@ spec                                   embedder
 ``sentence-transformers:<name|path>``  a local sentence-transformers model (alias ``st:``)
 ``ollama:<model>``                     an Ollama server (``/api/embed``)
 ``openai:<model>``                     an OpenAI-compatible server (``/v1/embeddings``)
-``hash`` / ``hash:<dim>``              :class:`~simgrag.testing.embedders.HashEmbedder`, no model
+``hash`` / ``hash:<dim>``              :class:`~simgrag.embed.hashing.HashEmbedder`, no model
 ``static`` / ``static:<src>[:<dim>]``  static token embeddings (WordLlama in its wheel, or a dir)
 =====================================  ======================================================
 
@@ -18,31 +18,25 @@ else the provider default.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from simgrag.embed.base import Embedder
 from simgrag.errors import ConfigError
+from simgrag.registry import Entry, Registry
 
-__all__ = ["BASE_URL_ENV", "EmbedderEntry", "list_embedders", "resolve_embedder"]
+__all__ = ["BASE_URL_ENV", "EMBEDDERS", "list_embedders", "resolve_embedder"]
 
 BASE_URL_ENV = "SIMGRAG_EMBED_BASE_URL"
-
-
-@dataclass(frozen=True)
-class EmbedderEntry:
-    """One registry line, for ``simgrag ls``."""
-
-    prefix: str
-    usage: str
-    description: str
 
 
 def _sentence_transformers(arg: str, **kwargs: Any) -> Embedder:
     from simgrag.embed.sentence_transformers import DEFAULT_MODEL, SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(arg or DEFAULT_MODEL, **kwargs)
+
+
+def _minilm(arg: str, **kwargs: Any) -> Embedder:
+    return _sentence_transformers("", **kwargs)
 
 
 def _ollama(arg: str, *, base_url: str | None = None, **kwargs: Any) -> Embedder:
@@ -60,7 +54,7 @@ def _openai(arg: str, *, base_url: str | None = None, **kwargs: Any) -> Embedder
 
 
 def _hash(arg: str, **kwargs: Any) -> Embedder:
-    from simgrag.testing.embedders import HashEmbedder
+    from simgrag.embed.hashing import HashEmbedder
 
     try:
         dim = int(arg) if arg else 32
@@ -76,29 +70,21 @@ def _static(arg: str, **kwargs: Any) -> Embedder:
     return StaticEmbedder(source or "wordllama", dim=int(width) if width else None, **kwargs)
 
 
-_ENTRIES: dict[str, tuple[EmbedderEntry, Callable[..., Embedder]]] = {
-    "minilm": (
-        EmbedderEntry("minilm", "minilm", "bundled sentence-transformers/all-MiniLM-L6-v2, 384-d, offline"),
-        lambda arg, **kw: _sentence_transformers("", **kw),
-    ),
-    "sentence-transformers": (
-        EmbedderEntry("sentence-transformers", "sentence-transformers:<name-or-path>", "local model (st:)"),
-        _sentence_transformers,
-    ),
-    "ollama": (EmbedderEntry("ollama", "ollama:<model>", "Ollama server /api/embed"), _ollama),
-    "openai": (EmbedderEntry("openai", "openai:<model>", "OpenAI-compatible /v1/embeddings"), _openai),
-    "hash": (EmbedderEntry("hash", "hash[:<dim>]", "deterministic hashed n-grams; tests, no model"), _hash),
-    "static": (
-        EmbedderEntry("static", "static[:wordllama|<dir>][:<dim>]", "mean of static token vectors, offline, fast"),
-        _static,
-    ),
-}
-_ALIASES = {"st": "sentence-transformers", "sbert": "sentence-transformers"}
+EMBEDDERS = Registry("embedder", "--embedder", "Embedders", [
+    Entry("minilm", _minilm, "minilm", "bundled sentence-transformers/all-MiniLM-L6-v2, 384-d, offline"),
+    Entry("sentence-transformers", _sentence_transformers, "sentence-transformers:<name-or-path>",
+          "local model (st:)", aliases=("st", "sbert")),
+    Entry("ollama", _ollama, "ollama:<model>", "Ollama server /api/embed"),
+    Entry("openai", _openai, "openai:<model>", "OpenAI-compatible /v1/embeddings"),
+    Entry("hash", _hash, "hash[:<dim>]", "deterministic hashed n-grams; tests, no model"),
+    Entry("static", _static, "static[:wordllama|<dir>][:<dim>]", "mean of static token vectors, offline, fast",
+          extra="scale"),
+])
 
 
-def list_embedders() -> list[EmbedderEntry]:
+def list_embedders() -> list[Entry]:
     """The registered embedder kinds, for ``simgrag ls``."""
-    return [entry for entry, _ in _ENTRIES.values()]
+    return EMBEDDERS.entries()
 
 
 def resolve_embedder(spec: str | Embedder, **kwargs: Any) -> Embedder:
@@ -107,16 +93,12 @@ def resolve_embedder(spec: str | Embedder, **kwargs: Any) -> Embedder:
     ``kwargs`` go to the constructor (``base_url=``, ``api_key=``, ``device=``, ``timeout=``, …).
     """
     if not isinstance(spec, str):
-        if callable(getattr(spec, "encode", None)):
+        if isinstance(spec, Embedder):
             return spec
-        raise ConfigError(f"Not an embedder: {spec!r} (it has no encode method).")
-    prefix, _, arg = spec.strip().partition(":")
-    key = _ALIASES.get(prefix.lower(), prefix.lower())
-    if key not in _ENTRIES:
-        valid = ", ".join(entry.usage for entry in list_embedders())
-        raise ConfigError(f"Unknown embedder {spec!r}. Valid: {valid}.")
-    factory = _ENTRIES[key][1]
+        raise ConfigError(f"Not an embedder: {spec!r} (it needs name, dim and encode()).")
+    entry, arg = EMBEDDERS.parse(spec)
     try:
-        return factory(arg.strip(), **kwargs)
+        embedder: Embedder = entry.load()(arg, **kwargs)
     except TypeError as exc:
         raise ConfigError(f"Bad options for embedder {spec!r}: {exc}") from exc
+    return embedder

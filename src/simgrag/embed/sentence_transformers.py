@@ -19,6 +19,7 @@ import numpy as np
 
 from simgrag.embed.batched import BatchedEmbedder
 from simgrag.errors import EmbedderError
+from simgrag.progress import progress_on
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -102,6 +103,7 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
         try:
             from sentence_transformers import SentenceTransformer
 
+            _hf_progress_bars(progress_on())
             model = SentenceTransformer(target, device=self.device)
         except ImportError as exc:
             raise EmbedderError(
@@ -131,3 +133,12 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
         except RuntimeError as exc:
             raise EmbedderError(f"{self.name} failed to encode {len(texts)} texts: {exc}") from exc
         return np.asarray(vectors)
+
+
+def _hf_progress_bars(on: bool) -> None:
+    """transformers' own bars (loading weights) follow the one progress rule (:mod:`simgrag.progress`)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    (hf_logging.enable_progress_bar if on else hf_logging.disable_progress_bar)()

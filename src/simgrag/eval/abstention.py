@@ -55,7 +55,7 @@ from simgrag.eval.compare import _file_stem
 from simgrag.eval.metaqa import chain_relations, load_metaqa
 from simgrag.eval.metrics import answers_match
 from simgrag.eval.runner import QAItem
-from simgrag.eval.subrun import engine_for_index, run_sub_comparison
+from simgrag.eval.subrun import run_sub_comparison
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.derive import derive_index_dir, same_tables_store
 from simgrag.index.directory import IndexDir, open_index_dir
@@ -187,7 +187,7 @@ def classify_reply(entities: Sequence[str], text: str, gold: Sequence[str], *, q
 def _classify_row(row: Mapping[str, Any]) -> str:
     reading = row.get("reading") or {}
     return classify_reply(reading.get("entities") or [], reading.get("text") or "", row.get("gold") or [],
-                          question=row.get("question", ""), abstained=bool(row.get("abstained")),
+                          question=row.get("question", ""), abstained=bool(reading.get("abstained")),
                           error=not reading)
 
 
@@ -203,9 +203,9 @@ def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------ study
 def run_abstention(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequence[str], out_dir: str | Path, *,
-                   model_dirs: Mapping[str, str] | None = None, reader_options: Mapping[str, Any] | None = None,
-                   cache: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
-    """Remove the supporting triples of ``items``, run ``retrievers`` + the reader on the reduced KG,
+                   model_dirs: Mapping[str, str] | None = None, cache: str | Path | None = None,
+                   progress: bool | None = None) -> dict[str, Any]:
+    """Remove the supporting triples of ``items``, ask ``retrievers`` (engines like ``engine``) on the reduced KG,
     classify the replies; writes the files of the module docstring and returns the summary."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -219,8 +219,8 @@ def run_abstention(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequenc
     _write_removed(out / "removed_triples.tsv", store, removed)
     names = [n.strip().lower() for n in retrievers if n.strip()]
     unanswerable = [replace(it, answerable=False) for it in items]  # score_h rewards abstaining now
-    comparison = run_sub_comparison(engine_for_index(engine, reduced), names, unanswerable, out / "runs",
-                                    model_dirs=model_dirs, reader_options=reader_options, progress=progress)
+    comparison = run_sub_comparison(engine, names, unanswerable, out / "runs", index=reduced, model_dirs=model_dirs,
+                                    progress=progress)
     facts = {(it.group, it.question): _facts(reduced.store, it, edges) for it, edges in zip(items, per_item,
                                                                                               strict=True)}
     rows: list[dict[str, Any]] = []

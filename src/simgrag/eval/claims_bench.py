@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from simgrag.errors import LLMError, MatchError, PatternError, SimGRAGError
 from simgrag.eval.claims import Claim
+from simgrag.progress import progress_on
 
 __all__ = ["Verifier", "format_claims_summary", "run_claims_bench", "summarize_claim_records"]
 
@@ -57,15 +58,15 @@ def _record(claim: Claim, t0: float, errors_as: str, result: Any = None,
     return rec
 
 
-def run_claims_bench(engine: Verifier, claims: Sequence[Claim], *, out_path: str | Path,
-                     progress: bool = True, errors_as: Literal["refuted", "wrong"] = "refuted") -> dict[str, Any]:
+def run_claims_bench(engine: Verifier, claims: Sequence[Claim], *, out_path: str | Path, progress: bool | None = None,
+                     errors_as: Literal["refuted", "wrong"] = "refuted") -> dict[str, Any]:
     """Verify every claim with ``engine``, write one JSON line per claim to ``out_path`` and return
     :func:`summarize_claim_records` of them. A :class:`SimGRAGError` on a claim is recorded (stage
     ``pattern``/``llm``/``match``/``other``) and scored as a Refuted verdict (``errors_as="refuted"``,
     as FactKG scores "not enough evidence") or as a wrong one (``errors_as="wrong"``)."""
     records = []
     with Path(out_path).open("w", encoding="utf-8") as fh:
-        for claim in tqdm(claims, desc="claims", unit="claim", disable=not progress):
+        for claim in tqdm(claims, desc="claims", unit="claim", disable=not progress_on(progress)):
             t0 = time.perf_counter()
             try:
                 rec = _record(claim, t0, errors_as, result=engine.verify(claim.text))

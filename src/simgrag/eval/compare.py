@@ -1,9 +1,12 @@
-"""Retrievers side by side: the same questions, the same LLM reader, the same metrics.
+"""Retrievers side by side: the same questions, the same LLM and answerer, the same metrics.
 
-For each retriever and question: retrieve (with the item's topic entity when it has one), read with
-the retriever's reader style (:mod:`simgrag.retrievers.reader`), score (:mod:`simgrag.eval.metrics`).
-A retriever or reader that raises a :class:`~simgrag.errors.SimGRAGError` on a question gets the
-error recorded (scored as no answer, empty context) and the run goes on.
+Each retriever is a :class:`~simgrag.pipeline.SimGRAG` engine (usually variants of one engine, sharing
+its LLM: :meth:`~simgrag.pipeline.SimGRAG.variant`), so a question goes through exactly what
+``simgrag ask`` runs: retrieve (with the item's topic entity when it has one) → the answerer
+(SimGRAG's own subgraph prompt and answer mode for SimGRAG, the reader style of its paper for each
+other retriever, :mod:`simgrag.answer.answerer`) → score (:mod:`simgrag.eval.metrics`). A question
+that raises a :class:`~simgrag.errors.SimGRAGError` gets the error recorded (scored as no answer,
+empty context) and the run goes on.
 
 ``out_dir`` receives::
 
@@ -18,9 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,14 +29,15 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from simgrag.answer.qa import Answer
 from simgrag.errors import SimGRAGError
 from simgrag.eval import metrics as m
+from simgrag.eval.plots import pyplot
 from simgrag.eval.resumable import resumable_rows
 from simgrag.eval.runner import QAItem
-from simgrag.llm.base import LLM
-from simgrag.retrievers.base import RetrievedContext, Retriever
-from simgrag.retrievers.reader import Reading, read_context
-from simgrag.retrievers.registry import default_style
+from simgrag.pipeline import SimGRAG
+from simgrag.progress import progress_on
+from simgrag.retrievers.base import RetrievedContext
 
 __all__ = ["METRICS", "format_comparison", "plot_comparison", "run_retriever_comparison", "score_row"]
 
@@ -50,11 +52,11 @@ METRICS: dict[str, tuple[str, bool]] = {
 }
 
 
-def score_row(item: QAItem, context: RetrievedContext | None, reading: Reading | None,
+def score_row(item: QAItem, context: RetrievedContext | None, answer: Answer | None,
               count_tokens: Callable[[str], int] | None = None) -> dict[str, Any]:
-    """The metrics of one question (no context / no reading count as empty / no answer)."""
-    predicted = reading.entities if reading else ()
-    text = reading.text if reading else ""
+    """The metrics of one question (no context / no answer count as empty / no answer)."""
+    predicted = answer.entities if answer else ()
+    text = answer.text if answer else ""
     entities = context.entities() if context else set()
     size = m.context_size(context, count_tokens) if context else {"triples": 0, "tokens": 0}
     _, _, f1 = m.f1_score(predicted, item.answers)
@@ -67,24 +69,20 @@ def score_row(item: QAItem, context: RetrievedContext | None, reading: Reading |
     }
 
 
-def _one(name: str, retriever: Retriever, llm: LLM, style: str, reader_options: Mapping[str, Any],
-         item: QAItem) -> dict[str, Any]:
+def _one(name: str, engine: SimGRAG, item: QAItem) -> dict[str, Any]:
     row: dict[str, Any] = {"retriever": name, "question": item.question, "gold": list(item.answers),
                            "group": item.group, "topic": item.topic, "answerable": item.answerable}
-    context = reading = None
-    t0 = time.perf_counter()
+    context = answer = None
     try:
-        context = retriever.retrieve(item.question, topic_entities=[item.topic] if item.topic else None)
-        row["retrieve_s"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        reading = read_context(llm, context, style=style, **reader_options)
-        row["read_s"] = time.perf_counter() - t1
+        result = engine.ask(item.question, topic_entities=[item.topic] if item.topic else None)
+        context, answer = result.context, result.answer
+        row["retrieve_s"], row["read_s"] = result.timings["retrieve_s"], result.timings["answer_s"]
     except SimGRAGError as exc:
         logger.warning("%s failed on %r: %s", name, item.question, str(exc).splitlines()[0] if str(exc) else exc)
         row["error"] = f"{type(exc).__name__}: {exc}"
-    row["metrics"] = score_row(item, context, reading, reader_options.get("count_tokens"))
+    row["metrics"] = score_row(item, context, answer)
     row["context"] = context.to_dict() if context else None
-    row["reading"] = reading.to_dict() if reading else None
+    row["reading"] = {k: v for k, v in answer.to_dict().items() if k != "evidence"} if answer else None
     return row
 
 
@@ -156,12 +154,8 @@ def format_comparison(summary: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def plot_comparison(summary: Mapping[str, Mapping[str, Any]], out_dir: str | Path) -> list[Path]:
-    """One PNG per metric: a bar per retriever in each group (matplotlib, Agg backend)."""
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """One PNG per metric: a bar per retriever in each group (matplotlib, Agg backend; ``simgrag[bench]``)."""
+    plt = pyplot()
 
     names = list(summary)
     groups = _groups(summary)
@@ -208,33 +202,26 @@ def _compared(row: dict[str, Any]) -> bool:
 
 
 def run_retriever_comparison(
-    retrievers: Mapping[str, Retriever],
-    llm: LLM,
+    engines: Mapping[str, SimGRAG],
     items: Sequence[QAItem],
     out_dir: str | Path,
     *,
-    styles: Mapping[str, str] | None = None,
-    reader_options: Mapping[str, Any] | None = None,
     plots: bool = True,
-    progress: bool = True,
+    progress: bool | None = None,
     resume: bool = True,
 ) -> dict[str, dict[str, Any]]:
-    """Run every retriever on every item, write the files of the module docstring, return the summary.
-
-    ``styles``: reader style per retriever name (default: the registry's, e.g. ``kaping`` → ``"kaping"``,
-    else ``"subgraphrag"``). ``reader_options``: keywords of :func:`~simgrag.retrievers.reader.read_context`.
-    ``resume``: rows already in ``<retriever>.jsonl`` for the same questions (and without an error)
-    are kept instead of re-run, so an interrupted run goes on where it stopped.
-    """
+    """Ask every engine (one per retriever, by name) every item, write the files of the module
+    docstring, return the summary. ``resume``: rows already in ``<retriever>.jsonl`` for the same
+    questions (and without an error) are kept instead of re-run, so an interrupted run goes on where
+    it stopped."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    options = dict(reader_options or {})
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in retrievers}
-    with tqdm(total=len(retrievers) * len(items), desc="retrievers x questions", disable=not progress) as bar:
-        for name, retriever in retrievers.items():
-            style = (styles or {}).get(name) or default_style(name)
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in engines}
+    bar = tqdm(total=len(engines) * len(items), desc="retrievers x questions", disable=not progress_on(progress))
+    with bar:
+        for name, engine in engines.items():
             path = out / f"{_file_stem(name)}.jsonl"
-            compute = functools.partial(_one, name, retriever, llm, style, options)
+            compute = functools.partial(_one, name, engine)
             for row in resumable_rows(path, items, compute, resume=resume, finished=_compared, label=name):
                 rows[name].append(row)
                 bar.update(1)

@@ -34,6 +34,7 @@ from simgrag.answer._common import call_llm
 from simgrag.errors import SimGRAGError
 from simgrag.eval import metrics as m
 from simgrag.llm.base import LLM, ChatMessage
+from simgrag.pipeline import VerifyResult
 
 __all__ = [
     "CLAIM_SHOTS", "CLAIM_SYSTEM", "MAX_CLAIMS", "ClaimSplit", "ClaimVerdict", "FactScore", "check_claims",
@@ -185,22 +186,20 @@ def _triples(items: Iterable[Any]) -> tuple[tuple[str, str, str], ...]:
     return tuple((str(t[0]), str(t[1]), str(t[2])) if isinstance(t, (tuple, list)) else t.as_tuple() for t in items)
 
 
-def _as_claim_verdict(claim: str, result: Any, latency: float) -> ClaimVerdict:
-    """A :class:`ClaimVerdict` from ``SimGRAG.verify``'s VerifyResult, a Verdict or a ContextVerdict."""
-    verdict = getattr(result, "verdict", result)
-    pattern = getattr(result, "pattern", None)
-    pattern_triples = _triples(pattern.pattern.triples()) if pattern is not None else ()
-    retrieval = getattr(verdict, "evidence", None)
-    context = getattr(verdict, "context", None)
-    if retrieval is not None and getattr(retrieval, "evidence", None):
-        evidence = _triples(min(retrieval.evidence, key=lambda ev: ev.gsd).triples())
+def _as_claim_verdict(claim: str, result: VerifyResult, latency: float) -> ClaimVerdict:
+    """A :class:`ClaimVerdict` from ``SimGRAG.verify``'s result: the evidence is the best subgraph, or
+    the first triples of a context without subgraphs."""
+    verdict = result.verdict
+    pattern_triples = _triples(result.pattern.pattern.triples()) if result.pattern is not None else ()
+    if result.evidence is not None and result.evidence.evidence:
+        evidence = _triples(min(result.evidence.evidence, key=lambda ev: ev.gsd).triples())
     else:
-        evidence = _triples(context.triples[:5]) if context is not None else ()
-    return ClaimVerdict(claim, str(verdict.label), str(getattr(verdict, "reason", "")),
-                        str(getattr(verdict, "text", "")), pattern_triples, evidence, None, latency)
+        evidence = _triples(result.context.triples[:5])
+    return ClaimVerdict(claim, str(verdict.label), verdict.reason, verdict.text, pattern_triples, evidence, None,
+                        latency)
 
 
-def check_claims(claims: Sequence[str], verify: Callable[[str], Any],
+def check_claims(claims: Sequence[str], verify: Callable[[str], VerifyResult],
                  memo: dict[str, ClaimVerdict] | None = None) -> tuple[ClaimVerdict, ...]:
     """Check each claim with ``verify`` (e.g. ``engine.verify``). A claim whose check raises a
     :class:`~simgrag.errors.SimGRAGError` gets "Not enough evidence" with the error recorded.
@@ -246,7 +245,7 @@ class FactScore:
                 "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
-def factscore(llm: LLM, answer: str, verify: Callable[[str], Any], *, question: str | None = None,
+def factscore(llm: LLM, answer: str, verify: Callable[[str], VerifyResult], *, question: str | None = None,
               max_claims: int = MAX_CLAIMS, memo: dict[str, ClaimVerdict] | None = None) -> FactScore:
     """Split ``answer`` into claims with ``llm`` and check each with ``verify`` (see the module docstring)."""
     split = split_claims(llm, answer, question=question, max_claims=max_claims)

@@ -1,11 +1,12 @@
 """The KG-grounded FActScore benchmark: open answers from several retrievers, scored claim by claim.
 
-For each retriever and question: retrieve (with the item's topic entity when it has one), write an
-open answer with the reader style ``"open"`` (:mod:`simgrag.answer.open`; the ``none`` retriever
-answers from the LLM's own knowledge), split it into atomic claims and check each against the KG
-(:mod:`simgrag.eval.factscore`). Hit: the paragraph names a gold answer. A retriever or reader that
-raises a :class:`~simgrag.errors.SimGRAGError` gets the error recorded and the run goes on; such rows
-count only under ``errors`` and run again when the run is resumed.
+For each retriever (a :class:`~simgrag.pipeline.SimGRAG` engine) and question: retrieve (with the
+item's topic entity when it has one), write an open answer with the reader style ``"open"``
+(:mod:`simgrag.answer.open`; the ``none`` retriever answers from the LLM's own knowledge), split it
+into atomic claims and check each against the KG (:mod:`simgrag.eval.factscore`). Hit: the paragraph
+names a gold answer. A retriever or reader that raises a :class:`~simgrag.errors.SimGRAGError` gets the
+error recorded and the run goes on; such rows count only under ``errors`` and run again when the run
+is resumed.
 
 ``out_dir`` receives::
 
@@ -38,8 +39,8 @@ from simgrag.eval.factscore import MAX_CLAIMS, ClaimVerdict, factscore, summariz
 from simgrag.eval.resumable import resumable_rows
 from simgrag.eval.runner import QAItem
 from simgrag.llm.base import LLM
-from simgrag.retrievers.base import Retriever
-from simgrag.retrievers.reader import read_context
+from simgrag.pipeline import SimGRAG, VerifyResult
+from simgrag.progress import progress_on
 
 __all__ = ["COLUMNS", "format_factscore", "run_factscore_bench", "summarize_factscore", "summarize_factscore_rows"]
 
@@ -59,20 +60,17 @@ class _Checker:
     the verdicts so far (an identical claim from another answer is not checked twice)."""
 
     llm: LLM
-    verify: Callable[[str], Any]
-    reader_options: Mapping[str, Any]
+    verify: Callable[[str], VerifyResult]
     max_claims: int
     memo: dict[str, ClaimVerdict] = field(default_factory=dict)
 
 
-def _fact_row(name: str, retriever: Retriever, item: QAItem, checker: _Checker) -> dict[str, Any]:
+def _fact_row(name: str, engine: SimGRAG, item: QAItem, checker: _Checker) -> dict[str, Any]:
     row: dict[str, Any] = {"retriever": name, "question": item.question, "gold": list(item.answers),
                            "group": item.group, "topic": item.topic, "answerable": item.answerable}
-    t0 = time.perf_counter()
     try:
-        context = retriever.retrieve(item.question, topic_entities=[item.topic] if item.topic else None)
-        t1 = time.perf_counter()
-        reading = read_context(checker.llm, context, style="open", **checker.reader_options)
+        result = engine.ask(item.question, topic_entities=[item.topic] if item.topic else None)
+        context, reading = result.context, result.answer
         t2 = time.perf_counter()
         scored = factscore(checker.llm, reading.text, checker.verify, question=item.question,
                            max_claims=checker.max_claims, memo=checker.memo)
@@ -80,9 +78,11 @@ def _fact_row(name: str, retriever: Retriever, item: QAItem, checker: _Checker) 
         logger.warning("%s failed on %r: %s", name, item.question, str(exc).splitlines()[0] if str(exc) else exc)
         row["error"] = f"{type(exc).__name__}: {exc}"
         return row
-    row.update(answer=reading.text, context_triples=len(context.triples), reading=reading.to_dict(),
+    reading_dict = {k: v for k, v in reading.to_dict().items() if k != "evidence"}
+    row.update(answer=reading.text, context_triples=len(context.triples), reading=reading_dict,
                factscore=scored.to_dict(),
-               timings={"retrieve_s": t1 - t0, "answer_s": t2 - t1, "check_s": time.perf_counter() - t2})
+               timings={"retrieve_s": result.timings["retrieve_s"], "answer_s": result.timings["answer_s"],
+                        "check_s": time.perf_counter() - t2})
     row["metrics"] = {"factscore": scored.score, "claims": len(scored.verdicts), "supported": scored.supported,
                       "unparseable": scored.split.unparseable, "hit": m.hit(reading.text, item.answers),
                       "claim_errors": sum(v.error is not None for v in scored.verdicts)}
@@ -131,29 +131,29 @@ def format_factscore(summary: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def run_factscore_bench(
-    retrievers: Mapping[str, Retriever],
+    engines: Mapping[str, SimGRAG],
     llm: LLM,
-    verify: Callable[[str], Any],
+    verify: Callable[[str], VerifyResult],
     items: Sequence[QAItem],
     out_dir: str | Path,
     *,
     max_claims: int = MAX_CLAIMS,
-    reader_options: Mapping[str, Any] | None = None,
     resume: bool = True,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """For every retriever and item: an open answer (reader style ``"open"``), its atomic claims,
-    each checked with ``verify`` (e.g. ``engine.verify``); writes the files of the module docstring and
-    returns the summary. ``resume``: rows already in ``<retriever>.jsonl`` without an error are kept."""
+    """For every engine (one per retriever, by name) and item: an open answer (each engine's answerer
+    with the reader style ``"open"``), its atomic claims, each checked with ``verify`` (e.g.
+    ``engine.verify``); writes the files of the module docstring and returns the summary. ``resume``:
+    rows already in ``<retriever>.jsonl`` without an error are kept."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    checker = _Checker(llm, verify, dict(reader_options or {}), max_claims)
+    checker = _Checker(llm, verify, max_claims)
     rows: dict[str, list[dict[str, Any]]] = {}
-    with tqdm(total=len(retrievers) * len(items), desc="factscore", disable=not progress) as bar:
-        for name, retriever in retrievers.items():
+    with tqdm(total=len(engines) * len(items), desc="factscore", disable=not progress_on(progress)) as bar:
+        for name, engine in engines.items():
             path = out / f"{_file_stem(name)}.jsonl"
             rows[name] = []
-            compute = functools.partial(_fact_row, name, retriever, checker=checker)
+            compute = functools.partial(_fact_row, name, engine.variant(reader_style="open"), checker=checker)
             for row in resumable_rows(path, items, compute, resume=resume, finished=_compared, label=name):
                 rows[name].append(row)
                 bar.update(1)

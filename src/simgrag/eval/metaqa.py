@@ -12,12 +12,14 @@ relation kind), so that errors can be attributed to the pattern stage.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from simgrag.errors import DatasetError
+from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.pattern.graph import Pattern
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "MetaQAQuestion",
     "chain_relations",
     "load_metaqa",
+    "metaqa_index",
     "pattern_fits_chain",
     "relation_kinds",
 ]
@@ -184,3 +187,20 @@ def _edge_kinds(pattern: Pattern, edge_id: int, a: int, b: int) -> set[str]:
         if hint:
             kinds |= relation_kinds(hint) | ({CHAIN_RELATIONS[hint]} if hint in CHAIN_RELATIONS else set())
     return kinds
+
+
+def metaqa_index(metaqa_dir: str | Path, *, cache: str | Path | None = None, embedder: str = "minilm") -> IndexDir:
+    """The index of MetaQA's kb.txt with the bundled MetaQA relation aliases, built once into the cache
+    (keyed by kb.txt's content, so a copy of the same data reuses it)."""
+    from simgrag.config import cache_dir
+    from simgrag.pipeline import builtin_aliases_path
+
+    kb = Path(metaqa_dir) / "kb.txt"
+    if not kb.is_file():
+        raise DatasetError(f"{kb}: not found (give the MetaQA folder that holds kb.txt)")
+    stamp = hashlib.blake2b(kb.read_bytes(), digest_size=8).hexdigest()
+    path = cache_dir(cache) / f"metaqa-{embedder.replace(':', '-')}-{stamp}.idx"
+    if (path / "manifest.json").exists():
+        return open_index_dir(path)
+    return build_index_dir(kb, path, embedder=embedder, relation_aliases=builtin_aliases_path("metaqa"),
+                           overwrite=True)

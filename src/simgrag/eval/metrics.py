@@ -30,7 +30,7 @@ Per question:
   (:meth:`~simgrag.retrievers.base.RetrievedContext.entities`), normalized.
 - :func:`context_size`: the context's triples and tokens. Tokens are those of the triples written as
   the reader writes them, ``(head, relation, tail)`` one per line, counted with ``count_tokens``
-  (e.g. the LLM's tokenizer) or estimated by :func:`simgrag.retrievers.reader.approx_tokens`
+  (e.g. the LLM's tokenizer) or estimated by :func:`simgrag.answer.reader.approx_tokens`
   (characters / 3.5).
 """
 
@@ -41,9 +41,9 @@ import re
 import string
 from collections.abc import Callable, Collection, Iterable, Sequence
 
+from simgrag.answer.reader import approx_tokens
 from simgrag.answer.verbalize import format_triple
 from simgrag.retrievers.base import RetrievedContext
-from simgrag.retrievers.reader import approx_tokens
 
 __all__ = [
     "answer_recall",

@@ -33,6 +33,7 @@ from simgrag.eval.answerable import is_answerable
 from simgrag.eval.metaqa import MetaQAQuestion, load_metaqa, pattern_fits_chain
 from simgrag.eval.resumable import resumable_rows
 from simgrag.pipeline import AskResult, SimGRAG
+from simgrag.progress import progress_on
 
 __all__ = ["QAItem", "load_qa_file", "metaqa_items", "run_qa_bench", "summarize"]
 
@@ -95,15 +96,20 @@ def _hits(result: AskResult, gold: set[str]) -> tuple[bool, bool]:
     return lenient, strict
 
 
+def _fits(item: QAItem, result: AskResult) -> bool | None:
+    """Whether the pattern fits the gold chain (MetaQA); ``None`` without a chain or a pattern."""
+    if not (item.chain and item.topic) or result.pattern is None:
+        return None
+    return pattern_fits_chain(result.pattern.pattern, item.topic, item.chain)[0]
+
+
 def _stage(item: QAItem, result: AskResult, hit: bool) -> str | None:
     if hit:
         return None
-    if item.chain and item.topic:
-        ok, _ = pattern_fits_chain(result.pattern.pattern, item.topic, item.chain)
-        if not ok:
-            return "pattern"
+    if _fits(item, result) is False:
+        return "pattern"
     gold = {_norm(a) for a in item.answers}
-    retrieved = {_norm(n.entity) for ev in result.answer.evidence.evidence for n in ev.nodes}
+    retrieved = {_norm(name) for name in result.context.entities()}
     return "generation" if gold & retrieved else "retrieval"
 
 
@@ -120,20 +126,21 @@ def _record(item: QAItem, result: AskResult | None, error: SimGRAGError | None) 
         row.update({"hit": False, "strict": False, "stage": stage, "error": str(error)})
         return row
     lenient, strict = _hits(result, set(item.answers))
-    ans = result.answer
+    ans, found = result.answer, result.pattern
     row.update({
         "hit": lenient, "strict": strict, "stage": _stage(item, result, lenient),
-        "pattern": [list(t) for t in result.pattern.pattern.triples()], "pattern_attempts": result.pattern.attempts,
-        "pattern_kg_repairs": list(result.pattern.kg_repairs),
-        "pattern_fits": (pattern_fits_chain(result.pattern.pattern, item.topic, item.chain)[0]
-                         if item.chain and item.topic else None),
+        "retriever": result.retriever,
+        "pattern": [list(t) for t in found.pattern.triples()] if found else [],
+        "pattern_attempts": found.attempts if found else 0,
+        "pattern_kg_repairs": list(found.kg_repairs) if found else [],
+        "pattern_fits": _fits(item, result),
         "answer": ans.text, "entities": list(ans.entities), "short_answer": ans.short_answer,
         "candidates": list(ans.candidates[:10]), "abstained": ans.abstained, "timings": result.timings,
-        "tokens": {"pattern_prompt": result.pattern.prompt_tokens,
-                   "pattern_completion": result.pattern.completion_tokens,
+        "tokens": {"pattern_prompt": found.prompt_tokens if found else 0,
+                   "pattern_completion": found.completion_tokens if found else 0,
                    "answer_prompt": ans.prompt_tokens, "answer_completion": ans.completion_tokens},
-        "top_evidence": ([list(e.triple.as_tuple()) for e in ans.evidence.evidence[0].edges]
-                         if ans.evidence.evidence else []),
+        "top_evidence": ([list(t.as_tuple()) for t in result.evidence.evidence[0].triples()]
+                         if result.evidence is not None and result.evidence.evidence else []),
     })
     return row
 
@@ -146,7 +153,7 @@ def _ask(engine: SimGRAG, item: QAItem) -> dict[str, Any]:
         return _record(item, None, exc)
 
 
-def run_qa_bench(engine: SimGRAG, items: Iterable[QAItem], out: str | Path, *, progress: bool = True,
+def run_qa_bench(engine: SimGRAG, items: Iterable[QAItem], out: str | Path, *, progress: bool | None = None,
                  resume: bool = True, on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Ask every question, write one JSON line each to ``out``, return :func:`summarize` of the rows.
 
@@ -154,8 +161,8 @@ def run_qa_bench(engine: SimGRAG, items: Iterable[QAItem], out: str | Path, *, p
     LLM or other error run again), so an interrupted run goes on where it stopped."""
     rows = []
     items = list(items)
-    for row in tqdm(resumable_rows(out, items, functools.partial(_ask, engine), resume=resume,
-                                   finished=_not_failed), total=len(items), desc="questions", disable=not progress):
+    computed = resumable_rows(out, items, functools.partial(_ask, engine), resume=resume, finished=_not_failed)
+    for row in tqdm(computed, total=len(items), desc="questions", disable=not progress_on(progress)):
         rows.append(row)
         if on_row:
             on_row(row)

@@ -1,13 +1,14 @@
-"""Sub-runs of a retriever comparison on other KGs: the engine over another index, the retrievers by
-name, and a comparison that is skipped when its folder already holds it (``done.json``).
+"""Sub-runs of a retriever comparison on other KGs: one engine per retriever over another index, and
+a comparison that is skipped when its folder already holds it (``done.json``).
 
 Used by the robustness benchmark (:mod:`simgrag.perturb.robustness`, perturbed KGs) and the abstention
-study (:mod:`simgrag.eval.abstention`, a KG with the answers' triples removed).
+study (:mod:`simgrag.eval.abstention`, a KG with the answers' triples removed). Every engine is a
+:meth:`~simgrag.pipeline.SimGRAG.variant` of the given one: the LLM (loaded once), the few-shot
+examples and the answerer settings are shared, the index and the retriever are its own.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import logging
@@ -15,48 +16,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simgrag.errors import ConfigError
 from simgrag.eval.compare import run_retriever_comparison
 from simgrag.eval.runner import QAItem
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.directory import IndexDir
-from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pipeline import SimGRAG
-from simgrag.retrievers.base import Retriever
-from simgrag.retrievers.registry import resolve_retriever
 
-__all__ = ["build_retrievers", "engine_for_index", "parse_model_dirs", "run_sub_comparison"]
+__all__ = ["engines_for", "run_sub_comparison"]
 
 logger = logging.getLogger(__name__)
 
 
-def parse_model_dirs(specs: Sequence[str]) -> dict[str, str]:
-    """``["subgraphrag=DIR", …]`` (``--retriever-model``) → ``{name: DIR}``."""
-    dirs: dict[str, str] = {}
-    for spec in specs:
-        name, sep, directory = spec.partition("=")
-        if not sep or not directory:
-            raise ConfigError(f"--retriever-model expects NAME=DIR, got {spec!r}")
-        dirs[name.strip().lower()] = directory
-    return dirs
-
-
-def engine_for_index(engine: SimGRAG, index: IndexDir) -> SimGRAG:
-    """``engine`` over another index: its LLM, pattern generator and settings shared (none depends on the KG)."""
-    if index is engine.index:
-        return engine
-    other = copy.copy(engine)
-    other.index = index
-    other.retriever = SubgraphRetriever(index)
-    return other
-
-
-def build_retrievers(engine: SimGRAG, names: Sequence[str],
-                     model_dirs: Mapping[str, str] | None = None) -> dict[str, Retriever]:
-    """Retrievers by name over ``engine``'s index (``model_dirs``: trained models by retriever name)."""
+def engines_for(engine: SimGRAG, names: Sequence[str], model_dirs: Mapping[str, str] | None = None, *,
+                index: IndexDir | None = None) -> dict[str, SimGRAG]:
+    """One engine per retriever name (``model_dirs``: trained models by retriever name), over ``index``
+    (default: ``engine``'s)."""
     dirs = dict(model_dirs or {})
-    return {name: resolve_retriever(name, index=engine.index, engine=engine,
-                                    **({"model": dirs[name]} if name in dirs else {}))
+    return {name: engine.variant(index=index, retriever=name,
+                                 retriever_options={"model": dirs[name]} if name in dirs else None)
             for name in names}
 
 
@@ -68,10 +45,11 @@ def _items_digest(items: Sequence[QAItem]) -> str:
 
 
 def run_sub_comparison(engine: SimGRAG, names: Sequence[str], items: Sequence[QAItem], out_dir: Path, *,
-                       model_dirs: Mapping[str, str] | None = None, reader_options: Mapping[str, Any] | None = None,
-                       progress: bool = True) -> dict[str, Any]:
-    """One comparison into ``out_dir``, skipped when its ``done.json`` says it ran these retrievers on
-    these questions already (then its ``summary.json`` is returned)."""
+                       index: IndexDir | None = None, model_dirs: Mapping[str, str] | None = None,
+                       progress: bool | None = None) -> dict[str, Any]:
+    """One comparison of the retrievers ``names`` over ``index`` (default: ``engine``'s) into
+    ``out_dir``, skipped when its ``done.json`` says it ran these retrievers on these questions already
+    (then its ``summary.json`` is returned)."""
     marker = out_dir / "done.json"
     want = {"retrievers": list(names), "questions": len(items), "items_sha256": _items_digest(items)}
     if marker.is_file() and (out_dir / "summary.json").is_file():
@@ -82,8 +60,7 @@ def run_sub_comparison(engine: SimGRAG, names: Sequence[str], items: Sequence[QA
                 return summary
         except ValueError:
             pass
-    retrievers = build_retrievers(engine, names, model_dirs)
-    summary = run_retriever_comparison(retrievers, engine.llm, items, out_dir, reader_options=reader_options,
-                                       progress=progress)
+    engines = engines_for(engine, names, model_dirs, index=index)
+    run_retriever_comparison(engines, items, out_dir, progress=progress)
     write_bytes_atomic(marker, (json.dumps(want, indent=2) + "\n").encode("utf-8"))
     return json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))  # NaN already as null

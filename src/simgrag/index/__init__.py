@@ -13,7 +13,7 @@ from simgrag.index.faiss_ivfpq import FaissIVFPQIndex
 from simgrag.index.manifest import IndexManifest, read_manifest
 from simgrag.index.registry import (
     EXACT_MAX_VECTORS,
-    IndexKind,
+    INDEXES,
     choose_default_kind,
     list_index_kinds,
     load_index,
@@ -22,10 +22,10 @@ from simgrag.index.registry import (
 
 __all__ = [
     "EXACT_MAX_VECTORS",
+    "INDEXES",
     "ExactIndex",
     "FaissHNSWIndex",
     "FaissIVFPQIndex",
-    "IndexKind",
     "IndexManifest",
     "VectorIndex",
     "choose_default_kind",

@@ -39,17 +39,19 @@ import yaml
 from tqdm.auto import tqdm
 
 from simgrag import __version__
-from simgrag.embed.base import Embedder
+from simgrag.embed.base import Embedder, Respecifiable
 from simgrag.embed.registry import resolve_embedder
 from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
 from simgrag.fileio import write_bytes_atomic
-from simgrag.index.base import VectorIndex
+from simgrag.index.base import LocalServerIndex, VectorIndex, VectorsAttachable
 from simgrag.index.exact import ExactIndex
 from simgrag.index.registry import choose_default_kind, load_index, make_index
 from simgrag.index.swap import MANIFEST, finished_build, recover_swap, replace_dir, work_dir
 from simgrag.index.verify import check_loaded, check_manifest, file_digests
 from simgrag.kg.loader import LoadReport, load_kg
+from simgrag.kg.sources import KGSource
 from simgrag.kg.store import KGStore
+from simgrag.progress import progress_on
 
 __all__ = [
     "FORMAT_VERSION",
@@ -149,7 +151,7 @@ def _embed_entities(store: KGStore, embedder: Embedder, work: Path, show_progres
     path, progress_path = work / "entity_vectors.npy", work / "entity_vectors.progress"
     n = store.num_entities
     done, vectors = _resume_vectors(path, progress_path, (n, embedder.dim))
-    show = n > 2000 if show_progress is None else show_progress
+    show = progress_on(show_progress)
     with tqdm(total=n, initial=done, desc="embedding entities", unit="ent", disable=not show) as bar:
         for start in range(done, n, _CHUNK):
             names = [store.entities[i] for i in range(start, min(n, start + _CHUNK))]
@@ -181,7 +183,7 @@ def _prepare_work_dir(work: Path, fingerprint: dict[str, Any]) -> None:
 
 
 def build_index_dir(
-    kg_path: str | Path | KGStore,
+    kg_path: str | Path | KGStore | KGSource,
     out_dir: str | Path,
     *,
     format: str | None = None,
@@ -196,7 +198,8 @@ def build_index_dir(
 ) -> IndexDir:
     """Load ``kg_path``, embed entities/relations/types, build vector indexes, write ``out_dir``.
 
-    ``kg_path`` may also be a ready :class:`KGStore` (e.g. ``SyntheticKG.to_store()``): no file is read.
+    ``kg_path`` may also be a ready :class:`KGStore` (e.g. ``SyntheticKG.to_store()``): no file is read;
+    or a :class:`~simgrag.kg.sources.KGSource` (a SPARQL endpoint, a graph database), loaded here.
     """
     out = Path(out_dir)
     if out.exists() and not overwrite:
@@ -205,11 +208,13 @@ def build_index_dir(
     t0 = time.perf_counter()
     if isinstance(kg_path, KGStore):
         store, report = kg_path, _store_report(kg_path)
+    elif isinstance(kg_path, KGSource):  # a SPARQL endpoint, a graph database, an RDF file with options
+        store, report = kg_path.load(show_progress=show_progress)
     else:
         store, report = load_kg(kg_path, format=format, skip_bad_lines=skip_bad_lines, show_progress=show_progress)
     timings["load_kg_s"] = time.perf_counter() - t0
     emb = resolve_embedder(embedder)
-    spec = embedder if isinstance(embedder, str) else str(getattr(emb, "spec", emb.name))
+    spec = embedder if isinstance(embedder, str) else emb.spec if isinstance(emb, Respecifiable) else emb.name
     kind = index_kind or choose_default_kind(store.num_entities)
     params = dict(index_params or {})
     kg_hash = store.content_hash()  # sha256 over every array: computed once, used twice
@@ -221,6 +226,8 @@ def build_index_dir(
     if not out.exists() and finished_build(work) == build_key:  # a crash came between the swap's renames
         recover_swap(out)
         logger.info("%s: the same build had finished before an interruption; not building it again", out)
+        if isinstance(kg_path, KGSource):
+            kg_path.finished()
         return open_index_dir(out, embedder=emb)
     recover_swap(out)
     if out.exists() and not overwrite:
@@ -231,6 +238,8 @@ def build_index_dir(
             _build_into(work, store, kg_hash, report, emb, spec, kind, dict(params), aliases, timings,
                         show_progress, batch_size, build_key)
         replace_dir(work, out)
+        if isinstance(kg_path, KGSource):
+            kg_path.finished()
     except SimGRAGError:
         raise
     except (OSError, ValueError, RuntimeError) as exc:
@@ -270,15 +279,13 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
         params.setdefault("collection", "entities")
     (work / "entity_index").mkdir(exist_ok=True)
     index = make_index(kind, emb.dim, **params)
-    attach = getattr(index, "attach_vectors", None)
-    if callable(attach):  # compressed kinds re-rank from entity_vectors.npy instead of copying it
-        attach(vectors, work / "entity_vectors.npy")
+    if isinstance(index, VectorsAttachable):  # compressed kinds re-rank from entity_vectors.npy, no copy
+        index.attach_vectors(vectors, work / "entity_vectors.npy")
     for start in range(0, len(vectors), 65536):
         index.add(np.ascontiguousarray(vectors[start:start + 65536]))
     index.save(work / "entity_index")
-    release = getattr(index, "release_local_server", None)
-    if callable(release):  # Milvus Lite locks its file; the directory is renamed and reopened next
-        release()
+    if isinstance(index, LocalServerIndex):  # Milvus Lite locks its file; the directory is renamed, reopened next
+        index.release_local_server()
     timings["entity_index_s"] = time.perf_counter() - t
     rel_texts, rel_owner = _label_texts(list(store.relations), aliases)
     _exact_index(emb, rel_texts, work / "relation_index")
@@ -297,7 +304,7 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
                "blank_lines": report.blank_lines, "skipped_lines": report.skipped_lines,
                "skipped_reasons": report.skipped_reasons},
         "embedder": {"spec": spec, "name": emb.name, "dim": emb.dim},
-        "entity_index": {"kind": index.kind, "params": {k: v for k, v in getattr(index, "params", params).items()
+        "entity_index": {"kind": index.kind, "params": {k: v for k, v in index.params.items()
                                                         if k not in ("uri", "vectors_file")}},
         "relation_index": {"kind": "exact", "texts": len(rel_texts), "aliases": sum(map(len, aliases.values()))},
         "timings": timings,

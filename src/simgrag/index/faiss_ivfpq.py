@@ -46,6 +46,7 @@ from simgrag.fileio import atomic_path
 from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
 from simgrag.index.faiss_hnsw import _faiss
 from simgrag.index.manifest import IndexManifest, read_manifest, write_manifest
+from simgrag.progress import progress_on
 
 __all__ = ["FaissIVFPQIndex", "auto_nlist", "auto_pq_m"]
 
@@ -215,7 +216,7 @@ class FaissIVFPQIndex:
             self._sq8.add(block)
         self._ntotal += len(block)
 
-    def quantize_rerank(self, *, show_progress: bool = False) -> None:
+    def quantize_rerank(self, *, show_progress: bool | None = None) -> None:
         """Switch a built ``float32`` index to ``rerank="sq8"``: encode every vector (one pass over the file).
 
         The 8-bit range comes from the same strided sample training uses. Call :meth:`save` to keep it.
@@ -223,7 +224,7 @@ class FaissIVFPQIndex:
         vectors = self.vectors()
         quantizer = _ScalarQuantizer.fit(self._training_sample(vectors)[0])
         starts = range(0, len(vectors), _SQ8_BLOCK)
-        for i in tqdm(starts, desc="8-bit re-ranking codes", unit="block", disable=not show_progress):
+        for i in tqdm(starts, desc="8-bit re-ranking codes", unit="block", disable=not progress_on(show_progress)):
             quantizer.add(vectors[i: i + _SQ8_BLOCK])
         self._sq8, self.rerank = quantizer, "sq8"
 

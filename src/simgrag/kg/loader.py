@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from simgrag.errors import EmptyKGError, KGError, SimGRAGError
+from simgrag.errors import EmptyKGError, KGError
+from simgrag.kg.iris import TermIRIs
 from simgrag.kg.ntriples import term_fallback, term_name
 from simgrag.kg.readers import (
     LABEL,
@@ -37,12 +38,12 @@ from simgrag.kg.readers import (
     read_error,
 )
 from simgrag.kg.store import KGStore
+from simgrag.progress import progress_on
 
-__all__ = ["PROGRESS_MIN_BYTES", "LoadReport", "load_kg"]
+__all__ = ["LoadReport", "load_kg"]
 
 logger = logging.getLogger(__name__)
 
-PROGRESS_MIN_BYTES = 50 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -131,11 +132,16 @@ class _Builder:
         else:
             entities = [k for k, u in zip(keys, used.tolist(), strict=True) if u]
             relations = list(self.relations)
-        return KGStore.from_ids(
+        store = KGStore.from_ids(
             entities, relations, heads, _ids(self.rels), tails,
             entity_types=list(self.types) if len(pairs) else None,
             type_pairs=pairs if len(pairs) else None,
         )
+        if ntriples:  # evidence links each node and edge to its IRI
+            kept = [k for k, u in zip(keys, used.tolist(), strict=True) if u]
+            store.iris = TermIRIs.from_lists([k[1:] if k.startswith("<") else "" for k in kept],
+                                             [k[1:] for k in self.relations])
+        return store
 
 
 def _ids(buffer: array) -> np.ndarray:
@@ -172,9 +178,7 @@ def _unique_names(preferred: list[str], keys: list[str]) -> list[str]:
 @contextmanager
 def _progress(path: Path, show: bool | None) -> Iterator[tqdm | None]:
     size = path.stat().st_size if path.is_file() else 0
-    if show is None:
-        show = size > PROGRESS_MIN_BYTES
-    if not show:
+    if not progress_on(show):
         yield None
         return
     with tqdm(total=size, unit="B", unit_scale=True, desc=f"Reading {path.name}") as bar:
@@ -189,23 +193,25 @@ def load_kg(
     csv_columns: CsvColumns | Mapping[str, str] | None = None,
     show_progress: bool | None = None,
 ) -> tuple[KGStore, LoadReport]:
-    """Read a KG file (``pipe``, ``tsv``, ``csv`` or ``ntriples``) into a store.
+    """Read a KG file (``pipe``, ``tsv``, ``csv``, ``ntriples``, or RDF: see :mod:`simgrag.kg.rdf`) into a store.
 
     ``format`` overrides detection from the extension (``.nt``, ``.csv``, ``.tsv``; ``.txt`` and
     others are sniffed). Strict by default: any malformed line raises :class:`KGFormatError` listing
     ``file:line: reason`` for the first 20; with ``skip_bad_lines=True`` they are skipped, counted in
     the report and logged as a warning. No triple at all raises :class:`EmptyKGError`. A progress
-    bar (bytes read) is shown for files over 50 MB unless ``show_progress=False``.
+    bar (bytes read) is shown at INFO level (:func:`simgrag.progress.show_progress`) unless ``show_progress=False``.
     """
     path = Path(path)
     try:
+        from simgrag.kg.rdf import load_rdf, rdf_format  # Turtle, N-Quads, TriG, RDF/XML, JSON-LD, *.gz
+
+        if rdf_format(path, format) is not None:
+            return load_rdf(path, format, show_progress=show_progress)
         return _load(path, format, skip_bad_lines, csv_columns, show_progress)
-    except SimGRAGError:
-        raise
     except OSError as exc:
         raise read_error(path, exc) from exc
-    except Exception as exc:
-        raise KGError(f"Unexpected error while loading {path}: {exc!r} (please report this bug)") from exc
+    except MemoryError as exc:
+        raise KGError(f"Not enough memory to load {path}; load it on a larger machine or split it") from exc
 
 
 def _load(

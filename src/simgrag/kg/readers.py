@@ -31,7 +31,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import BinaryIO
 
-from simgrag.errors import ConfigError, KGError, KGFormatError, SimGRAGError
+from simgrag.errors import ConfigError, KGError, KGFormatError
 from simgrag.kg.ntriples import RDF_TYPE, RDFS_LABEL, LineError, parse_ntriples_line, term_name
 from simgrag.kg.store import Triple
 
@@ -447,16 +447,11 @@ def iter_triples(
     """
     path = Path(path)
     problems = Problems(str(path))
-    try:
-        fmt = detect_format(path, format)
-        name = term_name if fmt == "ntriples" else str
-        for kind, a, b, c in iter_facts(path, fmt, problems, Tally(), csv_columns=csv_columns):
-            if kind == TRIPLE:
-                yield Triple(name(a), name(b), name(c))
-    except SimGRAGError:
-        raise
-    except Exception as exc:
-        raise KGError(f"Unexpected error while reading {path}: {exc!r} (please report this bug)") from exc
+    fmt = detect_format(path, format)
+    name = term_name if fmt == "ntriples" else str
+    for kind, a, b, c in iter_facts(path, fmt, problems, Tally(), csv_columns=csv_columns):
+        if kind == TRIPLE:
+            yield Triple(name(a), name(b), name(c))
     if problems.count and not skip_bad_lines:
         raise problems.error()
     if problems.count:

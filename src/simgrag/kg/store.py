@@ -9,6 +9,7 @@ Layout (all numpy, persisted as ``.npy`` and memory-mapped on load):
   back into the triple arrays, so evidence is always shown as the KG states it. A self-loop appears
   once.
 - optional entity types: ``type_names`` with node → types and type → nodes CSR arrays.
+- optional IRIs of entities and relations (KGs read from RDF; :mod:`simgrag.kg.iris`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Literal
 import numpy as np
 
 from simgrag.errors import EmptyKGError, KGError
+from simgrag.kg.iris import TermIRIs
 from simgrag.kg.names import NameTable
 
 __all__ = ["FULL_CHECK_MAX_ENTRIES", "KGStore", "Triple", "build_csr"]
@@ -101,6 +103,7 @@ class KGStore:
         self.node_types: np.ndarray | None = ta.get("node_types")
         self.type_node_indptr: np.ndarray | None = ta.get("type_node_indptr")
         self.type_nodes: np.ndarray | None = ta.get("type_nodes")
+        self.iris: TermIRIs | None = None  # set by RDF readers; saved and loaded with the store
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -242,7 +245,7 @@ class KGStore:
         if self.types is not None and self.node_types is not None:
             digest.update(np.ascontiguousarray(self.types._blob).tobytes())
             digest.update(np.ascontiguousarray(self.node_types).tobytes())
-        return digest.hexdigest()
+        return digest.hexdigest()  # IRIs are left out: the same names and triples from RDF or a pipe file hash alike
 
     def stats(self) -> dict[str, int]:
         return {
@@ -266,6 +269,8 @@ class KGStore:
             self.types.save(directory, "types")
             for name in _TYPE_ARRAYS:
                 np.save(directory / f"{name}.npy", getattr(self, name))
+        if self.iris is not None:
+            self.iris.save(directory)
 
     @classmethod
     def load(cls, directory: Path, *, mmap: bool = True, duplicates_removed: int = 0,
@@ -286,9 +291,11 @@ class KGStore:
             if (directory / "types_blob.npy").exists():
                 types = NameTable.load(directory, "types", mmap=mmap)
                 type_arrays = {n: np.load(directory / f"{n}.npy", mmap_mode=mode) for n in _TYPE_ARRAYS}
+            iris = TermIRIs.load(directory, mmap=mmap)
         except (OSError, ValueError, EOFError) as exc:
             raise KGError(f"Cannot load the KG store from {directory}: {exc}") from exc
         store = cls(ent, rel, arrays, types, type_arrays, duplicates_removed=duplicates_removed)
+        store.iris = iris
         full = check if check is not None else len(store.adj_nbr) <= FULL_CHECK_MAX_ENTRIES
         check_store(store, full=full)
         return store

@@ -6,13 +6,13 @@ from simgrag.llm.llamacpp import LlamaCppLLM
 from simgrag.llm.models import default_model_path, pull_default_model
 from simgrag.llm.ollama import OllamaLLM
 from simgrag.llm.openai_compat import OpenAICompatLLM
-from simgrag.llm.registry import LLMBackend, list_llms, resolve_llm
+from simgrag.llm.registry import LLMS, list_llms, resolve_llm
 
 __all__ = [
     "LLM",
+    "LLMS",
     "CachedLLM",
     "ChatMessage",
-    "LLMBackend",
     "LLMResponse",
     "LlamaCppLLM",
     "OllamaLLM",

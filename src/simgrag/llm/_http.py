@@ -15,23 +15,20 @@ from typing import Any
 
 import httpx
 
-from simgrag.errors import LLMConnectionError, LLMResponseError, LLMTimeoutError
-from simgrag.llm.retry import RetryPolicy, TransientLLMError, call_with_retries
+from simgrag.errors import (
+    HTTPStatusLLMError,
+    LLMConnectionError,
+    LLMResponseError,
+    LLMTimeoutError,
+    TransientLLMError,
+)
+from simgrag.llm.retry import RetryPolicy, call_with_retries
 
-__all__ = ["RETRY_STATUS", "HTTPStatusLLMError", "post_json", "require", "server_message"]
+__all__ = ["RETRY_STATUS", "post_json", "require", "server_message"]
 
 logger = logging.getLogger(__name__)
 
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-
-
-class HTTPStatusLLMError(LLMResponseError):
-    """The server answered with an HTTP error status (kept in ``status_code``, its text in ``detail``)."""
-
-    def __init__(self, message: str, status_code: int, detail: str) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.detail = detail
 
 
 def post_json(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
-from simgrag.llm.base import LLM, ChatMessage, LLMResponse
+from simgrag.llm.base import LLM, ChatMessage, LLMResponse, LoadsWeights, schema_by_default
 from simgrag.llm.models import cache_dir
 
 __all__ = ["CachedLLM", "call_key", "default_cache_path"]
@@ -93,9 +93,13 @@ class CachedLLM:
 
     def load(self) -> None:
         """Load the wrapped model now, if it is one that loads (an in-process model)."""
-        load = getattr(self.llm, "load", None)
-        if callable(load):
-            load()
+        if isinstance(self.llm, LoadsWeights):
+            self.llm.load()
+
+    @property
+    def schema_decoding_slow(self) -> bool:
+        """The wrapped model's (see :class:`~simgrag.llm.base.SlowSchemaDecoding`)."""
+        return not schema_by_default(self.llm)
 
     def complete(
         self,

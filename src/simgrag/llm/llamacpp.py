@@ -19,7 +19,6 @@ llama-cpp-python's own Jinja formatter, so that the prefix's tokens are known ex
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import logging
@@ -33,6 +32,16 @@ from typing import TYPE_CHECKING, Any
 
 from simgrag.config import cache_dir
 from simgrag.errors import LLMError, LLMResponseError, ModelError
+from simgrag.llm._llama_internals import (
+    decode_greedy,
+    drop_cache_from,
+    held_tokens,
+    is_end_of_generation,
+    last_logits,
+    load_sequence_state,
+    save_sequence_state,
+    token_text,
+)
 from simgrag.llm.base import ChatMessage, LLMResponse
 from simgrag.llm.kv_store import DEFAULT_MAX_BYTES, KVStateStore
 from simgrag.llm.lookup_decoding import DecodeResult, lookup_decode
@@ -114,6 +123,9 @@ class LlamaCppLLM:
     def __repr__(self) -> str:
         where = str(self.model_path) if self.model_path is not None else "<default model>"
         return f"LlamaCppLLM({where!r}, n_ctx={self.n_ctx}, n_threads={self.n_threads})"
+
+    #: JSON-schema grammars slow decoding ~40 % here (see :class:`~simgrag.llm.base.SlowSchemaDecoding`)
+    schema_decoding_slow = True
 
     def load(self) -> None:
         """Load the model now rather than on the first call."""
@@ -211,7 +223,7 @@ class LlamaCppLLM:
             template = llama.metadata.get("tokenizer.chat_template")
             if not template:
                 raise ModelError(f"{self.name} has no chat template in its GGUF metadata")
-            eos, bos = self._stop_strings(llama)[0], _token_text(llama, llama.token_bos())
+            eos, bos = self._stop_strings(llama)[0], token_text(llama, llama.token_bos())
             self._formatters = (
                 Jinja2ChatFormatter(template, eos, bos, add_generation_prompt=True),
                 Jinja2ChatFormatter(template, eos, bos, add_generation_prompt=False),
@@ -220,14 +232,14 @@ class LlamaCppLLM:
 
     @staticmethod
     def _stop_strings(llama: Llama) -> list[str]:
-        return [_token_text(llama, llama.token_eos())]
+        return [token_text(llama, llama.token_eos())]
 
     def _reuse_prefix(self, llama: Llama, prefix: list[int]) -> None:
         """Make the context hold ``prefix``: already there, loaded from the KV store, or evaluated
         (and then saved). Errors from llama.cpp's state API turn the store off, not the call."""
         if self._kv_store is None or len(prefix) < MIN_SAVED_PREFIX_TOKENS:
             return
-        held = _common_prefix(llama._input_ids.tolist(), prefix)
+        held = _common_prefix(held_tokens(llama), prefix)
         if held >= len(prefix):
             self.prefix_stats["in_context"] += 1
             return
@@ -236,12 +248,12 @@ class LlamaCppLLM:
         store = self._kv_store
         try:
             state = store.get(prefix)
-            if state is not None and _load_sequence_state(llama, prefix, state):
+            if state is not None and load_sequence_state(llama, prefix, state):
                 self.prefix_stats["loaded"] += 1
                 return
             llama.n_tokens = held  # keep what the context already holds, evaluate the rest
             llama.eval(prefix[held:])
-            store.put(prefix, _save_sequence_state(llama))
+            store.put(prefix, save_sequence_state(llama))
             self.prefix_stats["evaluated"] += 1
         except (AttributeError, RuntimeError, OSError) as exc:
             logger.warning("prompt-prefix KV cache turned off: %s", exc)
@@ -320,46 +332,32 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 class _LlamaGreedy:
     """:class:`~simgrag.llm.lookup_decoding.GreedyModel` over a llama-cpp-python context (sequence 0),
-    keeping ``llama.input_ids``/``n_tokens`` in step so later calls reuse the cached prefix."""
+    keeping its token history in step so later calls reuse the cached prefix."""
 
     def __init__(self, llama: Llama) -> None:
         self.llama = llama
         self.n_vocab = llama.n_vocab()
 
     def greedy_next(self, tokens: Sequence[int], n_past: int) -> list[int]:
-        import numpy as np
-
-        llama = self.llama
-        llama._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
-        llama._ctx.decode(llama._batch)
-        llama.input_ids[n_past:n_past + len(tokens)] = tokens
-        llama.n_tokens = n_past + len(tokens)
-        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(tokens) * self.n_vocab,))
-        return [int(t) for t in logits.reshape(len(tokens), self.n_vocab).argmax(axis=1)]
+        return decode_greedy(self.llama, tokens, n_past, self.n_vocab)
 
     def truncate(self, n_past: int) -> None:
-        self.llama._ctx.kv_cache_seq_rm(-1, n_past, -1)
-        self.llama.n_tokens = n_past
+        drop_cache_from(self.llama, n_past)
 
 
 def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[str]) -> DecodeResult:
     """Evaluate what the context lacks of ``prompt`` (at least its last token, for fresh logits), then
     decode greedily with prompt-lookup drafts."""
-    import llama_cpp
-    import numpy as np
-
-    held = min(_common_prefix(llama._input_ids.tolist(), prompt), len(prompt) - 1)
+    held = min(_common_prefix(held_tokens(llama), prompt), len(prompt) - 1)
     llama.n_tokens = held
     llama.eval(prompt[held:])  # drops the cache after ``held`` first
-    logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(llama.n_vocab(),))
-    vocab = llama._model.vocab
 
     def should_stop(tokens: list[int]) -> bool:
         return _cut_at_stop(_detokenize(llama, tokens), stop)[1]
 
     result = lookup_decode(
-        _LlamaGreedy(llama), prompt, int(logits.argmax()), max_tokens=max_tokens,
-        is_end=lambda token: bool(llama_cpp.llama_vocab_is_eog(vocab, token)),
+        _LlamaGreedy(llama), prompt, int(last_logits(llama).argmax()), max_tokens=max_tokens,
+        is_end=lambda token: is_end_of_generation(llama, token),
         should_stop=should_stop if stop else None,
     )
     llama.n_tokens = result.n_past
@@ -376,43 +374,10 @@ def _cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return (text[: min(cuts)], True) if cuts else (text, False)
 
 
-def _token_text(llama: Llama, token: int) -> str:
-    return llama._model.token_get_text(token) if token != -1 else ""
-
-
 def _grammar(json_schema: Mapping[str, Any]) -> Any:
     from llama_cpp import LlamaGrammar
 
     return LlamaGrammar.from_json_schema(json.dumps(dict(json_schema)), verbose=False)
-
-
-def _save_sequence_state(llama: Llama) -> bytes:
-    """llama.cpp's state of sequence 0 (the KV cells of the tokens evaluated so far)."""
-    import llama_cpp
-
-    ctx = llama._ctx.ctx
-    size = llama_cpp.llama_state_seq_get_size(ctx, 0)
-    buffer = (ctypes.c_uint8 * size)()
-    written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
-    if written == 0:
-        raise RuntimeError("llama_state_seq_get_data wrote nothing")
-    return ctypes.string_at(buffer, written)
-
-
-def _load_sequence_state(llama: Llama, tokens: list[int], state: bytes) -> bool:
-    """Replace the context's content with a saved state of ``tokens``; False when llama.cpp refuses."""
-    import llama_cpp
-
-    llama.reset()
-    llama._ctx.kv_cache_seq_rm(-1, 0, -1)
-    buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
-    if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, len(state), 0) != len(state):
-        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
-        return False
-    llama.input_ids[: len(tokens)] = tokens
-    llama.n_tokens = len(tokens)
-    llama._requires_eval = True  # the logits are not restored: the suffix evaluation refreshes them
-    return True
 
 
 def _to_response(result: Any, latency: float, name: str, *, constrained: bool) -> LLMResponse:

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 
 from simgrag.config import cache_dir
 from simgrag.errors import ModelError
+from simgrag.progress import progress_on
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -214,10 +215,8 @@ def _check(spec: ModelSpec, digest: str, size: int) -> None:
         )
 
 
-def _want_progress(show_progress: bool | None) -> bool:
-    if show_progress is not None:
-        return show_progress
-    return logger.getEffectiveLevel() <= logging.INFO
+def _want_progress(show: bool | None) -> bool:
+    return progress_on(show)
 
 
 @contextlib.contextmanager

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from simgrag.errors import ConfigError
-from simgrag.llm._http import HTTPStatusLLMError, post_json, require
+from simgrag.errors import ConfigError, HTTPStatusLLMError
+from simgrag.llm._http import post_json, require
 from simgrag.llm.base import ChatMessage, LLMResponse
 from simgrag.llm.retry import RetryPolicy
 

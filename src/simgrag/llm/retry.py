@@ -9,23 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from simgrag.errors import LLMError
+from simgrag.errors import TransientLLMError
 
 __all__ = ["RetryPolicy", "TransientLLMError", "call_with_retries"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class TransientLLMError(LLMError):
-    """A failure worth retrying. ``final`` is the error to raise when no retry is left;
-    ``retry_after`` is the server's hint in seconds (``Retry-After``), if any."""
-
-    def __init__(self, final: LLMError, retry_after: float | None = None) -> None:
-        super().__init__(str(final))
-        self.final = final
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)

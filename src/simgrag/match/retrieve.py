@@ -21,7 +21,13 @@ from simgrag.errors import MatchError, VectorIndexError
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
 from simgrag.match.candidates import CandidateTable, NodeCandidates
-from simgrag.match.limits import DEFAULT_DEADLINE_S, check_anchored, check_settings, deadline_of
+from simgrag.match.limits import (
+    DEFAULT_DEADLINE_S,
+    UNANCHORED_MAX_STEPS,
+    check_settings,
+    deadline_of,
+    unanchored_parts,
+)
 from simgrag.match.search import Match, SearchResult, search_subgraphs
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.validate import validate_pattern
@@ -59,6 +65,7 @@ class NodeBinding:
     entity_id: int
     distance: float
     unknown: bool
+    iri: str | None = None  # the entity's IRI when the KG came from RDF
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,7 @@ class EdgeBinding:
     triple: Triple
     triple_id: int
     distance: float
+    iris: tuple[str | None, str | None, str | None] | None = None  # (head, relation, tail) IRIs, RDF KGs
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,8 @@ class Retrieval:
                     "nodes": [asdict(n) for n in ev.nodes],
                     "edges": [
                         {"pattern": list(e.pattern_triple), "triple": list(e.triple.as_tuple()),
-                         "triple_id": e.triple_id, "distance": e.distance}
+                         "triple_id": e.triple_id, "distance": e.distance,
+                         **({"iris": list(e.iris)} if e.iris is not None else {})}
                         for e in ev.edges
                     ],
                 }
@@ -249,19 +258,24 @@ class SubgraphRetriever:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         table = self.candidates(pattern, settings, timings)
-        check_anchored(pattern, table, self.store.num_entities)
+        loose = unanchored_parts(pattern, table)
+        if loose:
+            logger.info("%s: no node narrower than 'any entity' (the KG has no entity types, or k_t is not set); "
+                        "searched with at most %d steps", "; ".join(loose), UNANCHORED_MAX_STEPS)
         limit = deadline_of(settings.deadline_s)
         deadline = None if limit is None else max(0.0, limit - (time.perf_counter() - t0))
         t1 = time.perf_counter()
         result = search_subgraphs(self.store, pattern, table, k=settings.k, injective=settings.injective,
-                                  algorithm=settings.algorithm, deadline_s=deadline)
+                                  algorithm=settings.algorithm, deadline_s=deadline,
+                                  max_steps=UNANCHORED_MAX_STEPS if loose else None)
         timings["graph_s"] = time.perf_counter() - t1
         timings["total_s"] = time.perf_counter() - t0
         counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}
         if not result.complete:
-            logger.warning("the graph search stopped at its deadline of %s s after %d steps: best matches so far, "
-                           "any better one has GSD >= %.4f (raise deadline_s / --deadline to search longer)",
-                           limit, result.steps, result.lower_bound)
+            why = (f"its cap of {UNANCHORED_MAX_STEPS:,} steps for parts without a named node" if loose
+                   and result.steps >= UNANCHORED_MAX_STEPS else f"its deadline of {limit} s")
+            logger.warning("the graph search stopped at %s after %d steps: best matches so far, any better one "
+                           "has GSD >= %.4f", why, result.steps, result.lower_bound)
         return Retrieval(pattern, self._evidence(pattern, result), result.complete, result.lower_bound,
                          timings, result.algorithm, result.combination, counts, result.steps, limit)
 
@@ -269,14 +283,21 @@ class SubgraphRetriever:
         return tuple(self.evidence_of(pattern, m, rank) for rank, m in enumerate(result.matches, start=1))
 
     def evidence_of(self, pattern: Pattern, match: Match, rank: int = 1) -> Evidence:
-        ents = self.store.entities
+        ents, iris = self.store.entities, self.store.iris
         nodes = tuple(
-            NodeBinding(p.text, ents[v], v, d, p.unknown)
+            NodeBinding(p.text, ents[v], v, d, p.unknown, iris.entity(v) if iris is not None else None)
             for p, v, d in zip(pattern.nodes, match.nodes, match.node_dists, strict=True)
         )
         triples = pattern.triples()
         edges = tuple(
-            EdgeBinding(triples[j], self.store.triple(t), t, d)
+            EdgeBinding(triples[j], self.store.triple(t), t, d, self._triple_iris(t))
             for j, (t, d) in enumerate(zip(match.triples, match.edge_dists, strict=True))
         )
         return Evidence(rank, match.gsd, nodes, edges)
+
+    def _triple_iris(self, tid: int) -> tuple[str | None, str | None, str | None] | None:
+        iris = self.store.iris
+        if iris is None:
+            return None
+        return (iris.entity(int(self.store.heads[tid])), iris.relation(int(self.store.rels[tid])),
+                iris.entity(int(self.store.tails[tid])))

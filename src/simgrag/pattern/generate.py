@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from simgrag.errors import PatternError, PatternParseError
-from simgrag.llm.base import LLM, ChatMessage, LLMResponse
+from simgrag.llm.base import LLM, ChatMessage, LLMResponse, schema_by_default
 from simgrag.pattern.examples import ExampleSet, builtin_examples
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.parse import ParsedOutput, parse_pattern_text
@@ -65,7 +65,7 @@ class PatternGenerator:
         self.prompt = PromptBuilder(examples, n_static_shots=n_static_shots,
                                     n_dynamic_shots=n_dynamic_shots, with_divided=with_divided)
         self.max_tokens = max_tokens
-        self.use_json_schema = _schema_default(llm) if use_json_schema is None else use_json_schema
+        self.use_json_schema = schema_by_default(llm) if use_json_schema is None else use_json_schema
         self.require_connected = require_connected
         self.max_triples = max_triples
         self.max_attempts = max(1, max_attempts)
@@ -74,8 +74,17 @@ class PatternGenerator:
         """The pattern for ``question``; raises :class:`PatternParseError` / :class:`PatternError`."""
         if not question or not question.strip():
             raise PatternError("The question is empty")
+        return self._run(question, self.prompt.messages(question))
+
+    def revise(self, question: str, previous: str, reason: str) -> PatternResult:
+        """A second pattern for ``question``, the LLM told what was wrong with its ``previous`` output
+        (e.g. by the KG judge: "the triples are not connected"); raises like :meth:`generate`."""
+        if not question or not question.strip():
+            raise PatternError("The question is empty")
+        return self._run(question, self.prompt.repair_messages(question, previous, reason))
+
+    def _run(self, question: str, messages: list[ChatMessage]) -> PatternResult:
         start = time.perf_counter()
-        messages = self.prompt.messages(question)
         prompt_tokens = completion_tokens = 0
         error: PatternError | None = None
         for attempt in range(1, self.max_attempts + 1):
@@ -111,13 +120,6 @@ class PatternGenerator:
         pattern = validate_triples(parsed.triples, require_connected=self.require_connected,
                                    max_triples=self.max_triples)
         return parsed, pattern
-
-
-def _schema_default(llm: LLM) -> bool:
-    """Constrained decoding by default, except on the embedded llama.cpp backend: there grammar
-    sampling over Qwen's 151K-token vocabulary cut decoding from ~13 to ~8 tokens/s on 2 CPU cores
-    (measured), while the compact JSON shots plus parse-repair-retry already give parseable output."""
-    return not str(getattr(llm, "name", "")).startswith("llamacpp")
 
 
 def _first_line(exc: Exception) -> str:

@@ -137,6 +137,20 @@ class Pattern:
     def is_connected(self) -> bool:
         return len(self.components()) == 1
 
+    def asked_node(self) -> int | None:
+        """Index of the node the question asks for: the highest-index unknown leaf (the end of the chain
+        the question walks along), else the last unknown node (a star around an unknown centre);
+        ``None`` without unknown nodes. Node indices follow first appearance in the triples."""
+        degree = [0] * len(self.nodes)
+        for edge in self.edges:
+            degree[edge.source] += 1
+            degree[edge.target] += 1
+        unknown = [i for i, node in enumerate(self.nodes) if node.unknown]
+        leaves = [i for i in unknown if degree[i] == 1]
+        if leaves:
+            return leaves[-1]
+        return unknown[-1] if unknown else None
+
     def subpattern(self, node_ids: Sequence[int], edge_ids: Sequence[int]) -> Pattern:
         """The pattern restricted to the given nodes and edges (indices renumbered)."""
         remap = {old: new for new, old in enumerate(node_ids)}

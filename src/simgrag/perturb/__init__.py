@@ -15,9 +15,7 @@ Names are imported lazily, so importing the package does not import torch or sci
 
 from __future__ import annotations
 
-from typing import Any
-
-from simgrag._lazy import load_export
+from simgrag._lazy import lazy_exports
 
 _EXPORTS = {
     "Change": "simgrag.perturb.base",
@@ -47,9 +45,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    return load_export(__name__, _EXPORTS, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -20,14 +20,13 @@ Resuming: a sub-run whose ``done.json`` names the same retrievers and questions 
 interrupted one resumes question by question (the comparison's own resume).
 
 The SimGRAG engine of a perturbed KG is the given engine with the index swapped
-(:func:`simgrag.eval.subrun.engine_for_index`): the LLM, the few-shot examples and the settings are shared.
+(:func:`simgrag.eval.subrun.engines_for`): the LLM, the few-shot examples and the settings are shared.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +34,9 @@ from typing import Any
 
 from simgrag.config import cache_dir
 from simgrag.errors import ConfigError, IndexDirError
+from simgrag.eval.plots import pyplot
 from simgrag.eval.runner import QAItem
-from simgrag.eval.subrun import engine_for_index, run_sub_comparison
+from simgrag.eval.subrun import run_sub_comparison
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.derive import derive_index_dir, same_tables_store
 from simgrag.index.directory import IndexDir, open_index_dir
@@ -153,9 +153,9 @@ def _rows(method: str, level: float, summary: Mapping[str, Any], kg: Mapping[str
 
 def run_robustness(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequence[str],
                    specs: Sequence[PerturbSpec], out_dir: str | Path, *, seed: int = 0,
-                   model_dirs: Mapping[str, str] | None = None, reader_options: Mapping[str, Any] | None = None,
-                   cache: str | Path | None = None, with_ats: bool = False, plots: bool = True,
-                   progress: bool = True) -> dict[str, Any]:
+                   model_dirs: Mapping[str, str] | None = None, cache: str | Path | None = None,
+                   with_ats: bool = False, plots: bool = True,
+                   progress: bool | None = None) -> dict[str, Any]:
     """The comparison on the original KG and on each perturbed KG; writes the files of the module docstring."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -168,8 +168,7 @@ def run_robustness(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequenc
     base_kg: dict[str, Any] = {"sd2": 1.0, "sc2d": 1.0, "changed": 0, "triples": base.store.num_triples}
     if ats_scorer is not None:
         base_kg["ats"] = ats(ats_scorer, base.store)
-    summary = run_sub_comparison(engine, names, items, out / ORIGINAL, model_dirs=model_dirs,
-                                 reader_options=reader_options, progress=progress)
+    summary = run_sub_comparison(engine, names, items, out / ORIGINAL, model_dirs=model_dirs, progress=progress)
     rows = _rows(ORIGINAL, 0.0, summary, base_kg)
     kgs: dict[str, Any] = {ORIGINAL: {"index": str(base.path), **base_kg}}
     for spec in specs:
@@ -178,8 +177,8 @@ def run_robustness(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequenc
         kg = {**_similarity(base, derived, ats_scorer), "changed": pert.get("changed"),
               "triples": derived.store.num_triples}
         kgs[spec.key] = {"index": str(derived.path), **kg}
-        summary = run_sub_comparison(engine_for_index(engine, derived), names, items, out / spec.key,
-                                     model_dirs=model_dirs, reader_options=reader_options, progress=progress)
+        summary = run_sub_comparison(engine, names, items, out / spec.key, index=derived, model_dirs=model_dirs,
+                                     progress=progress)
         rows += _rows(spec.method, spec.level, summary, kg)
     result = {"seed": seed, "questions": len(items), "retrievers": names,
               "perturbations": [s.key for s in specs], "kgs": kgs, "rows": rows}
@@ -220,12 +219,8 @@ def format_robustness(result: Mapping[str, Any]) -> str:
 
 def plot_robustness(result: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     """``hits1_vs_level.png`` and ``score_h_vs_level.png``: a curve per (method, retriever) from level 0
-    (the original KG) through the method's levels (OKGQA Fig. 5)."""
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    (the original KG) through the method's levels (OKGQA Fig. 5; ``simgrag[bench]``)."""
+    plt = pyplot()
 
     rows = result["rows"]
     methods = list(dict.fromkeys(r["method"] for r in rows if r["method"] != ORIGINAL))

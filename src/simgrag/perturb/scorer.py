@@ -42,6 +42,7 @@ from simgrag.errors import ConfigError, ModelError
 from simgrag.fileio import atomic_path, write_bytes_atomic
 from simgrag.kg.store import KGStore
 from simgrag.perturb.base import TripleSet
+from simgrag.progress import progress_on
 
 __all__ = ["DistMultScorer", "ScorerConfig", "train_scorer"]
 
@@ -192,7 +193,7 @@ def train_scorer(store: KGStore, config: ScorerConfig | None = None, *,
     opt = torch.optim.SparseAdam([ent.weight, rel.weight], lr=cfg.lr)  # touches only the rows in the batch
     triples = TripleSet(store)
     pos = np.stack([np.asarray(a, dtype=np.int64) for a in (store.heads, store.rels, store.tails)], axis=1)
-    show = logger.isEnabledFor(logging.INFO) if show_progress is None else show_progress
+    show = progress_on(show_progress)
     history: list[float] = []
     epochs = max(cfg.epochs, math.ceil(cfg.min_steps / math.ceil(len(pos) / cfg.batch_size)))
     bar = tqdm(range(epochs), desc="Training the triple scorer (DistMult)", unit="epoch", disable=not show)

@@ -25,10 +25,11 @@ subgraph with edges oriented from lower to higher degree, so no hub's neighbourh
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
+from simgrag.errors import ConfigError
 from simgrag.kg.store import KGStore
 from simgrag.perturb.base import Perturbation, TripleScorer
 
@@ -112,7 +113,7 @@ def clustering_coefficients(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     pos[rank] = np.arange(len(nodes))
     lo, hi = np.where(pos[la] < pos[lb], la, lb), np.where(pos[la] < pos[lb], lb, la)
     m = len(nodes)
-    low = sp.csr_matrix((np.ones(len(lo)), (lo, hi)), shape=(m, m))  # low → high degree
+    low = _sparse().csr_matrix((np.ones(len(lo)), (lo, hi)), shape=(m, m))  # low → high degree
     # triangle x < y < z (by rank) with edges x→y, x→z, y→z: counted once in each product below
     t_xz = low.multiply(low @ low)  # at (x, z): the y's between
     t_yz = low.multiply(low.T @ low)  # at (y, z): the x's below
@@ -177,3 +178,12 @@ def kg_similarity(g: KGStore, g2: KGLike, *, scorer: TripleScorer | None = None)
         return KGSimilarity(sc2d=sc2d(g, g2), sd2=sd2(g, g2))
     return KGSimilarity(sc2d=sc2d(g, g2), sd2=sd2(g, g2), ats=ats(scorer, g2, trained_on=g),
                         ats_original=ats(scorer, g))
+
+
+def _sparse() -> Any:
+    """``scipy.sparse``, a ``simgrag[bench]`` dependency."""
+    try:
+        import scipy.sparse
+    except ImportError as exc:
+        raise ConfigError("KG similarity metrics need scipy: pip install 'simgrag[bench]'.") from exc
+    return scipy.sparse

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from simgrag.errors import DatasetError
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.kg.store import KGStore
+from simgrag.progress import progress_on
 from simgrag.retrievers._torch import nn, torch
 from simgrag.retrievers.gsr import (
     BOS,
@@ -160,7 +161,7 @@ class GSRTrainer:
         self.skipped = 0
 
     def _quiet(self, n: int) -> bool:
-        return not (n > 200 if self.show_progress is None else self.show_progress)
+        return not progress_on(self.show_progress)
 
     def retrieval_data(self, examples: Iterable[Any]) -> list[ChainExample]:
         """Training questions with their directed gold chains (module docstring)."""

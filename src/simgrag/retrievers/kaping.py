@@ -6,7 +6,7 @@ the triples one hop around the question's entities, ranked by embedding similari
 3. Verbalize each as ``head relation tail`` and embed it with the index's embedder.
 4. Keep the ``k`` most cosine-similar to the question (KAPING's and SimGRAG App. C.6's ``k = 10``).
 
-The reader then lists them before the question (:mod:`simgrag.retrievers.reader`, style ``"kaping"``).
+The reader then lists them before the question (:mod:`simgrag.answer.reader`, style ``"kaping"``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from simgrag.index.directory import IndexDir
 from simgrag.retrievers.base import RetrievedContext
 
 __all__ = ["NoRetriever"]
@@ -14,6 +15,9 @@ class NoRetriever:
     """Returns an empty context for every question."""
 
     name = "none"
+
+    def __init__(self, index: IndexDir | None = None) -> None:
+        self.index = index
 
     def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
         """An empty context (``topic_entities`` are ignored)."""

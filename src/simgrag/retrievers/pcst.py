@@ -50,7 +50,7 @@ def pcst_solver() -> Solver:
     try:
         from pcst_fast import pcst_fast
     except ImportError as exc:
-        raise ConfigError("The pcst retriever needs pcst_fast: pip install pcst-fast2") from exc
+        raise ConfigError("The pcst retriever needs pcst_fast: pip install 'simgrag[bench]'") from exc
     edges = np.array([[0, 1], [1, 2], [2, 3], [0, 4]], dtype=np.int64)
     nodes, chosen = pcst_fast(edges, np.array([0, 3, 0, 0, 3.0]), np.ones(4), -1, 1, "gw", 0)
     if sorted(nodes.tolist()) != [0, 1, 4] or sorted(chosen.tolist()) != [0, 3]:

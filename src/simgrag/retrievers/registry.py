@@ -1,149 +1,151 @@
 """The retriever registry: names for the CLI, config and benchmarks.
 
-===============  ============  ================================================================
-name             needs         retriever
-===============  ============  ================================================================
-``simgrag``      engine        pattern graph (LLM) → top-k similar subgraphs (SimGRAG)
-``kaping``       index         top-k one-hop triples by similarity (KAPING)
-``pcst``         index         prize-collecting Steiner tree over the 2-hop neighbourhood (G-Retriever)
-``triplets``     index         top-k 2-hop triples by similarity (OKGQA)
-``paths``        index         best-first path search from the topic entities (OKGQA)
-``none``         nothing       no context: the LLM alone
-``subgraphrag``  index, model  trained triple scorer (SubgraphRAG), :mod:`simgrag.retrievers.subgraphrag`
-``gsr``          index, model  relation-chain decoding (GSR), :mod:`simgrag.retrievers.gsr`
-===============  ============  ================================================================
+===============  ==================  ================================================================
+name             needs               retriever
+===============  ==================  ================================================================
+``simgrag``      index, LLM          pattern graph (LLM) → top-k similar subgraphs (SimGRAG)
+``kaping``       index               top-k one-hop triples by similarity (KAPING)
+``pcst``         index, ``[bench]``  prize-collecting Steiner tree over the 2-hop neighbourhood (G-Retriever)
+``triplets``     index               top-k 2-hop triples by similarity (OKGQA)
+``paths``        index               best-first path search from the topic entities (OKGQA)
+``none``         nothing             no context: the LLM alone
+``subgraphrag``  index, model        trained triple scorer (SubgraphRAG), :mod:`simgrag.retrievers.subgraphrag`
+``gsr``          index, model        relation-chain decoding (GSR), :mod:`simgrag.retrievers.gsr`
+===============  ==================  ================================================================
 
-``subgraphrag`` and ``gsr`` need torch and a trained model, so their modules are imported only when
-asked for. Such a module provides ``create_retriever(*, index, engine, **options)``, or else a class
-(``SubgraphRAGRetriever`` / ``GSRRetriever``) built as ``cls(index, **options)``.
-
-``simgrag`` takes ``engine=`` (a :class:`~simgrag.pipeline.SimGRAG`), or ``index=`` plus ``llm=``
-(and any other :class:`~simgrag.pipeline.SimGRAG` keyword) to build one.
+Every retriever is a class built as ``cls(index, **options)``, plus ``llm=`` when its constructor
+takes one (SimGRAG writes patterns with it). Options it does not take are refused with a
+:class:`~simgrag.errors.ConfigError` naming the ones it does (:func:`check_retriever_options`).
+Modules are imported only when a retriever is built, so ``torch`` and ``pcst_fast`` are not imported
+by listing them. ``info["style"]`` is the reader style the answerer reads a retriever's context with
+unless told otherwise (:mod:`simgrag.answer.answerer`); ``info["per_call"]`` names the settings it can
+change for one call (:class:`~simgrag.retrievers.base.AdjustableRetriever`), e.g. a request's ``k``.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from simgrag.errors import ConfigError
 from simgrag.index.directory import IndexDir
-from simgrag.pipeline import SimGRAG
+from simgrag.llm.base import LLM
+from simgrag.match.retrieve import SubgraphRetriever
+from simgrag.registry import Entry, Registry, check_options
 from simgrag.retrievers.base import Retriever
 
-__all__ = ["RetrieverEntry", "list_retrievers", "resolve_retriever"]
+__all__ = ["RETRIEVERS", "RetrieverSpec", "accepted_options", "check_retriever_options", "default_style",
+           "list_retrievers", "per_call_settings", "resolve_retriever"]
+
+RetrieverSpec = str | type | Retriever
+LLMSource = LLM | Callable[[], LLM] | None
+#: what a caller shares with the retrievers it builds (not options): an LLM, a subgraph search
+_SHARED = ("llm", "subgraphs")
 
 
-@dataclass(frozen=True)
-class RetrieverEntry:
-    """One registry line, for ``simgrag ls``: ``style`` is the reader style it is read with by default."""
-
-    name: str
-    needs: str
-    style: str
-    description: str
+def _entry(name: str, target: str, style: str, needs: str, description: str, per_call: str = "",
+           **more: Any) -> Entry:
+    return Entry(name, f"simgrag.retrievers.{target}", name, description,
+                 info={"style": style, "needs": needs, "per_call": per_call}, **more)
 
 
-_ENTRIES = (
-    RetrieverEntry("simgrag", "engine", "subgraphrag", "pattern graph (LLM) -> top-k similar subgraphs (SimGRAG)"),
-    RetrieverEntry("kaping", "index", "kaping", "top-k one-hop triples by similarity to the question (KAPING)"),
-    RetrieverEntry("pcst", "index", "subgraphrag", "prize-collecting Steiner tree over the 2-hop neighbourhood "
-                   "(G-Retriever)"),
-    RetrieverEntry("triplets", "index", "subgraphrag", "top-k 2-hop triples by similarity (OKGQA triplets)"),
-    RetrieverEntry("paths", "index", "paths", "best-first search of paths from the topic entities (OKGQA paths)"),
-    RetrieverEntry("none", "nothing", "none", "no context: the LLM alone"),
-    RetrieverEntry("subgraphrag", "index, model", "subgraphrag", "trained triple scorer (SubgraphRAG); needs torch"),
-    RetrieverEntry("gsr", "index, model", "subgraphrag", "relation-chain decoding (GSR); needs torch"),
-)
+RETRIEVERS = Registry("retriever", "--retriever", "Retrievers", [
+    _entry("simgrag", "simgrag:SimGRAGRetriever", "simgrag", "index, LLM",
+           "pattern graph (LLM) -> top-k similar subgraphs (SimGRAG)", per_call="k deadline_s"),
+    _entry("kaping", "kaping:KapingRetriever", "kaping", "index",
+           "top-k one-hop triples by similarity to the question (KAPING)"),
+    _entry("pcst", "pcst:PCSTRetriever", "subgraphrag", "index",
+           "prize-collecting Steiner tree over the 2-hop neighbourhood (G-Retriever)", extra="bench",
+           requires=("pcst_fast",)),
+    _entry("triplets", "paths:TripletRetriever", "subgraphrag", "index",
+           "top-k 2-hop triples by similarity (OKGQA triplets)"),
+    _entry("paths", "paths:PathRetriever", "paths", "index",
+           "best-first search of paths from the topic entities (OKGQA paths)"),
+    _entry("none", "none:NoRetriever", "none", "nothing", "no context: the LLM alone"),
+    _entry("subgraphrag", "subgraphrag:SubgraphRAGRetriever", "subgraphrag", "index, model",
+           "trained triple scorer (SubgraphRAG); model=DIR", requires=("torch",)),
+    _entry("gsr", "gsr:GSRRetriever", "subgraphrag", "index, model",
+           "relation-chain decoding (GSR); model=DIR", requires=("torch",)),
+])
 
-_LAZY = {"subgraphrag": ("simgrag.retrievers.subgraphrag", "SubgraphRAGRetriever"),
-         "gsr": ("simgrag.retrievers.gsr", "GSRRetriever")}
 
-
-def list_retrievers() -> list[RetrieverEntry]:
+def list_retrievers() -> list[Entry]:
     """Every registered retriever, in the table's order."""
-    return list(_ENTRIES)
+    return RETRIEVERS.entries()
 
 
-def default_style(name: str) -> str:
-    """The reader style retriever ``name`` is read with unless told otherwise."""
-    return next((e.style for e in _ENTRIES if e.name == name), "subgraphrag")
+def default_style(name: str) -> str | None:
+    """The reader style retriever ``name`` is read with unless told otherwise (``None``: not registered)."""
+    return RETRIEVERS.get(name).info.get("style") if name in RETRIEVERS else None
 
 
-def _need_index(name: str, index: IndexDir | None, engine: SimGRAG | None) -> IndexDir:
-    if index is not None:
-        return index
-    if engine is not None:
-        return engine.index
-    raise ConfigError(f"The {name!r} retriever needs index= (an opened IndexDir) or engine=.")
+def per_call_settings(name: str) -> list[str]:
+    """The settings retriever ``name`` can change for one call (``k``, ``deadline_s``)."""
+    return RETRIEVERS.get(name).info.get("per_call", "").split()
 
 
-def _simgrag(index: IndexDir | None, engine: SimGRAG | None, **options: Any) -> Retriever:
-    from simgrag.retrievers.simgrag_adapter import SimGRAGRetriever
-
-    if engine is None:
-        if index is None or "llm" not in options:
-            raise ConfigError("The 'simgrag' retriever needs engine= (a SimGRAG), or index= with llm=.")
-        engine = SimGRAG(index, **options)
-    elif options:
-        raise ConfigError(f"The 'simgrag' retriever takes no options besides engine=; got {sorted(options)}.")
-    return SimGRAGRetriever(engine)
+def _factory(spec: str | type) -> tuple[str, Callable[..., Retriever]]:
+    if isinstance(spec, str):
+        entry = RETRIEVERS.get(spec)
+        return entry.name, entry.load()
+    return spec.__name__, spec
 
 
-def _builtin(name: str) -> Callable[..., Retriever]:
-    from simgrag.retrievers.kaping import KapingRetriever
-    from simgrag.retrievers.paths import PathRetriever, TripletRetriever
-    from simgrag.retrievers.pcst import PCSTRetriever
-
-    classes: dict[str, Callable[..., Retriever]] = {
-        "kaping": KapingRetriever, "pcst": PCSTRetriever, "triplets": TripletRetriever, "paths": PathRetriever}
-    return classes[name]
-
-
-def _lazy(name: str, index: IndexDir | None, engine: SimGRAG | None, **options: Any) -> Retriever:
-    module_name, class_name = _LAZY[name]
+def _needs_index(factory: Callable[..., Any]) -> bool:
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name not in (module_name, "torch"):
-            raise
-        missing = "torch (pip install torch)" if exc.name == "torch" else f"the module {module_name}"
-        raise ConfigError(f"The {name!r} retriever is not available: {missing} cannot be imported.") from exc
-    factory = getattr(module, "create_retriever", None)
-    cls = getattr(module, class_name, None)
-    if not callable(factory) and cls is None:
-        raise ConfigError(f"{module_name} defines neither create_retriever() nor {class_name}.")
+        first = next(iter(inspect.signature(factory).parameters.values()), None)
+    except (TypeError, ValueError):
+        return True
+    return first is not None and first.default is inspect.Parameter.empty
+
+
+def _takes(factory: Callable[..., Any], parameter: str) -> bool:
     try:
-        if callable(factory):
-            made: Retriever = factory(index=index, engine=engine, **options)
-            return made
-        built: Retriever = cls(_need_index(name, index, engine), **options)  # type: ignore[misc]
-        return built
-    except TypeError as exc:
-        raise ConfigError(f"Bad options for the {name!r} retriever (a trained one needs model=DIR): {exc}") from exc
+        return parameter in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
 
 
-def resolve_retriever(name: str | Retriever, *, index: IndexDir | None = None, engine: SimGRAG | None = None,
-                      **options: Any) -> Retriever:
-    """The retriever called ``name`` (see the module table), built with ``options``; an instance is
-    returned as it is. Unknown names and missing inputs raise :class:`~simgrag.errors.ConfigError`."""
-    if not isinstance(name, str):
-        return name
-    key = name.strip().lower()
-    if key == "simgrag":
-        return _simgrag(index, engine, **options)
-    if key == "none":
-        from simgrag.retrievers.none import NoRetriever
+def accepted_options(spec: RetrieverSpec, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``options`` that retriever ``spec`` takes (none for an instance)."""
+    if not isinstance(spec, (str, type)):
+        return {}
+    _, factory = _factory(spec)
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {k: v for k, v in options.items() if k in parameters and k not in _SHARED}
 
-        return NoRetriever()
-    if key in _LAZY:
-        return _lazy(key, index, engine, **options)
-    if key in ("kaping", "pcst", "triplets", "paths"):
-        try:
-            return _builtin(key)(_need_index(key, index, engine), **options)
-        except TypeError as exc:
-            raise ConfigError(f"Bad options for the {key!r} retriever: {exc}") from exc
-    known = ", ".join(e.name for e in _ENTRIES)
-    raise ConfigError(f"Unknown retriever {name!r}; known: {known}.")
+
+def check_retriever_options(spec: RetrieverSpec, options: Mapping[str, Any]) -> None:
+    """Refuse ``options`` the retriever ``spec`` does not take (an instance takes none), before building it."""
+    if not isinstance(spec, (str, type)):
+        if options:
+            raise ConfigError(f"The retriever {spec.name!r} is already built; it takes no options "
+                              f"(got {', '.join(sorted(options))}).")
+        return
+    name, factory = _factory(spec)
+    check_options(f"The {name!r} retriever", factory, options, given_by_caller=("index", *_SHARED),
+                  hint=" (a trained model directory: --retriever-model NAME=DIR)")
+
+
+def resolve_retriever(spec: RetrieverSpec, *, index: IndexDir | None = None, llm: LLMSource = None,
+                      subgraphs: SubgraphRetriever | None = None, **options: Any) -> Retriever:
+    """The retriever ``spec`` (a registered name, a class, or an instance returned as it is) over
+    ``index``, built with ``options``. What a caller shares goes to constructors that take it: ``llm``
+    (or a function giving it, called only then) and ``subgraphs`` (a subgraph search with its caches).
+    Unknown names, options it does not take and missing dependencies raise :class:`ConfigError`."""
+    check_retriever_options(spec, options)
+    if not isinstance(spec, (str, type)):
+        return spec
+    name, factory = _factory(spec)
+    if index is None and _needs_index(factory):
+        raise ConfigError(f"The {name!r} retriever needs index= (an opened IndexDir).")
+    kwargs = dict(options)
+    if _takes(factory, "llm"):
+        kwargs["llm"] = llm() if callable(llm) and not isinstance(llm, LLM) else llm
+    if subgraphs is not None and _takes(factory, "subgraphs"):
+        kwargs["subgraphs"] = subgraphs
+    return factory(index, **kwargs)

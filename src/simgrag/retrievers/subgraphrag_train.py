@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from simgrag.errors import DatasetError
 from simgrag.index.directory import IndexDir
+from simgrag.progress import progress_on
 from simgrag.retrievers._torch import nn, torch
 from simgrag.retrievers.linking import EntityLinker
 from simgrag.retrievers.neighborhood import shortest_path_triples
@@ -106,7 +107,7 @@ class SubgraphRAGTrainer:
         return out
 
     def _quiet(self, n: int) -> bool:
-        return not (n > 200 if self.show_progress is None else self.show_progress)
+        return not progress_on(self.show_progress)
 
     def _topic_ids(self, ex: QAExample) -> list[int]:
         if not ex.topics:

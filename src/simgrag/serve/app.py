@@ -6,16 +6,17 @@ answers 503 with ``"status": "loading"`` and the API answers 503. LLM-bound endp
 bounded :class:`~simgrag.serve.queue.LLMQueue`; retrieval runs on the thread pool with the
 request's deadline handed to the search (which then returns its best matches so far).
 
-/v1/ask and /v1/verify use the server's default retriever (``ServeSettings.retriever``, ``simgrag``
-unless set) or the one a request names in ``retriever``; any other than ``simgrag`` is built on first
-use, kept, and answered in the same response shape (:mod:`simgrag.serve.retrievers`).
+/v1/ask and /v1/verify use the server's default retriever (``ServeSettings.retriever``, the engine's
+own unless set) or the one a request names in ``retriever``; each is an engine sharing the loaded
+LLM, built on first use and kept (:mod:`simgrag.serve.engines`); all answer through the same facade,
+in the same response shape.
 
-Errors share one body, :class:`~simgrag.serve.schemas.ErrorResponse`: 400 bad pattern or a retriever
-the server does not offer, 401 API key (checked before the body is read), 408 body too slow,
-413 body too large, 422 no usable pattern from the LLM (or an invalid request), 429 LLM queue or
-retrieval pool full, 500 unexpected, 502 LLM backend failed, 503 not ready / deadline passed while
-queued, 504 deadline passed while the LLM worked. Deadlines count from the request's arrival
-(:mod:`simgrag.serve.limits`).
+Errors share one body, :class:`~simgrag.serve.schemas.ErrorResponse`: 400 bad pattern, a retriever
+the server does not offer or a setting it does not have (``k``), 401 API key (checked before the body
+is read), 408 body too slow, 413 body too large, 422 no usable pattern from the LLM (or an invalid
+request), 429 LLM queue or retrieval workers full, 500 unexpected, 502 LLM backend failed, 503 not
+ready / deadline passed while queued, 504 deadline passed while the LLM worked. Deadlines count from
+the request's arrival (:mod:`simgrag.serve.limits`).
 """
 
 from __future__ import annotations
@@ -38,11 +39,25 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from simgrag.errors import LLMError, MatchError, PatternError, SimGRAGError
+from simgrag.errors import (
+    AuthError,
+    ConfigError,
+    DeadlineExceededError,
+    LLMError,
+    MatchError,
+    NotReadyError,
+    PatternError,
+    QueueFullError,
+    QueueTimeoutError,
+    RetrieverChoiceError,
+    SimGRAGError,
+)
 from simgrag.pipeline import SimGRAG
+from simgrag.retrievers.registry import per_call_settings
 from simgrag.serve import limits
-from simgrag.serve.queue import DeadlineExceededError, LLMQueue, QueueFullError, QueueTimeoutError
-from simgrag.serve.retrievers import RetrieverChoiceError, RetrieverPool, ask_response, verify_response
+from simgrag.serve.chat import chat_router
+from simgrag.serve.engines import EnginePool
+from simgrag.serve.queue import LLMQueue
 from simgrag.serve.schemas import (
     AskRequest,
     AskResponse,
@@ -69,8 +84,8 @@ class ServeSettings:
     """``timeout_s``: per-request deadline; ``max_waiting``: requests allowed to wait for the LLM;
     ``max_body_bytes``: request size limit; ``api_key``: required in ``X-API-Key`` (or
     ``Authorization: Bearer``) on /v1 endpoints other than health, when set. ``retriever``: the
-    default retriever of /v1/ask and /v1/verify; ``retrievers``: the names a request may choose
-    (``None``: every registered one); ``retriever_options``: options per name, e.g.
+    default retriever of /v1/ask and /v1/verify (``None``: the engine's own); ``retrievers``: the names
+    a request may choose (``None``: every registered one); ``retriever_options``: options per name, e.g.
     ``{"gsr": {"model": "gsr.model"}}``. ``body_timeout_s``: a body must arrive within it (408);
     ``max_retrievals`` / ``max_retrieval_waiting``: retrievals running at once / queued (then 429);
     ``verify``: check the index's content hashes at start-up (:func:`~simgrag.index.verify.verify_index`)."""
@@ -80,7 +95,7 @@ class ServeSettings:
     max_body_bytes: int = 64 * 1024
     api_key: str | None = None
     warmup: bool = True
-    retriever: str = "simgrag"
+    retriever: str | None = None
     retrievers: tuple[str, ...] | None = None
     retriever_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     body_timeout_s: float = 10.0
@@ -130,21 +145,13 @@ class _Engine:
     def require(self) -> SimGRAG:
         if self.status != "ready" or self.engine is None:
             detail = self.error or "the index and models are still loading; see /v1/health"
-            raise _NotReadyError(detail)
+            raise NotReadyError(detail)
         return self.engine
 
 
-class _NotReadyError(SimGRAGError):
-    pass
-
-
-class _AuthError(SimGRAGError):
-    pass
-
-
 _STATUS: list[tuple[type[Exception], int, str]] = [
-    (_NotReadyError, 503, "not_ready"),
-    (_AuthError, 401, "unauthorized"),
+    (NotReadyError, 503, "not_ready"),
+    (AuthError, 401, "unauthorized"),
     (RetrieverChoiceError, 400, "retriever"),
     (QueueFullError, 429, "queue_full"),
     (QueueTimeoutError, 503, "queue_timeout"),
@@ -152,6 +159,7 @@ _STATUS: list[tuple[type[Exception], int, str]] = [
     (PatternError, 422, "pattern"),
     (MatchError, 400, "bad_pattern"),
     (LLMError, 502, "llm"),
+    (ConfigError, 400, "bad_request"),
     (SimGRAGError, 500, "internal"),
 ]
 
@@ -167,8 +175,8 @@ def _error_response(exc: Exception) -> JSONResponse:
 def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> FastAPI:
     """The FastAPI app; ``engine`` is a ready :class:`SimGRAG` or a function that builds one."""
     settings = settings or ServeSettings()
-    pool = RetrieverPool(settings.retriever, settings.retrievers, settings.retriever_options)
-    state = _Engine(engine, settings.warmup, pool.prepare, settings.verify)
+    pool = EnginePool(settings.retriever, settings.retrievers, settings.retriever_options)
+    state = _Engine(engine, settings.warmup, pool.attach, settings.verify)
     llm_queue = LLMQueue(settings.max_waiting)
     retrievals = limits.RetrievalWorkers(settings.max_retrievals, settings.max_retrieval_waiting)
 
@@ -184,7 +192,7 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
                   "knowledge graph (SimGRAG)", version=_version(), lifespan=lifespan)
     app.state.engine = state
     app.state.llm_queue = llm_queue
-    app.state.retrievers = pool
+    app.state.engines = pool
     app.add_middleware(limits.RequestGate, api_key=settings.api_key, max_bytes=settings.max_body_bytes,
                        body_timeout_s=settings.body_timeout_s)
 
@@ -214,7 +222,7 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
 
     def check_key(request: Request) -> None:  # RequestGate checked it already; this keeps the OpenAPI docs honest
         if not limits.key_matches(request.headers, settings.api_key):
-            raise _AuthError("missing or wrong API key (send it as X-API-Key or Authorization: Bearer)")
+            raise AuthError("missing or wrong API key (send it as X-API-Key or Authorization: Bearer)")
 
     guarded = [Depends(check_key)]
     errors: dict[int | str, dict[str, Any]] = {
@@ -228,8 +236,9 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
         body = HealthResponse(status=state.status, ready=state.status == "ready",  # type: ignore[arg-type]
                               index=index, llm=state.llm_label, error=error,
                               uptime_s=round(time.monotonic() - state.started, 3), llm_queue=llm_queue.stats(),
-                              retrievals=retrievals.stats(),
-                              retriever=pool.default, retrievers=list(pool.allowed))
+                              retrievals=retrievals.stats(), retriever=pool.default or "",
+                              retrievers=list(pool.allowed),
+                              per_request={n: [s for s in per_call_settings(n) if s == "k"] for n in pool.allowed})
         return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
 
     @app.get("/v1/kg/stats", response_model=KGStatsResponse, dependencies=guarded, responses=errors)
@@ -253,31 +262,28 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
 
     @app.post("/v1/ask", response_model=AskResponse, dependencies=guarded, responses=errors)
     async def ask(body: AskRequest, request: Request) -> AskResponse:
-        """Question → pattern (LLM) → top-k subgraphs → grounded answer with its evidence (or the
-        chosen retriever's context → the shared reader)."""
+        """Question → the chosen retriever's context (SimGRAG: pattern (LLM) → top-k subgraphs) → the
+        answer with its evidence."""
         engine = state.require()
         name = pool.name_for(body.retriever)
         left = limits.remaining(request, settings.timeout_s)
-        if name != "simgrag":
-            other = await llm_queue.run(lambda: ask_response(pool.get(name, engine), engine, body.question), left)
-            return AskResponse.model_validate(other)
-        retrieval_settings = replace(engine.retrieval, k=body.k, deadline_s=_search_deadline(engine, left))
-        result = await llm_queue.run(lambda: engine.ask(body.question, settings=retrieval_settings), left)
+        deadline = _search_deadline(engine, left)
+        result = await llm_queue.run(lambda: pool.get(name).ask(body.question, k=body.k, deadline_s=deadline), left)
         return AskResponse.model_validate(result.to_dict())
 
     @app.post("/v1/verify", response_model=VerifyResponse, dependencies=guarded, responses=errors)
     async def verify(body: VerifyRequest, request: Request) -> VerifyResponse:
-        """Claim → pattern (LLM) → top-k subgraphs → Supported / Refuted with its evidence (or the
-        chosen retriever's context → the same verification prompt)."""
+        """Claim → the chosen retriever's context → Supported / Refuted with its evidence."""
         engine = state.require()
         name = pool.name_for(body.retriever)
         left = limits.remaining(request, settings.timeout_s)
-        if name != "simgrag":
-            other = await llm_queue.run(lambda: verify_response(pool.get(name, engine), engine, body.claim), left)
-            return VerifyResponse.model_validate(other)
-        retrieval_settings = replace(engine.retrieval, k=body.k, deadline_s=_search_deadline(engine, left))
-        result = await llm_queue.run(lambda: engine.verify(body.claim, settings=retrieval_settings), left)
+        deadline = _search_deadline(engine, left)
+        result = await llm_queue.run(lambda: pool.get(name).verify(body.claim, k=body.k, deadline_s=deadline), left)
         return VerifyResponse.model_validate(result.to_dict())
+
+    # OpenAI-compatible chat (/v1/chat/completions, /v1/models): same key, LLM queue and deadline
+    app.include_router(chat_router(state.require, lambda fn: llm_queue.run(fn, settings.timeout_s), _error_response,
+                                   dependencies=guarded, timeout_s=settings.timeout_s))
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
@@ -288,13 +294,13 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
 
 
 def _search_deadline(engine: SimGRAG, left: float) -> float:
-    """The engine's search deadline, cut to what is left of the request's."""
+    """The engine's search deadline (10 s by default), cut to what is left of the request's."""
     own = engine.retrieval.deadline_s
     return left if own is None else min(own, left)
 
 
 async def _handler(request: Request, exc: Exception) -> JSONResponse:
-    if not isinstance(exc, (_NotReadyError, _AuthError, QueueFullError, QueueTimeoutError)):
+    if not isinstance(exc, (NotReadyError, AuthError, QueueFullError, QueueTimeoutError)):
         logger.warning("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
     return _error_response(exc)
 

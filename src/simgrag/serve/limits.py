@@ -35,8 +35,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from simgrag.errors import ConfigError
-from simgrag.serve.queue import QueueFullError, QueueTimeoutError
+from simgrag.errors import ConfigError, QueueFullError, QueueTimeoutError
 
 __all__ = [
     "RequestGate",

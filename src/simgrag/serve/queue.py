@@ -16,23 +16,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from simgrag.errors import SimGRAGError
+from simgrag.errors import DeadlineExceededError, QueueFullError, QueueTimeoutError
 
 __all__ = ["DeadlineExceededError", "LLMQueue", "QueueFullError", "QueueTimeoutError"]
 
 T = TypeVar("T")
-
-
-class QueueFullError(SimGRAGError):
-    """Too many requests are already waiting for the LLM."""
-
-
-class QueueTimeoutError(SimGRAGError):
-    """The request's deadline passed before the LLM was free."""
-
-
-class DeadlineExceededError(SimGRAGError):
-    """The request's deadline passed while the LLM worked on it."""
 
 
 class LLMQueue:

@@ -34,7 +34,10 @@ def _valid_unicode(text: str) -> str:
 Text = Annotated[str, AfterValidator(_valid_unicode)]
 Name = Annotated[Text, StringConstraints(min_length=1, max_length=300)]
 PatternTriple = Annotated[list[Name], Field(min_length=3, max_length=3)]
-K = Annotated[int, Field(ge=1, le=50, description="subgraphs to retrieve (top-k by GSD; simgrag only)")]
+K = Annotated[int, Field(ge=1, le=50, description="subgraphs to retrieve (top-k by GSD)")]
+CallK = Annotated[int | None, Field(ge=1, le=50, description=(
+    "subgraphs to retrieve (top-k by GSD), for retrievers that can change it per request (simgrag); "
+    "default: the server's setting"))]
 RetrieverName = Annotated[str | None, Field(max_length=40, description=(
     "retriever for this request (simgrag, kaping, pcst, triplets, paths, subgraphrag, gsr, none), one the "
     "server offers (see /v1/health); default: the server's"))]
@@ -56,14 +59,14 @@ class RetrieveRequest(_Request):
 
 class AskRequest(_Request):
     question: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["Who directed Inception?"])
-    k: K = 3
+    k: CallK = None
     retriever: RetrieverName = None
 
 
 class VerifyRequest(_Request):
     claim: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS,
                        examples=["Inception was directed by Christopher Nolan."])
-    k: K = 3
+    k: CallK = None
     retriever: RetrieverName = None
 
 
@@ -73,6 +76,7 @@ class NodeOut(BaseModel):
     entity_id: int
     distance: float
     unknown: bool
+    iri: str | None = Field(None, description="the entity's IRI (KGs read from RDF or a SPARQL endpoint)")
 
 
 class EdgeOut(BaseModel):
@@ -80,7 +84,8 @@ class EdgeOut(BaseModel):
     triple: list[str] = Field(description="the KG triple it matched, in the KG's orientation")
     triple_id: int
     distance: float
-    score: float | None = Field(None, description="the retriever's relevance score (retrievers other than simgrag)")
+    score: float | None = Field(None, description="a relevance score, when the evidence has one")
+    iris: list[str | None] | None = Field(None, description="IRIs of head, relation and tail (RDF KGs)")
 
 
 class MatchOut(BaseModel):
@@ -104,10 +109,11 @@ class RetrieveResponse(BaseModel):
 
 
 class _Generated(BaseModel):
-    """SimGRAG's result; another retriever's fits it as :mod:`simgrag.serve.retrievers` maps it (no
-    pattern, its triples as one match or one match per path, its full context in ``context``)."""
+    """What every retriever's answer or verdict carries: the pattern (``[]`` for a retriever that writes
+    none), the matched subgraphs as ``evidence`` (``null`` for a retriever that returns none) and the
+    retrieved ``context`` (triples, paths, topic entities, scores)."""
 
-    retriever: str = Field("simgrag", description="the retriever that found the evidence")
+    retriever: str = Field(description="the retriever that found the evidence")
     pattern: list[list[str]]
     pattern_attempts: int
     pattern_kg_repairs: list[str] = Field(default_factory=list,
@@ -120,8 +126,8 @@ class _Generated(BaseModel):
     completion_tokens: int
     latency_s: float
     cached: bool
-    evidence: RetrieveResponse
-    context: dict[str, Any] | None = Field(None, description="the retrieved context (retrievers other than simgrag)")
+    evidence: RetrieveResponse | None = Field(description="the matched subgraphs (pattern retrievers)")
+    context: dict[str, Any] = Field(description="the retrieved context (RetrievedContext.to_dict)")
 
 
 class AskResponse(_Generated):
@@ -130,12 +136,14 @@ class AskResponse(_Generated):
     candidates: list[str]
     short_answer: str | None
     asked_node: str | None
+    style: str = Field(description="the prompt the context was read with")
 
 
 class VerifyResponse(_Generated):
     claim: str
     label: str
     label_binary: str | None
+    evidence_items: int = Field(description="graphs, paths or triples shown to the LLM")
 
 
 class HealthResponse(BaseModel):
@@ -148,8 +156,10 @@ class HealthResponse(BaseModel):
     llm_queue: dict[str, int]
     retrievals: dict[str, int] = Field(default_factory=dict, description="the retrieval workers: running, "
                                                                           "waiting, limits, rejected, timed out")
-    retriever: str = Field("simgrag", description="the default retriever of /v1/ask and /v1/verify")
+    retriever: str = Field("", description="the default retriever of /v1/ask and /v1/verify")
     retrievers: list[str] = Field(default_factory=list, description="retrievers a request may name")
+    per_request: dict[str, list[str]] = Field(default_factory=dict, description=(
+        "per retriever, the settings a request may change (k)"))
 
 
 class KGStatsResponse(BaseModel):

@@ -1,7 +1,8 @@
 // simgrag evidence page: ask / verify through the HTTP API, draw the pattern and each retrieved
 // subgraph with cytoscape.js (vendored), colour every KG node by the pattern node it matched.
-// Another retriever (kaping, pcst, paths, …) has no pattern: its triples come as one match (or one
-// per path) whose nodes are their own pattern nodes; topic entities are coloured, answers ringed.
+// A retriever without matched subgraphs (kaping, pcst, paths, …; the response's evidence is null) has
+// its context drawn instead: its triples as one graph, or one graph per path, each entity its own
+// node; topic entities are coloured, answers ringed.
 "use strict";
 
 const PALETTE = ["#2f6fde", "#0f8a5f", "#d9480f", "#7048e8", "#c2255c", "#1098ad", "#5c940d", "#e67700"];
@@ -9,7 +10,7 @@ const STAGES = [["pattern_s", "pattern (LLM)"], ["embed_s", "embed"], ["vector_s
                 ["graph_s", "graph search"], ["link_s", "entity linking"], ["retrieve_s", "retrieval"],
                 ["answer_s", "answer (LLM)"], ["verify_s", "verify (LLM)"], ["total_s", "total (server)"]];
 const $ = (id) => document.getElementById(id);
-window.simgrag = { graphs: [], pattern: null, last: null };
+window.simgrag = { graphs: [], pattern: null, last: null, perRequest: {}, retriever: "" };
 
 function apiHeaders() {
   const headers = { "Content-Type": "application/json" };
@@ -43,10 +44,12 @@ async function refreshHealth() {
       return;
     }
     badge.textContent = "ready";
-    fillRetrievers(health.retrievers || [], health.retriever || "simgrag");
+    fillRetrievers(health.retrievers || [], health.retriever);
+    window.simgrag.perRequest = health.per_request || {};
+    window.simgrag.retriever = health.retriever;
     try {
       const stats = await api("/v1/kg/stats");
-      badge.textContent = `ready · ${stats.entities.toLocaleString()} entities · ${stats.triples.toLocaleString()} triples · LLM ${health.llm || "none"} · retriever ${health.retriever || "simgrag"}`;
+      badge.textContent = `ready · ${stats.entities.toLocaleString()} entities · ${stats.triples.toLocaleString()} triples · LLM ${health.llm || "none"} · retriever ${health.retriever}`;
     } catch (_) { /* stats may need the API key */ }
   } catch (error) {
     badge.className = "badge failed";
@@ -153,12 +156,29 @@ function drawPattern(pattern, askedNode) {
 
 function fmt(x) { return Number(x).toFixed(3); }
 
-function drawEvidence(matches, colours, askedNode, retriever = "simgrag", answers = []) {
+// A context without subgraphs as matches: one per path, else one holding every triple; each entity its
+// own node, a topic entity at its link distance, each triple with the retriever's score when it has one.
+function contextMatches(context) {
+  const key = (t) => t.join("\u0001");
+  const score = new Map(context.triples.map((t, i) => [key(t), context.scores[i]]));
+  const topic = context.topic || { names: [], distances: [] };
+  const link = new Map(topic.names.map((name, i) => [name, topic.distances[i] || 0]));
+  const groups = context.paths.length ? context.paths : (context.triples.length ? [context.triples] : []);
+  return groups.map((triples, i) => {
+    const names = [...new Set(triples.flatMap(([h, , t]) => [h, t]))];
+    return {
+      rank: i + 1, gsd: 0,
+      nodes: names.map((name) => ({ pattern_node: name, entity: name, entity_id: -1, distance: link.get(name) || 0, unknown: false })),
+      edges: triples.map((t) => ({ pattern: [], triple: t, distance: 0, score: score.has(key(t)) ? score.get(key(t)) : null })),
+    };
+  });
+}
+
+function drawEvidence(matches, colours, askedNode, retriever, other, answers = []) {
   window.simgrag.graphs.forEach((cy) => cy.destroy());
   window.simgrag.graphs = [];
   const root = $("evidence");
   root.replaceChildren();
-  const other = retriever !== "simgrag";
   if (!matches.length) {
     const p = document.createElement("p");
     p.className = "empty";
@@ -178,6 +198,7 @@ function drawEvidence(matches, colours, askedNode, retriever = "simgrag", answer
     box.className = "graph";
     box.dataset.testid = "evidence-graph-" + i;
     card.append(head, box, other ? tripleTable(match) : mappingTable(match, colours));
+    if (match.edges.some((edge) => edge.iris)) card.append(iriTable(match));
     root.append(card);
 
     const byName = new Map();
@@ -216,8 +237,36 @@ function mappingTable(match, colours) {
     const swatch = `<span style="color:${colours.get(node.pattern_node) || "#98a2b3"}">●</span>`;
     row.innerHTML = `<td>${swatch} </td><td class="${node.unknown ? "unknown" : ""}"></td><td>${fmt(node.distance)}</td>`;
     row.children[0].append(document.createTextNode(node.pattern_node));
-    row.children[1].textContent = node.entity;
+    row.children[1].append(iriLink(node.entity, node.iri));
     table.append(row);
+  }
+  return table;
+}
+
+// a link to the term's IRI (http/https only: an RDF file may hold any scheme), else plain text
+function iriLink(text, iri) {
+  const safe = iri && /^https?:\/\//i.test(iri);
+  const element = document.createElement(safe ? "a" : "span");
+  element.textContent = text;
+  if (iri) element.title = iri;
+  if (safe) {
+    element.href = iri;
+    element.target = "_blank";
+    element.rel = "noopener noreferrer";
+    element.className = "iri";
+  }
+  return element;
+}
+
+// the matched triples with head, relation and tail linked to their IRIs (KGs read from RDF)
+function iriTable(match) {
+  const table = document.createElement("table");
+  table.className = "mapping iris";
+  table.dataset.testid = "iri-table";
+  table.innerHTML = "<tr><th>head</th><th>relation</th><th>tail</th></tr>";
+  for (const edge of match.edges) {
+    const row = table.insertRow();
+    edge.triple.forEach((name, i) => row.insertCell().append(iriLink(name, edge.iris ? edge.iris[i] : null)));
   }
   return table;
 }
@@ -271,9 +320,11 @@ async function submit(event) {
   const text = $("text").value.trim();
   if (!text) return;
   const k = Math.max(1, Math.min(20, parseInt($("k").value, 10) || 3));
-  const body = mode === "verify" ? { claim: text, k } : { question: text, k };
+  const body = mode === "verify" ? { claim: text } : { question: text };
   const chosen = $("retriever") ? $("retriever").value : "";
   if (chosen) body.retriever = chosen;
+  // k only for a retriever that takes it per request (the others fix theirs when the server builds them)
+  if ((window.simgrag.perRequest[chosen || window.simgrag.retriever] || []).includes("k")) body.k = k;
   $("submit").disabled = true;
   setStatus(mode === "verify" ? "Verifying…" : "Thinking…");
   const start = performance.now();
@@ -284,15 +335,16 @@ async function submit(event) {
     $("result").hidden = false;
     showAnswer(mode, result);
     const askedNode = result.asked_node || null;
-    const retriever = result.retriever || "simgrag";
-    const other = retriever !== "simgrag";
+    const retriever = result.retriever;
+    const other = !result.evidence;  // no matched subgraphs: draw the retriever's context
     const colours = other ? noPattern(result) : drawPattern(result.pattern, askedNode);
     $("evidence-hint").textContent = other ? `the ${retriever} retriever's triples (s = its score); topic entities coloured, answers ringed`
       : "top-k subgraphs by Graph Semantic Distance; hover a node to see its pattern node everywhere";
-    drawEvidence(result.evidence.matches, colours, askedNode, retriever, result.entities || []);
+    const matches = other ? contextMatches(result.context) : result.evidence.matches;
+    drawEvidence(matches, colours, askedNode, retriever, other, result.entities || []);
     showTimings(result.timings, roundTrip);
-    setStatus(other ? `${retriever}: ${result.evidence.matches.reduce((n, m) => n + m.edges.length, 0)} triple(s)`
-      : `${result.evidence.matches.length} subgraph(s)` + (result.evidence.complete ? "" : " (search stopped at its deadline: best so far)"));
+    setStatus(other ? `${retriever}: ${matches.reduce((n, m) => n + m.edges.length, 0)} triple(s)`
+      : `${matches.length} subgraph(s)` + (result.evidence.complete ? "" : " (search stopped at its deadline: best so far)"));
   } catch (error) {
     setStatus(error.message, true);
   } finally {

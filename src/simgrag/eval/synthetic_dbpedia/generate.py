@@ -18,15 +18,16 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from simgrag.errors import ConfigError, KGError
+from simgrag.eval.synthetic_dbpedia.edges import EdgeChunk, EdgeModel
+from simgrag.eval.synthetic_dbpedia.layout import Layout, plan_layout
+from simgrag.eval.synthetic_dbpedia.names import CHUNK, NameBlob, build_names
+from simgrag.eval.synthetic_dbpedia.planted import PlantedQuery, plant_patterns
+from simgrag.eval.synthetic_dbpedia.schema import Schema, load_schema
+from simgrag.eval.synthetic_dbpedia.writer import ChunkWriter, output_format
 from simgrag.fileio import atomic_path
 from simgrag.kg.names import NameTable
 from simgrag.kg.store import KGStore
-from simgrag.kg.synthetic_dbpedia.edges import EdgeChunk, EdgeModel
-from simgrag.kg.synthetic_dbpedia.layout import Layout, plan_layout
-from simgrag.kg.synthetic_dbpedia.names import CHUNK, NameBlob, build_names
-from simgrag.kg.synthetic_dbpedia.planted import PlantedQuery, plant_patterns
-from simgrag.kg.synthetic_dbpedia.schema import Schema, load_schema
-from simgrag.kg.synthetic_dbpedia.writer import ChunkWriter, output_format
+from simgrag.progress import progress_on
 
 __all__ = ["FACTKG_SHAPE", "SynthReport", "SyntheticKG", "generate_dbpedia_like", "report_dict"]
 
@@ -34,7 +35,6 @@ logger = logging.getLogger(__name__)
 
 #: DBpedia as used by FactKG (SimGRAG paper, Table 8)
 FACTKG_SHAPE = {"entities": 9_912_183, "edges": 42_879_918, "types": 467, "relations": 522}
-_PROGRESS_MIN = 200_000
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class SyntheticKG:
         if entities < 1:
             raise ConfigError(f"entities must be positive; got {entities}")
         self.seed = seed
-        self.show_progress = entities >= _PROGRESS_MIN if show_progress is None else show_progress
+        self.show_progress = progress_on(show_progress)
         self.schema: Schema = load_schema(types, relations)
         self.layout: Layout = plan_layout(self.schema, entities, seed)
         self.names: NameBlob = build_names(self.schema, self.layout, seed, show_progress=self.show_progress)

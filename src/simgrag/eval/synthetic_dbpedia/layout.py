@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simgrag.errors import ConfigError
-from simgrag.kg.synthetic_dbpedia.schema import Schema
+from simgrag.eval.synthetic_dbpedia.schema import Schema
 
 __all__ = ["Layout", "plan_layout"]
 

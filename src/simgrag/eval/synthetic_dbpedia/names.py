@@ -22,9 +22,9 @@ from itertools import pairwise
 import numpy as np
 from tqdm.auto import tqdm
 
+from simgrag.eval.synthetic_dbpedia.layout import Layout
+from simgrag.eval.synthetic_dbpedia.schema import ClassSpec, Schema, class_label, load_schemes, load_words
 from simgrag.kg.names import NameTable
-from simgrag.kg.synthetic_dbpedia.layout import Layout
-from simgrag.kg.synthetic_dbpedia.schema import ClassSpec, Schema, class_label, load_schemes, load_words
 
 __all__ = ["CHUNK", "NameBlob", "NameMaker", "build_names", "class_segments"]
 

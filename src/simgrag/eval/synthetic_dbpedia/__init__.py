@@ -11,7 +11,7 @@ seeded and streaming (numpy chunks, never a Python object per triple):
   disambiguated like DBpedia (``John Smith (soccer player)``);
 - optionally *planted* subgraphs with noisy queries and known answers, to measure retrieval.
 
-    from simgrag.kg.synthetic_dbpedia import generate_dbpedia_like
+    from simgrag.eval.synthetic_dbpedia import generate_dbpedia_like
     report = generate_dbpedia_like("kg.nt", entities=1_000_000, seed=0, planted=1000)
 
 :class:`SyntheticKG` is the same KG before any output: its ``edge_chunks()`` stream numpy arrays and
@@ -21,19 +21,19 @@ loading the written file). ``check`` verifies planted queries against a store.
 Command line: ``simgrag synth-kg --entities 1000000 -o kg.nt --planted 1000``.
 """
 
-from simgrag.kg.synthetic_dbpedia.check import exact_matches, planted_triples_present
-from simgrag.kg.synthetic_dbpedia.edges import EdgeChunk, EdgeModel
-from simgrag.kg.synthetic_dbpedia.generate import (
+from simgrag.eval.synthetic_dbpedia.check import exact_matches, planted_triples_present
+from simgrag.eval.synthetic_dbpedia.edges import EdgeChunk, EdgeModel
+from simgrag.eval.synthetic_dbpedia.generate import (
     FACTKG_SHAPE,
     SyntheticKG,
     SynthReport,
     generate_dbpedia_like,
     report_dict,
 )
-from simgrag.kg.synthetic_dbpedia.paraphrase import EDIT_KINDS, drop_qualifier, paraphrase_name, typo
-from simgrag.kg.synthetic_dbpedia.planted import SHAPES, PlantedQuery
-from simgrag.kg.synthetic_dbpedia.schema import LITERAL_KINDS, Schema, class_label, load_schema
-from simgrag.kg.synthetic_dbpedia.writer import OUTPUT_FORMATS
+from simgrag.eval.synthetic_dbpedia.paraphrase import EDIT_KINDS, drop_qualifier, paraphrase_name, typo
+from simgrag.eval.synthetic_dbpedia.planted import SHAPES, PlantedQuery
+from simgrag.eval.synthetic_dbpedia.schema import LITERAL_KINDS, Schema, class_label, load_schema
+from simgrag.eval.synthetic_dbpedia.writer import OUTPUT_FORMATS
 
 __all__ = [
     "EDIT_KINDS",

@@ -1,6 +1,8 @@
-"""The reading step every retriever shares: context + question → LLM → answer entities.
+"""The shared reader of the other retrievers' contexts: context + question → LLM → answer entities.
 
-Four prompt styles, one per family of methods:
+It returns the one :class:`~simgrag.answer.qa.Answer` type; :mod:`simgrag.answer.answerer` decides
+which style reads a context (SimGRAG's own subgraph prompt is :mod:`simgrag.answer.qa`). Prompt
+styles, one per family of methods:
 
 ``"kaping"``
     KAPING's zero-shot prompt (Baek et al., 2023, §3): the retrieved facts listed as
@@ -38,11 +40,11 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from simgrag.answer._common import call_llm
 from simgrag.answer.extract import answer_segment, extract_entities, split_items
 from simgrag.answer.open import open_messages
+from simgrag.answer.qa import Answer
 from simgrag.answer.verbalize import format_triple
 from simgrag.errors import ConfigError
 from simgrag.kg.store import Triple
@@ -51,7 +53,6 @@ from simgrag.retrievers.base import RetrievedContext
 
 __all__ = [
     "READER_STYLES",
-    "Reading",
     "approx_tokens",
     "context_names",
     "parse_answers",
@@ -94,29 +95,6 @@ _SHOT_REPLY = ("To answer the question, we have to find the films directed by Mi
 _SHOT_PATHS = ("Michael Mann <-[directed_by]- Heat -[starred_actors]-> Al Pacino",
                "Michael Mann <-[directed_by]- Collateral -[starred_actors]-> Tom Cruise",
                "Michael Mann <-[directed_by]- Heat -[release_year]-> 1995")
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What the reader made of one context: the LLM's ``text``, the parsed answer ``entities``
-    (ordered, deduplicated), token counts, latency, and how much context went into the prompt."""
-
-    style: str
-    text: str
-    entities: tuple[str, ...]
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    cached: bool = False
-    context_items: int = 0
-    context_tokens: int = 0
-    prompt_tokens_estimate: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"style": self.style, "text": self.text, "entities": list(self.entities),
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "latency_s": self.latency_s, "cached": self.cached, "context_items": self.context_items,
-                "context_tokens": self.context_tokens, "prompt_tokens_estimate": self.prompt_tokens_estimate}
 
 
 def path_chain(path: Sequence[Triple]) -> str:
@@ -258,7 +236,7 @@ def parse_answers(text: str, names: Sequence[str] = (), *, question: str = "") -
 
 def read_context(llm: LLM, context: RetrievedContext, *, style: str = "subgraphrag", max_triples: int = 100,
                  max_prompt_tokens: int = 1500, max_tokens: int = 256,
-                 count_tokens: Callable[[str], int] | None = None) -> Reading:
+                 count_tokens: Callable[[str], int] | None = None) -> Answer:
     """Ask ``llm`` the context's question over the (capped) context and parse its answers.
 
     LLM failures propagate as :class:`~simgrag.errors.LLMError`.
@@ -267,20 +245,15 @@ def read_context(llm: LLM, context: RetrievedContext, *, style: str = "subgraphr
                                      max_prompt_tokens=max_prompt_tokens, count_tokens=count_tokens)
     counter = count_tokens or approx_tokens
     t0 = time.perf_counter()
-    response = llm.complete(messages, max_tokens=max_tokens, temperature=0.0)
+    response = call_llm(llm, messages, task=f"read ({style}, {kept} context lines)", max_tokens=max_tokens)
     latency = response.latency_s or (time.perf_counter() - t0)
-    logger.info("read (%s): %s, %d context lines, %d prompt + %d completion tokens, %.2fs%s", style,
-                getattr(llm, "name", type(llm).__name__), kept, response.prompt_tokens, response.completion_tokens,
-                latency, " (cached)" if response.cached else "")
-    if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("read prompt:\n%s\nreply: %r", "\n".join(f"[{m.role}] {m.content}" for m in messages),
-                     response.text)
     text = response.text.strip()
     lines = _context_lines(context, style)[:kept]
     names = context_names(context)
     entities = (tuple(extract_entities(text, names)) if style == "open"
                 else parse_answers(text, names, question=context.question))
-    return Reading(style=style, text=text, entities=entities,
-                   prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
-                   latency_s=latency, cached=response.cached, context_items=kept,
-                   context_tokens=sum(counter(x) for x in lines), prompt_tokens_estimate=_count(messages, counter))
+    return Answer(text, entities, context.answer_candidates, entities[0] if entities else None,
+                  reason=f"read by the {style!r} reader over {kept} context line(s)",
+                  prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
+                  latency_s=latency, cached=response.cached, style=style, context_items=kept,
+                  context_tokens=sum(counter(x) for x in lines), prompt_tokens_estimate=_count(messages, counter))

@@ -10,7 +10,7 @@ range, in one of three shapes:
 Named neighbours are drawn uniformly from their class (so rarely hubs) and the edges are added to
 the KG, which makes the planted binding the (almost always unique) exact match. The query is the
 pattern as a user's LLM would write it: named nodes paraphrased (qualifier dropped, typos, word
-order, abbreviations; see :mod:`~simgrag.kg.synthetic_dbpedia.paraphrase`), relations as one of their
+order, abbreviations; see :mod:`~simgrag.eval.synthetic_dbpedia.paraphrase`), relations as one of their
 phrases, unknown nodes as ``UNKNOWN <type> <n>`` with the entity's class (or its parent class). The
 planted bindings are the answers, so retrieval Hits@1 can be measured.
 """
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from simgrag.kg.synthetic_dbpedia.edges import EdgeChunk, EdgeModel
-from simgrag.kg.synthetic_dbpedia.names import NameBlob
-from simgrag.kg.synthetic_dbpedia.paraphrase import paraphrase_name
-from simgrag.kg.synthetic_dbpedia.schema import class_label
+from simgrag.eval.synthetic_dbpedia.edges import EdgeChunk, EdgeModel
+from simgrag.eval.synthetic_dbpedia.names import NameBlob
+from simgrag.eval.synthetic_dbpedia.paraphrase import paraphrase_name
+from simgrag.eval.synthetic_dbpedia.schema import class_label
 
 __all__ = ["SHAPES", "PlantedQuery", "plant_patterns"]
 

@@ -8,7 +8,7 @@ For the entities of one chunk (a contiguous id range):
    ancestor, weighted by popularity (earlier in ``relations.txt`` within a domain, deeper domains
    more specific and so preferred);
 3. the tail is drawn from the relation's range class (a contiguous id range, see
-   :mod:`~simgrag.kg.synthetic_dbpedia.layout`) by *popularity rank* ``floor(n * u**skew)`` mapped
+   :mod:`~simgrag.eval.synthetic_dbpedia.layout`) by *popularity rank* ``floor(n * u**skew)`` mapped
    through a fixed per-class permutation: a few entities of each class (the "United States" of
    countries) get a large share of the in-links, so total degree is heavy-tailed; or, for a literal
    relation, a date, year or number is drawn.
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from simgrag.errors import ConfigError
-from simgrag.kg.synthetic_dbpedia.layout import Layout
-from simgrag.kg.synthetic_dbpedia.names import CHUNK, class_segments
-from simgrag.kg.synthetic_dbpedia.schema import RelationSpec, Schema
+from simgrag.eval.synthetic_dbpedia.layout import Layout
+from simgrag.eval.synthetic_dbpedia.names import CHUNK, class_segments
+from simgrag.eval.synthetic_dbpedia.schema import RelationSpec, Schema
 
 __all__ = ["EdgeChunk", "EdgeModel", "lognormal_location"]
 

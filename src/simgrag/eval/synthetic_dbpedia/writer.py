@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from simgrag.errors import ConfigError
-from simgrag.kg.synthetic_dbpedia.edges import EdgeChunk
-from simgrag.kg.synthetic_dbpedia.layout import Layout
-from simgrag.kg.synthetic_dbpedia.names import NameBlob
-from simgrag.kg.synthetic_dbpedia.schema import Schema
+from simgrag.eval.synthetic_dbpedia.edges import EdgeChunk
+from simgrag.eval.synthetic_dbpedia.layout import Layout
+from simgrag.eval.synthetic_dbpedia.names import NameBlob
+from simgrag.eval.synthetic_dbpedia.schema import Schema
 
 __all__ = ["OUTPUT_FORMATS", "ChunkWriter"]
 

@@ -1,0 +1,102 @@
+"""The one answerer: any retriever's context → an :class:`~simgrag.answer.qa.Answer` or a
+:class:`~simgrag.answer.verify.Verdict`.
+
+Which prompt reads a context (its *style*): the one asked for (``style=``), else SimGRAG's subgraph
+prompt (``"simgrag"``, :mod:`simgrag.answer.qa`) for a context that carries matched subgraphs, else
+the style the retriever registry gives its retriever (KAPING's own prompt, the paths prompt, …,
+:mod:`simgrag.answer.reader`), else ``"subgraphrag"``.
+
+Answer modes (SimGRAG's subgraph prompt only): ``"llm"`` always asks the LLM to answer from the
+subgraphs (the paper); ``"auto"`` answers straight from the bindings of the asked-for node when the
+best subgraph matches the pattern exactly (GSD ≈ 0) and asks the LLM otherwise. A context without
+subgraphs has no exact match, so ``"auto"`` asks the LLM for it too. ``abstain_gsd`` answers
+"not found" without the LLM when even the best subgraph is further than that; a context with
+subgraphs but none matched is "not found" in any case.
+
+Verification uses SimGRAG's verification prompt whatever the retriever
+(:func:`~simgrag.answer.verify.verify_context`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from simgrag.answer._common import call_llm
+from simgrag.answer.extract import extract_entities
+from simgrag.answer.qa import Answer, answer_from_bindings, answer_question, qa_messages
+from simgrag.answer.reader import READER_STYLES, context_names, read_context
+from simgrag.answer.verify import Verdict, context_evidence, verify_context
+from simgrag.errors import ConfigError
+from simgrag.llm.base import LLM
+from simgrag.retrievers.base import RetrievedContext
+from simgrag.retrievers.registry import default_style
+
+__all__ = ["ANSWER_MODES", "ANSWER_STYLES", "Answerer", "LLMSource"]
+
+ANSWER_MODES: tuple[str, ...] = ("auto", "llm")
+ANSWER_STYLES: tuple[str, ...] = ("simgrag", *READER_STYLES)
+LLMSource = LLM | Callable[[], LLM]
+
+
+def _llm(source: LLMSource) -> LLM:
+    return source if isinstance(source, LLM) else source()
+
+
+@dataclass(frozen=True)
+class Answerer:
+    """How contexts are read (module docstring). ``max_triples`` / ``max_prompt_tokens`` cap the
+    context the shared reader's styles put into a prompt (a subgraph prompt holds the k subgraphs)."""
+
+    mode: str = "auto"
+    abstain_gsd: float | None = None
+    style: str | None = None
+    max_triples: int = 100
+    max_prompt_tokens: int = 1500
+
+    def __post_init__(self) -> None:
+        if self.mode not in ANSWER_MODES:
+            raise ConfigError(f"answer_mode must be one of {', '.join(ANSWER_MODES)}; got {self.mode!r}")
+        if self.style is not None and self.style not in ANSWER_STYLES:
+            raise ConfigError(f"Unknown reader style {self.style!r}; choose one of {', '.join(ANSWER_STYLES)}.")
+
+    def style_for(self, context: RetrievedContext) -> str:
+        """The style that reads ``context`` (module docstring)."""
+        if self.style is not None:
+            return self.style
+        if context.subgraphs is not None:
+            return "simgrag"
+        return default_style(context.retriever) or "subgraphrag"
+
+    def answer(self, llm: LLMSource, context: RetrievedContext) -> Answer:
+        """The answer to the context's question; ``llm`` (or a function giving it) is asked only when
+        needed. LLM failures propagate as :class:`~simgrag.errors.LLMError`."""
+        style = self.style_for(context)
+        if style != "simgrag":
+            return read_context(_llm(llm), context, style=style, max_triples=self.max_triples,
+                                max_prompt_tokens=self.max_prompt_tokens)
+        if context.subgraphs is None or context.pattern is None:
+            return self._flat_simgrag(_llm(llm), context)
+        pattern, retrieval = context.pattern.pattern, context.subgraphs
+        if self.mode == "auto":
+            direct = answer_from_bindings(context.question, pattern, retrieval)
+            if direct is not None:
+                return direct
+        return answer_question(_llm(llm), context.question, pattern, retrieval, abstain_gsd=self.abstain_gsd)
+
+    def _flat_simgrag(self, llm: LLM, context: RetrievedContext) -> Answer:
+        """SimGRAG's answer prompt over a context without subgraphs (its paths or triples as evidence)."""
+        evidence, items = context_evidence(context, max_triples=self.max_triples)
+        response = call_llm(llm, qa_messages(context.question, evidence, compact=not context.paths),
+                            task=f"answer ({context.retriever})", max_tokens=64)
+        text = response.text.strip()
+        entities = tuple(extract_entities(text, context_names(context)))
+        return Answer(text, entities, context.answer_candidates, entities[0] if entities else None,
+                      reason="answered from the evidence", prompt_tokens=response.prompt_tokens,
+                      completion_tokens=response.completion_tokens, latency_s=response.latency_s,
+                      cached=response.cached, context_items=items)
+
+    def verify(self, llm: LLMSource, claim: str, context: RetrievedContext) -> Verdict:
+        """The verdict on ``claim`` over ``context`` (retrieved for the claim)."""
+        return verify_context(_llm(llm), claim, context, abstain_gsd=self.abstain_gsd,
+                              max_triples=self.max_triples)

@@ -1,0 +1,333 @@
+"""Candidate patterns derived from an LLM pattern by small edits, each guided by the question or the KG.
+
+Each function takes a :class:`~simgrag.match.judge.Candidate` (and what it needs to know) and returns
+edited candidates; the judge decides which one is best, the LLM's own pattern included. The edits
+answer the small model's frequent mistakes:
+
+- :func:`prune_unsupported` — a leaf triple the question has no words for ("… share actors with Heat"
+  + ``has genre``), dropped;
+- :func:`connect_parts` — a chain with a missing middle link (``[X, directed by, director 1]``,
+  ``[movie 1, written by, writer 1]``), joined by repeating a relation at the broken joint;
+- :func:`anchor_entity` — the question's entity dropped (``[movie 1, release year, year 1]`` for
+  "What years did Andrea Marcovicci's movies come out?"), attached through one of its KG relations;
+- :func:`expand_roles` — a named entity on the wrong side of its relation (``[movie 1, written by,
+  Alice Adams]`` for "films written by the person who wrote Alice Adams"; the KG says Alice Adams is
+  never written *by* anyone's film, it is the film), expanded into the hop the question walks;
+- :func:`detach_named` — one entity named in two triples although the KG has it in one of the two
+  relations only ("Who stars in the films that Ronan Bennett wrote?" → ``[movie 1, starred actors,
+  Ronan Bennett]``): that end becomes the unknown asked for;
+- :func:`collapse_echo` — the echoed role that :mod:`simgrag.match.repair` fixes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from simgrag.match.judge import Candidate, Judgement, PatternJudge, Triple3, kg_roles, unknown_name
+from simgrag.match.question import QuestionReading
+from simgrag.match.repair import repair_echoed_roles
+from simgrag.match.retrieve import SubgraphRetriever
+from simgrag.pattern.graph import Pattern, is_unknown
+
+__all__ = ["anchor_entity", "collapse_echo", "connect_parts", "detach_named", "drop_any", "drop_leaf", "expand_roles",
+           "extend_asked", "flip_role", "merge_parts", "name_unknown", "prune_unsupported", "rebind_asked",
+           "rebind_relation", "swap_named"]
+
+MAX_ANCHOR_RELATIONS = 6
+
+
+def _degrees(triples: Sequence[Triple3]) -> dict[str, int]:
+    degree: dict[str, int] = {}
+    for head, _, tail in triples:
+        degree[head] = degree.get(head, 0) + 1
+        degree[tail] = degree.get(tail, 0) + 1
+    return degree
+
+
+def prune_unsupported(candidate: Candidate, judgement: Judgement) -> list[Candidate]:
+    """Drop unsupported triples that end in an unknown leaf, repeatedly; at least one triple stays."""
+    unsupported = set(judgement.unsupported)
+    triples = list(candidate.triples)
+    dropped: list[Triple3] = []
+    changed = True
+    while changed and len(triples) > 1:
+        changed = False
+        degree = _degrees(triples)
+        for triple in triples:
+            head, _, tail = triple
+            leaf = (is_unknown(tail) and degree[tail] == 1) or (is_unknown(head) and degree[head] == 1)
+            if triple in unsupported and leaf:
+                triples.remove(triple)
+                dropped.append(triple)
+                changed = True
+                break
+    if not dropped:
+        return []
+    return [candidate.edited(triples, "dropped " + ", ".join(str(list(t)) for t in dropped)
+                             + ": the question has no words for them")]
+
+
+def connect_parts(candidate: Candidate) -> list[Candidate]:
+    """Join a disconnected pattern: link an unknown node of a part without a named node to a node of
+    another part by a relation already on that node."""
+    pattern = Pattern.from_triples(candidate.triples)
+    parts = pattern.components()
+    if len(parts) < 2:
+        return []
+    out: list[Candidate] = []
+    triples = list(candidate.triples)
+    for a_nodes, _ in parts:
+        for b_nodes, _ in parts:
+            if a_nodes is b_nodes or any(not pattern.nodes[v].unknown for v in b_nodes):
+                continue
+            for a in a_nodes:
+                a_text = pattern.nodes[a].text
+                relations = dict.fromkeys(r for h, r, t in triples if a_text in (h, t) and not is_unknown(r))
+                for b in b_nodes:
+                    b_text = pattern.nodes[b].text
+                    if not pattern.nodes[b].unknown:
+                        continue
+                    for relation in relations:
+                        link = (b_text, relation, a_text)
+                        out.append(candidate.edited([*triples, link], f"added {list(link)} to connect the parts"))
+    return out
+
+
+def anchor_entity(candidate: Candidate, reading: QuestionReading, retriever: SubgraphRetriever) -> list[Candidate]:
+    """Attach the question's entity (longest mentions first) to an unknown node through each KG
+    relation it has, when no triple names any entity."""
+    triples = list(candidate.triples)
+    mentions = [m for m in reading.mentions if m.confident]
+    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
+        return []
+    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
+    out: list[Candidate] = []
+    relations = retriever.store.relations
+    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
+        name = retriever.store.entities[mention.entity]
+        roles = sorted(kg_roles(retriever, mention.entity).items())[:MAX_ANCHOR_RELATIONS]
+        for rel, sides in roles:
+            text = relations[rel].replace("_", " ")
+            for node in unknowns:
+                for side in sorted(sides):
+                    link = (node, text, name) if side == "tail" else (name, text, node)
+                    out.append(candidate.edited([*triples, link], f"added {list(link)}: the question names {name!r}"))
+    return out
+
+
+def expand_roles(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """``(U, r, K)`` where the KG has K only on the other side of r → ``(K, r, W)``, ``(U, r, W)``."""
+    triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for i, (head, relation, tail) in enumerate(triples):
+        if is_unknown(relation):
+            continue
+        for named, side, other in ((tail, "tail", head), (head, "head", tail)):
+            if is_unknown(named) or not is_unknown(other):
+                continue
+            entity = judge.entity_of(named)
+            rel = judge.retriever.nearest_relation(relation)
+            if entity is None or rel is None:
+                continue
+            sides = kg_roles(judge.retriever, entity).get(rel, set())
+            if not sides or side in sides:
+                continue
+            hop = unknown_name(triples, "entity")
+            first = (named, relation, hop) if side == "tail" else (hop, relation, named)
+            second = (other, relation, hop) if side == "tail" else (hop, relation, other)
+            new = [*triples[:i], first, second, *triples[i + 1:]]
+            out.append(candidate.edited(new, f"{list(triples[i])} -> {list(first)} + {list(second)}: "
+                                             f"{named!r} is only the {sorted(sides)[0]} of {relation!r} in the KG"))
+    return out
+
+
+def detach_named(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """A named node on several triples: where the KG has no edge of that relation at the entity,
+    the end becomes a new unknown node."""
+    triples = list(candidate.triples)
+    degree = _degrees(triples)
+    out: list[Candidate] = []
+    for i, (head, relation, tail) in enumerate(triples):
+        for named, is_tail in ((tail, True), (head, False)):
+            if is_unknown(named) or degree.get(named, 0) < 2 or is_unknown(relation):
+                continue
+            entity = judge.entity_of(named)
+            rel = judge.retriever.nearest_relation(relation)
+            if entity is None or rel is None or rel in kg_roles(judge.retriever, entity):
+                continue
+            fresh = unknown_name(triples, "entity")
+            new_triple = (head, relation, fresh) if is_tail else (fresh, relation, tail)
+            new = [*triples[:i], new_triple, *triples[i + 1:]]
+            out.append(candidate.edited(new, f"{list(triples[i])} -> {list(new_triple)}: {named!r} has no "
+                                             f"{relation!r} edge in the KG"))
+    return out
+
+
+def collapse_echo(candidate: Candidate, retriever: SubgraphRetriever) -> list[Candidate]:
+    """The echoed-role repair of :mod:`simgrag.match.repair`, as a candidate."""
+    pattern = Pattern.from_triples(candidate.triples)
+    fixed, notes = repair_echoed_roles(pattern, retriever)
+    if not notes:
+        return []
+    return [Candidate(tuple(fixed.triples()), candidate.origin, (*candidate.edits, *notes))]
+
+
+def drop_leaf(candidate: Candidate) -> list[Candidate]:
+    """Each triple that ends in an unknown leaf, dropped (one per candidate): the question may ask one
+    hop less than the LLM wrote ("the cast of X" answered with a co-star hop)."""
+    triples = list(candidate.triples)
+    if len(triples) < 2:
+        return []
+    degree = _degrees(triples)
+    out: list[Candidate] = []
+    for triple in triples:
+        head, _, tail = triple
+        if (is_unknown(tail) and degree[tail] == 1) or (is_unknown(head) and degree[head] == 1):
+            rest = [t for t in triples if t != triple]
+            out.append(candidate.edited(rest, f"dropped {list(triple)}"))
+    return out
+
+
+def swap_named(candidate: Candidate) -> list[Candidate]:
+    """Two triples on one unknown node M, one naming entity K, the other ending in an unknown leaf U:
+    K and U trade places ("Who directed the movies Marc Connelly wrote?" written as ``[M, directed by,
+    Marc Connelly]``, ``[M, written by, U]``)."""
+    triples = list(candidate.triples)
+    degree = _degrees(triples)
+    out: list[Candidate] = []
+    for i, first in enumerate(triples):
+        for j, second in enumerate(triples):
+            if i == j:
+                continue
+            shared = {first[0], first[2]} & {second[0], second[2]}
+            if len(shared) != 1:
+                continue
+            middle = shared.pop()
+            named = first[2] if first[0] == middle else first[0]
+            leaf = second[2] if second[0] == middle else second[0]
+            if not is_unknown(middle) or is_unknown(named) or not is_unknown(leaf) or degree[leaf] != 1:
+                continue
+            new_first = tuple(leaf if x == named else x for x in first)
+            new_second = tuple(named if x == leaf else x for x in second)
+            new = [new_first if k == i else new_second if k == j else t for k, t in enumerate(triples)]
+            out.append(candidate.edited(new, f"swapped {named!r} and {leaf!r}"))  # type: ignore[arg-type]
+    return out
+
+
+def rebind_relation(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """A triple naming entity K with a relation K has no edge of: the relation replaced by each of the
+    KG relations K has on that side ("Kevin Howarth's movies" written as ``written by`` for an actor)."""
+    retriever = judge.retriever
+    triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for i, (head, relation, tail) in enumerate(triples):
+        if is_unknown(relation):
+            continue
+        rel = retriever.nearest_relation(relation)
+        for named, side in ((tail, "tail"), (head, "head")):
+            entity = None if is_unknown(named) else judge.entity_of(named)
+            if entity is None or rel is None:
+                continue
+            roles = kg_roles(retriever, entity)
+            if rel in roles:
+                continue
+            for other, sides in sorted(roles.items())[:MAX_ANCHOR_RELATIONS]:
+                if side not in sides:
+                    continue
+                text = retriever.store.relations[other].replace("_", " ")
+                new = [(head, text, tail) if k == i else t for k, t in enumerate(triples)]
+                out.append(candidate.edited(new, f"{relation!r} -> {text!r}: {named!r} has no {relation!r} edge"))
+    return out
+
+
+def rebind_asked(candidate: Candidate, relation_text: str) -> list[Candidate]:
+    """The triple that reaches the answer node given the question's focus relation."""
+    pattern = Pattern.from_triples(candidate.triples)
+    asked = pattern.asked_node()
+    if asked is None:
+        return []
+    out: list[Candidate] = []
+    for i, edge in enumerate(pattern.edges):
+        if asked in (edge.source, edge.target) and edge.relation != relation_text:
+            head, _, tail = candidate.triples[i]
+            new = [(head, relation_text, tail) if k == i else t for k, t in enumerate(candidate.triples)]
+            out.append(candidate.edited(new, f"{edge.relation!r} -> {relation_text!r} on the answer's triple"))
+    return out
+
+
+def drop_any(candidate: Candidate) -> list[Candidate]:
+    """Each triple dropped (one per candidate) when the rest stays connected: for patterns nothing in
+    the KG matches because of one triple too many."""
+    triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for triple in triples:
+        rest = [t for t in triples if t != triple]
+        if rest and Pattern.from_triples(rest).is_connected():
+            out.append(candidate.edited(rest, f"dropped {list(triple)}"))
+    return out
+
+
+def flip_role(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """``(K, r, U)`` where the KG has K only as the tail of r (or the reverse): the triple turned round."""
+    triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for i, (head, relation, tail) in enumerate(triples):
+        rel = None if is_unknown(relation) else judge.retriever.nearest_relation(relation)
+        for named, side in ((head, "head"), (tail, "tail")):
+            entity = None if is_unknown(named) else judge.entity_of(named)
+            if entity is None or rel is None:
+                continue
+            sides = kg_roles(judge.retriever, entity).get(rel, set())
+            if sides and side not in sides:
+                new = [(tail, relation, head) if k == i else t for k, t in enumerate(triples)]
+                out.append(candidate.edited(new, f"turned {list(triples[i])} round: {named!r} is never its {side}"))
+    return out
+
+
+def merge_parts(candidate: Candidate) -> list[Candidate]:
+    """Join a disconnected pattern by taking an unknown node of one part to be an unknown node of
+    another (``[K, directed by, director 1]`` + ``[movie 1, has genre, genre 1]`` with director 1 = movie 1)."""
+    pattern = Pattern.from_triples(candidate.triples)
+    parts = pattern.components()
+    if len(parts) < 2:
+        return []
+    out: list[Candidate] = []
+    for a_nodes, _ in parts:
+        for b_nodes, _ in parts:
+            if a_nodes is b_nodes:
+                continue
+            for a in (v for v in a_nodes if pattern.nodes[v].unknown):
+                for b in (v for v in b_nodes if pattern.nodes[v].unknown):
+                    keep, drop = pattern.nodes[a].text, pattern.nodes[b].text
+                    new = [tuple(keep if x == drop else x for x in t) for t in candidate.triples]
+                    out.append(candidate.edited(new, f"took {drop!r} to be {keep!r}"))  # type: ignore[arg-type]
+    return out
+
+
+def extend_asked(candidate: Candidate, relation_text: str, hint: str) -> list[Candidate]:
+    """One more hop from the answer node through the relation the question's focus word names
+    ("Name the **directors** of Nick Newman's screenplays" written as ``[movie 1, written by, Nick
+    Newman]`` only)."""
+    pattern = Pattern.from_triples(candidate.triples)
+    asked = pattern.asked_node()
+    if asked is None:
+        return []
+    fresh = unknown_name(candidate.triples, hint)
+    link = (pattern.nodes[asked].text, relation_text, fresh)
+    return [candidate.edited([*candidate.triples, link], f"added {list(link)}: the question asks for it")]
+
+
+def name_unknown(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> list[Candidate]:
+    """No triple names the question's entity: each unknown node in turn taken to be that entity."""
+    triples = list(candidate.triples)
+    mentions = [m for m in reading.mentions if m.confident]
+    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
+        return []
+    out: list[Candidate] = []
+    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
+    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
+        name = judge.store.entities[mention.entity]
+        for node in unknowns:
+            new = [tuple(name if x == node else x for x in t) for t in triples]
+            out.append(candidate.edited(new, f"took {node!r} to be {name!r}: the question names it"))  # type: ignore[arg-type]
+    return out

@@ -1,0 +1,175 @@
+"""The pattern stage with the KG in the loop: LLM pattern → judged → edited → (one revision) → chosen.
+
+:class:`GroundedPatterns` wraps a :class:`~simgrag.pattern.generate.PatternGenerator`:
+
+1. the LLM writes a pattern (one call, as before);
+2. the :class:`~simgrag.match.judge.PatternJudge` checks it against the question and the KG; a *sound*
+   pattern (no problem, every triple supported, a close KG match) is used as it is — most are;
+3. otherwise candidates are derived by the edits of :mod:`simgrag.match.edits` (each small, each
+   answering one frequent small-model mistake) and judged too; the few best that still have a
+   problem are edited once more. An edited candidate may replace the
+   LLM's pattern only when it has fewer problems, or when it has none and the question's focus word
+   confirms its answer node — no rewriting a pattern on a hunch;
+4. when the best candidate still has a problem, the LLM is asked once more, told what is wrong
+   (``revise``); its new pattern and that pattern's edits join the candidates;
+5. the best-ranked candidate wins; its edits are reported as ``kg_repairs``.
+
+At most one extra LLM call per question (``max_revisions``), only for patterns with a problem; every
+candidate search runs under the judge's deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from simgrag.errors import PatternError
+from simgrag.match import edits
+from simgrag.match.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
+from simgrag.match.question import QuestionReading
+from simgrag.match.retrieve import SubgraphRetriever
+from simgrag.pattern.generate import PatternGenerator, PatternResult
+
+__all__ = ["GroundedPatterns", "best_candidate", "candidate_edits"]
+
+logger = logging.getLogger(__name__)
+
+#: edited candidates that fixed some problems but not all are edited once more, the best few of them
+SECOND_ROUND = 4
+#: seconds spent judging edited candidates of one question, at most (each search has its own deadline)
+EDIT_BUDGET_S = 1.5
+
+
+def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Judgement) -> list[Candidate]:
+    """The edited candidates worth judging for ``judgement`` (nothing when it is sound)."""
+    if judgement.sound or judgement.pattern is None:
+        return []
+    c = judgement.candidate
+    out = [*edits.connect_parts(c), *edits.merge_parts(c), *edits.anchor_entity(c, reading, judge.retriever),
+           *edits.name_unknown(c, reading, judge),
+           *edits.flip_role(c, judge),
+           *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
+           *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement)]
+    if judgement.focus == "contradicted":
+        out += edits.swap_named(c) + edits.drop_leaf(c)
+        if judgement.wanted_relation is not None:
+            text = judge.store.relations[judgement.wanted_relation].replace("_", " ")
+            out += edits.rebind_asked(c, text) + edits.extend_asked(c, text, judgement.focus_word or "entity")
+    elif judgement.gsd > GOOD_GSD:
+        out += edits.drop_leaf(c)
+    if not (judgement.retrieval and judgement.retrieval.evidence):
+        out += edits.drop_any(c)
+    return out
+
+
+def _eligible(judgement: Judgement, base: Judgement) -> bool:
+    if len(judgement.problems) < len(base.problems):
+        return True
+    return not judgement.problems and judgement.focus == "confirmed"
+
+
+def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: list[Judgement], *,
+                   budget_s: float = EDIT_BUDGET_S) -> tuple[Judgement, list[Judgement]]:
+    """The chosen judgement among ``originals`` (the LLM's patterns) and their edits (two rounds: the
+    best few edits that still have a problem are edited again); all judgements considered, originals
+    first. Edits are judged for at most ``budget_s`` seconds."""
+    base = min(originals, key=lambda j: j.key)
+    considered = list(originals)
+    if base.sound:
+        return base, considered
+    deadline = time.perf_counter() + budget_s
+    limit = max(len(base.problems) - 1, 0)  # an edit needs fewer problems than the LLM's pattern to win
+    first = judge.judge_all(reading, [e for j in originals for e in candidate_edits(judge, reading, j)],
+                            max_problems=limit, deadline=deadline)
+    promising = sorted((j for j in first if j.problems and len(j.problems) < len(base.problems)),
+                       key=lambda j: j.key)[:SECOND_ROUND]
+    second = judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j)],
+                             max_problems=limit, deadline=deadline)
+    considered += first + second
+    eligible = [j for j in first + second if j.retrieval is not None and _eligible(j, base)]
+    return min([base, *eligible], key=lambda j: j.key), considered
+
+
+@dataclass(frozen=True)
+class GroundingReport:
+    """What the grounding did for one question (for logs, results and benchmarks)."""
+
+    llm_calls: int
+    candidates: int
+    judge_s: float
+    chosen: Judgement
+
+
+class GroundedPatterns:
+    """Question → pattern with the KG as judge (see module doc); ``generate`` returns a
+    :class:`PatternResult` whose ``kg_repairs`` list the edits made and whose ``attempts`` count
+    every LLM call. ``asks=False`` for claims (no answer node, no focus word)."""
+
+    def __init__(self, generator: PatternGenerator, retriever: SubgraphRetriever, *, asks: bool = True,
+                 max_revisions: int = 1, on_report: Callable[[GroundingReport], None] | None = None) -> None:
+        self.generator = generator
+        examples = [e.triples for e in generator.prompt.examples.examples]
+        self.judge = PatternJudge(retriever, asks=asks, examples=examples)
+        self.max_revisions = max(0, max_revisions)
+        self.on_report = on_report
+        self.last_report: GroundingReport | None = None
+
+    def pattern(self, text: str) -> PatternResult:
+        """The :class:`~simgrag.retrievers.base.PatternStage` method: :meth:`generate`."""
+        return self.generate(text)
+
+    def generate(self, question: str) -> PatternResult:
+        """The chosen pattern for ``question`` (raises :class:`PatternError` only when the LLM produced
+        no usable pattern at all)."""
+        result = self.generator.generate(question)
+        results = [result]
+        t0 = time.perf_counter()
+        reading = self.judge.read(question)
+        originals = self.judge.judge_all(reading, [Candidate(tuple(result.pattern.triples()), "llm")])
+        best, considered = best_candidate(self.judge, reading, originals)
+        judge_s = time.perf_counter() - t0
+        for _ in range(self.max_revisions):
+            if not best.problems:
+                break
+            revised = self._revise(question, result.raw_text, best)
+            if revised is None:
+                break
+            results.append(revised)
+            t0 = time.perf_counter()
+            originals += self.judge.judge_all(reading, [Candidate(tuple(revised.pattern.triples()), "llm-revised")])
+            best, more = best_candidate(self.judge, reading, originals)
+            considered += more
+            judge_s += time.perf_counter() - t0
+        return self._result(question, results, best, considered, judge_s)
+
+    def _revise(self, question: str, previous: str, best: Judgement) -> PatternResult | None:
+        reason = best.describe()
+        logger.info("pattern for %r revised by the LLM: %s", question, reason)
+        try:
+            return self.generator.revise(question, previous, reason)
+        except PatternError as exc:
+            logger.info("the revision of %r failed: %s", question, str(exc).splitlines()[0])
+            return None
+
+    def _result(self, question: str, results: list[PatternResult], best: Judgement,
+                considered: list[Judgement], judge_s: float) -> PatternResult:
+        source = results[-1] if best.candidate.origin == "llm-revised" else results[0]
+        report = GroundingReport(sum(r.attempts for r in results), len(considered), judge_s, best)
+        self.last_report = report
+        if self.on_report is not None:
+            self.on_report(report)
+        notes = list(best.candidate.edits)
+        if best.candidate.origin == "llm-revised":
+            notes.insert(0, f"revised by the LLM after: {considered[0].describe()}")
+        if best.problems:
+            notes.append(f"unresolved: {best.describe()}")
+        pattern = best.pattern if best.pattern is not None else source.pattern
+        logger.debug("grounded pattern for %r: %s (%d candidates, %.3f s)", question, pattern.triples(),
+                     len(considered), judge_s)
+        return replace(source, pattern=pattern, attempts=report.llm_calls,
+                       prompt_tokens=sum(r.prompt_tokens for r in results),
+                       completion_tokens=sum(r.completion_tokens for r in results),
+                       latency_s=sum(r.latency_s for r in results) + judge_s,
+                       repaired=source.repaired or len(results) > 1, kg_repairs=tuple(notes))

@@ -1,0 +1,444 @@
+"""Judge a pattern with the question and the KG, after the LLM wrote it.
+
+A small LLM reads the few-shot examples as something to copy: asked "Which movies share actors with
+Heat?" it may add the ``has genre`` triple of the nearest example, drop the entity the question is
+about, or leave a 3-hop chain with its middle link missing. Text added to the prompt does not stop
+this (a 1.5B model copies that text too), so the pattern is checked *after* it is written:
+
+- **problems** (any one disqualifies a pattern when a better one exists): a named node the question
+  does not name; no named node although the question names a KG entity; a disconnected pattern; no
+  unknown node to answer with; a named entity without an edge of its triple's relation, or on a side
+  of it the KG never has it on (``[movie 1, starred actors, Ned Kelly]`` where *Ned Kelly* is a film);
+  an answer node that
+  contradicts the question's focus word ("Which **tags** …" answered by ``UNKNOWN movie 1``, "Who
+  **directed** …" answered through ``written by``); no subgraph of the KG matching at all;
+- **unsupported triples**: a triple with nothing for it in the question: no phrase of the question
+  reads as its KG relation (:mod:`simgrag.match.question`), no leaf end whose type the question names,
+  no named end that the KG knows only through that relation;
+- **the KG's fit**: the GSD of the best matching subgraph.
+
+A judgement also says whether the question's focus word *confirms* the answer node (its type or its
+relation). :mod:`simgrag.match.grounding` keeps the LLM's pattern unless something is wrong with it,
+and then prefers edited candidates (:mod:`simgrag.match.edits`) that fix problems or are confirmed.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+
+from simgrag.errors import PatternError
+from simgrag.match.question import STOPWORDS, QuestionReading, normalize_name, phrases_of, read_question
+from simgrag.match.retrieve import EXACT_NAME_MAX_ENTITIES, Retrieval, RetrievalSettings, SubgraphRetriever
+from simgrag.pattern.graph import Pattern, is_unknown
+from simgrag.pattern.validate import validate_pattern
+
+__all__ = ["Candidate", "Judgement", "PatternJudge", "QuestionView", "Triple3", "kg_roles", "unknown_name"]
+
+Triple3 = tuple[str, str, str]
+Focus = Literal["confirmed", "unknown", "contradicted"]
+
+#: a phrase supports a relation when it is this close (L2 between unit vectors: cosine ≥ 0.5) …
+SUPPORT_DISTANCE = 1.0
+#: … and a word this close to a pattern node's type hint names that type (cosine ≥ 0.72)
+TYPE_DISTANCE = 0.75
+#: the question's focus word names a relation only when this close (cosine ≥ 0.55)
+FOCUS_DISTANCE = 0.95
+#: a phrase this close to a relation no triple has means the pattern leaves part of the question out
+COVER_DISTANCE = 0.85
+#: each candidate's search stops here (best-so-far): a bad edit must not hold the question up
+JUDGE_DEADLINE_S = 0.25
+#: a best-subgraph GSD up to this counts as "the KG holds this pattern" when ranking
+GOOD_GSD = 0.5
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A pattern to judge: its triples, where it came from and the edits that made it."""
+
+    triples: tuple[Triple3, ...]
+    origin: str = "llm"
+    edits: tuple[str, ...] = ()
+
+    def edited(self, triples: Sequence[Triple3], note: str) -> Candidate:
+        return Candidate(tuple(triples), self.origin, (*self.edits, note))
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    """The question seen from one pattern: per word, whether a named node covers it and which node
+    type it names (or ``None``); the phrases that may name relations; the focus word's index."""
+
+    covered: tuple[bool, ...]
+    type_of: tuple[str | None, ...]
+    phrases: tuple[str, ...]
+    focus: int | None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the judge found about one candidate."""
+
+    candidate: Candidate
+    pattern: Pattern | None
+    problems: tuple[str, ...]
+    unsupported: tuple[Triple3, ...]
+    gsd: float
+    focus: Focus = "unknown"
+    retrieval: Retrieval | None = field(default=None, repr=False, compare=False)
+    wanted_relation: int | None = None  # the KG relation the focus word asks of the answer, if it contradicts
+    focus_word: str | None = None
+    schema_misses: int = 0  # (type, relation, side) uses the examples never show
+
+    @property
+    def key(self) -> tuple[float, ...]:
+        """Lower is better: problems, unsupported triples, GSD bucket, schema misses, edits, GSD."""
+        gsd = self.gsd if math.isfinite(self.gsd) else 1e9
+        return (len(self.problems), len(self.unsupported), 0 if gsd <= GOOD_GSD else 1, self.schema_misses,
+                len(self.candidate.edits), gsd)
+
+    @property
+    def sound(self) -> bool:
+        """No problem, every triple supported, and the KG holds the pattern closely."""
+        return not self.problems and not self.unsupported and self.gsd <= GOOD_GSD
+
+    def describe(self) -> str:
+        """The problems and unsupported triples as one sentence (for a retry prompt and logs)."""
+        parts = list(self.problems)
+        parts += [f"the question has no words for the triple {list(t)}" for t in self.unsupported]
+        if not parts and self.gsd > GOOD_GSD:
+            parts.append("the knowledge graph has nothing close to it")
+        return "; ".join(parts)
+
+
+def kg_roles(retriever: SubgraphRetriever, entity: int) -> dict[int, set[str]]:
+    """KG relation id → the sides ("head", "tail") ``entity`` takes in its edges of that relation."""
+    store = retriever.store
+    _, rels, tids = store.neighbors(entity)
+    heads = store.heads[tids] == entity
+    roles: dict[int, set[str]] = {}
+    for rel, is_head in zip(rels.tolist(), heads.tolist(), strict=True):
+        roles.setdefault(int(rel), set()).add("head" if is_head else "tail")
+    return roles
+
+
+class PatternJudge:
+    """Checks patterns of one question against the question's words and the KG (see module doc).
+
+    ``asks``: the text is a question (a pattern without an unknown node cannot answer it); claims
+    (``asks=False``) may be fully named and have no focus word.
+    """
+
+    def __init__(self, retriever: SubgraphRetriever, settings: RetrievalSettings | None = None, *,
+                 support_distance: float = SUPPORT_DISTANCE, type_distance: float = TYPE_DISTANCE,
+                 asks: bool = True, examples: Sequence[Sequence[Sequence[str]]] = (),
+                 cache_size: int = 4096) -> None:
+        self.retriever = retriever
+        self.store = retriever.store
+        self.settings = settings or RetrievalSettings(deadline_s=JUDGE_DEADLINE_S)
+        self.support_distance = support_distance
+        self.type_distance = type_distance
+        self.asks = asks
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._examples = [list(map(tuple, triples)) for triples in examples]
+
+    @cached_property
+    def schema(self) -> set[tuple[str, int, str]]:
+        """(type hint, KG relation, side) of every typed unknown in the example patterns: how the
+        examples file says a node of each type is used (``movie`` is the head of ``starred actors``)."""
+        uses: set[tuple[str, int, str]] = set()
+        for triples in self._examples:
+            try:
+                uses |= set(self._uses(Pattern.from_triples(triples)))
+            except PatternError:
+                continue
+        return uses
+
+    def _uses(self, pattern: Pattern) -> list[tuple[str, int, str]]:
+        out = []
+        for edge in pattern.edges:
+            rel = None if edge.unknown else self.retriever.nearest_relation(edge.relation)
+            for node, side in ((pattern.nodes[edge.source], "head"), (pattern.nodes[edge.target], "tail")):
+                if rel is not None and node.unknown and node.type_hint:
+                    out.append((_singular(node.type_hint.lower()), rel, side))
+        return out
+
+    def schema_misses(self, pattern: Pattern) -> int:
+        """Typed-unknown uses of ``pattern`` the examples never show, for types the examples know."""
+        schema = self.schema
+        known = {hint for hint, _, _ in schema}
+        return sum(1 for use in self._uses(pattern) if use[0] in known and use not in schema)
+
+    # ------------------------------------------------------------------ the question
+    @cached_property
+    def _names(self) -> dict[str, int]:
+        table: dict[str, int] = {}
+        if self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
+            for i, name in enumerate(self.store.entities):
+                table.setdefault(normalize_name(name), i)
+        return table
+
+    def read(self, question: str) -> QuestionReading:
+        """The question's entity mentions and words."""
+        return read_question(question, self._names.get)
+
+    def entity_of(self, text: str) -> int | None:
+        """The KG entity a named pattern node stands for: its exact name, else case-insensitive."""
+        found = self.store.entities.id_of(text)
+        return found if found is not None else self._names.get(normalize_name(text))
+
+    # ------------------------------------------------------------------ embeddings
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            found = np.asarray(self.retriever.index.embedder.encode(missing, show_progress=False), np.float32)
+            with self._lock:
+                for text, vector in zip(missing, found, strict=True):
+                    self._vectors[text] = vector
+                while len(self._vectors) > self._cache_size:
+                    self._vectors.popitem(last=False)
+        with self._lock:
+            rows = [self._vectors.get(t) for t in texts]
+        if not rows:
+            return np.zeros((0, self.retriever.index.embedder.dim), np.float32)
+        if any(r is None for r in rows):  # evicted meanwhile by another thread: embed directly
+            return np.asarray(self.retriever.index.embedder.encode(list(texts), show_progress=False), np.float32)
+        return np.stack(rows)  # type: ignore[arg-type]
+
+    def _relation_distances(self, phrases: Sequence[str]) -> np.ndarray:
+        """(phrases × KG relations): a relation's distance is that of its nearest text."""
+        out = np.full((len(phrases), self.store.num_relations), np.inf)
+        if not phrases:
+            return out
+        index = self.retriever.index
+        dists, rows = index.relation_index.search(self._embed(phrases), index.relation_index.ntotal)
+        for i in range(len(phrases)):
+            valid = rows[i] >= 0
+            np.minimum.at(out[i], index.relation_owner[rows[i][valid]], dists[i][valid].astype(np.float64))
+        return out
+
+    def relation_phrases(self, phrases: Sequence[str]) -> dict[int, float]:
+        """KG relation → distance of the closest phrase whose nearest KG relation it is (within
+        ``support_distance``)."""
+        found: dict[int, float] = {}
+        for row in self._relation_distances(list(phrases)):
+            best = int(np.argmin(row))
+            if row[best] <= self.support_distance:
+                found[best] = min(found.get(best, np.inf), float(row[best]))
+        return found
+
+    def _type_words(self, words: Sequence[str], candidates: Sequence[int], hints: Sequence[str]) -> dict[int, str]:
+        """Word index → the type hint it names (same stem, or within ``type_distance``)."""
+        out: dict[int, str] = {}
+        if not hints or not candidates:
+            return out
+        dist = _distances(self._embed([words[i] for i in candidates]), self._embed(list(hints)))
+        for i, row in zip(candidates, dist, strict=True):
+            same = [h for h in hints if _same_word(words[i], h)]
+            best = int(np.argmin(row))
+            if same:
+                out[i] = same[0]
+            elif row[best] <= self.type_distance:
+                out[i] = hints[best]
+        return out
+
+    # ------------------------------------------------------------------ judging
+    def view(self, reading: QuestionReading, pattern: Pattern) -> QuestionView:
+        """The question seen from ``pattern`` (see :class:`QuestionView`)."""
+        covered = [False] * len(reading.words)
+        spans = [reading.span_of(n.text) for n in pattern.nodes if not n.unknown]
+        spans += [(m.start, m.end) for m in reading.mentions if m.confident]
+        for span in spans:
+            if span is not None:
+                covered[span[0]:span[1]] = [True] * (span[1] - span[0])
+        hints = list(dict.fromkeys(n.type_hint for n in pattern.nodes if n.unknown and n.type_hint))
+        words = reading.clean_words()
+        candidates = [i for i, w in enumerate(words) if w and not covered[i] and w not in STOPWORDS]
+        types = self._type_words(words, candidates, hints)
+        type_of = tuple(types.get(i) for i in range(len(words)))
+        phrases = phrases_of(reading.words, covered, [t is not None for t in type_of])
+        focus = reading.focus(covered) if self.asks else None
+        return QuestionView(tuple(covered), type_of, phrases, focus)
+
+    def judge(self, reading: QuestionReading, candidate: Candidate, *, max_problems: int | None = None) -> Judgement:
+        """Problems, unsupported triples, the focus verdict and the KG's best GSD for ``candidate``.
+
+        With ``max_problems``, a candidate that already has more problems before the search is not
+        searched (its GSD stays infinite): it could not win anyway."""
+        try:
+            pattern = validate_pattern(Pattern.from_triples(candidate.triples))
+        except PatternError as exc:
+            return Judgement(candidate, None, (f"invalid pattern: {str(exc).splitlines()[0]}",), (), math.inf)
+        view = self.view(reading, pattern)
+        problems = self._structure_problems(reading, pattern) + self._role_problems(pattern)
+        focus, focus_problem, wanted = self._focus(reading, pattern, view)
+        problems += focus_problem + self._uncovered(pattern, view)
+        word = reading.clean_words()[view.focus] if view.focus is not None else None
+        unsupported = self._unsupported(pattern, view)
+        retrieval = None
+        if max_problems is None or len(problems) <= max_problems:
+            retrieval = self.retriever.retrieve(pattern, self.settings)
+            if not retrieval.evidence:
+                problems.append("no subgraph of the KG matches it")
+        gsd = retrieval.evidence[0].gsd if retrieval is not None and retrieval.evidence else math.inf
+        return Judgement(candidate, pattern, tuple(problems), unsupported, gsd, focus, retrieval, wanted,
+                         _singular(word) if word and word.endswith("s") else None, self.schema_misses(pattern))
+
+    def _structure_problems(self, reading: QuestionReading, pattern: Pattern) -> list[str]:
+        problems: list[str] = []
+        known = [n.text for n in pattern.nodes if not n.unknown]
+        problems += [f"{t!r} is not named in the question" for t in known if not reading.mentions_text(t)]
+        named = [m for m in reading.mentions if m.confident]
+        if named and not known:
+            names = ", ".join(repr(m.text) for m in named)
+            problems.append(f"no triple names the question's entity ({names})")
+        if not pattern.is_connected():
+            problems.append("the triples are not connected through shared nodes")
+        if self.asks and all(not n.unknown for n in pattern.nodes):
+            problems.append("no UNKNOWN node stands for what is asked")
+        return problems
+
+    def _role_problems(self, pattern: Pattern) -> list[str]:
+        """Named entities on a side of a relation the KG never has them on (but has the other)."""
+        problems: list[str] = []
+        for edge, (head, relation, tail) in zip(pattern.edges, pattern.triples(), strict=True):
+            if edge.unknown:
+                continue
+            for text, side in ((head, "head"), (tail, "tail")):
+                entity = None if is_unknown(text) else self.entity_of(text)
+                rel = self.retriever.nearest_relation(relation) if entity is not None else None
+                if entity is None or rel is None:
+                    continue
+                roles = kg_roles(self.retriever, entity)
+                sides = roles.get(rel, set())
+                if not sides:
+                    problems.append(f"{text!r} has no {self.store.relations[rel]!r} edge in the KG")
+                elif side not in sides:
+                    other = "tail" if side == "head" else "head"
+                    problems.append(f"{text!r} is never the {side} of {relation!r} in the KG, only its {other}")
+        return problems
+
+    def _focus(self, reading: QuestionReading, pattern: Pattern,
+               view: QuestionView) -> tuple[Focus, list[str], int | None]:
+        """The focus word against the answer node: a type word must name its type ("Which **tags**
+        …" → ``UNKNOWN tag 1``), a relation word one of its triples ("Who **directed** …")."""
+        asked = pattern.asked_node()
+        if asked is None or view.focus is None:
+            return "unknown", [], None
+        node = pattern.nodes[asked]
+        word = reading.clean_words()[view.focus]
+        wanted = view.type_of[view.focus]
+        if wanted is not None:
+            if node.type_hint == wanted:
+                return "confirmed", [], None
+            return "contradicted", [f"the question asks for {word!r}, but the answer node is {node.text!r}"], None
+        end = view.focus
+        clean = reading.clean_words()
+        while (end < min(view.focus + 3, len(view.covered)) and not view.covered[end]
+               and view.type_of[end] is None and clean[end] not in ("the", "a", "an")):
+            end += 1  # the focus phrase stops before a named entity, an article or a type word ("made | the movie")
+        relation = self._best_relation(phrases_of(reading.words[view.focus:end], view.covered[view.focus:end]))
+        if relation is None:
+            return "unknown", [], None
+        at_asked = {self.retriever.nearest_relation(e.relation) for e in pattern.edges
+                    if asked in (e.source, e.target) and not e.unknown}
+        if relation in at_asked:
+            return "confirmed", [], None
+        name = self.store.relations[relation]
+        return "contradicted", [f"the question asks {word!r} ({name}) of the answer, but the answer node "
+                                f"{node.text!r} is not on a {name} triple"], relation
+
+    def _uncovered(self, pattern: Pattern, view: QuestionView) -> list[str]:
+        """Relations the question names clearly (within ``COVER_DISTANCE``) that no triple has."""
+        present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
+        phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
+        named: dict[int, tuple[float, str]] = {}
+        for phrase, row in zip(phrases, self._relation_distances(phrases), strict=True):
+            best = int(np.argmin(row))
+            if row[best] <= COVER_DISTANCE and best not in present:
+                named[best] = min(named.get(best, (np.inf, phrase)), (float(row[best]), phrase))
+        return [f"the question says {phrase!r} ({self.store.relations[r]}) but no triple has that relation"
+                for r, (_, phrase) in sorted(named.items())]
+
+    def _best_relation(self, phrases: Sequence[str]) -> int | None:
+        found = {r: d for r, d in self.relation_phrases(phrases).items() if d <= FOCUS_DISTANCE}
+        return min(found, key=lambda r: found[r]) if found else None
+
+    def _unsupported(self, pattern: Pattern, view: QuestionView) -> tuple[Triple3, ...]:
+        by_phrase = self.relation_phrases(view.phrases)
+        named_types = {t for t in view.type_of if t is not None}
+        degree = [0] * len(pattern.nodes)
+        for e in pattern.edges:
+            degree[e.source] += 1
+            degree[e.target] += 1
+        out: list[Triple3] = []
+        for edge, triple in zip(pattern.edges, pattern.triples(), strict=True):
+            if edge.unknown:
+                continue
+            relation = self.retriever.nearest_relation(edge.relation)
+            if relation is None:
+                out.append(triple)
+                continue
+            ends = [pattern.nodes[edge.source], pattern.nodes[edge.target]]
+            leaves = [n for v, n in ((edge.source, ends[0]), (edge.target, ends[1])) if degree[v] == 1 and n.unknown]
+            typed = leaves or [n for n in ends if n.unknown]  # a triple to a leaf must be justified by the leaf
+            if relation in by_phrase or any(n.type_hint in named_types for n in typed):
+                continue  # the question names the relation, or the type of what the triple leads to
+            entities = [self.entity_of(n.text) for n in ends if not n.unknown]
+            if any(e is not None and set(kg_roles(self.retriever, e)) == {relation} for e in entities):
+                continue  # the KG knows this entity only through this relation
+            out.append(triple)
+        return tuple(out)
+
+    def judge_all(self, reading: QuestionReading, candidates: Sequence[Candidate], *,
+                  max_problems: int | None = None, deadline: float | None = None) -> list[Judgement]:
+        """Judge each candidate (identical triples judged once), in order; past ``deadline``
+        (a :func:`time.perf_counter` value) the rest are left out."""
+        seen: dict[tuple[Triple3, ...], Judgement] = {}
+        out: list[Judgement] = []
+        for candidate in candidates:
+            key = tuple(sorted(candidate.triples))
+            if key not in seen:
+                if deadline is not None and time.perf_counter() > deadline:
+                    break
+                seen[key] = self.judge(reading, candidate, max_problems=max_problems)
+            found = seen[key]
+            out.append(found if found.candidate == candidate else replace(found, candidate=candidate))
+        return out
+
+
+def _same_word(word: str, hint: str) -> bool:
+    """``word`` is ``hint`` or its plural ("tags"/"tag", "countries"/"country")."""
+    word, hint = word.lower(), hint.lower()
+    return word in (hint, hint + "s", hint + "es") or (hint.endswith("y") and word == hint[:-1] + "ies")
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
+
+
+def _distances(vectors: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """L2 distances between the rows of ``vectors`` and of ``targets``."""
+    return np.asarray(np.linalg.norm(vectors[:, None, :] - targets[None, :, :], axis=2))
+
+
+def unknown_name(triples: Sequence[Triple3], hint: str) -> str:
+    """A fresh ``UNKNOWN <hint> <n>`` not used in ``triples``."""
+    used = {t for tr in triples for t in (tr[0], tr[2])}
+    n = 1
+    while f"UNKNOWN {hint} {n}" in used:
+        n += 1
+    return f"UNKNOWN {hint} {n}"

@@ -1,0 +1,234 @@
+"""A question read without an LLM: the KG entities it names and the phrases that can name relations.
+
+:func:`read_question` splits a question into words, finds the longest word n-grams that are KG entity
+names (case-insensitive, a possessive ``'s`` dropped) and keeps the rest as *phrases*: the 1–3-word
+runs outside the entity mentions that start with a content word ("share actors", "come out",
+"kinds of movies"). The pattern judge (:mod:`simgrag.match.judge`) uses both: a named pattern node must
+be one of the question's mentions, and each pattern relation should have a phrase of the question that
+names it. No LLM, no KG walk: a dictionary look-up per n-gram.
+
+>>> reading = read_question("Which movies share actors with Heat?", {"heat": 7}.get)
+>>> [(m.text, m.entity) for m in reading.mentions]
+[('Heat', 7)]
+>>> reading.phrases[:4]
+('movies', 'movies share', 'movies share actors', 'share')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["STOPWORDS", "WH_WORDS", "Mention", "QuestionReading", "normalize_name", "phrases_of", "read_question"]
+
+MAX_MENTION_WORDS = 10
+MAX_PHRASE_WORDS = 3
+
+#: words that do not start a relation phrase (they may sit inside one: "kinds of movies")
+STOPWORDS = frozenset([
+    "a", "an", "the", "of", "in", "on", "at", "by", "with", "for", "to", "from", "into", "onto", "as", "and", "or",
+    "nor", "but", "if", "then", "than", "so", "such", "is", "are", "was", "were", "be", "been", "being", "am",
+    "do", "does", "did", "done", "doing", "has", "have", "had", "having", "will", "would", "shall", "should",
+    "can", "could", "may", "might", "must", "it", "its", "it's", "this", "that", "these", "those", "there", "here",
+    "their", "theirs", "they", "them", "he", "him", "his", "she", "her", "hers", "we", "us", "our", "you", "your",
+    "i", "me", "my", "mine", "who", "whom", "whose", "what", "which", "when", "where", "why", "how", "whatever",
+    "whoever", "whichever", "also", "too", "very", "just", "only", "any", "some", "all", "each", "every", "both",
+    "either", "neither", "no", "not", "please", "tell", "list", "show", "give", "name", "find", "let", "know",
+    "want", "need", "looking", "look", "out", "up", "down", "over", "other", "others", "else", "same", "another",
+    "i'm", "im", "someone", "somebody", "something", "anything", "anyone", "one", "ones", "thing", "things",
+    "ever", "get", "got",
+])
+
+#: question words after which the next content word says what is asked
+WH_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "where", "how"])
+#: … except after these, where it does not ("when did the **movies** … come out")
+VAGUE_FOCUS = frozenset(["kind", "kinds", "sort", "sorts", "type", "types"])
+AUXILIARIES = frozenset(["did", "does", "do", "is", "are", "was", "were", "has", "have", "had", "can", "could",
+                         "will", "would", "should", "may", "might"])
+WH_WITHOUT_FOCUS = frozenset(["when", "where", "how"])
+
+_EDGE_PUNCT = "?!.,;:\"'()[]{}«»“”‘’`"
+_POSSESSIVE = re.compile(r"(?:'s|’s|'|’)$", re.IGNORECASE)
+_SPACES = re.compile(r"\s+")
+
+
+def normalize_name(text: str) -> str:
+    """The form names are compared in: lower case, single spaces, no punctuation at the ends."""
+    return _SPACES.sub(" ", text).strip().strip(_EDGE_PUNCT).strip().lower()
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A KG entity named in the question: words ``start:end`` (``text`` as written)."""
+
+    text: str
+    start: int
+    end: int
+    entity: int
+
+    @property
+    def words(self) -> int:
+        return self.end - self.start
+
+    @property
+    def confident(self) -> bool:
+        """Several words, a capital letter not at the question's start, or a digit: a name, not a
+        common word that happens to be some entity's name ("cast", "played")."""
+        if self.words > 1 or any(c.isdigit() for c in self.text):
+            return True
+        return self.start > 0 and self.text[:1].isupper()
+
+
+@dataclass(frozen=True)
+class QuestionReading:
+    """The question's words, its entity mentions (longest first, non-overlapping) and phrases."""
+
+    question: str
+    words: tuple[str, ...]
+    mentions: tuple[Mention, ...]
+    phrases: tuple[str, ...]
+
+    def clean_words(self) -> list[str]:
+        """The words as compared with names (lower case, no edge punctuation or possessive)."""
+        return _clean_words(self.words)
+
+    def span_of(self, text: str) -> tuple[int, int] | None:
+        """Word offsets of the first occurrence of ``text`` (normalised) in the question, if any."""
+        wanted = normalize_name(text).split()
+        clean = self.clean_words()
+        for start in range(len(clean) - len(wanted) + 1):
+            if wanted and clean[start:start + len(wanted)] == wanted:
+                return start, start + len(wanted)
+        return None
+
+    def focus(self, covered: Sequence[bool]) -> int | None:
+        """Index of the word that says what is asked, outside ``covered`` (named entities), or ``None``:
+
+        - after an interrogative "who": its first content word ("Who **directed** …", "Who were the
+          **writers** …");
+        - after an interrogative "what/which": the next content word when no verb comes first ("Which
+          **tags** …", "… are in which **genres**?"; "What else *did* …" has none);
+        - none at all with "when/where/how" ("Tell me when …") or before "kind of";
+        - without a question word, the first content word ("List the **years** in which …").
+
+        "what/which" is interrogative when it opens a clause or ends it ("… in what **year**?"), not
+        when a clause follows it ("the years in which Kevin Howarth's movies came out").
+        """
+        clean = self.clean_words()
+        if any(w in WH_WITHOUT_FOCUS and not covered[i] for i, w in enumerate(clean)):
+            return None
+        start = 0
+        for i, word in enumerate(clean):
+            if word not in WH_WORDS or covered[i]:
+                continue
+            if word in ("who", "whom", "whose") and self._opens_clause(i):
+                return self._after_who(clean, covered, i + 1)
+            if word in ("what", "which") and (self._opens_clause(i) or self._ends_clause(i)):
+                start = i + 1
+                after = next((w for w in clean[start:] if w not in ("else", "other", "others")), None)
+                if after in AUXILIARIES:
+                    return None
+                break
+        for i in range(start, len(clean)):
+            if not covered[i] and clean[i] and clean[i] not in STOPWORDS:
+                return None if clean[i] in VAGUE_FOCUS else i
+        return None
+
+    @staticmethod
+    def _after_who(clean: Sequence[str], covered: Sequence[bool], i: int) -> int | None:
+        """"Who **directed** …" (a verb right after), "Who were the **writers** …" (a noun after a form
+        of *be*); nothing for "Who was in the movies …"."""
+        if i < len(clean) and clean[i] in ("is", "are", "was", "were", "'s"):
+            i += 1
+            while i < len(clean) and clean[i] in ("the", "a", "an"):
+                i += 1
+        elif i < len(clean) and clean[i] in ("has", "have", "had"):
+            i += 1
+        if i < len(clean) and not covered[i] and clean[i] and clean[i] not in STOPWORDS:
+            return None if clean[i] in VAGUE_FOCUS else i
+        return None
+
+    def _opens_clause(self, i: int) -> bool:
+        """Word ``i`` is among the first two words of a clause (after . ; : ? ! or a dash)."""
+        for back in (1, 2):
+            j = i - back
+            if j < 0 or self.words[j] in ("-", "–", "—") or self.words[j][-1:] in ".;:?!,":
+                return True
+        return False
+
+    def _ends_clause(self, i: int) -> bool:
+        """A clause ends within three words after word ``i`` ("… in which genres?")."""
+        for j in range(i, min(i + 4, len(self.words))):
+            if self.words[j][-1:] in ".;:?!," or j == len(self.words) - 1:
+                return True
+        return False
+
+    def mentions_text(self, text: str) -> bool:
+        """Whether ``text`` (a pattern node) is written in the question (case-insensitive)."""
+        wanted = normalize_name(text)
+        if not wanted:
+            return False
+        haystack = " " + " ".join(normalize_name(w) for w in self.words) + " "
+        return f" {wanted} " in haystack or wanted in normalize_name(self.question)
+
+
+def _candidates(words: list[str], start: int, n: int) -> list[str]:
+    """The spellings an n-gram may name an entity by: as written, and without a possessive."""
+    span = " ".join(words[start:start + n]).strip(_EDGE_PUNCT)
+    forms = [span]
+    bare = _POSSESSIVE.sub("", span).strip(_EDGE_PUNCT)
+    if bare and bare != span:
+        forms.append(bare)
+    return forms
+
+
+def _link(words: list[str], lookup: Callable[[str], int | None]) -> list[Mention]:
+    taken = [False] * len(words)
+    found: list[Mention] = []
+    for n in range(min(MAX_MENTION_WORDS, len(words)), 0, -1):
+        for start in range(len(words) - n + 1):
+            if any(taken[start:start + n]):
+                continue
+            for form in _candidates(words, start, n):
+                key = normalize_name(form)
+                if not key or (n == 1 and (len(key) < 3 or key in STOPWORDS)):
+                    continue
+                entity = lookup(key)
+                if entity is not None:
+                    found.append(Mention(form, start, start + n, int(entity)))
+                    taken[start:start + n] = [True] * n
+                    break
+    return sorted(found, key=lambda m: m.start)
+
+
+def _clean_words(words: Sequence[str]) -> list[str]:
+    return [normalize_name(_POSSESSIVE.sub("", w)) for w in words]
+
+
+def phrases_of(words: Sequence[str], covered: Sequence[bool], no_start: Sequence[bool] = ()) -> tuple[str, ...]:
+    """The 1–3-word runs of ``words`` outside ``covered`` that start with a content word (not a
+    stopword, not marked in ``no_start``), in order, without repeats."""
+    clean = _clean_words(words)
+    blocked = list(no_start) or [False] * len(words)
+    out: dict[str, None] = {}
+    for start, word in enumerate(clean):
+        if covered[start] or blocked[start] or not word or word in STOPWORDS:
+            continue
+        for n in range(1, MAX_PHRASE_WORDS + 1):
+            end = start + n
+            if end > len(words) or any(covered[start:end]) or not all(clean[start:end]):
+                break
+            out.setdefault(" ".join(clean[start:end]), None)
+    return tuple(out)
+
+
+def read_question(question: str, lookup: Callable[[str], int | None]) -> QuestionReading:
+    """Read ``question``; ``lookup`` maps a :func:`normalize_name`-d text to an entity id (or ``None``)."""
+    words = question.split()
+    mentions = _link(words, lookup)
+    covered = [False] * len(words)
+    for m in mentions:
+        if m.confident:
+            covered[m.start:m.end] = [True] * m.words
+    return QuestionReading(question, tuple(words), tuple(mentions), phrases_of(words, covered))

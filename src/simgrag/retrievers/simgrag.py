@@ -1,0 +1,209 @@
+"""SimGRAG's own retrieval as a :class:`~simgrag.retrievers.base.Retriever` (SimGRAG §4.1–4.2).
+
+Two stages, each an object:
+
+1. the **pattern stage** (:class:`~simgrag.retrievers.base.PatternStage`, ``retriever.patterns``):
+   text → :class:`~simgrag.pattern.generate.PatternResult`. The default,
+   :class:`~simgrag.match.grounding.GroundedPatterns`, has the LLM write the pattern (few-shot prompt,
+   parse, validate, one repair retry: :class:`~simgrag.pattern.generate.PatternGenerator`), then judges
+   it with the question and the KG, edits it or asks the LLM once more when something is wrong, and
+   lists the changes in ``kg_repairs``. With ``ground_patterns=False``, :class:`LLMPatternStage` only
+   fixes the echoed-role error (:func:`~simgrag.match.repair.repair_echoed_roles`). Claims have their
+   own stage (``retriever.claim_patterns``, claim examples). Any other stage plugs in as
+   ``SimGRAGRetriever(index, patterns=my_stage)``.
+2. the **subgraph search** (:class:`~simgrag.match.retrieve.SubgraphRetriever`): the top-k subgraphs
+   with the smallest graph semantic distance, under :class:`~simgrag.match.retrieve.RetrievalSettings`.
+
+The context carries both (``pattern``, ``subgraphs``), so the answerer can read the bindings and
+GSDs; its ``triples`` are the union of the subgraphs' triples, best GSD first, each scored ``−GSD``
+of the first subgraph that holds it, and its ``answer_candidates`` the bindings of the asked-for node
+(:func:`~simgrag.retrievers.bindings.answer_candidates`). SimGRAG finds its entities through the
+pattern, so given ``topic_entities`` are not used (``info`` records that they were given).
+
+Few-shot examples: ``examples=`` (a file, an :class:`~simgrag.pattern.examples.ExampleSet` or a
+built-in name), else :func:`index_examples` — the examples that come with the index. Today that is
+the bundled MetaQA set for a KG whose relations are MetaQA's (MetaQA itself, the bundled sample), and
+for any other KG a :class:`~simgrag.errors.ConfigError` asking for an examples file: MetaQA's movie
+questions would teach the LLM the wrong relations.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from simgrag.errors import ConfigError
+from simgrag.index.directory import IndexDir
+from simgrag.kg.store import Triple
+from simgrag.llm.base import LLM
+from simgrag.match.grounding import GroundedPatterns
+from simgrag.match.repair import repair_echoed_roles
+from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
+from simgrag.pattern.examples import ExampleSet, load_examples
+from simgrag.pattern.generate import PatternGenerator, PatternResult
+from simgrag.retrievers.base import PatternStage, RetrievedContext
+from simgrag.retrievers.bindings import answer_candidates, asked_text
+
+__all__ = ["METAQA_RELATIONS", "LLMPatternStage", "SimGRAGRetriever", "index_examples"]
+
+Examples = str | Path | ExampleSet
+
+#: the relations of MetaQA's movie KB: a KG using only these gets the bundled MetaQA examples
+METAQA_RELATIONS = frozenset({"directed_by", "written_by", "starred_actors", "release_year", "in_language",
+                              "has_tags", "has_genre", "has_imdb_votes", "has_imdb_rating"})
+
+_NO_EXAMPLES = ("No few-shot examples for this KG ({why}): pass examples= (--examples FILE), a YAML or JSON "
+                "file with the KG's relation names and a few questions written as pattern triples (see the "
+                "README, 'Your own KG'). The bundled MetaQA examples are used only for MetaQA's movie KG.")
+
+
+def index_examples(index: IndexDir, kind: Literal["questions", "claims"] = "questions") -> str:
+    """The built-in examples set that comes with ``index``: ``"metaqa"`` (``"metaqa_claims"`` for
+    claims) when every relation of its KG is one of MetaQA's; otherwise :class:`ConfigError`.
+
+    This is the one place an index's default examples are decided (per-index examples plug in here).
+    """
+    relations = set(index.store.relations)
+    if relations and relations <= METAQA_RELATIONS:
+        return "metaqa" if kind == "questions" else "metaqa_claims"
+    others = sorted(relations - METAQA_RELATIONS)
+    shown = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
+    raise ConfigError(_NO_EXAMPLES.format(why=f"its relations {shown} are not MetaQA's"))
+
+
+def _example_set(examples: Examples) -> ExampleSet | str:
+    if isinstance(examples, Path) or (isinstance(examples, str) and Path(examples).suffix in
+                                       (".yaml", ".yml", ".json")):
+        return load_examples(examples)
+    return examples
+
+
+class LLMPatternStage:
+    """The LLM writes the pattern (:class:`PatternGenerator`), then echoed roles are repaired with the
+    KG's help when ``subgraphs`` is given (``None``: no repair)."""
+
+    def __init__(self, generator: PatternGenerator, subgraphs: SubgraphRetriever | None = None) -> None:
+        self.generator = generator
+        self.subgraphs = subgraphs
+
+    def pattern(self, text: str) -> PatternResult:
+        generated = self.generator.generate(text)
+        if self.subgraphs is None:
+            return generated
+        fixed, notes = repair_echoed_roles(generated.pattern, self.subgraphs)
+        return replace(generated, pattern=fixed, kg_repairs=tuple(notes)) if notes else generated
+
+
+class SimGRAGRetriever:
+    """Pattern graph (LLM) → top-k similar subgraphs, as a :class:`RetrievedContext` (module docstring).
+
+    ``retrieval``: the search settings (``k``, when given, overrides its ``k``); ``examples`` /
+    ``claim_examples``: the few-shot examples of the question and the claim pattern prompts (default:
+    the index's, :func:`index_examples`; claims fall back to the question examples);
+    ``pattern_options``: keywords of :class:`PatternGenerator`; ``ground_patterns``: judge the LLM's
+    pattern with the question and the KG, edit it or ask the LLM once more when something is wrong
+    (:class:`~simgrag.match.grounding.GroundedPatterns`, which includes the echoed-role repair);
+    ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
+    ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
+    needed); ``subgraphs`` shares a search object (and its caches).
+    """
+
+    name = "simgrag"
+    adjustable = frozenset(f.name for f in fields(RetrievalSettings))
+
+    def __init__(self, index: IndexDir, llm: LLM | None = None, *, k: int | None = None,
+                 retrieval: RetrievalSettings | None = None, examples: Examples | None = None,
+                 claim_examples: Examples | None = None, pattern_options: Mapping[str, Any] | None = None,
+                 repair_roles: bool = True, ground_patterns: bool = True, patterns: PatternStage | None = None,
+                 claim_patterns: PatternStage | None = None, subgraphs: SubgraphRetriever | None = None) -> None:
+        self.index = index
+        self.subgraphs = subgraphs or SubgraphRetriever(index)
+        settings = retrieval or RetrievalSettings()
+        self.settings = settings if k is None else replace(settings, k=k)
+        options = dict(pattern_options or {})
+
+        def stage(generator_examples: Examples, *, asks: bool) -> PatternStage:
+            generator = self._generator(llm, generator_examples, options)
+            if ground_patterns:
+                return GroundedPatterns(generator, self.subgraphs, asks=asks)
+            return LLMPatternStage(generator, self.subgraphs if repair_roles else None)
+
+        self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
+        self.claim_patterns: PatternStage
+        if claim_patterns is not None:
+            self.claim_patterns = claim_patterns
+        elif claim_examples is None and examples is not None and not _claims_ship_with(index):
+            self.claim_patterns = self.patterns  # a user's KG: its question examples serve claims too
+        else:
+            self.claim_patterns = stage(claim_examples or index_examples(index, "claims"), asks=False)
+
+    @staticmethod
+    def _generator(llm: LLM | None, examples: Examples, options: Mapping[str, Any]) -> PatternGenerator:
+        if llm is None:
+            raise ConfigError("The 'simgrag' retriever needs an LLM to write patterns (llm=…), or its own "
+                              "pattern stages (patterns=…).")
+        return PatternGenerator(llm, _example_set(examples), **options)
+
+    def adjusted(self, **settings: Any) -> SimGRAGRetriever:
+        """The same retriever (stages and search shared) with other :class:`RetrievalSettings`."""
+        unknown = sorted(set(settings) - self.adjustable)
+        if unknown:
+            raise ConfigError(f"The 'simgrag' retriever has no setting {', '.join(map(repr, unknown))} "
+                              f"(its settings: {', '.join(sorted(self.adjustable))}).")
+        return SimGRAGRetriever(self.index, retrieval=replace(self.settings, **settings), patterns=self.patterns,
+                                claim_patterns=self.claim_patterns, subgraphs=self.subgraphs)
+
+    def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
+        """Raises :class:`~simgrag.errors.PatternError` when no valid pattern comes out of the LLM."""
+        return self._retrieve(question, self.patterns, topic_entities)
+
+    def retrieve_claim(self, claim: str) -> RetrievedContext:
+        """The same, with the claim pattern stage (claims state facts: their own examples)."""
+        return self._retrieve(claim, self.claim_patterns, None)
+
+    def _retrieve(self, text: str, stage: PatternStage, topic_entities: Sequence[str] | None) -> RetrievedContext:
+        t0 = time.perf_counter()
+        generated = stage.pattern(text)
+        t_pattern = time.perf_counter()
+        retrieval = self.subgraphs.retrieve(generated.pattern, self.settings)
+        triples, scores = _evidence_triples(retrieval)
+        end = time.perf_counter()
+        timings = {"pattern_s": t_pattern - t0}
+        timings.update({k: retrieval.timings.get(k, 0.0) for k in ("embed_s", "vector_s", "graph_s")})
+        timings["total_s"] = end - t0
+        return RetrievedContext(
+            retriever=self.name, question=text, triples=triples,
+            answer_candidates=answer_candidates(generated.pattern, retrieval), scores=scores, timings=timings,
+            info=_info(generated, retrieval, topic_entities), pattern=generated, subgraphs=retrieval,
+        )
+
+
+def _claims_ship_with(index: IndexDir) -> bool:
+    try:
+        index_examples(index, "claims")
+    except ConfigError:
+        return False
+    return True
+
+
+def _evidence_triples(retrieval: Retrieval) -> tuple[tuple[Triple, ...], tuple[float, ...]]:
+    seen: dict[Triple, float] = {}
+    for ev in sorted(retrieval.evidence, key=lambda e: (e.gsd, e.rank)):
+        for triple in ev.triples():
+            seen.setdefault(triple, -float(ev.gsd))
+    return tuple(seen), tuple(seen.values())
+
+
+def _info(generated: PatternResult, retrieval: Retrieval, topic_entities: Sequence[str] | None) -> dict[str, Any]:
+    return {
+        "asked_node": asked_text(generated.pattern),
+        "pattern_attempts": generated.attempts,
+        "pattern_prompt_tokens": generated.prompt_tokens,
+        "pattern_completion_tokens": generated.completion_tokens,
+        "gsd": [float(ev.gsd) for ev in retrieval.evidence],
+        "complete": retrieval.complete,
+        "topic_entities_given": list(topic_entities or []),
+    }

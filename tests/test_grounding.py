@@ -1,0 +1,260 @@
+"""The pattern stage with the KG in the loop: question reading, the judge, the edits, the orchestration."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simgrag.index.directory import build_index_dir, open_index_dir
+from simgrag.match import edits
+from simgrag.match.grounding import GroundedPatterns, best_candidate
+from simgrag.match.judge import Candidate, PatternJudge
+from simgrag.match.question import read_question
+from simgrag.match.retrieve import SubgraphRetriever
+from simgrag.pattern.examples import parse_examples
+from simgrag.pattern.generate import PatternGenerator
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+from simgrag.testing.toy import write_toy_kg
+
+ALIASES = """\
+directed_by: [directed, director, directed by]
+written_by: [wrote, writer, written by]
+starred_actors: [starred, acted in, actor, actors, starring, cast]
+release_year: [release year, released, came out]
+in_language: [language]
+"""
+
+EXAMPLES = """\
+relations: [directed by, written by, starred actors, release year, in language]
+examples:
+  - question: who directed Memento
+    triples: [[Memento, directed by, UNKNOWN director 1]]
+  - question: which movies did Guy Pearce act in
+    triples: [[UNKNOWN movie 1, starred actors, Guy Pearce]]
+  - question: when were the movies directed by Jason Reitman released
+    triples: [[UNKNOWN movie 1, directed by, Jason Reitman], [UNKNOWN movie 1, release year, UNKNOWN year 1]]
+  - question: the director of Juno also directed which movies
+    triples: [[Juno, directed by, UNKNOWN director 1], [UNKNOWN movie 1, directed by, UNKNOWN director 1]]
+"""
+
+
+def _triples(*rows: tuple[str, str, str]) -> tuple[tuple[str, str, str], ...]:
+    return tuple(rows)
+
+
+@pytest.fixture(scope="module")
+def retriever(tmp_path_factory: pytest.TempPathFactory) -> SubgraphRetriever:
+    root = tmp_path_factory.mktemp("grounding")
+    (root / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
+    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=256),
+                    relation_aliases=root / "aliases.yaml")
+    return SubgraphRetriever(open_index_dir(root / "toy.idx", embedder=HashEmbedder(dim=256)))
+
+
+@pytest.fixture(scope="module")
+def judge(retriever: SubgraphRetriever) -> PatternJudge:
+    examples = parse_examples(EXAMPLES)
+    return PatternJudge(retriever, examples=[e.triples for e in examples.examples])
+
+
+# ---------------------------------------------------------------- reading the question
+NAMES = {"leonardo dicaprio": 1, "inception": 2, "cast": 3, "juno": 4}
+
+
+@pytest.mark.parametrize(("question", "mentions"), [
+    ("Which movies star Leonardo DiCaprio?", [("Leonardo DiCaprio", True)]),
+    ("What is Inception's release year?", [("Inception", True)]),
+    ("Tell me the cast of Juno.", [("cast", False), ("Juno", True)]),
+])
+def test_mentions_longest_first_possessive_and_confidence(question: str, mentions: list[tuple[str, bool]]) -> None:
+    reading = read_question(question, NAMES.get)
+    assert [(m.text, m.confident) for m in reading.mentions] == mentions
+
+
+@pytest.mark.parametrize(("question", "focus"), [
+    ("Which tags does Juno have?", "tags"),
+    ("Who directed the movies Juno's writer wrote?", "directed"),
+    ("What else did the writer of Juno write?", None),          # a verb follows: no focus noun
+    ("List the years in which Juno's actors made films.", "years"),  # relative "which"
+    ("Tell me when Juno came out.", None),                     # when/where/how: no focus
+    ("Juno's screenplays are in which genres?", "genres"),     # interrogative at the clause end
+    ("Juno - who wrote it?", "wrote"),
+    ("What kind of movie is Juno?", None),
+])
+def test_focus_word(question: str, focus: str | None) -> None:
+    reading = read_question(question, NAMES.get)
+    covered = [False] * len(reading.words)
+    for m in reading.mentions:
+        if m.confident:
+            covered[m.start:m.end] = [True] * m.words
+    index = reading.focus(covered)
+    assert (reading.clean_words()[index] if index is not None else None) == focus
+
+
+# ---------------------------------------------------------------- the judge
+def test_sound_pattern(judge: PatternJudge) -> None:
+    reading = judge.read("Which movies did Leonardo DiCaprio act in?")
+    found = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"))))
+    assert found.sound and found.focus == "confirmed" and found.gsd < 1e-3
+
+
+@pytest.mark.parametrize(("question", "triples", "problem"), [
+    ("Which movies did Leonardo DiCaprio act in?",
+     [("UNKNOWN movie 1", "starred actors", "Kate Winslet")], "'Kate Winslet' is not named in the question"),
+    ("Which movies did Leonardo DiCaprio act in?",
+     [("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")], "no triple names the question's entity"),
+    ("Who directed the movies Ellen Page acted in?",
+     [("UNKNOWN movie 1", "starred actors", "Ellen Page"), ("UNKNOWN movie 2", "directed by", "UNKNOWN director 1")],
+     "not connected"),
+    ("Which movies share actors with Juno?",
+     [("UNKNOWN movie 1", "starred actors", "Juno")], "'Juno' is never the tail of 'starred actors'"),
+    ("Which movies did Kate Winslet direct?",
+     [("UNKNOWN movie 1", "directed by", "Kate Winslet")], "'Kate Winslet' has no 'directed_by' edge"),
+    ("Which release years do Leonardo DiCaprio's movies have?",
+     [("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
+      ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1")],
+     "the question asks 'release' (release_year)"),
+])
+def test_problems(judge: PatternJudge, question: str, triples: list[tuple[str, str, str]], problem: str) -> None:
+    found = judge.judge(judge.read(question), Candidate(tuple(triples)))
+    assert any(problem in p for p in found.problems), found.problems
+
+
+def test_focus_relation_contradicts_the_answer_node(judge: PatternJudge) -> None:
+    reading = judge.read("Who directed the movies Ellen Page starred in?")
+    wrong = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "directed by", "Ellen Page"),
+                                                    ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"))))
+    right = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Ellen Page"),
+                                                    ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1"))))
+    assert wrong.focus == "contradicted" and wrong.wanted_relation is not None
+    assert right.focus == "confirmed" and not right.problems
+
+
+def test_unsupported_leaf(judge: PatternJudge) -> None:
+    reading = judge.read("Which movies did Leonardo DiCaprio act in?")
+    found = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
+                                                    ("UNKNOWN movie 1", "in language", "UNKNOWN language 1"))))
+    assert found.unsupported == (("UNKNOWN movie 1", "in language", "UNKNOWN language 1"),)
+
+
+def test_schema_misses_count_uses_the_examples_never_show(judge: PatternJudge) -> None:
+    reading = judge.read("Which movies share actors with Juno?")
+    flipped = judge.judge(reading, Candidate(_triples(("Juno", "starred actors", "UNKNOWN movie 1"))))
+    usual = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"))))
+    assert flipped.schema_misses == 1 and usual.schema_misses == 0
+
+
+# ---------------------------------------------------------------- the edits
+def test_edits_shapes(judge: PatternJudge) -> None:
+    c = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Juno")))
+    assert [x.triples for x in edits.expand_roles(c, judge)] == [_triples(
+        ("Juno", "starred actors", "UNKNOWN entity 1"), ("UNKNOWN movie 1", "starred actors", "UNKNOWN entity 1"))]
+    assert [x.triples for x in edits.flip_role(c, judge)] == [_triples(("Juno", "starred actors", "UNKNOWN movie 1"))]
+    swapped = edits.swap_named(Candidate(_triples(("UNKNOWN movie 1", "directed by", "Ellen Page"),
+                                                  ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"))))
+    assert [x.triples for x in swapped] == [_triples(("UNKNOWN movie 1", "directed by", "UNKNOWN actor 1"),
+                                                     ("UNKNOWN movie 1", "starred actors", "Ellen Page"))]
+    broken = Candidate(_triples(("Juno", "directed by", "UNKNOWN director 1"),
+                                ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")))
+    linked = {x.triples for x in edits.connect_parts(broken)}
+    assert (*broken.triples, ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1")) in linked
+    merged = {x.triples for x in edits.merge_parts(broken)}
+    assert _triples(("Juno", "directed by", "UNKNOWN movie 1"),
+                    ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")) in merged
+    leafy = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Ellen Page"),
+                               ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")))
+    dropped = [x.triples for x in edits.drop_leaf(leafy)]
+    assert dropped == [_triples(("UNKNOWN movie 1", "starred actors", "Ellen Page"))]
+    assert all(x.edits for x in edits.drop_leaf(leafy))
+
+
+def test_anchor_and_name_unknown_attach_the_dropped_entity(judge: PatternJudge) -> None:
+    reading = judge.read("When did the films of Jason Reitman come out?")
+    c = Candidate(_triples(("UNKNOWN movie 1", "release year", "UNKNOWN year 1")))
+    anchored = {x.triples for x in edits.anchor_entity(c, reading, judge.retriever)}
+    assert (*c.triples, ("UNKNOWN movie 1", "directed by", "Jason Reitman")) in anchored
+    named = {x.triples for x in edits.name_unknown(c, reading, judge)}
+    assert _triples(("Jason Reitman", "release year", "UNKNOWN year 1")) in named
+
+
+# ---------------------------------------------------------------- choosing
+def test_an_extra_leaf_the_question_has_no_words_for_is_dropped(judge: PatternJudge) -> None:
+    reading = judge.read("Which movies did Leonardo DiCaprio act in?")
+    originals = judge.judge_all(reading, [Candidate(_triples(
+        ("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
+        ("UNKNOWN movie 1", "in language", "UNKNOWN language 1")))])
+    best, considered = best_candidate(judge, reading, originals)
+    assert best.candidate.triples == _triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"))
+    assert best.candidate.edits and len(considered) > 1
+
+
+def test_a_sound_pattern_is_kept_without_judging_edits(judge: PatternJudge) -> None:
+    reading = judge.read("Who directed Memento?")
+    originals = judge.judge_all(reading, [Candidate(_triples(("Memento", "directed by", "UNKNOWN director 1")))])
+    best, considered = best_candidate(judge, reading, originals)
+    assert best is originals[0] and considered == originals
+
+
+def test_an_edit_without_evidence_does_not_replace_the_llm_pattern(judge: PatternJudge) -> None:
+    # "shared the screen" names no relation the KG's texts know: the co-star hop stays
+    reading = judge.read("Who has shared the screen with Kate Winslet?")
+    llm = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Kate Winslet"),
+                             ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")))
+    best, _ = best_candidate(judge, reading, judge.judge_all(reading, [llm]))
+    assert best.candidate == llm
+
+
+def _generator(responses: list[str], retriever: SubgraphRetriever) -> tuple[FakeLLM, GroundedPatterns]:
+    llm = FakeLLM(responses)
+    generator = PatternGenerator(llm, parse_examples(EXAMPLES), n_static_shots=2, n_dynamic_shots=1,
+                                 use_json_schema=False)
+    return llm, GroundedPatterns(generator, retriever)
+
+
+def _json(*triples: tuple[str, str, str]) -> str:
+    return json.dumps({"triples": [list(t) for t in triples]})
+
+
+def test_grounding_keeps_a_sound_pattern_with_one_llm_call(retriever: SubgraphRetriever) -> None:
+    llm, grounded = _generator([_json(("Memento", "directed by", "UNKNOWN director 1"))], retriever)
+    result = grounded.generate("Who directed Memento?")
+    assert result.pattern.triples() == [("Memento", "directed by", "UNKNOWN director 1")]
+    assert result.attempts == 1 and result.kg_repairs == () and len(llm.calls) == 1
+
+
+def test_grounding_asks_the_llm_once_more_with_the_reason(retriever: SubgraphRetriever) -> None:
+    wrong = _json(("Kate Winslet", "starred actors", "UNKNOWN actor 1"))  # names someone the question does not
+    right = _json(("UNKNOWN movie 1", "directed by", "James Cameron"))
+    llm, grounded = _generator([wrong, right], retriever)
+    result = grounded.generate("Which movies did James Cameron direct?")
+    assert len(llm.calls) == 2 and result.attempts == 2
+    assert "'Kate Winslet' is not named in the question" in llm.calls[1].prompt
+    assert result.pattern.triples() == [("UNKNOWN movie 1", "directed by", "James Cameron")]
+    assert result.kg_repairs and result.kg_repairs[0].startswith("revised by the LLM")
+    assert grounded.last_report is not None and grounded.last_report.llm_calls == 2
+
+
+def test_grounding_revises_at_most_max_revisions(retriever: SubgraphRetriever) -> None:
+    wrong = _json(("Kate Winslet", "starred actors", "UNKNOWN actor 1"))
+    llm, grounded = _generator([wrong], retriever)
+    grounded.max_revisions = 0
+    result = grounded.generate("Which movies did James Cameron direct?")
+    assert len(llm.calls) == 1 and any(n.startswith("unresolved:") for n in result.kg_repairs)
+
+
+def test_engine_uses_grounding(tmp_path: Path) -> None:
+    from simgrag import SimGRAG
+
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=256))
+    llm = FakeLLM([_json(("UNKNOWN movie 1", "starred actors", "Ellen Page"),
+                         ("UNKNOWN movie 1", "release year", "UNKNOWN year 1"))])
+    engine = SimGRAG(open_index_dir(tmp_path / "toy.idx", embedder=HashEmbedder(dim=256)), llm=llm,
+                     examples=parse_examples(EXAMPLES), answer_mode="auto",
+                     pattern_options={"n_static_shots": 2, "n_dynamic_shots": 1})
+    result = engine.ask("Which movies did Ellen Page star in?")
+    assert result.pattern is not None
+    assert result.pattern.pattern.triples() == [("UNKNOWN movie 1", "starred actors", "Ellen Page")]
+    assert set(result.answer.entities) == {"Inception", "Juno"}
