@@ -1,12 +1,12 @@
 """Hostile retrieves against a real ``simgrag serve`` while normal clients keep asking (issue #15).
 
-Starts ``simgrag serve INDEX_DIR --llm none`` as a separate process and, once it is ready, sends at
-the same time:
+Starts ``simgrag serve INDEX_DIR`` (retrieval only: an LLM that is never called) as a separate
+process and, once it is ready, sends at the same time:
 
 - ``--hostile`` anchored explosive patterns: chains of ``--hops`` unknown nodes and relations from a
   hub entity (``--hub``, e.g. a genre with thousands of films), each bounded only by the search
   deadline (10 s by default);
-- ``--unanchored`` chains of unknowns without any name (refused before any search);
+- ``--unanchored`` chains of untyped unknowns without any name (refused before any search);
 - ``--normal-clients`` clients sending ordinary one- and two-hop patterns back to back.
 
 Reports the hostile requests' statuses and how many stopped at their deadline, and the normal
@@ -128,8 +128,10 @@ def main() -> None:
     args = parser.parse_args()
     bodies = normal_bodies(args.index_dir, args.normal)
     port = free_port()
-    cmd = [sys.executable, "-m", "simgrag.cli", "serve", str(args.index_dir), "--llm", "none", "--port", str(port),
-           "--timeout", str(args.timeout), "--max-connections", "1024"]
+    # retrieval only: an OpenAI-compatible LLM that is never called (no server behind the URL)
+    cmd = [sys.executable, "-m", "simgrag.cli", "serve", str(args.index_dir), "--llm", "openai:unused", "--base-url",
+           "http://127.0.0.1:9/v1", "--api-key", "unused", "--port", str(port), "--timeout", str(args.timeout),
+           "--max-connections", "1024"]
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

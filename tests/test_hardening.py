@@ -109,12 +109,28 @@ def test_default_deadline_and_none(toy: Path) -> None:
 @pytest.mark.parametrize("pattern", [
     None, "[[a, r, b]]", 42, [], [[]], [["a", "r"]], [[1, 2, 3]], [["a", "r", "x" * 5000]],
     [["UNKNOWN a 1", "r", "UNKNOWN b 2"]] * 13, [["UNKNOWN 1", "UNKNOWN r", "UNKNOWN 2"]],
-    [["UNKNOWN thing 1", "r", "UNKNOWN thing 2"]],
 ])
 def test_odd_patterns_are_typed_errors(toy: Path, pattern: object) -> None:
     engine = SimGRAG(toy, llm=None, embedder=EMBEDDER)
     with pytest.raises(SimGRAGError):
         engine.retrieve(pattern)  # type: ignore[arg-type]
+
+
+def test_typed_unknowns_that_match_any_entity_are_searched_with_a_step_cap(toy: Path) -> None:
+    from simgrag.match.candidates import CandidateTable, NodeCandidates
+    from simgrag.match.limits import UNANCHORED_MAX_STEPS
+    from simgrag.match.search import search_subgraphs
+    from simgrag.pattern.graph import Pattern
+    from simgrag.testing.hostile import hub_kg
+
+    engine = SimGRAG(toy, llm=None, embedder=EMBEDDER)  # the toy KG has no types: "UNKNOWN movie 1" is anything
+    small = engine.retrieve([["UNKNOWN movie 1", "directed by", "UNKNOWN director 1"]])
+    assert small.complete and small.evidence  # a small KG: done long before the cap
+    store = simgrag.KGStore.from_triples(hub_kg())
+    chain = Pattern.from_triples([[f"UNKNOWN thing {i}", "r", f"UNKNOWN thing {i + 1}"] for i in range(4)])
+    table = CandidateTable.from_relation_pairs([NodeCandidates.anything()] * 5, [None] * 4, store.num_relations)
+    capped = search_subgraphs(store, chain, table, k=3, max_steps=UNANCHORED_MAX_STEPS)
+    assert not capped.complete and capped.steps < 2 * UNANCHORED_MAX_STEPS
 
 
 # -- build swap ------------------------------------------------------------------------------------

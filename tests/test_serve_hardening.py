@@ -23,10 +23,12 @@ from fastapi.testclient import TestClient
 
 from simgrag.errors import ConfigError
 from simgrag.index.directory import build_index_dir
+from simgrag.match.limits import UNANCHORED_MAX_STEPS
 from simgrag.pipeline import SimGRAG
 from simgrag.serve import ServeSettings, create_app
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.hostile import hostile_pattern, hub_kg, normal_pattern, unanchored_pattern
+from simgrag.testing.llm import FakeLLM
 
 EMBEDDER = HashEmbedder(dim=32)
 
@@ -41,7 +43,7 @@ def hub_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def engine_for(index: Path, deadline_s: float = 0.3) -> SimGRAG:
-    engine = SimGRAG(index, llm=None, embedder=EMBEDDER)
+    engine = SimGRAG(index, llm=FakeLLM([]), embedder=EMBEDDER, examples="metaqa")  # the LLM is never called
     engine.retrieval = replace(engine.retrieval, deadline_s=deadline_s)
     return engine
 
@@ -116,9 +118,10 @@ def test_unanchored_pattern_is_refused_and_a_hostile_one_stops_at_its_deadline(h
     c = client(hub_index)
     refused = c.post("/v1/retrieve", json={"pattern": unanchored_pattern()})
     assert refused.status_code == 422 and "no known entity" in refused.json()["detail"]
-    typed = [["UNKNOWN thing 1", "UNKNOWN relation", "UNKNOWN thing 2"]]  # typed, but the KG has no types
-    refused = c.post("/v1/retrieve", json={"pattern": typed})
-    assert refused.status_code == 422 and "nothing to anchor the search" in refused.json()["detail"]
+    typed = [[f"UNKNOWN thing {i}", "UNKNOWN relation", f"UNKNOWN thing {i + 1}"] for i in range(1, 5)]
+    capped = c.post("/v1/retrieve", json={"pattern": typed})  # typed, but the KG has no types: capped
+    assert capped.status_code == 200 and capped.json()["complete"] is False
+    assert UNANCHORED_MAX_STEPS <= capped.json()["steps"] < 2 * UNANCHORED_MAX_STEPS
     start = time.monotonic()
     hostile = c.post("/v1/retrieve", json={"pattern": hostile_pattern()})
     assert hostile.status_code == 200 and time.monotonic() - start < 5

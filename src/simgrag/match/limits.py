@@ -7,9 +7,12 @@
 - :func:`check_settings`: ``k``, ``k_n``, ``k_r``, ``k_t`` are integers in range (``k=2.5``, ``1e11``,
   ``NaN`` or ``True`` are refused with a :class:`~simgrag.errors.ConfigError` naming the value, not
   turned into a ``TypeError`` or ``MemoryError`` deep inside numpy).
-- :func:`check_anchored`: a connected part of a pattern in which every node may be any entity of the
-  KG (only unknowns, and no entity types to narrow them) would enumerate every path of the KG; it is
-  refused with a :class:`~simgrag.errors.PatternError` that names the part.
+- a part of a pattern with no named and no typed node is refused before any search
+  (:func:`~simgrag.pattern.validate.validate_pattern`); a part whose typed unknowns still match every
+  entity (the KG has no entity types, or ``k_t`` is not set) is searched with at most
+  :data:`UNANCHORED_MAX_STEPS` steps (:func:`unanchored_parts` finds them): without a node narrower than
+  "any entity" the search would enumerate the KG's paths, so it is capped and says so
+  (``complete=False``) when the cap stops it.
 """
 
 from __future__ import annotations
@@ -18,13 +21,22 @@ import math
 import numbers
 from typing import Any
 
-from simgrag.errors import ConfigError, PatternError
+from simgrag.errors import ConfigError
 from simgrag.match.candidates import CandidateTable
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["DEFAULT_DEADLINE_S", "MAX_K", "MAX_K_CANDIDATES", "check_anchored", "check_settings", "deadline_of"]
+__all__ = [
+    "DEFAULT_DEADLINE_S",
+    "MAX_K",
+    "MAX_K_CANDIDATES",
+    "UNANCHORED_MAX_STEPS",
+    "check_settings",
+    "deadline_of",
+    "unanchored_parts",
+]
 
 DEFAULT_DEADLINE_S = 10.0
+UNANCHORED_MAX_STEPS = 100_000  # ~0.2 s of search on a hub
 MAX_K = 10_000
 MAX_K_CANDIDATES = 10_000_000
 
@@ -60,16 +72,8 @@ def deadline_of(value: Any) -> float | None:
     return None if math.isinf(float(value)) else float(value)
 
 
-def check_anchored(pattern: Pattern, table: CandidateTable, num_entities: int) -> None:
-    """Every connected part needs one node narrower than 'any entity' (see the module docstring)."""
+def unanchored_parts(pattern: Pattern, table: CandidateTable) -> list[str]:
+    """The connected parts of ``pattern`` in which every node may be any entity, as text."""
     triples = pattern.triples()
-    for node_ids, edge_ids in pattern.components():
-        if all(table.nodes[v].any_entity for v in node_ids):
-            part = ", ".join(str(list(triples[e])) for e in edge_ids)
-            typed = any(pattern.nodes[v].type_hint for v in node_ids)
-            hint = (" (its typed unknowns match any entity: the KG has no entity types, or k_t is not set)"
-                    if typed else "")
-            raise PatternError(
-                f"The part [{part}] has nothing to anchor the search{hint}: every node may be any of the KG's "
-                f"{num_entities:,} entities, so the search would enumerate the KG's paths. Name an entity "
-                "from the question in it")
+    return ["[" + ", ".join(str(list(triples[e])) for e in edge_ids) + "]"
+            for node_ids, edge_ids in pattern.components() if all(table.nodes[v].any_entity for v in node_ids)]

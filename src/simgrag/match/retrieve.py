@@ -21,7 +21,13 @@ from simgrag.errors import MatchError, VectorIndexError
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
 from simgrag.match.candidates import CandidateTable, NodeCandidates
-from simgrag.match.limits import DEFAULT_DEADLINE_S, check_anchored, check_settings, deadline_of
+from simgrag.match.limits import (
+    DEFAULT_DEADLINE_S,
+    UNANCHORED_MAX_STEPS,
+    check_settings,
+    deadline_of,
+    unanchored_parts,
+)
 from simgrag.match.search import Match, SearchResult, search_subgraphs
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.validate import validate_pattern
@@ -249,19 +255,24 @@ class SubgraphRetriever:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         table = self.candidates(pattern, settings, timings)
-        check_anchored(pattern, table, self.store.num_entities)
+        loose = unanchored_parts(pattern, table)
+        if loose:
+            logger.info("%s: no node narrower than 'any entity' (the KG has no entity types, or k_t is not set); "
+                        "searched with at most %d steps", "; ".join(loose), UNANCHORED_MAX_STEPS)
         limit = deadline_of(settings.deadline_s)
         deadline = None if limit is None else max(0.0, limit - (time.perf_counter() - t0))
         t1 = time.perf_counter()
         result = search_subgraphs(self.store, pattern, table, k=settings.k, injective=settings.injective,
-                                  algorithm=settings.algorithm, deadline_s=deadline)
+                                  algorithm=settings.algorithm, deadline_s=deadline,
+                                  max_steps=UNANCHORED_MAX_STEPS if loose else None)
         timings["graph_s"] = time.perf_counter() - t1
         timings["total_s"] = time.perf_counter() - t0
         counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}
         if not result.complete:
-            logger.warning("the graph search stopped at its deadline of %s s after %d steps: best matches so far, "
-                           "any better one has GSD >= %.4f (raise deadline_s / --deadline to search longer)",
-                           limit, result.steps, result.lower_bound)
+            why = (f"its cap of {UNANCHORED_MAX_STEPS:,} steps for parts without a named node" if loose
+                   and result.steps >= UNANCHORED_MAX_STEPS else f"its deadline of {limit} s")
+            logger.warning("the graph search stopped at %s after %d steps: best matches so far, any better one "
+                           "has GSD >= %.4f", why, result.steps, result.lower_bound)
         return Retrieval(pattern, self._evidence(pattern, result), result.complete, result.lower_bound,
                          timings, result.algorithm, result.combination, counts, result.steps, limit)
 
