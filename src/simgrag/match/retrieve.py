@@ -19,8 +19,9 @@ import numpy as np
 from simgrag.errors import MatchError
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
+from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set
 from simgrag.match.candidates import CandidateTable, NodeCandidates
-from simgrag.match.search import Match, SearchResult, search_subgraphs
+from simgrag.match.search import WITHIN_CAP, Match, SearchResult, search_subgraphs
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["EdgeBinding", "Evidence", "NodeBinding", "Retrieval", "RetrievalSettings", "SubgraphRetriever"]
@@ -30,7 +31,10 @@ EXACT_NAME_MAX_ENTITIES = 2_000_000
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    """k: subgraphs returned; k_n / k_r / k_t: candidates per node / relation / type (App. C.1)."""
+    """k: subgraphs returned; k_n / k_r / k_t: candidates per node / relation / type (App. C.1).
+
+    ``answer_tolerance``: also collect the answer set, every match whose GSD is within this of the best
+    (:mod:`simgrag.match.answers`; ``None``: top-k only), at most ``answer_cap`` matches."""
 
     k: int = 3
     k_n: int = 16
@@ -40,6 +44,8 @@ class RetrievalSettings:
     algorithm: Literal["optimized", "naive"] = "optimized"
     deadline_s: float | None = None
     exact_names: bool = True
+    answer_tolerance: float | None = ANSWER_TOLERANCE
+    answer_cap: int = WITHIN_CAP
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,9 @@ class Retrieval:
     combination: str
     candidate_counts: dict[str, int] = field(default_factory=dict)
     steps: int = 0
+    answer_set: AnswerSet | None = None  # every answer as good as the best match (settings.answer_tolerance)
+    node_floor: tuple[float, ...] = ()  # per pattern node, its nearest candidate's distance
+    edge_floor: tuple[float, ...] = ()  # per pattern edge, its nearest candidate relation's distance
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,6 +122,7 @@ class Retrieval:
                 }
                 for ev in self.evidence
             ],
+            "answer_set": None if self.answer_set is None else self.answer_set.to_dict(),
         }
 
 
@@ -138,9 +148,9 @@ class SubgraphRetriever:
         ids_list, dist_list = list(ids[ids >= 0]), list(dists[ids >= 0])
         if exact_names and self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
             exact = self.store.entities.id_of(text)
-            if exact is not None:
+            if exact is not None:  # the entity named exactly so is an exact match: distance 0
                 ids_list.append(exact)
-                dist_list.append(float(np.linalg.norm(self.index.entity_vectors[exact] - vector)))
+                dist_list.append(0.0)
         return NodeCandidates.from_pairs(ids_list, dist_list)
 
     def _relation_candidates(self, vectors: np.ndarray, k_r: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -238,13 +248,19 @@ class SubgraphRetriever:
         if settings.deadline_s is not None:
             deadline = max(0.0, settings.deadline_s - (time.perf_counter() - t0))
         t1 = time.perf_counter()
+        within = settings.answer_tolerance if pattern.asked_node() is not None else None
         result = search_subgraphs(self.store, pattern, table, k=settings.k, injective=settings.injective,
-                                  algorithm=settings.algorithm, deadline_s=deadline)
+                                  algorithm=settings.algorithm, deadline_s=deadline, within=within,
+                                  within_cap=settings.answer_cap)
         timings["graph_s"] = time.perf_counter() - t1
+        answers = None if result.within is None else answer_set(self.store, pattern, result.within)
+        timings["answers_s"] = time.perf_counter() - t1 - timings["graph_s"]
         timings["total_s"] = time.perf_counter() - t0
         counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}
         return Retrieval(pattern, self._evidence(pattern, result), result.complete, result.lower_bound,
-                         timings, result.algorithm, result.combination, counts, result.steps)
+                         timings, result.algorithm, result.combination, counts, result.steps, answers,
+                         tuple(c.min_dist() for c in table.nodes),
+                         tuple(table.rel_min(e) for e in range(len(pattern.edges))))
 
     def _evidence(self, pattern: Pattern, result: SearchResult) -> tuple[Evidence, ...]:
         return tuple(self.evidence_of(pattern, m, rank) for rank, m in enumerate(result.matches, start=1))
