@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simgrag.answer.answerer import Answerer
+from simgrag.answer.calibration import Calibration, resolve_calibration
 from simgrag.embed.base import Embedder
 from simgrag.errors import ConfigError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
@@ -171,6 +172,7 @@ class SimGRAG:
         abstain_gsd: float | None = None,
         reader_style: str | None = None,
         reader_options: Mapping[str, Any] | None = None,
+        calibration: str | Path | Calibration | None = "auto",
     ) -> None:
         self.index = index if isinstance(index, IndexDir) else open_index_dir(index, embedder=embedder)
         self.subgraphs = SubgraphRetriever(self.index)
@@ -186,7 +188,10 @@ class SimGRAG:
         self._llm_spec = llm
         self._llm_options = dict(llm_options or {})
         self._llm: LLM | None = None
-        self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}))
+        found = resolve_calibration(calibration, self.index.path,
+                                    self.index.manifest.get("embedder", {}).get("name"))
+        self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}),
+                                 calibration=found)
 
     # ------------------------------------------------------------------ components
     @property
@@ -227,7 +232,7 @@ class SimGRAG:
         """Another engine sharing this one's LLM (loaded once): over another ``index`` and/or with another
         ``retriever`` (its ``retriever_options``; this engine's retriever options that it also takes carry
         over) and/or other answerer settings (``answer_mode``, ``abstain_gsd``, ``reader_style``,
-        ``reader_options``)."""
+        ``reader_options``, ``calibration``: this engine's carries over, also to another index)."""
         spec = self._retriever_spec if retriever is None else retriever
         if not isinstance(spec, (str, type)) and index is not None:
             raise ConfigError("A retriever instance is bound to its index; name it (or give its class) to run "
@@ -236,7 +241,8 @@ class SimGRAG:
         settings: dict[str, Any] = {"answer_mode": self.answerer.mode, "abstain_gsd": self.answerer.abstain_gsd,
                     "reader_style": self.answerer.style,
                     "reader_options": {"max_triples": self.answerer.max_triples,
-                                       "max_prompt_tokens": self.answerer.max_prompt_tokens}}
+                                       "max_prompt_tokens": self.answerer.max_prompt_tokens},
+                    "calibration": self.answerer.calibration}
         settings.update(answerer)
         return SimGRAG(index or self.index, retriever=spec, retriever_options=options,
                        llm=None if self._llm_spec is None else self.llm, **settings)

@@ -155,7 +155,7 @@ def _bundled_name(embedder: str) -> str:
 
 def bundled_calibration(embedder: str) -> Calibration | None:
     """The calibration shipped for ``embedder`` (its manifest name), fitted on MetaQA DEV; ``None`` if none."""
-    ref = resources.files("simgrag.data").joinpath("calibration", _bundled_name(embedder))
+    ref = resources.files("simgrag.data").joinpath("calibration").joinpath(_bundled_name(embedder))
     if not ref.is_file():
         return None
     with resources.as_file(ref) as path:

@@ -89,7 +89,13 @@ ReaderMaxTriples = Annotated[int, typer.Option("--reader-max-triples", help="at 
                                                                             "than simgrag)")]
 ReaderMaxPromptTokens = Annotated[int, typer.Option("--reader-max-prompt-tokens", help="a reader prompt's budget "
                                                                                        "(estimated tokens)")]
+CalibrationOpt = Annotated[str, typer.Option("--calibration", help="abstention and substitution thresholds "
+                                                                   "(simgrag): auto (the index's calibration.json, "
+                                                                   "else the one bundled for its embedder), off (no "
+                                                                   "abstention on the evidence) or a file from "
+                                                                   "`simgrag bench calibrate`")]
 DEFAULT_ANSWER_MODE = "auto"
+DEFAULT_CALIBRATION = "auto"
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,8 @@ def split_names(names: str) -> list[str]:
 def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str = DEFAULT_RETRIEVER,
                 models: Mapping[str, str] | None = None, k: int | None = None, examples: Path | None = None,
                 abstain_gsd: float | None = None, answer_mode: str = DEFAULT_ANSWER_MODE,
-                reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None) -> SimGRAG:
+                reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None,
+                calibration: str = DEFAULT_CALIBRATION) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
     directories by retriever name; a model for a retriever other than ``retriever`` is refused."""
     from simgrag.pipeline import SimGRAG, sample_index
@@ -148,4 +155,5 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
         options["k"] = k
     return SimGRAG(sample_index() if index is None else index, retriever=name, retriever_options=options,
                    llm=llm_for(llm), llm_options=llm.options(), examples=examples, abstain_gsd=abstain_gsd,
-                   answer_mode=answer_mode, reader_style=reader_style, reader_options=reader_options)
+                   answer_mode=answer_mode, reader_style=reader_style, reader_options=reader_options,
+                   calibration=calibration)
