@@ -1,7 +1,8 @@
 """Does the KG answer the question? Evidence features, calibrated thresholds, the abstention rule.
 
 :func:`evidence_features` reads the best matched subgraph of a retrieval: the largest distance of a
-*named* pattern node to the entity it is bound to (``named``; 0 for an exact name), the largest distance
+*named* pattern node to the entity it is bound to when their names differ (``named``; 0 when every
+name matches up to case, punctuation and articles), the largest distance
 of a pattern relation to the KG relation matched (``relation``) and how much further that is than the
 nearest KG relation to the phrase (``relation_excess``; 0 when every edge got its nearest relation),
 the best GSD (``gsd``) and the size of the answer set (``answers``).
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
-from simgrag.match.answers import Substitution, substitutions
+from simgrag.match.answers import Substitution, names_match, substitutions
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
 
@@ -63,7 +64,8 @@ def evidence_features(pattern: Pattern, retrieval: Retrieval) -> EvidenceFeature
         return None
     best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank))
     known = {n.text for n in pattern.nodes if not n.unknown}
-    named = max((b.distance for b in best.nodes if b.pattern_node in known), default=0.0)
+    named = max((b.distance for b in best.nodes
+                 if b.pattern_node in known and not names_match(b.pattern_node, b.entity)), default=0.0)
     floors = retrieval.edge_floor or (0.0,) * len(best.edges)
     rel = [(e.distance, e.distance - floor) for e, p, floor in zip(best.edges, pattern.edges, floors, strict=True)
            if not p.unknown]

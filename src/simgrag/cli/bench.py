@@ -141,6 +141,42 @@ def _bench_robustness(engine: Any, items: Any, names: list[str], models: dict[st
     out.print(f"sub-runs, robustness.md/.json and the level plots → {out_dir}")
 
 
+@bench_app.command("calibrate")
+def bench_calibrate(
+    metaqa_dir: MetaQADir,
+    output: Annotated[Path, typer.Option("-o", "--output", help="output directory (calibration.json/.md, rows.jsonl)")],
+    hops: Hops = "1,2,3", sample: Annotated[int, typer.Option("--sample", help="DEV questions per hop, among those "
+                                                                               "the KG answers")] = 100,
+    seed: Seed = 0, index: IndexOpt = None,
+    patterns: Annotated[str, typer.Option("--patterns", help="gold: patterns from the gold chains (no LLM); llm: the "
+                                                             "retriever's own pattern stage")] = "gold",
+    alpha: Annotated[float, typer.Option("--alpha", help="share of right answers the rule may turn into "
+                                                         "abstentions on the full KG")] = 0.01,
+    install: Annotated[bool, typer.Option("--install", help="also write calibration.json into the index "
+                                                            "directory (used by default from then on)")] = False,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm_cache: LLMCache = DEFAULT_LLM_CACHE, examples: Examples = None,
+    verbose: Verbose = 0, quiet: Quiet = False,
+) -> None:
+    """Fit the abstention and substitution thresholds on MetaQA DEV: answerable questions against the same
+    questions with their gold-chain triples removed (see simgrag.eval.calibrate). Resumable."""
+    _setup_logging(verbose, quiet)
+    import shutil
+
+    from simgrag.eval.calibrate import format_calibration, run_calibration
+
+    try:
+        choice = LLMChoice("none" if patterns == "gold" else llm, base_url, api_key, llm_cache)
+        engine = _bench_engine(index, metaqa_dir, choice, examples=examples)
+        calibration = run_calibration(engine, metaqa_dir, output, hops=_hops(hops), sample=sample, seed=seed,
+                                      patterns=patterns, alpha=alpha)
+        if install:
+            shutil.copyfile(output / "calibration.json", engine.index.path / "calibration.json")
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    _print_table(format_calibration(calibration), f"calibration.json/.md, rows.jsonl → {output}")
+
+
 @bench_app.command("abstain")
 def bench_abstain(
     metaqa_dir: MetaQADir,

@@ -158,9 +158,14 @@ class AnswerSet:
     @cached_property
     def answers(self) -> tuple[AnswerEntry, ...]:
         """Every answer with its best match's triples (its witness)."""
+        return self.entries()
+
+    def entries(self, limit: int | None = None) -> tuple[AnswerEntry, ...]:
+        """The first ``limit`` answers (all: ``None``) with their witnesses."""
         store, iris = self._store, self._store.iris
         out = []
-        for i, (v, row) in enumerate(zip(self.entity_ids.tolist(), self._rows.tolist(), strict=True)):
+        ids, rows = self.entity_ids[:limit].tolist(), self._rows[:limit].tolist()
+        for i, (v, row) in enumerate(zip(ids, rows, strict=True)):
             witness = tuple(store.triple(int(t)) for t in self._found.triples[row])
             out.append(AnswerEntry(self.answer_names[i], v, float(self._found.gsd[row]), int(self._counts[i]),
                                    int(self._group_of[row]), witness, iris.entity(v) if iris is not None else None))
@@ -168,7 +173,7 @@ class AnswerSet:
 
     def to_dict(self, *, max_answers: int | None = None) -> dict[str, Any]:
         """JSON-ready; ``max_answers`` lists only the first answers with their witnesses (all names stay)."""
-        shown = self.answers if max_answers is None else self.answers[:max_answers]
+        shown = self.entries(max_answers)
         return {"asked_node": self.asked_node, "tolerance": self.tolerance, "best_gsd": self.best_gsd,
                 "size": len(self), "matches": self.matches, "complete": self.complete, "capped": self.capped,
                 "names": list(self.answer_names), "answers": [a.to_dict() for a in shown],

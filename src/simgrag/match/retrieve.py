@@ -27,6 +27,7 @@ from simgrag.pattern.graph import Pattern
 __all__ = ["EdgeBinding", "Evidence", "NodeBinding", "Retrieval", "RetrievalSettings", "SubgraphRetriever"]
 
 EXACT_NAME_MAX_ENTITIES = 2_000_000
+JSON_ANSWERS = 200  # answers listed with their witness triples in JSON (every name is listed)
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ class Retrieval:
                 }
                 for ev in self.evidence
             ],
-            "answer_set": None if self.answer_set is None else self.answer_set.to_dict(),
+            "answer_set": None if self.answer_set is None else self.answer_set.to_dict(max_answers=JSON_ANSWERS),
         }
 
 
