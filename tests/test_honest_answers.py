@@ -101,7 +101,8 @@ def test_calibrated_abstention_says_not_found_with_the_nearest_evidence(toy_inde
     answer = result.answer
     assert answer.abstained and answer.entities == () and answer.short_answer is None
     assert answer.text.startswith("not found in the KG")
-    assert "nearest match for 'Titanc': Titanic" in answer.text and "(Titanic, directed_by, James Cameron)" in answer.text
+    assert "nearest match for 'Titanc': Titanic" in answer.text
+    assert "(Titanic, directed_by, James Cameron)" in answer.text
     assert "named" in answer.reason and answer.features is not None and answer.features.named > 0.01
     # the same question on the exact name is answered: the rule reads the evidence, not the question
     assert not engine(toy_index, calibration=strict).ask("who directed Titanic").answer.abstained
@@ -147,7 +148,7 @@ def test_fit_abstains_on_removed_within_the_answerable_budget() -> None:
     rows.append(_row({"named": 0.5}, {"named": 0.6}))  # one answerable right answer through a renamed node
     fitted = fit_calibration(rows, alpha=0.01)
     assert fitted.named is not None and fitted.relation is not None
-    assert 0.2 <= fitted.relation <= 0.25 and fitted.named < 0.3
+    assert 0.15 <= fitted.relation <= 0.25 and fitted.named < 0.3  # 2 right answers (alpha) may be cut
     assert fitted.info["removed"]["abstain"] > 0.95 and fitted.info["full"]["abstain"] <= 0.01
     assert fitted.decide(EvidenceFeatures(0.0, 0.1, 0.0, 0.1, 3)) is None
     assert "named" in (fitted.decide(EvidenceFeatures(0.7, 0.0, 0.0, 0.7, 1)) or "")

@@ -5,7 +5,9 @@
 name matches up to case, punctuation and articles), the largest distance
 of a pattern relation to the KG relation matched (``relation``) and how much further that is than the
 nearest KG relation to the phrase (``relation_excess``; 0 when every edge got its nearest relation),
-the best GSD (``gsd``) and the size of the answer set (``answers``).
+the best GSD (``gsd``), the size of the answer set (``answers``) and how many changes the pattern stage
+made to the LLM's pattern with the KG's help (``repairs``: e.g. a relation the named entity has no edge
+of, rebound to one it has — on a KG that lacks the asked fact, the question bent to what the KG holds).
 
 A :class:`Calibration` holds one threshold per feature (``None``: not used) and the substitution
 threshold: a named node bound further than ``substitution`` to an entity of another name is a
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -39,7 +42,7 @@ __all__ = ["FEATURES", "Calibration", "EvidenceFeatures", "bundled_calibration",
 
 logger = logging.getLogger(__name__)
 
-FEATURES = ("named", "relation", "relation_excess", "gsd", "answers")
+FEATURES = ("named", "relation", "relation_excess", "gsd", "answers", "repairs")
 CALIBRATION_FILE = "calibration.json"
 FORMAT_VERSION = 1
 
@@ -53,13 +56,15 @@ class EvidenceFeatures:
     relation_excess: float
     gsd: float
     answers: int
+    repairs: int = 0
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
 
 
-def evidence_features(pattern: Pattern, retrieval: Retrieval) -> EvidenceFeatures | None:
-    """The features of ``retrieval``'s best subgraph; ``None`` when nothing matched."""
+def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[str] = ()) -> EvidenceFeatures | None:
+    """The features of ``retrieval``'s best subgraph (``repairs``: the pattern stage's KG repairs);
+    ``None`` when nothing matched."""
     if not retrieval.evidence:
         return None
     best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank))
@@ -71,7 +76,7 @@ def evidence_features(pattern: Pattern, retrieval: Retrieval) -> EvidenceFeature
            if not p.unknown]
     answers = len(retrieval.answer_set) if retrieval.answer_set is not None else 0
     return EvidenceFeatures(float(named), float(max((d for d, _ in rel), default=0.0)),
-                            float(max((x for _, x in rel), default=0.0)), float(best.gsd), answers)
+                            float(max((x for _, x in rel), default=0.0)), float(best.gsd), answers, len(repairs))
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,7 @@ class Calibration:
     relation_excess: float | None = None
     gsd: float | None = None
     answers: int | None = None
+    repairs: int | None = None
     info: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def decide(self, features: EvidenceFeatures | None) -> str | None:
@@ -120,8 +126,9 @@ class Calibration:
             for name in ("substitution", "named", "relation", "relation_excess", "gsd"):
                 if values.get(name) is not None:
                     values[name] = float(values[name])
-            if values.get("answers") is not None:
-                values["answers"] = int(values["answers"])
+            for name in ("answers", "repairs"):
+                if values.get(name) is not None:
+                    values[name] = int(values[name])
             return cls(**values)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{where}: bad threshold ({exc})") from exc

@@ -14,6 +14,7 @@ import typer
 
 from simgrag.cli._common import (
     DEFAULT_ANSWER_MODE,
+    DEFAULT_CALIBRATION,
     DEFAULT_LLM,
     DEFAULT_LLM_CACHE,
     DEFAULT_RETRIEVER,
@@ -21,6 +22,7 @@ from simgrag.cli._common import (
     AnswerMode,
     ApiKey,
     BaseUrl,
+    CalibrationOpt,
     Examples,
     IndexOpt,
     K,
@@ -57,7 +59,7 @@ Retrievers = Annotated[str, typer.Option("--retriever", help="comma-separated re
 
 def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *, examples: Path | None = None,
                   k: int | None = None, answer_mode: str = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
-                  reader_options: dict[str, Any] | None = None) -> Any:
+                  reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION) -> Any:
     """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
     from simgrag.eval.metaqa import metaqa_index
 
@@ -65,7 +67,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
         raise SimGRAGError("give --index INDEX_DIR (or --metaqa-dir to build the MetaQA index)")
     index_dir: Any = index if index is not None else metaqa_index(metaqa_dir)  # type: ignore[arg-type]
     return make_engine(index_dir, llm, k=k, examples=examples, answer_mode=answer_mode, abstain_gsd=abstain_gsd,
-                       reader_options=reader_options)
+                       reader_options=reader_options, calibration=calibration)
 
 
 def _hops(hops: str) -> list[int]:
@@ -81,7 +83,7 @@ def bench_metaqa(
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
-    abstain_gsd: AbstainGsd = None,
+    abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
     retriever: Annotated[str | None, typer.Option(
         "--retriever", help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,"
                             "paths,none; --output is then a directory (one JSONL per retriever, comparison.md, a "
@@ -106,7 +108,8 @@ def bench_metaqa(
     try:
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
         engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
-                               k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader)
+                               k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader,
+                               calibration=calibration)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         models = parse_model_dirs(retriever_model or [])
         if perturb:
@@ -189,6 +192,10 @@ def bench_abstain(
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
+    calibration: CalibrationOpt = DEFAULT_CALIBRATION,
+    answerable: Annotated[bool, typer.Option("--answerable/--removed-only", help="also ask the same questions on "
+                                                                                 "the full KG (the price of "
+                                                                                 "abstaining)")] = True,
     reader_max_triples: ReaderMaxTriples = 100, reader_max_prompt_tokens: ReaderMaxPromptTokens = 1500,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -200,10 +207,10 @@ def bench_abstain(
     try:
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
         engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
-                               k=k, answer_mode=answer_mode, reader_options=reader)
+                               k=k, answer_mode=answer_mode, reader_options=reader, calibration=calibration)
         items = sample_answerable(engine.index.store, metaqa_dir, _hops(hops), sample or None, seed, split)
         summary = run_abstention(engine, items, split_names(retriever), output,
-                                 model_dirs=parse_model_dirs(retriever_model or []))
+                                 model_dirs=parse_model_dirs(retriever_model or []), answerable=answerable)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     _print_table(format_abstention(summary), f"abstention.md/.json/.jsonl, removed_triples.tsv, runs/ → {output}")
@@ -248,7 +255,8 @@ def bench_qa(
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
-    abstain_gsd: AbstainGsd = None, verbose: Verbose = 0, quiet: Quiet = False,
+    abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION, verbose: Verbose = 0,
+    quiet: Quiet = False,
 ) -> None:
     """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code).
 
@@ -258,7 +266,7 @@ def bench_qa(
 
     try:
         engine = _bench_engine(index, None, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples, k=k,
-                               answer_mode=answer_mode, abstain_gsd=abstain_gsd)
+                               answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration)
         summary = run_qa_bench(engine, load_qa_file(questions), output)
     except SimGRAGError as exc:
         raise _fail(exc) from exc

@@ -53,9 +53,9 @@ __all__ = ["fit_calibration", "format_calibration", "observe", "run_calibration"
 KGS = ("full", "removed")
 
 
-def observe(pattern: Pattern, retrieval: Retrieval, gold: Sequence[str]) -> dict[str, Any]:
+def observe(pattern: Pattern, retrieval: Retrieval, gold: Sequence[str], repairs: Sequence[str] = ()) -> dict[str, Any]:
     """What the fit needs of one ask: features, named bindings, whether the answer set is gold."""
-    features = evidence_features(pattern, retrieval)
+    features = evidence_features(pattern, retrieval, repairs)
     best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank)) if retrieval.evidence else None
     named = [] if best is None else [
         {"node": b.pattern_node, "entity": b.entity, "distance": b.distance,
@@ -63,7 +63,8 @@ def observe(pattern: Pattern, retrieval: Retrieval, gold: Sequence[str]) -> dict
     answers = retrieval.answer_set.names() if retrieval.answer_set is not None else ()
     return {"features": None if features is None else features.to_dict(), "named": named,
             "gold": any(answers_match(a, g) for a in answers[:1] for g in gold),
-            "answers": list(answers[:10]), "pattern": [list(t) for t in pattern.triples()]}
+            "answers": list(answers[:10]), "pattern": [list(t) for t in pattern.triples()],
+            "repairs": list(repairs)}
 
 
 def _ask(item: QAItem, kgs: dict[str, Any], patterns: str, seed: int) -> dict[str, Any]:
@@ -74,13 +75,13 @@ def _ask(item: QAItem, kgs: dict[str, Any], patterns: str, seed: int) -> dict[st
             if patterns == "gold":
                 question = MetaQAQuestion(item.question, item.topic or "", item.answers, item.chain or "")
                 pattern = gold_pattern(question, random.Random(f"{seed}:{item.question}"))
-                retrieval = target.retrieve(pattern)
+                retrieval, repairs = target.retrieve(pattern), ()
             else:
                 context = target.retriever.retrieve(item.question)
                 if context.pattern is None or context.subgraphs is None:
                     raise DatasetError(f"the {context.retriever} retriever returns no subgraphs to calibrate on")
-                pattern, retrieval = context.pattern.pattern, context.subgraphs
-            row[name] = observe(pattern, retrieval, item.answers)
+                pattern, retrieval, repairs = context.pattern.pattern, context.subgraphs, context.pattern.kg_repairs
+            row[name] = observe(pattern, retrieval, item.answers, repairs)
         except SimGRAGError as exc:
             row[name] = {"error": f"{type(exc).__name__}: {exc}"}
     return row
@@ -103,7 +104,7 @@ def _matrix(rows: Sequence[dict[str, Any]], kg: str) -> tuple[np.ndarray, np.nda
     for row in rows:
         seen = row.get(kg) or {}
         f = seen.get("features")
-        feats.append([np.inf] * len(FEATURES) if f is None else [float(f[name]) for name in FEATURES])
+        feats.append([np.inf] * len(FEATURES) if f is None else [float(f.get(name, 0.0)) for name in FEATURES])
         gold.append(bool(seen.get("gold")))
     return np.asarray(feats, dtype=np.float64).reshape(len(rows), len(FEATURES)), np.asarray(gold, dtype=bool)
 
@@ -159,7 +160,7 @@ def fit_calibration(rows: Sequence[dict[str, Any]], *, alpha: float = 0.01,
     for j, name in enumerate(FEATURES):
         if np.isfinite(limits[j]):
             cut = _between(limits[j], everything[:, j][np.isfinite(everything[:, j])])
-            thresholds[name] = int(np.floor(cut)) if name == "answers" else cut
+            thresholds[name] = int(np.floor(cut)) if name in ("answers", "repairs") else cut
     found = Calibration(substitution=_fit_substitution(usable, alpha), **thresholds)
     return replace(found, info={**dict(info or {}), **_rates(found, usable)})
 
@@ -169,7 +170,8 @@ def _decided(calibration: Calibration, seen: dict[str, Any]) -> tuple[bool, bool
     f = seen.get("features")
     if f is None:
         return True, False
-    abstain = any(getattr(calibration, n) is not None and float(f[n]) > getattr(calibration, n) for n in FEATURES)
+    abstain = any(getattr(calibration, n) is not None and float(f.get(n, 0.0)) > getattr(calibration, n)
+                  for n in FEATURES)
     flag = any(not b["same_name"] and b["distance"] > calibration.substitution for b in seen.get("named", []))
     return abstain, flag
 
