@@ -112,7 +112,8 @@ def test_calibration_resolution_index_file_bundled_and_off(toy_index: Path, tmp_
     assert resolve_calibration("off", toy_index, "hash-64") is NO_ABSTENTION
     assert resolve_calibration("auto", toy_index, "hash-64") is NO_ABSTENTION  # nothing for this embedder
     bundled = resolve_calibration("auto", None, "sentence-transformers/all-MiniLM-L6-v2")
-    assert bundled.info.get("fitted_on") == "MetaQA dev" and bundled.named is not None
+    assert bundled.info.get("fitted_on") == "MetaQA dev" and bundled.info.get("patterns") == "llm"
+    assert any(getattr(bundled, name) is not None for name in ("named", "relation", "relation_excess", "gsd"))
     path = save_calibration(Calibration(named=0.5, gsd=1.0, info={"note": "t"}), tmp_path / "c.json")
     assert load_calibration(path).named == 0.5 and load_calibration(path).gsd == 1.0
     (toy_index / "calibration.json").write_text(path.read_text())
@@ -158,3 +159,32 @@ def test_fit_abstains_on_removed_within_the_answerable_budget() -> None:
     assert tight.named is None or tight.named >= 0.5
     with pytest.raises(DatasetError):
         fit_calibration([])
+
+
+def test_run_calibration_on_dev_fits_and_the_engine_applies_it(toy_index: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole fit on a MetaQA-shaped DEV split over the toy KG (gold patterns, no LLM): the rows of
+    both KGs, a calibration that abstains on the removed KG and not on the full one, and an engine
+    that applies it."""
+    from simgrag.eval.calibrate import run_calibration
+
+    monkeypatch.setenv("SIMGRAG_CACHE_DIR", str(tmp_path / "cache"))
+    metaqa = tmp_path / "MetaQA"
+    (metaqa / "1-hop" / "vanilla").mkdir(parents=True)
+    questions = [("who directed [Titanic]", "James Cameron"), ("who directed [Juno]", "Jason Reitman"),
+                 ("who directed [Memento]", "Christopher Nolan"), ("who directed [Avatar]", "James Cameron")]
+    (metaqa / "1-hop" / "vanilla" / "qa_dev.txt").write_text("".join(f"{q}\t{a}\n" for q, a in questions))
+    (metaqa / "1-hop" / "qa_dev_qtype.txt").write_text("movie_to_director\n" * len(questions))
+    base = SimGRAG(toy_index, llm=None)
+    fitted = run_calibration(base, metaqa, tmp_path / "calib", hops=(1,), sample=4, patterns="gold", alpha=0.0,
+                             progress=False)
+    rows = [json.loads(line) for line in (tmp_path / "calib" / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and all(r["full"]["gold"] for r in rows)
+    assert all(not r["removed"]["gold"] for r in rows)  # the removed KG no longer says who directed them
+    assert fitted.info["full"]["abstain"] == 0.0 and fitted.info["removed"]["abstain"] == 1.0
+    assert "| removed | 100.0 |" in (tmp_path / "calib" / "calibration.md").read_text()
+    applied = engine(toy_index, calibration=tmp_path / "calib" / "calibration.json")
+    assert applied.answerer.calibration == fitted
+    assert not applied.ask("who directed Titanic").answer.abstained
+    with pytest.raises(DatasetError):
+        run_calibration(base, metaqa, tmp_path / "x", hops=(1,), sample=4, patterns="mixed")
