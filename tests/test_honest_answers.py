@@ -188,3 +188,24 @@ def test_run_calibration_on_dev_fits_and_the_engine_applies_it(toy_index: Path, 
     assert not applied.ask("who directed Titanic").answer.abstained
     with pytest.raises(DatasetError):
         run_calibration(base, metaqa, tmp_path / "x", hops=(1,), sample=4, patterns="mixed")
+
+
+def test_a_question_bent_to_the_kg_by_the_pattern_stage_counts_as_missing(toy_index: Path) -> None:
+    """The KG judge (grounding, on by default) finds that Titanic has no written_by edge and rebinds or
+    leaves it unresolved; its note is what the ``missing`` feature counts, and a calibration with
+    ``missing=0`` then abstains instead of answering from the bent pattern."""
+    from simgrag.answer.calibration import missing_edges
+
+    def llm(messages: list[ChatMessage]) -> str:
+        if "knowledge-graph pattern" in messages[0].content:
+            return json.dumps({"triples": [["Titanic", "written by", "UNKNOWN writer 1"]]})
+        return "answer: James Cameron"
+
+    grounded = SimGRAG(toy_index, llm=FakeLLM(llm), claim_examples=None, calibration="off")
+    result = grounded.ask("who wrote Titanic")
+    notes = result.context.pattern.kg_repairs  # type: ignore[union-attr]
+    assert missing_edges(notes) >= 1, notes
+    assert result.answer.features is not None and result.answer.features.missing >= 1
+    strict = SimGRAG(toy_index, llm=FakeLLM(llm), claim_examples=None, calibration=Calibration(missing=0))
+    assert strict.ask("who wrote Titanic").answer.abstained
+    assert missing_edges(["unresolved: the question asks for 'films', but the answer node is 'X'"]) == 0

@@ -5,9 +5,11 @@
 name matches up to case, punctuation and articles), the largest distance
 of a pattern relation to the KG relation matched (``relation``) and how much further that is than the
 nearest KG relation to the phrase (``relation_excess``; 0 when every edge got its nearest relation),
-the best GSD (``gsd``), the size of the answer set (``answers``) and how many changes the pattern stage
-made to the LLM's pattern with the KG's help (``repairs``: e.g. a relation the named entity has no edge
-of, rebound to one it has — on a KG that lacks the asked fact, the question bent to what the KG holds).
+the best GSD (``gsd``), the size of the answer set (``answers``) and how many of the pattern stage's
+notes (``kg_repairs``) say that a named entity *has no edge* of the relation the question asked for
+(``missing``): the KG judge then rebinds the relation to one the entity has, or leaves it unresolved —
+on a KG that lacks the asked fact, the question was bent to what the KG holds, though the bent pattern
+may match exactly.
 
 A :class:`Calibration` holds one threshold per feature (``None``: not used) and the substitution
 threshold: a named node bound further than ``substitution`` to an entity of another name is a
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
@@ -38,11 +41,13 @@ from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["FEATURES", "Calibration", "EvidenceFeatures", "bundled_calibration", "evidence_features",
-           "load_calibration", "resolve_calibration", "save_calibration"]
+           "load_calibration", "missing_edges", "resolve_calibration", "save_calibration"]
 
 logger = logging.getLogger(__name__)
 
-FEATURES = ("named", "relation", "relation_excess", "gsd", "answers", "repairs")
+FEATURES = ("named", "relation", "relation_excess", "gsd", "answers", "missing")
+#: a pattern-stage note saying a named entity lacks the asked relation ("'Heat' has no 'directed by' edge")
+_MISSING_EDGE = re.compile(r"\bhas no (['\"]).+?\1 edge\b")
 CALIBRATION_FILE = "calibration.json"
 FORMAT_VERSION = 1
 
@@ -56,15 +61,20 @@ class EvidenceFeatures:
     relation_excess: float
     gsd: float
     answers: int
-    repairs: int = 0
+    missing: int = 0
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
 
 
+def missing_edges(notes: Sequence[str]) -> int:
+    """How many pattern-stage notes say a named entity has no edge of the asked relation."""
+    return sum(1 for note in notes if _MISSING_EDGE.search(note))
+
+
 def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[str] = ()) -> EvidenceFeatures | None:
-    """The features of ``retrieval``'s best subgraph (``repairs``: the pattern stage's KG repairs);
-    ``None`` when nothing matched."""
+    """The features of ``retrieval``'s best subgraph (``repairs``: the pattern stage's ``kg_repairs``
+    notes); ``None`` when nothing matched."""
     if not retrieval.evidence:
         return None
     best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank))
@@ -76,7 +86,7 @@ def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[
            if not p.unknown]
     answers = len(retrieval.answer_set) if retrieval.answer_set is not None else 0
     return EvidenceFeatures(float(named), float(max((d for d, _ in rel), default=0.0)),
-                            float(max((x for _, x in rel), default=0.0)), float(best.gsd), answers, len(repairs))
+                            float(max((x for _, x in rel), default=0.0)), float(best.gsd), answers, missing_edges(repairs))
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,7 @@ class Calibration:
     relation_excess: float | None = None
     gsd: float | None = None
     answers: int | None = None
-    repairs: int | None = None
+    missing: int | None = None
     info: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def decide(self, features: EvidenceFeatures | None) -> str | None:
@@ -126,7 +136,7 @@ class Calibration:
             for name in ("substitution", "named", "relation", "relation_excess", "gsd"):
                 if values.get(name) is not None:
                     values[name] = float(values[name])
-            for name in ("answers", "repairs"):
+            for name in ("answers", "missing"):
                 if values.get(name) is not None:
                     values[name] = int(values[name])
             return cls(**values)

@@ -14,12 +14,14 @@ import typer
 
 from simgrag.cli._common import (
     DEFAULT_ANSWER_MODE,
+    DEFAULT_ANSWER_TOLERANCE,
     DEFAULT_CALIBRATION,
     DEFAULT_LLM,
     DEFAULT_LLM_CACHE,
     DEFAULT_RETRIEVER,
     AbstainGsd,
     AnswerMode,
+    AnswerTolerance,
     ApiKey,
     BaseUrl,
     CalibrationOpt,
@@ -59,7 +61,8 @@ Retrievers = Annotated[str, typer.Option("--retriever", help="comma-separated re
 
 def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *, examples: Path | None = None,
                   k: int | None = None, answer_mode: str = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
-                  reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION) -> Any:
+                  reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION,
+                  answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE) -> Any:
     """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
     from simgrag.eval.metaqa import metaqa_index
 
@@ -67,7 +70,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
         raise SimGRAGError("give --index INDEX_DIR (or --metaqa-dir to build the MetaQA index)")
     index_dir: Any = index if index is not None else metaqa_index(metaqa_dir)  # type: ignore[arg-type]
     return make_engine(index_dir, llm, k=k, examples=examples, answer_mode=answer_mode, abstain_gsd=abstain_gsd,
-                       reader_options=reader_options, calibration=calibration)
+                       reader_options=reader_options, calibration=calibration, answer_tolerance=answer_tolerance)
 
 
 def _hops(hops: str) -> list[int]:
@@ -84,6 +87,7 @@ def bench_metaqa(
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
+    answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE,
     retriever: Annotated[str | None, typer.Option(
         "--retriever", help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,"
                             "paths,none; --output is then a directory (one JSONL per retriever, comparison.md, a "
@@ -109,7 +113,7 @@ def bench_metaqa(
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
         engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
                                k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader,
-                               calibration=calibration)
+                               calibration=calibration, answer_tolerance=answer_tolerance)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         models = parse_model_dirs(retriever_model or [])
         if perturb:
@@ -170,7 +174,7 @@ def bench_calibrate(
 
     try:
         choice = LLMChoice("none" if patterns == "gold" else llm, base_url, api_key, llm_cache)
-        engine = _bench_engine(index, metaqa_dir, choice, examples=examples)
+        engine = _bench_engine(index, metaqa_dir, choice, examples=examples, calibration="off")
         calibration = run_calibration(engine, metaqa_dir, output, hops=_hops(hops), sample=sample, seed=seed,
                                       patterns=patterns, alpha=alpha)
         if install:
@@ -192,7 +196,7 @@ def bench_abstain(
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
-    calibration: CalibrationOpt = DEFAULT_CALIBRATION,
+    calibration: CalibrationOpt = DEFAULT_CALIBRATION, answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE,
     answerable: Annotated[bool, typer.Option("--answerable/--removed-only", help="also ask the same questions on "
                                                                                  "the full KG (the price of "
                                                                                  "abstaining)")] = True,
@@ -207,7 +211,8 @@ def bench_abstain(
     try:
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
         engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
-                               k=k, answer_mode=answer_mode, reader_options=reader, calibration=calibration)
+                               k=k, answer_mode=answer_mode, reader_options=reader, calibration=calibration,
+                               answer_tolerance=answer_tolerance)
         items = sample_answerable(engine.index.store, metaqa_dir, _hops(hops), sample or None, seed, split)
         summary = run_abstention(engine, items, split_names(retriever), output,
                                  model_dirs=parse_model_dirs(retriever_model or []), answerable=answerable)

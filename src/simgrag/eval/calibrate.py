@@ -12,8 +12,8 @@ Fit (:func:`fit_calibration`), with ``alpha`` the Hits@1 the rule may cost on an
 
 - ``substitution``: the smallest distance above which at most ``alpha`` of the right answers on the
   full KG have a named binding of another name (0 when none has one);
-- abstention: thresholds on the features ``named``, ``relation``, ``relation_excess``, ``gsd`` and
-  ``answers``, chosen greedily one at a time — each step takes the threshold that makes the rule abstain
+- abstention: thresholds on the features ``named``, ``relation``, ``relation_excess``, ``gsd``,
+  ``answers`` and ``missing``, chosen greedily one at a time — each step takes the threshold that makes the rule abstain
   on the most removed questions whose answer set is not gold, as long as it abstains on at most
   ``alpha`` of the answerable questions answered right; a threshold sits halfway between the largest
   value it keeps and the next value seen.
@@ -160,7 +160,7 @@ def fit_calibration(rows: Sequence[dict[str, Any]], *, alpha: float = 0.01,
     for j, name in enumerate(FEATURES):
         if np.isfinite(limits[j]):
             cut = _between(limits[j], everything[:, j][np.isfinite(everything[:, j])])
-            thresholds[name] = int(np.floor(cut)) if name in ("answers", "repairs") else cut
+            thresholds[name] = int(np.floor(cut)) if name in ("answers", "missing") else cut
     found = Calibration(substitution=_fit_substitution(usable, alpha), **thresholds)
     return replace(found, info={**dict(info or {}), **_rates(found, usable)})
 
