@@ -86,7 +86,8 @@ def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[
            if not p.unknown]
     answers = len(retrieval.answer_set) if retrieval.answer_set is not None else 0
     return EvidenceFeatures(float(named), float(max((d for d, _ in rel), default=0.0)),
-                            float(max((x for _, x in rel), default=0.0)), float(best.gsd), answers, missing_edges(repairs))
+                            float(max((x for _, x in rel), default=0.0)), float(best.gsd), answers,
+                            missing_edges(repairs))
 
 
 @dataclass(frozen=True)
