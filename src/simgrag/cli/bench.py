@@ -161,6 +161,9 @@ def bench_calibrate(
                                                          "abstentions on the full KG")] = 0.01,
     install: Annotated[bool, typer.Option("--install", help="also write calibration.json into the index "
                                                             "directory (used by default from then on)")] = False,
+    add_rows: Annotated[list[Path] | None, typer.Option("--add-rows", help="rows.jsonl of an earlier calibration "
+                                                                          "run to fit together with this one "
+                                                                          "(repeatable)")] = None,
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE, examples: Examples = None,
     verbose: Verbose = 0, quiet: Quiet = False,
@@ -176,7 +179,7 @@ def bench_calibrate(
         choice = LLMChoice("none" if patterns == "gold" else llm, base_url, api_key, llm_cache)
         engine = _bench_engine(index, metaqa_dir, choice, examples=examples, calibration="off")
         calibration = run_calibration(engine, metaqa_dir, output, hops=_hops(hops), sample=sample, seed=seed,
-                                      patterns=patterns, alpha=alpha)
+                                      patterns=patterns, alpha=alpha, add_rows=add_rows or [])
         if install:
             shutil.copyfile(output / "calibration.json", engine.index.path / "calibration.json")
     except SimGRAGError as exc:

@@ -192,9 +192,11 @@ def _rates(calibration: Calibration, rows: Sequence[dict[str, Any]]) -> dict[str
 
 def run_calibration(engine: SimGRAG, metaqa_dir: str | Path, out_dir: str | Path, *, hops: Sequence[int] = (1, 2, 3),
                     sample: int = 100, seed: int = 0, patterns: str = "gold", alpha: float = 0.01,
-                    progress: bool | None = None) -> Calibration:
+                    progress: bool | None = None, add_rows: Sequence[str | Path] = ()) -> Calibration:
     """Sample DEV questions, ask them on both KGs, fit, write ``calibration.json``, ``rows.jsonl`` and
-    ``calibration.md`` into ``out_dir`` (resumable: rows already there are kept)."""
+    ``calibration.md`` into ``out_dir`` (resumable: rows already there are kept). ``add_rows``: rows of
+    earlier calibration runs (``rows.jsonl``, DEV too) fitted together with these — e.g. gold-pattern
+    rows, whose natural relation phrases teach the rule to tolerate paraphrases, beside LLM-pattern rows."""
     if patterns not in ("gold", "llm"):
         raise DatasetError(f"patterns must be 'gold' or 'llm', got {patterns!r}")
     out = Path(out_dir)
@@ -214,10 +216,12 @@ def run_calibration(engine: SimGRAG, metaqa_dir: str | Path, out_dir: str | Path
     computed = resumable_rows(out / "rows.jsonl", items, lambda it: _ask(it, kgs, patterns, seed), finished=_finished)
     for row in tqdm(computed, total=len(items), desc="calibration questions", disable=not progress_on(progress)):
         rows.append(row)
+    extra = [row for path in add_rows for row in load_rows(path)]
     info = {"fitted_on": "MetaQA dev", "hops": list(hops), "sample_per_hop": sample, "seed": seed,
             "patterns": patterns, "alpha": alpha, "removed_triples": len(removed),
-            "embedder": base.manifest.get("embedder", {}).get("name")}
-    calibration = fit_calibration(rows, alpha=alpha, info=info)
+            "embedder": base.manifest.get("embedder", {}).get("name"),
+            "added_rows": {str(path): sum(1 for _ in load_rows(path)) for path in add_rows}}
+    calibration = fit_calibration([*rows, *extra], alpha=alpha, info=info)
     save_calibration(calibration, out / "calibration.json")
     (out / "calibration.md").write_text(format_calibration(calibration) + "\n", encoding="utf-8")
     return calibration
@@ -240,9 +244,11 @@ def _pct(x: Any) -> str:
 def format_calibration(calibration: Calibration) -> str:
     """Markdown: the thresholds, then the rates on the calibration questions themselves."""
     info = calibration.info
+    added = info.get("added_rows") or {}
+    also = "".join(f"; plus {n} rows of {path}" for path, n in added.items())
     lines = ["# Abstention calibration", "",
              f"Fitted on {info.get('fitted_on')} ({info.get('questions')} questions, hops {info.get('hops')}, "
-             f"patterns: {info.get('patterns')}, alpha {info.get('alpha')}).", "",
+             f"patterns: {info.get('patterns')}{also}, alpha {info.get('alpha')}).", "",
              "| threshold | value |", "|---|---|", f"| substitution | {calibration.substitution:.4g} |"]
     lines += [f"| {name} | {'–' if getattr(calibration, name) is None else f'{getattr(calibration, name):.4g}'} |"
               for name in FEATURES]
