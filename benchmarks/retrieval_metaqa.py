@@ -6,7 +6,11 @@ at random per edge, seeded) and typed unknown nodes; no LLM is involved. Reporte
 strict Hits@1 / Hits@3 of the answer node's binding (top-1 / any of the top-3 subgraphs) against the
 gold answers, on all questions and on the answerable subset; p50/p95/p99/max of embedding, vector
 search and graph search; naive (Algorithm 1) vs optimized graph search on the same candidates; misses
-by cause.
+by cause. Answer sets (issue #17): every entity bound to the asked-for node in matches within the
+answer tolerance of the best GSD, scored against the gold answers (precision / recall / F1, their
+means per hop) beside the same for the distinct bindings of the top-k subgraphs as good as the best
+(what SimGRAG answered from before answer sets); retrieval time with the answer set (embedding +
+vector search + graph search + answer set) p50/p99.
 
     python benchmarks/retrieval_metaqa.py --metaqa-dir ../shared/data/MetaQA --index-dir runs/metaqa.idx
 """
@@ -27,42 +31,14 @@ from typing import Any
 import numpy as np
 
 from simgrag.eval.answerable import is_answerable
+from simgrag.eval.gold_patterns import answer_node_text, gold_pattern
 from simgrag.eval.metaqa import MetaQAQuestion, chain_relations, load_metaqa
+from simgrag.eval.metrics import f1_score
 from simgrag.index.directory import IndexDir, open_index_dir, with_relation_aliases
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.match.search import search_subgraphs
 from simgrag.pattern.graph import Pattern
 from simgrag.pipeline import builtin_aliases_path
-
-PHRASES = {
-    "directed_by": ["directed", "director of", "directed by"],
-    "written_by": ["written by", "wrote", "writer of", "screenwriter of"],
-    "starred_actors": ["acted in", "starred in", "actor in", "starring"],
-    "release_year": ["release year", "released in", "year of release"],
-    "in_language": ["language", "in language", "spoken language"],
-    "has_genre": ["genre", "has genre"],
-    "has_tags": ["tagged", "has tag", "about"],
-    "has_imdb_votes": ["imdb votes"],
-    "has_imdb_rating": ["imdb rating"],
-}
-
-
-def answer_node_text(q: MetaQAQuestion) -> str:
-    """The pattern text of the asked-for node: the last unknown of the chain."""
-    types = q.chain.split("_to_")
-    return f"UNKNOWN {types[-1].rstrip('s') if types[-1] == 'tags' else types[-1]} {len(types) - 1}"
-
-
-def gold_pattern(q: MetaQAQuestion, rng: random.Random) -> Pattern:
-    types = [t.rstrip("s") if t == "tags" else t for t in q.chain.split("_to_")]
-    names = [q.topic] + [f"UNKNOWN {t} {i}" for i, t in enumerate(types[1:], start=1)]
-    triples = []
-    for i, rel in enumerate(chain_relations(q.chain)):
-        a, b = names[i], names[i + 1]
-        movie_first = types[i] == "movie"
-        head, tail = (a, b) if movie_first else (b, a)
-        triples.append([head, rng.choice(PHRASES[rel]), tail])
-    return Pattern.from_triples(triples)
 
 
 def pct(values: list[float]) -> dict[str, float]:
@@ -94,8 +70,11 @@ def run_hop(index: IndexDir, questions: list[MetaQAQuestion], settings: Retrieva
             naive_settings: RetrievalSettings, naive_sample: int) -> dict[str, Any]:
     retriever = SubgraphRetriever(index)
     rng = random.Random(seed)
-    rows: dict[str, list[float]] = {"embed_s": [], "vector_s": [], "graph_s": [], "naive_s": [],
-                                    "opt64_s": [], "naive64_s": []}
+    rows: dict[str, list[float]] = {"embed_s": [], "vector_s": [], "graph_s": [], "answers_s": [], "total_s": [],
+                                    "search_s": [], "naive_s": [], "opt64_s": [], "naive64_s": []}
+    sets: dict[str, list[float]] = {key: [] for key in ("topk_p", "topk_r", "topk_f1", "set_p", "set_r", "set_f1",
+                                                        "set_hits1", "set_size", "set_incomplete", "set_capped",
+                                                        "ans_topk_r", "ans_topk_f1", "ans_set_r", "ans_set_f1")}
     hits1 = hits3 = hits1_ans = hits3_ans = n_ans = mismatches = 0
     causes: Counter[str] = Counter()
     examples: dict[str, str] = {}
@@ -103,13 +82,15 @@ def run_hop(index: IndexDir, questions: list[MetaQAQuestion], settings: Retrieva
         pattern = gold_pattern(q, rng)
         answer_node = pattern.node_index(answer_node_text(q))
         result = retriever.retrieve(pattern, settings)
-        for key in ("embed_s", "vector_s", "graph_s"):
-            rows[key].append(result.timings[key])
+        for key in ("embed_s", "vector_s", "graph_s", "answers_s", "total_s"):
+            rows[key].append(result.timings.get(key, 0.0))
+        rows["search_s"].append(result.timings["total_s"] - result.timings["embed_s"])  # all but the embedding
         gold = set(q.answers)
+        ans = is_answerable(index.store, q)
+        score_sets(sets, result, answer_node, q.answers, ans)
         bound = [ev.nodes[answer_node].entity for ev in result.evidence]
         h1 = bool(bound[:1]) and bound[0] in gold
         h3 = any(b in gold for b in bound[:3])
-        ans = is_answerable(index.store, q)
         hits1 += h1
         hits3 += h3
         n_ans += ans
@@ -146,7 +127,30 @@ def run_hop(index: IndexDir, questions: list[MetaQAQuestion], settings: Retrieva
         "speedup_k16_mean": _ratio(rows["naive_s"], rows["graph_s"][: len(rows["naive_s"])]),
         "speedup_k64_mean": _ratio(rows["naive64_s"], rows["opt64_s"]),
         "misses": dict(causes.most_common()), "miss_examples": examples,
+        "answer_sets": {k: float(np.mean(v)) if v else float("nan") for k, v in sets.items()},
+        "answer_set_size_p99": float(np.percentile(sets["set_size"], 99)) if sets["set_size"] else float("nan"),
     }
+
+
+def score_sets(sets: dict[str, list[float]], result: Any, answer_node: int, gold: tuple[str, ...],
+               answerable: bool) -> None:
+    """Precision / recall / F1 of the answer set and of the top-k bindings as good as the best (and
+    recall / F1 on the answerable questions: ``ans_*``)."""
+    best = result.evidence[0].gsd if result.evidence else 0.0
+    topk = list(dict.fromkeys(ev.nodes[answer_node].entity for ev in result.evidence if ev.gsd <= best + 1e-3))
+    answers = result.answer_set.names() if result.answer_set is not None else ()
+    for prefix, predicted in (("topk", topk), ("set", list(answers))):
+        p, r, f1 = f1_score(predicted, gold)
+        sets[f"{prefix}_p"].append(p)
+        sets[f"{prefix}_r"].append(r)
+        sets[f"{prefix}_f1"].append(f1)
+        if answerable:
+            sets[f"ans_{prefix}_r"].append(r)
+            sets[f"ans_{prefix}_f1"].append(f1)
+    sets["set_hits1"].append(float(bool(answers) and answers[0] in set(gold)))
+    sets["set_size"].append(float(len(answers)))
+    sets["set_incomplete"].append(float(result.answer_set is not None and not result.answer_set.complete))
+    sets["set_capped"].append(float(result.answer_set is not None and result.answer_set.capped))
 
 
 def _ratio(slow: list[float], fast: list[float]) -> float:
@@ -175,6 +179,8 @@ def main() -> None:
     parser.add_argument("--wide", type=int, default=64, help="k_n = k_r for the naive-vs-optimized comparison")
     parser.add_argument("--naive-sample", type=int, default=100, help="questions per hop for naive-vs-optimized")
     parser.add_argument("--aliases", choices=["none", "metaqa"], default="metaqa")
+    parser.add_argument("--allow-reuse", action="store_true", help="homomorphism instead of injective matching")
+    parser.add_argument("--answer-tolerance", type=float, default=1e-3, help="answer-set GSD tolerance (<0: off)")
     parser.add_argument("--out", type=Path, default=Path("runs/retrieval_metaqa.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -189,7 +195,9 @@ def main() -> None:
     if args.aliases == "metaqa":
         index = with_relation_aliases(index, builtin_aliases_path("metaqa"))
     report["build_timings"] = json.loads((args.index_dir / "manifest.json").read_text())["timings"]
-    settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r)
+    tolerance = None if args.answer_tolerance < 0 else args.answer_tolerance
+    settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r, injective=not args.allow_reuse,
+                                 answer_tolerance=tolerance)
     wide = RetrievalSettings(k=args.k, k_n=args.wide, k_r=args.wide)
     for hop in (1, 2, 3):
         questions = load_metaqa(args.metaqa_dir, hop, "test")
@@ -206,6 +214,12 @@ def main() -> None:
               flush=True)
         for key, v in r["timings_ms"].items():
             print(f"   {key:<10} p50 {v['p50']:.3f} p95 {v['p95']:.3f} p99 {v['p99']:.3f} max {v['max']:.3f} ms")
+        a = r["answer_sets"]
+        print(f"   answer set: P {a['set_p']:.3f} R {a['set_r']:.3f} F1 {a['set_f1']:.3f} Hits@1 {a['set_hits1']:.3f} "
+              f"| top-k bindings: P {a['topk_p']:.3f} R {a['topk_r']:.3f} F1 {a['topk_f1']:.3f} | size mean "
+              f"{a['set_size']:.1f} p99 {r['answer_set_size_p99']:.0f}, incomplete {a['set_incomplete']:.3f}, "
+              f"capped {a['set_capped']:.3f} | answerable: set R {a['ans_set_r']:.3f} F1 {a['ans_set_f1']:.3f}, "
+              f"top-k R {a['ans_topk_r']:.3f} F1 {a['ans_topk_f1']:.3f}")
         print("   misses:", r["misses"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))

@@ -13,7 +13,7 @@ import typer.main
 from simgrag.cli import app
 
 #: options every command that has them must spell and default the same way
-SHARED = ("llm", "base_url", "api_key", "llm_cache", "answer_mode", "abstain_gsd", "examples", "k",
+SHARED = ("llm", "base_url", "api_key", "llm_cache", "answer_mode", "abstain_gsd", "calibration", "examples", "k",
           "retriever_model", "verbose", "quiet", "as_json", "index", "output", "metaqa_dir", "seed", "split",
           "reader_max_triples", "reader_max_prompt_tokens")
 #: spellings that name one concept: at most one of each group may appear anywhere in the app

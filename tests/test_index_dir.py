@@ -96,7 +96,8 @@ def test_retrieve_on_toy_index(toy_index: Path) -> None:
     top = result.evidence[0]
     assert top.edges[0].triple.as_tuple() == ("Inception", "directed_by", "Christopher Nolan")
     assert top.binding("UNKNOWN director 1").entity == "Christopher Nolan"  # type: ignore[union-attr]
-    assert set(result.timings) == {"embed_s", "vector_s", "graph_s", "total_s"}
+    assert set(result.timings) == {"embed_s", "vector_s", "graph_s", "answers_s", "total_s"}
+    assert result.answer_set is not None and result.answer_set.names() == ("Christopher Nolan",)
     payload = result.to_dict()
     assert payload["matches"][0]["edges"][0]["triple"] == ["Inception", "directed_by", "Christopher Nolan"]
     json.dumps(payload)

@@ -11,7 +11,7 @@ from simgrag.kg.store import KGStore
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.search import search_subgraphs
 from simgrag.pattern.graph import Pattern
-from simgrag.testing.brute_force import brute_force_top_k
+from simgrag.testing.brute_force import brute_force_top_k, brute_force_within
 
 # Few distinct distances so that ties are common and tie-breaking is exercised.
 DISTS = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, 0.1, 0.3])
@@ -202,3 +202,76 @@ def test_candidates_from_groups_equals_from_pairs(num_entities: int) -> None:
         np.testing.assert_array_equal(got.ids, want.ids)
         np.testing.assert_array_equal(got.dists, want.dists)
         assert got.ids.dtype == np.int64 and got.dists.dtype == np.float64
+
+
+# -- within mode: every match within ε of the best (answer sets) -------------------------------------
+
+WITHIN = st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0, 10.0])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case(), st.sampled_from([1, 3, 20]), st.booleans(), WITHIN, st.sampled_from(["optimized", "naive"]))
+def test_within_set_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable], k: int, injective: bool,
+                                       within: float, algorithm: str) -> None:
+    store, pattern, table = data
+    result = search_subgraphs(store, pattern, table, k=k, injective=injective, algorithm=algorithm,  # type: ignore[arg-type]
+                              within=within)
+    expected = brute_force_within(store, pattern, table, within, injective=injective)
+    assert result.within is not None and result.within.complete and not result.within.capped
+    got = result.within.matches()
+    assert _keys(got) == _keys(expected)
+    for have, want in zip(got, expected, strict=True):
+        assert have.node_dists == want.node_dists and have.edge_dists == want.edge_dists
+    # the top-k are those of a plain search: within mode changes nothing else
+    assert _keys(result.matches) == _keys(brute_force_top_k(store, pattern, table, k, injective=injective))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case(), WITHIN, st.integers(1, 4))
+def test_within_set_capped_keeps_true_members(data: tuple[KGStore, Pattern, CandidateTable], within: float,
+                                              cap: int) -> None:
+    store, pattern, table = data
+    expected = brute_force_within(store, pattern, table, within)
+    result = search_subgraphs(store, pattern, table, k=3, within=within, within_cap=cap)
+    assert result.within is not None
+    got = _keys(result.within.matches())
+    assert len(got) <= cap
+    assert set(got) <= set(_keys(expected))
+    assert result.within.capped == (len(expected) > cap)
+    assert result.within.complete == (len(expected) <= cap)
+    if len(expected) <= cap:
+        assert got == _keys(expected)
+
+
+def test_within_set_grows_its_buffer_and_stops_at_the_deadline() -> None:
+    """A star with 600 equally good leaves: the buffer grows past its first 256 rows; a step budget
+    leaves the set incomplete (deadline machinery), a cap leaves it capped."""
+    store = KGStore.from_triples([("hub", "r", f"leaf{i}") for i in range(600)])
+    hub = store.entities.id_of("hub")
+    pattern = Pattern.from_triples([["Hub", "r", "UNKNOWN leaf 1"]])
+    table = CandidateTable.from_relation_pairs(
+        [NodeCandidates.from_pairs([hub], [0.0]), NodeCandidates.anything()], [([0], [0.0])], store.num_relations)
+    full = search_subgraphs(store, pattern, table, k=3, within=0.0)
+    assert full.within is not None and len(full.within) == 600 and full.within.complete
+    assert {int(v) for v in full.within.nodes[:, 1]} == set(range(store.num_entities)) - {hub}
+    partial = search_subgraphs(store, pattern, table, k=3, within=0.0, max_steps=50)
+    assert partial.within is not None and not partial.within.complete and len(partial.within) < 600
+    capped = search_subgraphs(store, pattern, table, k=3, within=0.0, within_cap=100)
+    assert capped.within is not None and capped.within.capped and len(capped.within) == 100
+    assert _keys(capped.matches) == _keys(full.matches)
+
+
+def test_within_set_of_a_disconnected_pattern() -> None:
+    store = _chain_kg()
+    pattern = Pattern.from_triples([["UNKNOWN movie 1", "directed", "Nolan"],
+                                    ["UNKNOWN movie 2", "acted in", "DiCaprio"]])
+    ids = {name: store.entities.id_of(name) for name in ("Nolan", "DiCaprio")}
+    rel = {name: store.relations.id_of(name) for name in ("directed_by", "starred_actors")}
+    table = CandidateTable.from_relation_pairs(
+        [NodeCandidates.anything(), NodeCandidates.from_pairs([ids["Nolan"]], [0.0]),
+         NodeCandidates.anything(), NodeCandidates.from_pairs([ids["DiCaprio"]], [0.0])],
+        [([rel["directed_by"]], [0.0]), ([rel["starred_actors"]], [0.0])], store.num_relations)
+    result = search_subgraphs(store, pattern, table, k=1, within=0.0)
+    assert result.within is not None and result.within.complete
+    pairs = {(store.entities[int(a)], store.entities[int(b)]) for a, b in result.within.nodes[:, [0, 2]]}
+    assert pairs == {(m, n) for m in ("Inception", "Memento") for n in ("Inception", "Titanic")}

@@ -219,6 +219,9 @@ def test_classify_reply() -> None:
     assert classify_reply(["None But the Brave"], "ans: None But the Brave", ("x",), question="q") == "wrong"
     assert classify_reply(["James Cameron"], "", gold, abstained=True) == "abstained"
     assert classify_reply([], "", gold, error=True) == "error"
+    # a substituted named entity said out loud: flagged, unless the answer is gold anyway
+    assert classify_reply(["Steven Spielberg"], "ans: Steven Spielberg", gold, question=q, flagged=True) == "flagged"
+    assert classify_reply(["James Cameron"], "ans: James Cameron", gold, question=q, flagged=True) == "gold"
 
 
 def test_abstention_study_end_to_end(toy: IndexDir, tmp_path: Path) -> None:
@@ -235,7 +238,8 @@ def test_abstention_study_end_to_end(toy: IndexDir, tmp_path: Path) -> None:
              QAItem("who starred in Juno", ("Ellen Page",), "1-hop", "Juno", "movie_to_actor", True)]
     engine = SimGRAG(toy, llm=FakeLLM(reader))
     out = tmp_path / "abst"
-    summary = run_abstention(engine, items, ["kaping", "none"], out, cache=tmp_path / "cache", progress=False)
+    summary = run_abstention(engine, items, ["kaping", "none"], out, cache=tmp_path / "cache", progress=False,
+                             answerable=True)
     assert summary["removed_triples"] == 3 and summary["triples_after"] == 17 - 3
     assert summary["still_answerable"] == 0
     assert summary["gold_adjacent_after"] == 0  # the toy KG has no second edge between these topics and answers
@@ -245,14 +249,19 @@ def test_abstention_study_end_to_end(toy: IndexDir, tmp_path: Path) -> None:
     for name in ("kaping", "none"):
         s = summary["retrievers"][name]["overall"]
         assert (s["questions"], s["abstained"], s["gold"], s["wrong"], s["error"]) == (3, 1, 1, 1, 0)
+    full = summary["answerable"]["kaping"]["overall"]  # the same questions on the full KG
+    assert (full["questions"], full["abstained"], full["gold"], full["wrong"]) == (3, 1, 1, 1)
     rows = [json.loads(line) for line in (out / "abstention.jsonl").read_text().splitlines()]
-    assert len(rows) == 6 and {r["class"] for r in rows if r["question"].endswith("Juno")} == {"wrong"}
+    assert len(rows) == 12 and {r["class"] for r in rows if r["question"].endswith("Juno")} == {"wrong"}
+    assert sum(1 for r in rows if r.get("kg") == "full") == 6
     kaping = [json.loads(line) for line in (out / "runs" / "kaping.jsonl").read_text().splitlines()]
     titanic = next(r for r in kaping if r["question"].endswith("Titanic"))
     assert ["Titanic", "directed_by", "James Cameron"] not in titanic["context"]["triples"]
     assert titanic["answerable"] is False
     table = (out / "abstention.md").read_text()
-    assert "| kaping | 3 | 33.3 | 33.3 | 33.3 | 0.0 |" in table and "3 supporting triples removed" in table
+    assert "| kaping | answer removed | 3 | 33.3 | 0.0 | 33.3 | 33.3 | 0.0 |" in table
+    assert "| kaping | full (answerable) | 3 | 33.3 | 0.0 | 33.3 | 33.3 | 0.0 | – |" in table
+    assert "3 supporting triples removed" in table
 
 
 def test_cli_bench_metaqa_perturb_and_abstain(toy: IndexDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ by ``.ci/run``) a browser test that cannot run fails. Screenshots go to ``$SIMGR
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,7 +28,9 @@ import pytest
 pytest.importorskip("fastapi")
 import uvicorn
 
+from simgrag.answer.calibration import Calibration
 from simgrag.index.directory import build_index_dir
+from simgrag.llm.base import ChatMessage
 from simgrag.llm.llamacpp import llama_cpp_available
 from simgrag.pipeline import SimGRAG
 from simgrag.serve import ServeSettings, create_app
@@ -53,11 +56,9 @@ def artifacts_dir(tmp_path: Path) -> Path:
     return where
 
 
-@pytest.fixture
-def toy_server(tmp_path: Path) -> Iterator[str]:
-    """The app over the toy KG and the scripted LLM, served by uvicorn in a thread."""
-    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
-    engine = SimGRAG(tmp_path / "toy.idx", llm=FakeLLM(scripted), claim_examples=None)
+@contextlib.contextmanager
+def serving(engine: SimGRAG) -> Iterator[str]:
+    """``engine`` behind the app, served by uvicorn on loopback in a thread."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(engine, ServeSettings()), host="127.0.0.1", port=port,
                                            log_level="warning"))
@@ -66,9 +67,58 @@ def toy_server(tmp_path: Path) -> Iterator[str]:
     deadline = time.monotonic() + 30
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture
+def toy_server(tmp_path: Path) -> Iterator[str]:
+    """The app over the toy KG and the scripted LLM, served by uvicorn in a thread."""
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
+    with serving(SimGRAG(tmp_path / "toy.idx", llm=FakeLLM(scripted), claim_examples=None)) as url:
+        yield url
+
+
+HONEST = {"which films did Christopher Nolan direct?": [["UNKNOWN movie 1", "directed by", "Christopher Nolan"]],
+          "who directed Titanc?": [["Titanc", "directed by", "UNKNOWN director 1"]]}
+
+
+def honest_scripted(messages: list[ChatMessage]) -> str:
+    """Patterns of the honest-answer questions; the reader answers James Cameron."""
+    if "knowledge-graph pattern" in messages[0].content:
+        found = [triples for text, triples in HONEST.items() if text in messages[-1].content]
+        return json.dumps({"triples": found[0]}) if found else "no"
+    return "answer: James Cameron"
+
+
+@pytest.mark.parametrize("calibration", ["off", "strict"])
+def test_browser_shows_a_substitution_an_abstention_and_the_answer_set(calibration: str, tmp_path: Path) -> None:
+    """A misspelt title is bound to the nearest entity: said out loud on the page (no abstention), or,
+    with a calibration that abstains on it, "Not found in the KG" with the nearest evidence; a list
+    question shows its whole answer set although k = 1."""
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
+    chosen = Calibration(named=0.01) if calibration == "strict" else "off"
+    engine = SimGRAG(tmp_path / "toy.idx", llm=FakeLLM(honest_scripted), claim_examples=None, ground_patterns=False,
+                     calibration=chosen)
+    shots = artifacts_dir(tmp_path)
+    with serving(engine) as url:
+        if calibration == "off":
+            said = run_browser(url, "who directed Titanc?", ["Titanic", "James Cameron"],
+                               shots / "substitution-page-toy.png", "--expect-substitution=nearest match for "
+                               "'Titanc': Titanic")
+            assert said["answer"] == "James Cameron" and not said["abstained"]
+            listed = run_browser(url, "which films did Christopher Nolan direct?", ["Christopher Nolan"],
+                                 shots / "answer-set-page-toy.png", "--expect-answer-set=2", "--k=1")
+            assert sorted(listed["answerSet"]["chips"]) == ["Inception", "Memento"]  # type: ignore[index]
+            assert len(listed["graphs"]) == 1  # type: ignore[arg-type]
+        else:
+            report = run_browser(url, "who directed Titanc?", ["Titanic", "James Cameron"],
+                                 shots / "abstention-page-toy.png", "--expect-abstained",
+                                 "--expect-substitution=nearest match for 'Titanc': Titanic")
+            assert report["abstained"] and "(Titanic, directed_by, James Cameron)" in str(report["detail"])
 
 
 def browser_missing() -> str | None:

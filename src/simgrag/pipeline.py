@@ -13,6 +13,7 @@ SubgraphRAG, …, :mod:`simgrag.retrievers.registry`), read by the one answerer
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simgrag.answer.answerer import Answerer
+from simgrag.answer.calibration import Calibration, resolve_calibration
 from simgrag.embed.base import Embedder
 from simgrag.errors import ConfigError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     from simgrag.answer.verify import Verdict
     from simgrag.pattern.examples import ExampleSet
     from simgrag.pattern.generate import PatternResult
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "AskResult",
@@ -172,6 +176,7 @@ class SimGRAG:
         abstain_gsd: float | None = None,
         reader_style: str | None = None,
         reader_options: Mapping[str, Any] | None = None,
+        calibration: str | Path | Calibration | None = "auto",
     ) -> None:
         self.index = index if isinstance(index, IndexDir) else open_index_dir(index, embedder=embedder)
         self.subgraphs = SubgraphRetriever(self.index)
@@ -187,7 +192,10 @@ class SimGRAG:
         self._llm_spec = llm
         self._llm_options = dict(llm_options or {})
         self._llm: LLM | None = None
-        self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}))
+        found = resolve_calibration(calibration, self.index.path,
+                                    self.index.manifest.get("embedder", {}).get("name"))
+        self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}),
+                                 calibration=found)
 
     # ------------------------------------------------------------------ components
     @property
@@ -212,6 +220,16 @@ class SimGRAG:
         return self._llm_spec.name
 
     @property
+    def retriever_name(self) -> str:
+        """The retriever's name, without building it (building may need the LLM)."""
+        spec = self._retriever if self._retriever is not None else self._retriever_spec
+        if isinstance(spec, str):
+            from simgrag.retrievers.registry import RETRIEVERS
+
+            return RETRIEVERS.get(spec).name if spec in RETRIEVERS else spec
+        return str(getattr(spec, "name", getattr(spec, "__name__", type(spec).__name__)))
+
+    @property
     def retriever(self) -> Retriever:
         """The retriever, built on first use (SimGRAG's shares this engine's subgraph search)."""
         if self._retriever is None:
@@ -228,7 +246,7 @@ class SimGRAG:
         """Another engine sharing this one's LLM (loaded once): over another ``index`` and/or with another
         ``retriever`` (its ``retriever_options``; this engine's retriever options that it also takes carry
         over) and/or other answerer settings (``answer_mode``, ``abstain_gsd``, ``reader_style``,
-        ``reader_options``)."""
+        ``reader_options``, ``calibration``: this engine's carries over, also to another index)."""
         spec = self._retriever_spec if retriever is None else retriever
         if not isinstance(spec, (str, type)) and index is not None:
             raise ConfigError("A retriever instance is bound to its index; name it (or give its class) to run "
@@ -237,7 +255,8 @@ class SimGRAG:
         settings: dict[str, Any] = {"answer_mode": self.answerer.mode, "abstain_gsd": self.answerer.abstain_gsd,
                     "reader_style": self.answerer.style,
                     "reader_options": {"max_triples": self.answerer.max_triples,
-                                       "max_prompt_tokens": self.answerer.max_prompt_tokens}}
+                                       "max_prompt_tokens": self.answerer.max_prompt_tokens},
+                    "calibration": self.answerer.calibration}
         settings.update(answerer)
         return SimGRAG(index or self.index, retriever=spec, retriever_options=options,
                        llm=None if self._llm_spec is None else self.llm, **settings)
@@ -269,7 +288,12 @@ class SimGRAG:
                 self.llm.load()
             timings["llm_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        _ = self.retriever
+        try:
+            _ = self.retriever
+        except ConfigError:
+            if self._llm_spec is not None:
+                raise
+            logger.info("retrieval only: the %r retriever needs an LLM and is not built", self.retriever_name)
         timings["retriever_s"] = time.perf_counter() - t
         return timings
 

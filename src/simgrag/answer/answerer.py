@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simgrag.answer._common import call_llm
+from simgrag.answer._common import abstain_reason, call_llm
+from simgrag.answer.calibration import NO_ABSTENTION, Calibration, evidence_features
 from simgrag.answer.extract import extract_entities
-from simgrag.answer.qa import Answer, answer_from_bindings, answer_question, qa_messages
+from simgrag.answer.qa import Answer, answer_from_bindings, answer_question, not_found, qa_messages
 from simgrag.answer.reader import READER_STYLES, context_names, read_context
 from simgrag.answer.verify import Verdict, context_evidence, verify_context
 from simgrag.errors import ConfigError
@@ -46,13 +47,16 @@ def _llm(source: LLMSource) -> LLM:
 @dataclass(frozen=True)
 class Answerer:
     """How contexts are read (module docstring). ``max_triples`` / ``max_prompt_tokens`` cap the
-    context the shared reader's styles put into a prompt (a subgraph prompt holds the k subgraphs)."""
+    context the shared reader's styles put into a prompt (a subgraph prompt holds the k subgraphs).
+    ``calibration``: the abstention and substitution thresholds (``None``: no abstention on the
+    evidence; substitutions are still said)."""
 
     mode: str = "auto"
     abstain_gsd: float | None = None
     style: str | None = None
     max_triples: int = 100
     max_prompt_tokens: int = 1500
+    calibration: Calibration | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ANSWER_MODES:
@@ -78,11 +82,18 @@ class Answerer:
         if context.subgraphs is None or context.pattern is None:
             return self._flat_simgrag(_llm(llm), context)
         pattern, retrieval = context.pattern.pattern, context.subgraphs
+        calibration = self.calibration or NO_ABSTENTION
+        features = evidence_features(pattern, retrieval, context.pattern.kg_repairs)
+        subs = calibration.substitutions(pattern, retrieval)
+        reason = abstain_reason(retrieval, self.abstain_gsd) or calibration.decide(features)
+        if reason is not None:
+            return not_found(context.question, pattern, retrieval, reason, subs, features)
         if self.mode == "auto":
-            direct = answer_from_bindings(context.question, pattern, retrieval)
+            direct = answer_from_bindings(context.question, pattern, retrieval, substitutions=subs, features=features)
             if direct is not None:
                 return direct
-        return answer_question(_llm(llm), context.question, pattern, retrieval, abstain_gsd=self.abstain_gsd)
+        return answer_question(_llm(llm), context.question, pattern, retrieval, abstain_gsd=self.abstain_gsd,
+                               substitutions=subs, features=features)
 
     def _flat_simgrag(self, llm: LLM, context: RetrievedContext) -> Answer:
         """SimGRAG's answer prompt over a context without subgraphs (its paths or triples as evidence)."""

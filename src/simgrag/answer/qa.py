@@ -10,6 +10,12 @@ Besides the LLM's text, an :class:`Answer` carries ``candidates``: the KG entiti
 *asked-for* pattern node, best GSD first (:mod:`simgrag.retrievers.bindings`). :class:`Answer` is the
 one answer type of simgrag: the shared reader of the other retrievers' contexts
 (:mod:`simgrag.answer.reader`) returns it too.
+
+Honesty (:mod:`simgrag.answer.calibration`): the evidence is written with its answer set (every answer
+as good as the best match); a named node bound to an entity of another name is said out loud — in the
+prompt ("note: nearest match for 'Doom': Doomsday"), in the answer's text and ``substitutions``; when
+the calibrated rule finds that the KG does not answer the question, :func:`not_found` says "not found
+in the KG" with the nearest evidence, without the LLM.
 """
 
 from __future__ import annotations
@@ -20,16 +26,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from simgrag.answer._common import abstain_reason, call_llm
+from simgrag.answer.calibration import EvidenceFeatures
 from simgrag.answer.extract import answer_segment, extract_entities
-from simgrag.answer.verbalize import Triples, evidence_entities, verbalize_evidence, verbalize_graphs
+from simgrag.answer.verbalize import (
+    Triples,
+    format_triple,
+    retrieval_entities,
+    verbalize_graphs,
+    verbalize_retrieval,
+)
 from simgrag.llm.base import LLM, ChatMessage
+from simgrag.match.answers import Substitution
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
 from simgrag.retrievers.bindings import EXACT_GSD, answer_candidates, asked_node, asked_text, exact_bindings
 
 __all__ = [
     "EXACT_GSD", "NOT_FOUND", "QA_SHOTS", "QA_SYSTEM", "Answer", "answer_candidates", "answer_from_bindings",
-    "answer_question", "asked_node", "exact_bindings", "qa_messages",
+    "answer_question", "asked_node", "exact_bindings", "not_found", "qa_messages",
 ]
 
 logger = logging.getLogger(__name__)
@@ -72,7 +86,8 @@ class Answer:
     was answered from (``None`` for a context without subgraphs). ``asked_node``: the pattern node
     taken as the one asked for. ``style``: the prompt it was read with (:mod:`simgrag.answer.answerer`);
     ``context_items`` / ``context_tokens`` / ``prompt_tokens_estimate``: how much context went into
-    the prompt (the shared reader's styles).
+    the prompt (the shared reader's styles). ``substitutions``: named nodes bound to an entity of another
+    name (said in ``text`` too); ``features``: the evidence features the abstention rule read.
     """
 
     text: str
@@ -91,6 +106,8 @@ class Answer:
     context_items: int = 0
     context_tokens: int = 0
     prompt_tokens_estimate: int = 0
+    substitutions: tuple[Substitution, ...] = ()
+    features: EvidenceFeatures | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view (the evidence through :meth:`Retrieval.to_dict`, ``None`` without subgraphs)."""
@@ -101,22 +118,35 @@ class Answer:
             "completion_tokens": self.completion_tokens, "latency_s": self.latency_s, "cached": self.cached,
             "style": self.style, "context_items": self.context_items, "context_tokens": self.context_tokens,
             "prompt_tokens_estimate": self.prompt_tokens_estimate,
+            "substitutions": [sub.to_dict() for sub in self.substitutions],
+            "evidence_features": None if self.features is None else self.features.to_dict(),
             "evidence": None if self.evidence is None else self.evidence.to_dict(),
         }
 
 
-def _user_turn(question: str, evidence_text: str) -> str:
-    return f"evidence:\n{evidence_text}\nquestion: {question.strip()}"
+def _user_turn(question: str, evidence_text: str, notes: tuple[str, ...] = ()) -> str:
+    said = "".join(f"note: {note}\n" for note in notes)
+    return f"evidence:\n{evidence_text}\n{said}question: {question.strip()}"
 
 
-def qa_messages(question: str, evidence_text: str, *, compact: bool = False) -> list[ChatMessage]:
-    """The chat messages: fixed system + examples, then the evidence and the question."""
+def _notes(substitutions: tuple[Substitution, ...]) -> tuple[str, ...]:
+    return tuple(f"{sub.text()} (the KG has no entity named '{sub.pattern_node}')" for sub in substitutions)
+
+
+def _said(text: str, substitutions: tuple[Substitution, ...]) -> str:
+    """``text`` with the substitutions said first, one line each."""
+    return "".join(sub.text() + "\n" for sub in substitutions) + text
+
+
+def qa_messages(question: str, evidence_text: str, *, compact: bool = False,
+                notes: tuple[str, ...] = ()) -> list[ChatMessage]:
+    """The chat messages: fixed system + examples, then the evidence, any notes and the question."""
     messages = [ChatMessage("system", QA_SYSTEM)]
     for shot_question, graphs, reply in QA_SHOTS:
         shot_evidence = verbalize_graphs(graphs, compact=compact)
         messages.append(ChatMessage("user", _user_turn(shot_question, shot_evidence)))
         messages.append(ChatMessage("assistant", reply))
-    messages.append(ChatMessage("user", _user_turn(question, evidence_text)))
+    messages.append(ChatMessage("user", _user_turn(question, evidence_text, notes)))
     return messages
 
 
@@ -128,7 +158,7 @@ def _known_entities(pattern: Pattern, retrieval: Retrieval) -> set[str]:
 def _rank_entities(text: str, pattern: Pattern, retrieval: Retrieval) -> tuple[str, ...]:
     """Entities named in ``text``; in a reply without an answer line, the question's own entities
     are dropped when other ones were named (they are mentioned while rambling, not answered)."""
-    found = extract_entities(text, evidence_entities(retrieval.evidence))
+    found = extract_entities(text, retrieval_entities(retrieval))
     if answer_segment(text) is None:
         known = _known_entities(pattern, retrieval)
         others = [e for e in found if e not in known]
@@ -145,24 +175,26 @@ def answer_question(
     max_tokens: int = 64,
     abstain_gsd: float | None = None,
     compact: bool = False,
+    substitutions: tuple[Substitution, ...] = (),
+    features: EvidenceFeatures | None = None,
 ) -> Answer:
-    """Answer ``question`` from the subgraphs in ``retrieval`` (retrieved for ``pattern``).
+    """Answer ``question`` from the subgraphs in ``retrieval`` (retrieved for ``pattern``) and its
+    answer set.
 
     Abstains with :data:`NOT_FOUND`, without calling the LLM, when nothing was retrieved or the best
     GSD is above ``abstain_gsd`` (``None``: never on GSD). ``compact`` lists distinct triples
-    without graph labels. LLM failures propagate as :class:`simgrag.errors.LLMError`.
+    without graph labels. ``substitutions`` are told to the LLM and said in the answer's text.
+    LLM failures propagate as :class:`simgrag.errors.LLMError`.
     """
     t0 = time.perf_counter()
     asked = asked_text(pattern)
     candidates = answer_candidates(pattern, retrieval)
     reason = abstain_reason(retrieval, abstain_gsd)
     if reason is not None:
-        logger.info("abstaining on %r: %s", question, reason)
-        return Answer(NOT_FOUND, (), candidates, None, retrieval, True, reason, asked,
-                      latency_s=time.perf_counter() - t0)
-    evidence_text = verbalize_evidence(retrieval.evidence, compact=compact)
-    response = call_llm(llm, qa_messages(question, evidence_text, compact=compact), task="answer",
-                        max_tokens=max_tokens)
+        return not_found(question, pattern, retrieval, reason, substitutions, features, started=t0)
+    evidence_text = verbalize_retrieval(retrieval, compact=compact)
+    response = call_llm(llm, qa_messages(question, evidence_text, compact=compact, notes=_notes(substitutions)),
+                        task="answer", max_tokens=max_tokens)
     text = response.text.strip()
     entities = _rank_entities(text, pattern, retrieval)
     short: str | None = entities[0] if entities else None
@@ -170,15 +202,19 @@ def answer_question(
     if short is None:
         short = candidates[0] if candidates else None
         why = "the reply names no evidence entity; short answer from the best-GSD binding"
-    return Answer(text, entities, candidates, short, retrieval, False, why, asked, response.prompt_tokens,
-                  response.completion_tokens, time.perf_counter() - t0, response.cached)
+    return Answer(_said(text, substitutions), entities, candidates, short, retrieval, False, why, asked,
+                  response.prompt_tokens, response.completion_tokens, time.perf_counter() - t0, response.cached,
+                  substitutions=substitutions, features=features)
 
 
-def answer_from_bindings(question: str, pattern: Pattern, retrieval: Retrieval) -> Answer | None:
+def answer_from_bindings(question: str, pattern: Pattern, retrieval: Retrieval, *,
+                         substitutions: tuple[Substitution, ...] = (),
+                         features: EvidenceFeatures | None = None) -> Answer | None:
     """The answer without an LLM call when the KG holds exact matches of the pattern (``None`` if not).
 
-    With an exact match the subgraph bindings of the asked-for node *are* the answer; asking the LLM
-    would only add latency and a chance to pick a name from a graph that does not fit.
+    With an exact match the bindings of the asked-for node — the whole answer set, every match as good
+    as the best — *are* the answer; asking the LLM would only add latency and a chance to pick a name
+    from a graph that does not fit, or to list only some of the answers.
     """
     t0 = time.perf_counter()
     entities = exact_bindings(pattern, retrieval)
@@ -186,6 +222,23 @@ def answer_from_bindings(question: str, pattern: Pattern, retrieval: Retrieval) 
         return None
     asked = asked_text(pattern)
     logger.info("answering %r from %d exact subgraph bindings (no LLM call)", question, len(entities))
-    return Answer("answer: " + " | ".join(entities), entities, answer_candidates(pattern, retrieval), entities[0],
-                  retrieval, False, "exact match in the KG: answered from the subgraph bindings", asked,
-                  latency_s=time.perf_counter() - t0)
+    return Answer(_said("answer: " + " | ".join(entities), substitutions), entities,
+                  answer_candidates(pattern, retrieval), entities[0], retrieval, False,
+                  "exact match in the KG: answered from the subgraph bindings", asked,
+                  latency_s=time.perf_counter() - t0, substitutions=substitutions, features=features)
+
+
+def not_found(question: str, pattern: Pattern, retrieval: Retrieval, reason: str,
+              substitutions: tuple[Substitution, ...] = (), features: EvidenceFeatures | None = None, *,
+              started: float | None = None) -> Answer:
+    """"Not found in the KG", with the nearest evidence: what the best subgraph binds instead (the
+    substitutions) and its triples; no LLM call."""
+    t0 = time.perf_counter() if started is None else started
+    logger.info("abstaining on %r: %s", question, reason)
+    parts = [NOT_FOUND, *(sub.text() for sub in substitutions)]
+    if retrieval.evidence:
+        best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank))
+        parts.append("nearest evidence: " + ", ".join(format_triple(t) for t in best.triples()))
+    return Answer("; ".join(parts), (), answer_candidates(pattern, retrieval), None, retrieval, True, reason,
+                  asked_text(pattern), latency_s=time.perf_counter() - t0, substitutions=substitutions,
+                  features=features)

@@ -14,6 +14,13 @@ and a *compact* form that drops the graph labels and lists each distinct triple 
 
 Duplicates are removed: a triple repeated inside a subgraph is written once, and a subgraph whose
 triples equal an earlier one's is skipped (the remaining graphs are numbered 1, 2, … in GSD order).
+
+With an answer set (every match as good as the best, :mod:`simgrag.match.answers`),
+:func:`verbalize_retrieval` writes the set compactly first — one graph line per path shape, a node bound
+to several entities as ``{a; b; …}`` — then the top-k subgraphs that are not in it::
+
+    graph [1]: (Heat, starred_actors, {Al Pacino; Val Kilmer}), ({Ronin; +40 more}, starred_actors, {…})
+    graph [2]: (Heat, has_genre, Crime)
 """
 
 from __future__ import annotations
@@ -21,13 +28,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from simgrag.kg.store import Triple
-from simgrag.match.retrieve import Evidence
+from simgrag.match.retrieve import Evidence, Retrieval
 
 Triples = tuple[tuple[str, str, str], ...]
 
 __all__ = [
-    "Triples", "distinct_graphs", "evidence_entities", "format_triple", "verbalize_evidence",
-    "verbalize_graphs",
+    "Triples", "distinct_graphs", "evidence_entities", "format_triple", "retrieval_entities", "verbalize_evidence",
+    "verbalize_graphs", "verbalize_retrieval",
 ]
 
 
@@ -77,4 +84,31 @@ def evidence_entities(evidence: Sequence[Evidence]) -> list[str]:
         for edge in ev.edges:
             names.setdefault(edge.triple.head, None)
             names.setdefault(edge.triple.tail, None)
+    return list(names)
+
+
+def verbalize_retrieval(retrieval: Retrieval, *, compact: bool = False, max_groups: int = 8,
+                        max_names: int = 40) -> str:
+    """The evidence block of a retrieval: its answer set's path shapes (at most ``max_groups`` lines, at
+    most ``max_names`` names per node), then the subgraphs outside the set; without an answer set,
+    :func:`verbalize_evidence`."""
+    found = retrieval.answer_set
+    if found is None or not found.groups:
+        return verbalize_evidence(retrieval.evidence, compact=compact)
+    lines = [g.line(max_names=max_names) for g in found.groups[:max_groups]]
+    outside = [ev for ev in retrieval.evidence if ev.gsd > found.best_gsd + found.tolerance]
+    rest = verbalize_evidence(outside, compact=compact).splitlines()
+    if compact:
+        return "\n".join([*lines, *rest])
+    rest = [line.split(": ", 1)[1] for line in rest]
+    return "\n".join(f"graph [{i}]: {line}" for i, line in enumerate([*lines, *rest], start=1))
+
+
+def retrieval_entities(retrieval: Retrieval) -> list[str]:
+    """Every entity name of the evidence (:func:`evidence_entities`) and of the answer set."""
+    names = dict.fromkeys(evidence_entities(retrieval.evidence))
+    if retrieval.answer_set is not None:
+        for group in retrieval.answer_set.groups:
+            for bound in group.nodes:
+                names.update(dict.fromkeys(bound))
     return list(names)

@@ -89,7 +89,18 @@ ReaderMaxTriples = Annotated[int, typer.Option("--reader-max-triples", help="at 
                                                                             "than simgrag)")]
 ReaderMaxPromptTokens = Annotated[int, typer.Option("--reader-max-prompt-tokens", help="a reader prompt's budget "
                                                                                        "(estimated tokens)")]
+CalibrationOpt = Annotated[str, typer.Option("--calibration", help="abstention and substitution thresholds "
+                                                                   "(simgrag): auto (the index's calibration.json, "
+                                                                   "else the one bundled for its embedder), off (no "
+                                                                   "abstention on the evidence) or a file from "
+                                                                   "`simgrag bench calibrate`")]
+AnswerTolerance = Annotated[float, typer.Option("--answer-tolerance", help="answer sets (simgrag): every answer "
+                                                                        "bound in a match within this GSD of the "
+                                                                        "best one; negative: none (the top-k "
+                                                                        "subgraphs' bindings only)")]
 DEFAULT_ANSWER_MODE = "auto"
+DEFAULT_CALIBRATION = "auto"
+DEFAULT_ANSWER_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -132,9 +143,11 @@ def split_names(names: str) -> list[str]:
 def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str = DEFAULT_RETRIEVER,
                 models: Mapping[str, str] | None = None, k: int | None = None, examples: Path | None = None,
                 abstain_gsd: float | None = None, answer_mode: str = DEFAULT_ANSWER_MODE,
-                reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None) -> SimGRAG:
+                reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None,
+                calibration: str = DEFAULT_CALIBRATION, answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
     directories by retriever name; a model for a retriever other than ``retriever`` is refused."""
+    from simgrag.match.retrieve import RetrievalSettings
     from simgrag.pipeline import SimGRAG, sample_index
 
     name = retriever.strip().lower()
@@ -146,9 +159,12 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     options: dict[str, Any] = {"model": dirs[name]} if name in dirs else {}
     if k is not None:
         options["k"] = k
+    if answer_tolerance != DEFAULT_ANSWER_TOLERANCE:  # a setting of the simgrag retriever's search
+        options["retrieval"] = RetrievalSettings(answer_tolerance=None if answer_tolerance < 0 else answer_tolerance)
     return SimGRAG(sample_index() if index is None else index, retriever=name, retriever_options=options,
                    llm=llm_for(llm), llm_options=llm.options(), examples=examples, abstain_gsd=abstain_gsd,
-                   answer_mode=answer_mode, reader_style=reader_style, reader_options=reader_options)
+                   answer_mode=answer_mode, reader_style=reader_style, reader_options=reader_options,
+                   calibration=calibration)
 
 
 Deadline = Annotated[float | None, typer.Option("--deadline", help="seconds of graph search before the best matches "

@@ -14,13 +14,17 @@ import typer
 
 from simgrag.cli._common import (
     DEFAULT_ANSWER_MODE,
+    DEFAULT_ANSWER_TOLERANCE,
+    DEFAULT_CALIBRATION,
     DEFAULT_LLM,
     DEFAULT_LLM_CACHE,
     DEFAULT_RETRIEVER,
     AbstainGsd,
     AnswerMode,
+    AnswerTolerance,
     ApiKey,
     BaseUrl,
+    CalibrationOpt,
     Examples,
     IndexOpt,
     K,
@@ -57,7 +61,8 @@ Retrievers = Annotated[str, typer.Option("--retriever", help="comma-separated re
 
 def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *, examples: Path | None = None,
                   k: int | None = None, answer_mode: str = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
-                  reader_options: dict[str, Any] | None = None) -> Any:
+                  reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION,
+                  answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE) -> Any:
     """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
     from simgrag.eval.metaqa import metaqa_index
 
@@ -65,7 +70,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
         raise SimGRAGError("give --index INDEX_DIR (or --metaqa-dir to build the MetaQA index)")
     index_dir: Any = index if index is not None else metaqa_index(metaqa_dir)  # type: ignore[arg-type]
     return make_engine(index_dir, llm, k=k, examples=examples, answer_mode=answer_mode, abstain_gsd=abstain_gsd,
-                       reader_options=reader_options)
+                       reader_options=reader_options, calibration=calibration, answer_tolerance=answer_tolerance)
 
 
 def _hops(hops: str) -> list[int]:
@@ -81,7 +86,8 @@ def bench_metaqa(
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
-    abstain_gsd: AbstainGsd = None,
+    abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
+    answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE,
     retriever: Annotated[str | None, typer.Option(
         "--retriever", help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,"
                             "paths,none; --output is then a directory (one JSONL per retriever, comparison.md, a "
@@ -106,7 +112,8 @@ def bench_metaqa(
     try:
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
         engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
-                               k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader)
+                               k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader,
+                               calibration=calibration, answer_tolerance=answer_tolerance)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         models = parse_model_dirs(retriever_model or [])
         if perturb:
@@ -141,6 +148,45 @@ def _bench_robustness(engine: Any, items: Any, names: list[str], models: dict[st
     out.print(f"sub-runs, robustness.md/.json and the level plots → {out_dir}")
 
 
+@bench_app.command("calibrate")
+def bench_calibrate(
+    metaqa_dir: MetaQADir,
+    output: Annotated[Path, typer.Option("-o", "--output", help="output directory (calibration.json/.md, rows.jsonl)")],
+    hops: Hops = "1,2,3", sample: Annotated[int, typer.Option("--sample", help="DEV questions per hop, among those "
+                                                                               "the KG answers")] = 100,
+    seed: Seed = 0, index: IndexOpt = None,
+    patterns: Annotated[str, typer.Option("--patterns", help="gold: patterns from the gold chains (no LLM); llm: the "
+                                                             "retriever's own pattern stage")] = "gold",
+    alpha: Annotated[float, typer.Option("--alpha", help="share of right answers the rule may turn into "
+                                                         "abstentions on the full KG")] = 0.01,
+    install: Annotated[bool, typer.Option("--install", help="also write calibration.json into the index "
+                                                            "directory (used by default from then on)")] = False,
+    add_rows: Annotated[list[Path] | None, typer.Option("--add-rows", help="rows.jsonl of an earlier calibration "
+                                                                          "run to fit together with this one "
+                                                                          "(repeatable)")] = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm_cache: LLMCache = DEFAULT_LLM_CACHE, examples: Examples = None,
+    verbose: Verbose = 0, quiet: Quiet = False,
+) -> None:
+    """Fit the abstention and substitution thresholds on MetaQA DEV: answerable questions against the same
+    questions with their gold-chain triples removed (see simgrag.eval.calibrate). Resumable."""
+    _setup_logging(verbose, quiet)
+    import shutil
+
+    from simgrag.eval.calibrate import format_calibration, run_calibration
+
+    try:
+        choice = LLMChoice("none" if patterns == "gold" else llm, base_url, api_key, llm_cache)
+        engine = _bench_engine(index, metaqa_dir, choice, examples=examples, calibration="off")
+        calibration = run_calibration(engine, metaqa_dir, output, hops=_hops(hops), sample=sample, seed=seed,
+                                      patterns=patterns, alpha=alpha, add_rows=add_rows or [])
+        if install:
+            shutil.copyfile(output / "calibration.json", engine.index.path / "calibration.json")
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    _print_table(format_calibration(calibration), f"calibration.json/.md, rows.jsonl → {output}")
+
+
 @bench_app.command("abstain")
 def bench_abstain(
     metaqa_dir: MetaQADir,
@@ -153,6 +199,10 @@ def bench_abstain(
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
+    calibration: CalibrationOpt = DEFAULT_CALIBRATION, answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE,
+    answerable: Annotated[bool, typer.Option("--answerable/--removed-only", help="also ask the same questions on "
+                                                                                 "the full KG (the price of "
+                                                                                 "abstaining)")] = True,
     reader_max_triples: ReaderMaxTriples = 100, reader_max_prompt_tokens: ReaderMaxPromptTokens = 1500,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -164,10 +214,11 @@ def bench_abstain(
     try:
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
         engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
-                               k=k, answer_mode=answer_mode, reader_options=reader)
+                               k=k, answer_mode=answer_mode, reader_options=reader, calibration=calibration,
+                               answer_tolerance=answer_tolerance)
         items = sample_answerable(engine.index.store, metaqa_dir, _hops(hops), sample or None, seed, split)
         summary = run_abstention(engine, items, split_names(retriever), output,
-                                 model_dirs=parse_model_dirs(retriever_model or []))
+                                 model_dirs=parse_model_dirs(retriever_model or []), answerable=answerable)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     _print_table(format_abstention(summary), f"abstention.md/.json/.jsonl, removed_triples.tsv, runs/ → {output}")
@@ -212,7 +263,8 @@ def bench_qa(
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
-    abstain_gsd: AbstainGsd = None, verbose: Verbose = 0, quiet: Quiet = False,
+    abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION, verbose: Verbose = 0,
+    quiet: Quiet = False,
 ) -> None:
     """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code).
 
@@ -222,7 +274,7 @@ def bench_qa(
 
     try:
         engine = _bench_engine(index, None, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples, k=k,
-                               answer_mode=answer_mode, abstain_gsd=abstain_gsd)
+                               answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration)
         summary = run_qa_bench(engine, load_qa_file(questions), output)
     except SimGRAGError as exc:
         raise _fail(exc) from exc

@@ -112,9 +112,23 @@ def format_retrieval(result: Any) -> str:
     if not result.complete:
         lines.append("(deadline reached: results may be incomplete; "
                      f"any better match has GSD ≥ {result.lower_bound:.3f})")
+    lines += format_answer_set(result.answer_set)
     tm = result.timings
     lines.append("timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in tm.items()))
     return "\n".join(lines)
+
+
+def format_answer_set(found: Any, *, max_groups: int = 5, max_names: int = 12) -> list[str]:
+    """The answer set in a few lines: its size, then one line per path shape (the first few)."""
+    if found is None or not len(found):
+        return []
+    state = "" if found.complete else " (capped at its match limit)" if found.capped else " (search stopped early)"
+    lines = [f"Answer set for {found.asked_node}: {len(found)} answer(s) from {found.matches} match(es) within "
+             f"{found.tolerance:g} of GSD {found.best_gsd:.3f}{state}"]
+    lines += [f"  {g.line(max_names=max_names)}" for g in found.groups[:max_groups]]
+    if len(found.groups) > max_groups:
+        lines.append(f"  … {len(found.groups) - max_groups} more path shape(s)")
+    return lines
 
 
 def _print_retrieval(result: Any) -> None:

@@ -9,6 +9,7 @@ import typer
 
 from simgrag.cli._common import (
     DEFAULT_ANSWER_MODE,
+    DEFAULT_CALIBRATION,
     DEFAULT_LLM,
     DEFAULT_LLM_CACHE,
     DEFAULT_RETRIEVER,
@@ -17,6 +18,7 @@ from simgrag.cli._common import (
     ApiKey,
     AsJson,
     BaseUrl,
+    CalibrationOpt,
     Deadline,
     Examples,
     IndexArg,
@@ -62,6 +64,7 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
         shown = " | ".join(ans.entities) if ans.entities else (ans.short_answer or ans.text)
         lines.append(f"Answer: {shown}" if ans.style != "open" else f"Answer: {ans.text}")
         reply, why, abstained = ans.text, ans.reason, ans.abstained
+        lines += [f"  {sub.text()} (distance {sub.distance:.3f})" for sub in ans.substitutions]
     lines.append(f"  LLM reply: {reply!r}")
     if abstained:
         lines.append(f"  ({why})")
@@ -94,6 +97,7 @@ def ask(
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
     examples: Examples = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, abstain_gsd: AbstainGsd = None,
+    calibration: CalibrationOpt = DEFAULT_CALIBRATION,
     open_answer: Annotated[bool, typer.Option("--open", help="answer with a short paragraph written from the "
                                                              "retrieved facts (--retriever none: from the LLM's "
                                                              "own knowledge)")] = False,
@@ -103,7 +107,8 @@ def ask(
     _setup_logging(verbose, quiet)
     _run(index_dir, question, LLMChoice(llm, base_url, api_key, llm_cache), verdict=False, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
-         abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, deadline=deadline)
+         abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, calibration=calibration,
+         deadline=deadline)
 
 
 @app.command()
@@ -146,6 +151,7 @@ def serve(
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None,
     examples: Examples = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, abstain_gsd: AbstainGsd = None,
+    calibration: CalibrationOpt = DEFAULT_CALIBRATION,
     auth_key: Annotated[str | None, typer.Option(envvar="SIMGRAG_SERVE_KEY", help="require this key in X-API-Key "
                                                  "(or Authorization: Bearer) on /v1 endpoints")] = None,
     timeout: Annotated[float, typer.Option(help="per-request deadline, seconds")] = 120.0,
@@ -182,7 +188,7 @@ def serve(
 
         def build() -> Any:
             return make_engine(index_dir, choice, retriever=name, models=own, examples=examples,
-                               abstain_gsd=abstain_gsd, answer_mode=answer_mode)
+                               abstain_gsd=abstain_gsd, answer_mode=answer_mode, calibration=calibration)
 
         web_app = create_app(build, settings)
     except SimGRAGError as exc:

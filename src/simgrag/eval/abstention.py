@@ -25,9 +25,14 @@ all sampled questions are made in one reduced KG, whose index is derived from th
   mention …*) and the entities the question itself names are dropped;
 - ``gold``: an answer entity matches a gold answer (:func:`simgrag.eval.metrics.answers_match`): the
   LLM answered from its own knowledge (or from an edge the rule keeps, see above);
+- ``flagged``: answered, not gold, but the answer says that a named entity was replaced by the
+  nearest one the KG has (SimGRAG's ``substitutions``: "nearest match for 'Doom': Doomsday");
 - ``abstained`` also: a reply without an ``ans:``/``answer:`` line that states the facts are missing
   (its entities then come from the reader's fallback extraction of the context names it mentions);
 - ``wrong``: answered, and no answer is gold (invented or misread).
+
+With ``answerable=True`` the same questions are also asked on the full KG (``runs_full/``), so the
+price of abstaining shows too: how often a question the KG answers is still answered right.
 
 ``OUT`` receives ``runs/`` (the comparison's per-retriever JSONL, summary and plots, on the reduced
 KG), ``abstention.jsonl`` (a row per retriever and question: class, answers, reply, removed edges),
@@ -75,7 +80,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CLASSES = ("abstained", "gold", "wrong", "error")
+CLASSES = ("abstained", "flagged", "gold", "wrong", "error")
 
 _NO_ANSWER_ITEM = re.compile(r"(?:none|unknown|n/?a|nothing|no answers?|no information|not available|not found"
                              r"|not found in the kg)[.!]?", re.IGNORECASE)
@@ -165,7 +170,7 @@ def sample_answerable(store: KGStore, metaqa_dir: str | Path, hops: Sequence[int
 
 # ------------------------------------------------------------------------------------------ classes
 def classify_reply(entities: Sequence[str], text: str, gold: Sequence[str], *, question: str = "",
-                   abstained: bool = False, error: bool = False) -> str:
+                   abstained: bool = False, error: bool = False, flagged: bool = False) -> str:
     """One of :data:`CLASSES` for a reply (the module's rule)."""
     if error:
         return "error"
@@ -181,14 +186,14 @@ def classify_reply(entities: Sequence[str], text: str, gold: Sequence[str], *, q
         return "gold"
     if not _ANSWER_LINE.search(text) and _STATES_MISSING.search(text):
         return "abstained"  # the names came from the fallback reading of a "the facts do not say" reply
-    return "wrong"
+    return "flagged" if flagged else "wrong"
 
 
 def _classify_row(row: Mapping[str, Any]) -> str:
     reading = row.get("reading") or {}
     return classify_reply(reading.get("entities") or [], reading.get("text") or "", row.get("gold") or [],
                           question=row.get("question", ""), abstained=bool(reading.get("abstained")),
-                          error=not reading)
+                          error=not reading, flagged=bool(reading.get("substitutions")))
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
@@ -204,9 +209,10 @@ def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ study
 def run_abstention(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequence[str], out_dir: str | Path, *,
                    model_dirs: Mapping[str, str] | None = None, cache: str | Path | None = None,
-                   progress: bool | None = None) -> dict[str, Any]:
-    """Remove the supporting triples of ``items``, ask ``retrievers`` (engines like ``engine``) on the reduced KG,
-    classify the replies; writes the files of the module docstring and returns the summary."""
+                   progress: bool | None = None, answerable: bool = False) -> dict[str, Any]:
+    """Remove the supporting triples of ``items``, ask ``retrievers`` (engines like ``engine``) on the reduced KG
+    (and, with ``answerable``, on the full KG too), classify the replies; writes the files of the module
+    docstring and returns the summary."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     base = engine.index
@@ -231,7 +237,17 @@ def run_abstention(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequenc
                          "gold": row["gold"], "class": _classify_row(row), "entities": reading.get("entities", []),
                          "reply": reading.get("text"), "error": row.get("error"),
                          **facts.get((row["group"], row["question"]), {})})
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    full_rows: list[dict[str, Any]] = []
+    if answerable:
+        run_sub_comparison(engine, names, list(items), out / "runs_full", model_dirs=model_dirs, progress=progress)
+        for name in names:
+            for row in _read_rows(out / "runs_full" / f"{_file_stem(name)}.jsonl"):
+                reading = row.get("reading") or {}
+                full_rows.append({"retriever": name, "kg": "full", "question": row["question"], "group": row["group"],
+                                  "gold": row["gold"], "class": _classify_row(row),
+                                  "entities": reading.get("entities", []), "reply": reading.get("text"),
+                                  "error": row.get("error")})
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [*rows, *full_rows])
     write_bytes_atomic(out / "abstention.jsonl", text.encode("utf-8"))
     summary = {
         "questions": len(items), "removed_triples": len(removed), "triples_before": store.num_triples,
@@ -243,6 +259,10 @@ def run_abstention(engine: SimGRAG, items: Sequence[QAItem], retrievers: Sequenc
                               for g in [*sorted({it.group for it in items}), "overall"]} for name in names},
         "score_h": {name: comparison.get(name, {}).get("overall", {}).get("score_h") for name in names},
     }
+    if answerable:
+        summary["answerable"] = {name: {g: _summary([r for r in full_rows if r["retriever"] == name
+                                                     and (g == "overall" or r["group"] == g)])
+                                        for g in [*sorted({it.group for it in items}), "overall"]} for name in names}
     write_bytes_atomic(out / "abstention.json", (json.dumps(_no_nan(summary), indent=2) + "\n").encode("utf-8"))
     write_bytes_atomic(out / "abstention.md", (format_abstention(summary) + "\n").encode("utf-8"))
     return summary
@@ -281,18 +301,24 @@ def format_abstention(summary: Mapping[str, Any]) -> str:
              f"supporting triples removed ({summary['triples_before']:,} → {summary['triples_after']:,}). "
              f"Still answerable along the gold chain afterwards: {summary['still_answerable']}; a gold answer "
              f"still adjacent to the topic by another relation: {summary['gold_adjacent_after']}.", "",
-             "abstain: says the KG lacks the answer; gold: answers correctly anyway (own knowledge); "
-             "wrong: answers something else (invented); error: no reply. Rates in %.", ""]
+             "abstain: says the KG lacks the answer; flagged: answers, saying the named entity was replaced by "
+             "the nearest the KG has; gold: answers correctly anyway (own knowledge); wrong: answers something "
+             "else (invented); error: no reply. Rates in %.", ""]
     per = summary["retrievers"]
     groups = list(next(iter(per.values()))) if per else []
     for group in groups:
-        lines += [f"## {group}", "", "| retriever | n | abstain % | wrong % | gold % | error % | score_h |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [f"## {group}", "", "| retriever | KG | n | abstain % | flagged % | wrong % | gold % | error % | "
+                  "score_h |", "|---|---|---|---|---|---|---|---|---|"]
         for name, by_group in per.items():
             s = by_group[group]
             score = summary.get("score_h", {}).get(name) if group == "overall" else None
-            lines.append(f"| {name} | {s['questions']} | {_pct(s['abstained_rate'])} | {_pct(s['wrong_rate'])} | "
-                         f"{_pct(s['gold_rate'])} | {_pct(s['error_rate'])} | "
-                         f"{'–' if score is None else f'{float(score):.1f}'} |")
+            lines.append(f"| {name} | answer removed | {s['questions']} | {_pct(s['abstained_rate'])} | "
+                         f"{_pct(s.get('flagged_rate'))} | {_pct(s['wrong_rate'])} | {_pct(s['gold_rate'])} | "
+                         f"{_pct(s['error_rate'])} | {'–' if score is None else f'{float(score):.1f}'} |")
+            full = summary.get("answerable", {}).get(name, {}).get(group)
+            if full:
+                lines.append(f"| {name} | full (answerable) | {full['questions']} | {_pct(full['abstained_rate'])} | "
+                             f"{_pct(full.get('flagged_rate'))} | {_pct(full['wrong_rate'])} | "
+                             f"{_pct(full['gold_rate'])} | {_pct(full['error_rate'])} | – |")
         lines.append("")
     return "\n".join(lines)

@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 #: summary key → (table header, percentage?)
 METRICS: dict[str, tuple[str, bool]] = {
     "hits1": ("Hits@1", True), "hit": ("Hit", True), "macro_f1": ("Macro-F1", True),
+    "precision": ("precision", True), "recall": ("recall", True),
     "score_h": ("score_h", False), "answer_recall": ("ans. recall", True),
     "context_triples": ("triples", False), "context_tokens": ("ctx tokens", False),
     "retrieve_s": ("retrieve s", False), "read_s": ("read s", False),
@@ -59,9 +60,10 @@ def score_row(item: QAItem, context: RetrievedContext | None, answer: Answer | N
     text = answer.text if answer else ""
     entities = context.entities() if context else set()
     size = m.context_size(context, count_tokens) if context else {"triples": 0, "tokens": 0}
-    _, _, f1 = m.f1_score(predicted, item.answers)
+    precision, recall, f1 = m.f1_score(predicted, item.answers)
     return {
         "hits1": m.hits_at_1(predicted, item.answers), "hit": m.hit(text, item.answers), "f1": f1,
+        "precision": precision, "recall": recall,
         "score_h": m.score_h_sample(predicted, item.answers, answerable=item.answerable is not False,
                                     context_entities=entities),
         "answer_recall": m.answer_recall(entities, item.answers),
@@ -88,7 +90,7 @@ def _one(name: str, engine: SimGRAG, item: QAItem) -> dict[str, Any]:
 
 def _summarize_rows(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     def col(key: str) -> list[float]:
-        return [float(r["metrics"][key]) for r in rows]
+        return [float(r["metrics"].get(key, float("nan"))) for r in rows]  # rows of older runs may lack one
 
     def timing(key: str) -> float:
         values = [r[key] for r in rows if key in r]
@@ -98,6 +100,7 @@ def _summarize_rows(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "questions": len(rows), "errors": sum(1 for r in rows if "error" in r),
         "hits1": m.mean(col("hits1")), "hit": m.mean(col("hit")), "macro_f1": m.mean(col("f1")),
+        "precision": m.mean(col("precision")), "recall": m.mean(col("recall")),
         "score_h": m.score_h(col("score_h")), "answer_recall": m.mean(col("answer_recall")),
         "context_triples": m.mean(col("context_triples")), "context_tokens": m.mean(col("context_tokens")),
         "retrieve_s": timing("retrieve_s"), "read_s": timing("read_s"),

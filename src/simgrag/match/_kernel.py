@@ -26,6 +26,15 @@ The core never reads out of bounds, whatever the store arrays hold: every entity
 or adjacency neighbour), CSR span, relation id and triple id is range-checked before it is used as
 an index, and a bad one stops the search with ``CORRUPT`` (``state[S_NEED]`` names the offender)
 instead of reading foreign memory. The checks cost a few integer comparisons per scanned entry.
+
+Within mode (``within >= 0``): besides the top-k, every full mapping whose GSD is at most the best
+GSD found so far plus ``within`` is written to the ``set_*`` buffers (``state[S_SET]`` of them). The
+pruning threshold becomes ``max(k-th best, best + within)``, so nothing within ``within`` of the final
+best is pruned; entries that fall out as the best improves are dropped when the buffer is compacted
+(and by the caller at the end). A full buffer returns ``SET_FULL`` with the mapping not yet recorded,
+so the caller can grow the buffer and resume; once the caller sets ``state[S_SET_CAP]`` (the buffer is
+at its cap), such mappings are dropped instead and the smallest dropped GSD is kept in ``set_f[0]``, so
+the caller knows whether the final set lost a member.
 """
 
 from __future__ import annotations
@@ -37,10 +46,11 @@ DONE = 0
 PAUSED = 1
 GROW = 2
 CORRUPT = 3
+SET_FULL = 4
 
 # integer state slots
-S_DEPTH, S_ROOT, S_TOP, S_COUNT, S_STEPS, S_NEED = 0, 1, 2, 3, 4, 5
-N_STATE = 6
+S_DEPTH, S_ROOT, S_TOP, S_COUNT, S_STEPS, S_NEED, S_SET, S_SET_CAP = 0, 1, 2, 3, 4, 5, 6, 7
+N_STATE = 8
 SCAN_PER_STEP = 64  # adjacency entries scanned per counted step
 
 
@@ -126,6 +136,55 @@ def _span(graph_indptr, h, n_adj):
     if s < 0 or t < s or t > n_adj:
         return -1
     return t - s
+
+
+@njit(cache=True, nogil=True)
+def _limit(res_gsd, state, k, within):
+    """The pruning threshold: the k-th best GSD, or in within mode at least the best plus ``within``."""
+    thr = _threshold(res_gsd, state, k)
+    if within >= 0.0 and state[S_COUNT] > 0:
+        thr = max(thr, res_gsd[:state[S_COUNT]].min() + within)
+    return thr
+
+
+@njit(cache=True, nogil=True)
+def _keep_within(gsd, f, tids, rels, res_gsd, state, within, set_gsd, set_nodes, set_tids, set_rels, set_f):
+    """Within mode: write the current mapping to the set buffers when its GSD is within ``within`` of
+    the best so far (itself included). A full buffer first drops the entries the best has left behind
+    (only when the best improved since the last time: ``set_f[1]``); still full, the mapping is dropped
+    and its GSD kept in ``set_f[0]`` when ``state[S_SET_CAP]`` says the buffer is at its cap, else
+    False is returned and nothing recorded."""
+    best = gsd
+    if state[S_COUNT] > 0:
+        best = min(best, res_gsd[:state[S_COUNT]].min())
+    cut = best + within
+    if gsd > cut:
+        return True
+    n = state[S_SET]
+    if n >= set_gsd.shape[0] and cut < set_f[1]:
+        set_f[1] = cut
+        kept = 0
+        for i in range(n):
+            if set_gsd[i] <= cut:
+                if kept != i:
+                    set_gsd[kept] = set_gsd[i]
+                    set_nodes[kept, :] = set_nodes[i]
+                    set_tids[kept, :] = set_tids[i]
+                    set_rels[kept, :] = set_rels[i]
+                kept += 1
+        n = kept
+        state[S_SET] = n
+    if n >= set_gsd.shape[0]:
+        if state[S_SET_CAP] == 0:
+            return False
+        set_f[0] = min(set_f[0], gsd)
+        return True
+    set_gsd[n] = gsd
+    set_nodes[n, :] = f
+    set_tids[n, :] = tids
+    set_rels[n, :] = rels
+    state[S_SET] = n + 1
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -226,18 +285,20 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
                node_any, cand_ptr, cand_ids, cand_dist, rel_dist,
                root_ids, root_cost, k, injective, prune, greedy, max_steps,
                f, edge_tid, edge_rel, part, stk_j, stk_c, lo, hi, cur,
-               res_gsd, res_nodes, res_tids, res_rels, state):
-    """Advance the search by at most ``max_steps`` steps. Returns DONE, PAUSED, GROW or CORRUPT.
+               res_gsd, res_nodes, res_tids, res_rels, state,
+               within, set_gsd, set_nodes, set_tids, set_rels, set_f):
+    """Advance the search by at most ``max_steps`` steps. Returns DONE, PAUSED, GROW, CORRUPT or SET_FULL.
 
     ``plan`` rows: 0 pattern edge, 1 mapped end, 2 other end, 3 1 if the other end is new,
     4 (column 0) the start node. GROW asks the caller for a stack of ``state[S_NEED]`` entries;
     CORRUPT reports an id or CSR span outside the store arrays (``state[S_NEED]``: the offender).
+    ``within`` >= 0 turns within mode on (module docstring); below 0 the ``set_*`` buffers are unused.
     """
     n_edges = plan.shape[1]
     n_adj = adj_nbr.shape[0]
     start = plan[4, 0]
     n_root = root_ids.shape[0]
-    thr = _threshold(res_gsd, state, k)
+    thr = _limit(res_gsd, state, k, within)
     steps = 0
     while steps < max_steps:
         steps += 1
@@ -276,7 +337,12 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
             steps += scanned
         elif depth == n_edges:
             gsd = _canonical_gsd(f, edge_rel, node_any, cand_ptr, cand_ids, cand_dist, rel_dist)
-            thr = _record(gsd, f, edge_tid, edge_rel, res_gsd, res_nodes, res_tids, res_rels, state, k)
+            if within >= 0.0 and not _keep_within(gsd, f, edge_tid, edge_rel, res_gsd, state, within,
+                                                  set_gsd, set_nodes, set_tids, set_rels, set_f):
+                state[S_STEPS] += steps
+                return SET_FULL
+            _record(gsd, f, edge_tid, edge_rel, res_gsd, res_nodes, res_tids, res_rels, state, k)
+            thr = _limit(res_gsd, state, k, within)
             state[S_DEPTH] = n_edges - 1
         else:
             d = depth

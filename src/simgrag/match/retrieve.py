@@ -20,6 +20,7 @@ import numpy as np
 from simgrag.errors import MatchError, VectorIndexError
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
+from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.limits import (
     DEFAULT_DEADLINE_S,
@@ -28,13 +29,14 @@ from simgrag.match.limits import (
     deadline_of,
     unanchored_parts,
 )
-from simgrag.match.search import Match, SearchResult, search_subgraphs
+from simgrag.match.search import WITHIN_CAP, Match, SearchResult, search_subgraphs
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.validate import validate_pattern
 
 __all__ = ["EdgeBinding", "Evidence", "NodeBinding", "Retrieval", "RetrievalSettings", "SubgraphRetriever"]
 
 EXACT_NAME_MAX_ENTITIES = 2_000_000
+JSON_ANSWERS = 200  # answers listed with their witness triples in JSON (every name is listed)
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,10 @@ logger = logging.getLogger(__name__)
 class RetrievalSettings:
     """k: subgraphs returned; k_n / k_r / k_t: candidates per node / relation / type (App. C.1);
     deadline_s: seconds of graph search before the best matches so far are returned (``None``: no
-    deadline). Invalid values raise :class:`~simgrag.errors.ConfigError` (see :mod:`simgrag.match.limits`)."""
+    deadline). Invalid values raise :class:`~simgrag.errors.ConfigError` (see :mod:`simgrag.match.limits`).
+
+    ``answer_tolerance``: also collect the answer set, every match whose GSD is within this of the best
+    (:mod:`simgrag.match.answers`; ``None``: top-k only), at most ``answer_cap`` matches."""
 
     k: int = 3
     k_n: int = 16
@@ -53,6 +58,8 @@ class RetrievalSettings:
     algorithm: Literal["optimized", "naive"] = "optimized"
     deadline_s: float | None = DEFAULT_DEADLINE_S
     exact_names: bool = True
+    answer_tolerance: float | None = ANSWER_TOLERANCE
+    answer_cap: int = WITHIN_CAP
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -105,6 +112,9 @@ class Retrieval:
     candidate_counts: dict[str, int] = field(default_factory=dict)
     steps: int = 0
     deadline_s: float | None = None  # the search's deadline (``complete`` is False when it was hit)
+    answer_set: AnswerSet | None = None  # every answer as good as the best match (settings.answer_tolerance)
+    node_floor: tuple[float, ...] = ()  # per pattern node, its nearest candidate's distance
+    edge_floor: tuple[float, ...] = ()  # per pattern edge, its nearest candidate relation's distance
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +141,7 @@ class Retrieval:
                 }
                 for ev in self.evidence
             ],
+            "answer_set": None if self.answer_set is None else self.answer_set.to_dict(max_answers=JSON_ANSWERS),
         }
 
 
@@ -156,9 +167,9 @@ class SubgraphRetriever:
         ids_list, dist_list = list(ids[ids >= 0]), list(dists[ids >= 0])
         if exact_names and self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
             exact = self.store.entities.id_of(text)
-            if exact is not None:
+            if exact is not None:  # the entity named exactly so is an exact match: distance 0
                 ids_list.append(exact)
-                dist_list.append(float(np.linalg.norm(self.index.entity_vectors[exact] - vector)))
+                dist_list.append(0.0)
         if any(i >= self.store.num_entities for i in ids_list) or not np.isfinite(dist_list).all():
             raise VectorIndexError(f"The entity index answered {text!r} with ids outside the KG or NaN distances: "
                                    "it is corrupt; run `simgrag check INDEX_DIR` and rebuild the index")
@@ -265,10 +276,14 @@ class SubgraphRetriever:
         limit = deadline_of(settings.deadline_s)
         deadline = None if limit is None else max(0.0, limit - (time.perf_counter() - t0))
         t1 = time.perf_counter()
+        within = settings.answer_tolerance if pattern.asked_node() is not None else None
         result = search_subgraphs(self.store, pattern, table, k=settings.k, injective=settings.injective,
                                   algorithm=settings.algorithm, deadline_s=deadline,
-                                  max_steps=UNANCHORED_MAX_STEPS if loose else None)
+                                  max_steps=UNANCHORED_MAX_STEPS if loose else None, within=within,
+                                  within_cap=settings.answer_cap)
         timings["graph_s"] = time.perf_counter() - t1
+        answers = None if result.within is None else answer_set(self.store, pattern, result.within)
+        timings["answers_s"] = time.perf_counter() - t1 - timings["graph_s"]
         timings["total_s"] = time.perf_counter() - t0
         counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}
         if not result.complete:
@@ -277,7 +292,9 @@ class SubgraphRetriever:
             logger.warning("the graph search stopped at %s after %d steps: best matches so far, any better one "
                            "has GSD >= %.4f", why, result.steps, result.lower_bound)
         return Retrieval(pattern, self._evidence(pattern, result), result.complete, result.lower_bound,
-                         timings, result.algorithm, result.combination, counts, result.steps, limit)
+                         timings, result.algorithm, result.combination, counts, result.steps, limit, answers,
+                         tuple(c.min_dist() for c in table.nodes),
+                         tuple(table.rel_min(e) for e in range(len(pattern.edges))))
 
     def _evidence(self, pattern: Pattern, result: SearchResult) -> tuple[Evidence, ...]:
         return tuple(self.evidence_of(pattern, m, rank) for rank, m in enumerate(result.matches, start=1))

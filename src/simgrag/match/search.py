@@ -18,6 +18,11 @@ Matching semantics:
 - a disconnected pattern is matched per connected component; the combined matches are the k best
   sums of one match per component (entities may repeat across components), and the result lists
   each component's own matches too.
+
+``within=ε`` adds, in the same run, **every** match whose GSD is at most the best GSD plus ε (ties
+included), not only the top k (:class:`MatchSet`): the pruning threshold becomes ``max(k-th best,
+best + ε)``, so the set is exact, and the top-k are unchanged. It holds at most ``within_cap`` matches
+(``capped`` when more exist) and stops with the search at its deadline (``complete=False``).
 """
 
 from __future__ import annotations
@@ -38,13 +43,16 @@ from simgrag.kg.store import KGStore
 from simgrag.match import _kernel
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.limits import MAX_K
+from simgrag.match.matches import Match, MatchSet
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["Match", "SearchResult", "search_subgraphs"]
+__all__ = ["WITHIN_CAP", "Match", "MatchSet", "SearchResult", "search_subgraphs"]
 
 Algorithm = Literal["optimized", "naive"]
 CHUNK_STEPS = 2_000  # steps between two deadline checks (~4 ms on a hub; 99.9 % of MetaQA searches need fewer)
 STACK_SIZE = 4096  # initial entries of the candidate stack (it grows on demand)
+WITHIN_CAP = 10_000  # matches a within set holds at most
+_WITHIN_START = 256  # initial rows of the within buffers (they grow on demand up to the cap)
 
 
 def _cores() -> int:
@@ -93,21 +101,6 @@ SEARCH_SLOTS = _TurnSlots(_cores())
 
 
 @dataclass(frozen=True)
-class Match:
-    """One matched subgraph: ``nodes[i]`` is the entity of pattern node i, ``triples[j]`` the KG
-    triple of pattern edge j; per-node / per-edge distances (0 for unknowns)."""
-
-    gsd: float
-    nodes: tuple[int, ...]
-    triples: tuple[int, ...]
-    node_dists: tuple[float, ...]
-    edge_dists: tuple[float, ...]
-
-    def key(self) -> tuple[float, tuple[int, ...], tuple[int, ...]]:
-        return (self.gsd, self.nodes, self.triples)
-
-
-@dataclass(frozen=True)
 class SearchResult:
     """Top-k matches. ``lower_bound``: every match *not* returned has GSD ≥ this value (the
     optimality gap when ``complete`` is False; the k-th GSD, or inf, when it is True)."""
@@ -120,6 +113,7 @@ class SearchResult:
     algorithm: str
     components: tuple[tuple[Match, ...], ...] = field(default=())
     combination: str = "single"
+    within: MatchSet | None = None  # with ``within=ε``: every match within ε of the best
 
 
 @dataclass(frozen=True)
@@ -203,7 +197,8 @@ class _Run:
     """State of one resumable search over a connected pattern."""
 
     def __init__(self, store: KGStore, pattern: Pattern, table: CandidateTable, k: int,
-                 injective: bool, algorithm: Algorithm, stack_size: int = STACK_SIZE) -> None:
+                 injective: bool, algorithm: Algorithm, stack_size: int = STACK_SIZE,
+                 within: float | None = None, within_cap: int = WITHIN_CAP) -> None:
         self.store, self.pattern, self.k = store, pattern, k
         self.injective = injective
         self.prune = self.greedy = algorithm == "optimized"
@@ -232,6 +227,13 @@ class _Run:
         self.state = np.zeros(_kernel.N_STATE, dtype=np.int64)
         self.state[_kernel.S_DEPTH] = -1
         self.done = self.empty
+        self.within, self.within_cap = within, within_cap
+        self.set_f = np.array([np.inf, np.inf])  # smallest dropped GSD, cut at the last compaction
+        rows = 0 if within is None else min(within_cap, _WITHIN_START)
+        self.set_gsd = np.zeros(rows, dtype=np.float64)
+        self.set_nodes = np.zeros((rows, n_nodes), dtype=np.int64)
+        self.set_tids = np.zeros((rows, n_edges), dtype=np.int64)
+        self.set_rels = np.zeros((rows, n_edges), dtype=np.int64)
 
     def advance(self, max_steps: int) -> None:
         """Run up to ``max_steps`` steps of the compiled search."""
@@ -244,8 +246,11 @@ class _Run:
             self.root_ids, self.root_cost, self.k, self.injective, self.prune, self.greedy, max_steps,
             self.f, self.edge_tid, self.edge_rel, self.part, self.stk_j, self.stk_c,
             self.lo, self.hi, self.cur, self.res_gsd, self.res_nodes, self.res_tids, self.res_rels,
-            self.state,
+            self.state, -1.0 if self.within is None else self.within,
+            self.set_gsd, self.set_nodes, self.set_tids, self.set_rels, self.set_f,
         )
+        if status == _kernel.SET_FULL:
+            self._grow_within()
         if status == _kernel.CORRUPT:
             raise IndexDirError(
                 f"The KG store's adjacency is corrupt (entry {int(self.state[_kernel.S_NEED])} points outside the "
@@ -255,6 +260,46 @@ class _Run:
             self.stk_j = np.resize(self.stk_j, size)
             self.stk_c = np.resize(self.stk_c, size)
         self.done = status == _kernel.DONE
+
+    def _grow_within(self) -> None:
+        """A full within buffer grows (doubling) up to the cap; at the cap, further members are dropped."""
+        rows = len(self.set_gsd)
+        if rows >= self.within_cap:
+            self.state[_kernel.S_SET_CAP] = 1
+            return
+        self.set_f[1] = np.inf  # a bigger buffer: compaction may help again later
+        size = min(self.within_cap, 2 * rows)
+        self.set_gsd = np.resize(self.set_gsd, size)
+        self.set_nodes = np.resize(self.set_nodes, (size, self.set_nodes.shape[1]))
+        self.set_tids = np.resize(self.set_tids, (size, self.set_tids.shape[1]))
+        self.set_rels = np.resize(self.set_rels, (size, self.set_rels.shape[1]))
+
+    def within_set(self, table: CandidateTable) -> MatchSet | None:
+        """The within set (class :class:`MatchSet`), ``None`` when the run was not in within mode."""
+        if self.within is None:
+            return None
+        count = int(self.state[_kernel.S_COUNT])
+        best = float(self.res_gsd[:count].min()) if count else float("inf")
+        n = int(self.state[_kernel.S_SET])
+        gsd = self.set_gsd[:n]
+        keep = np.flatnonzero(gsd <= best + self.within)
+        gsd, nodes, tids, rels = gsd[keep], self.set_nodes[keep], self.set_tids[keep], self.set_rels[keep]
+        keys = [tids[:, e] for e in range(tids.shape[1] - 1, -1, -1)]
+        keys += [nodes[:, p] for p in range(nodes.shape[1] - 1, -1, -1)]
+        order = np.lexsort([*keys, gsd]) if len(gsd) else np.zeros(0, dtype=np.int64)
+        gsd, nodes, tids, rels = gsd[order], nodes[order], tids[order], rels[order]
+        node_d = np.zeros(nodes.shape, dtype=np.float64)
+        for p in range(nodes.shape[1]):
+            if not self.node_any[p]:
+                lo, hi = int(self.cand_ptr[p]), int(self.cand_ptr[p + 1])
+                pos = np.searchsorted(self.cand_ids[lo:hi], nodes[:, p])
+                node_d[:, p] = self.cand_dist[lo:hi][pos]
+        edge_d = np.zeros(tids.shape, dtype=np.float64)
+        for e in range(tids.shape[1]):
+            edge_d[:, e] = self.rel_dist[e, rels[:, e]]
+        capped = bool(np.isfinite(self.set_f[0]) and self.set_f[0] <= best + self.within)  # a dropped member
+        return MatchSet(float(self.within), best, gsd, nodes, tids, node_d, edge_d,
+                        complete=self.done and not capped, capped=capped, cap=self.within_cap)
 
     @property
     def steps(self) -> int:
@@ -299,8 +344,9 @@ class _Limits:
 
 
 def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, injective: bool,
-                      algorithm: Algorithm, limits: _Limits) -> tuple[tuple[Match, ...], bool, float, int]:
-    run = _Run(store, pattern, table, k, injective, algorithm, limits.stack_size)
+                      algorithm: Algorithm, limits: _Limits, within: tuple[float, int] | None = None,
+                      ) -> tuple[tuple[Match, ...], bool, float, int, MatchSet | None]:
+    run = _Run(store, pattern, table, k, injective, algorithm, limits.stack_size, *(within or (None,)))
     budget, deadline = limits.max_steps, limits.deadline
     while not run.done:
         if deadline is not None and time.perf_counter() >= deadline:
@@ -318,7 +364,7 @@ def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k
     matches = run.matches(table)
     kth = matches[-1].gsd if len(matches) == k else float("inf")
     lower = min(kth, run.frontier_bound())
-    return matches, run.done, lower, run.steps
+    return matches, run.done, lower, run.steps, run.within_set(table)
 
 
 def search_subgraphs(
@@ -333,6 +379,8 @@ def search_subgraphs(
     max_steps: int | None = None,
     chunk_steps: int = CHUNK_STEPS,
     stack_size: int = STACK_SIZE,
+    within: float | None = None,
+    within_cap: int = WITHIN_CAP,
 ) -> SearchResult:
     """Top-k subgraphs of ``store`` with the smallest GSD to ``pattern`` (see module docstring).
 
@@ -340,30 +388,38 @@ def search_subgraphs(
     ``complete=False``. ``max_steps``: the same, counted in search steps (deterministic).
     ``chunk_steps`` (steps between deadline checks) and ``stack_size`` (initial candidate stack) change
     only how the work is cut, never the result: tests set them tiny to exercise resume and growth.
+    ``within``: also every match within this GSD of the best, at most ``within_cap`` of them
+    (``SearchResult.within``, a :class:`MatchSet`).
     """
     _check_inputs(store, pattern, candidates, k, algorithm)
     for name, value in (("chunk_steps", chunk_steps), ("stack_size", stack_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise MatchError(f"{name} must be a positive integer, got {value!r}")
+    if within is not None and not (within >= 0.0 and np.isfinite(within)):
+        raise MatchError(f"within must be a finite number >= 0, got {within!r}")
+    if isinstance(within_cap, bool) or not isinstance(within_cap, (int, np.integer)) or within_cap < 1:
+        raise MatchError(f"within_cap must be a positive integer, got {within_cap!r}")
+    mode = None if within is None else (float(within), int(within_cap))
     t0 = time.perf_counter()
     limits = _Limits(None if deadline_s is None else t0 + deadline_s, max_steps, int(chunk_steps), int(stack_size))
     comps = pattern.components()
     if len(comps) == 1:
-        matches, complete, lower, steps = _search_connected(
-            store, pattern, candidates, k, injective, algorithm, limits)
-        return SearchResult(matches, complete, lower, steps, time.perf_counter() - t0, algorithm)
+        matches, complete, lower, steps, found = _search_connected(
+            store, pattern, candidates, k, injective, algorithm, limits, mode)
+        return SearchResult(matches, complete, lower, steps, time.perf_counter() - t0, algorithm, within=found)
     parts = []
     for node_ids, edge_ids in comps:
         sub = pattern.subpattern(node_ids, edge_ids)
         sub_table = CandidateTable(tuple(candidates.nodes[i] for i in node_ids), candidates.rel_dists[edge_ids])
-        parts.append(_search_connected(store, sub, sub_table, k, injective, algorithm, limits))
+        parts.append(_search_connected(store, sub, sub_table, k, injective, algorithm, limits, mode))
     combined = _combine(pattern, comps, [p[0] for p in parts], k)
+    found = None if mode is None else _combine_within(pattern, comps, [p[4] for p in parts], *mode)  # type: ignore[misc]
     complete = all(p[1] for p in parts)
     lower = combined[-1].gsd if len(combined) == k else float("inf")
     if not complete:
         lower = min(lower, sum(min(p[2], p[0][0].gsd if p[0] else p[2]) for p in parts))
     return SearchResult(combined, complete, lower, sum(p[3] for p in parts), time.perf_counter() - t0,
-                        algorithm, tuple(p[0] for p in parts), "sum-of-components")
+                        algorithm, tuple(p[0] for p in parts), "sum-of-components", found)
 
 
 def _check_inputs(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, algorithm: str) -> None:
@@ -417,3 +473,45 @@ def _merge(pattern: Pattern, comps: list[tuple[list[int], list[int]]], parts: li
         for local, e in enumerate(edge_ids):
             triples[e], edge_d[e] = m.triples[local], m.edge_dists[local]
     return Match(gsd, tuple(nodes), tuple(triples), tuple(node_d), tuple(edge_d))
+
+
+def _combine_within(pattern: Pattern, comps: list[tuple[list[int], list[int]]], sets: list[MatchSet],
+                    within: float, cap: int) -> MatchSet:
+    """The within set of a disconnected pattern: one match per component, summed GSD ≤ best + ``within``
+    (each component's match is then within ``within`` of that component's best), best first."""
+    lists = [s.matches() for s in sets]
+    out: list[Match] = []
+    capped = False
+    if all(lists):
+        def total(idx: tuple[int, ...]) -> float:
+            return sum(lists[c][i].gsd for c, i in enumerate(idx))
+
+        first = tuple(0 for _ in lists)
+        best = total(first)
+        heap = [(best, first)]
+        seen = {first}
+        while heap:
+            gsd, idx = heapq.heappop(heap)
+            if gsd > best + within:
+                break
+            if len(out) >= cap:
+                capped = True
+                break
+            out.append(_merge(pattern, comps, [lists[c][i] for c, i in enumerate(idx)], gsd))
+            for c in range(len(lists)):
+                nxt = (*idx[:c], idx[c] + 1, *idx[c + 1:])
+                if nxt[c] < len(lists[c]) and nxt not in seen:
+                    seen.add(nxt)
+                    heapq.heappush(heap, (total(nxt), nxt))
+    out.sort(key=Match.key)
+    n_nodes, n_edges = len(pattern.nodes), len(pattern.edges)
+
+    def col(values: list[tuple[float, ...]] | list[tuple[int, ...]], width: int, dtype: type) -> np.ndarray:
+        return np.array(values, dtype=dtype).reshape(len(out), width)
+
+    return MatchSet(within, out[0].gsd if out else float("inf"), np.array([m.gsd for m in out], dtype=np.float64),
+                    col([m.nodes for m in out], n_nodes, np.int64), col([m.triples for m in out], n_edges, np.int64),
+                    col([m.node_dists for m in out], n_nodes, np.float64),
+                    col([m.edge_dists for m in out], n_edges, np.float64),
+                    complete=all(s.complete for s in sets) and not capped, capped=capped or any(s.capped for s in sets),
+                    cap=cap)

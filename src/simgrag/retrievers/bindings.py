@@ -6,6 +6,10 @@ node is a leaf (a star around an unknown centre) it is the last unknown node. No
 order of first appearance in the pattern's triples. Its bindings across the subgraphs, best GSD
 first, are the answer candidates (:func:`answer_candidates`); those of the subgraphs that match the
 pattern exactly are the answer itself in SimGRAG's ``auto`` answer mode (:func:`exact_bindings`).
+
+With an answer set (:attr:`~simgrag.match.retrieve.Retrieval.answer_set`: every match within the
+answer tolerance of the best, not only the top k) both read it: the candidates are the set's answers
+followed by the other subgraphs' bindings, and an exact best match makes the whole set the answer.
 """
 
 from __future__ import annotations
@@ -32,16 +36,26 @@ def asked_text(pattern: Pattern) -> str | None:
 
 
 def answer_candidates(pattern: Pattern, retrieval: Retrieval) -> tuple[str, ...]:
-    """Entities bound to the asked-for node across the subgraphs, best GSD first, deduplicated."""
-    return _bindings(pattern, retrieval, tolerance=None)
+    """Entities bound to the asked-for node: the answer set's, then the subgraphs' (best GSD first),
+    deduplicated."""
+    found = _in_set(pattern, retrieval)
+    return tuple(dict.fromkeys((*found, *_bindings(pattern, retrieval, tolerance=None))))
 
 
 def exact_bindings(pattern: Pattern, retrieval: Retrieval, *, tolerance: float = EXACT_GSD) -> tuple[str, ...]:
-    """Entities bound to the asked-for node in the subgraphs that match the pattern *exactly*
-    (GSD ≤ ``tolerance``: every known node and relation found verbatim in the KG); empty otherwise."""
+    """Entities bound to the asked-for node in the matches that fit the pattern *exactly* (GSD ≤
+    ``tolerance``: every known node and relation found verbatim in the KG) — the whole answer set when
+    the retrieval has one, else those of the top-k subgraphs; empty when the best match is not exact."""
     if not retrieval.evidence or retrieval.evidence[0].gsd > tolerance:
         return ()
-    return _bindings(pattern, retrieval, tolerance=tolerance)
+    return _in_set(pattern, retrieval) or _bindings(pattern, retrieval, tolerance=tolerance)
+
+
+def _in_set(pattern: Pattern, retrieval: Retrieval) -> tuple[str, ...]:
+    found = retrieval.answer_set
+    if found is None or found.asked_node != asked_text(pattern):
+        return ()
+    return found.names()
 
 
 def _bindings(pattern: Pattern, retrieval: Retrieval, *, tolerance: float | None) -> tuple[str, ...]:

@@ -172,7 +172,7 @@ class SimGRAGRetriever:
         triples, scores = _evidence_triples(retrieval)
         end = time.perf_counter()
         timings = {"pattern_s": t_pattern - t0}
-        timings.update({k: retrieval.timings.get(k, 0.0) for k in ("embed_s", "vector_s", "graph_s")})
+        timings.update({k: retrieval.timings.get(k, 0.0) for k in ("embed_s", "vector_s", "graph_s", "answers_s")})
         timings["total_s"] = end - t0
         return RetrievedContext(
             retriever=self.name, question=text, triples=triples,

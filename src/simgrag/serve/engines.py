@@ -37,7 +37,7 @@ class EnginePool:
         """Serve from ``engine`` (loaded and warmed up); the default retriever is built now, so a bad
         one fails the health check rather than the first request."""
         self._base = engine
-        own = engine.retriever.name
+        own = engine.retriever_name
         if self.default is None:
             self.default = own if own in RETRIEVERS else None
         if own in RETRIEVERS:
@@ -46,7 +46,8 @@ class EnginePool:
             raise ConfigError(f"the engine's retriever {own!r} is not a registered one; name a default")
         if self.default not in self.allowed:
             self.allowed = (self.default, *self.allowed)
-        self.get(self.default)
+        if engine.llm_name is not None:  # retrieval only (llm=None): retrievers that need an LLM are not built
+            self.get(self.default)
 
     def name_for(self, requested: str | None) -> str:
         """The retriever a request uses: its own ``retriever`` field, else the default."""

@@ -23,12 +23,13 @@ def answer_line(result: dict[str, Any], *, verify: bool = False) -> str:
     if verify:
         reason = str(result.get("reason") or "").strip()
         return f"{result.get('label', '?')}" + (f": {reason}" if reason and not result.get("abstained") else "")
+    said = "".join(f"{sub['text']}. " for sub in result.get("substitutions") or [] if sub.get("text"))
     if result.get("abstained"):
-        return NOT_FOUND
+        return NOT_FOUND + (f" ({said.strip()})" if said else "")
     entities = [str(e) for e in result.get("entities") or []]
     if entities:
-        return ", ".join(entities)
-    return str(result.get("short_answer") or result.get("text") or NOT_FOUND).strip()
+        return said + ", ".join(entities)
+    return said + str(result.get("short_answer") or result.get("text") or NOT_FOUND).strip()
 
 
 def evidence_block(evidence: dict[str, Any], *, max_triples: int = 12, iris: bool = True) -> str:

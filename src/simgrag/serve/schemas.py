@@ -95,6 +95,40 @@ class MatchOut(BaseModel):
     edges: list[EdgeOut]
 
 
+class AnswerOut(BaseModel):
+    entity: str
+    entity_id: int
+    gsd: float = Field(description="GSD of the best match binding this answer")
+    matches: int = Field(description="matches of the answer set binding it")
+    group: int = Field(description="index of its best match's path shape in groups")
+    iri: str | None = None
+    triples: list[list[str]] = Field(description="its best match's KG triples (the witness)")
+
+
+class AnswerGroupOut(BaseModel):
+    relations: list[str] = Field(description="per pattern edge, the KG relation of this path shape")
+    gsd: float
+    matches: int
+    triples: list[list[str]] = Field(description="the shape as pattern triples in the KG's orientation")
+    nodes: dict[str, list[str]] = Field(description="per pattern node, the entities bound in this shape")
+    line: str = Field(description="the shape in one line, several entities of a node as {a; b; …}")
+
+
+class AnswerSetOut(BaseModel):
+    """Every entity bound to the asked-for node in a match within ``tolerance`` of the best GSD."""
+
+    asked_node: str
+    tolerance: float
+    best_gsd: float
+    size: int
+    matches: int
+    complete: bool = Field(description="false when the search stopped at its deadline or the cap was reached")
+    capped: bool = Field(description="more matches exist than the cap: the answers of those kept are listed")
+    names: list[str] = Field(description="every answer, best GSD first")
+    answers: list[AnswerOut] = Field(description="the first answers with their witness triples")
+    groups: list[AnswerGroupOut] = Field(description="one per distinct path shape, best first")
+
+
 class RetrieveResponse(BaseModel):
     pattern: list[list[str]]
     complete: bool = Field(description="false when the search stopped at its deadline (best so far)")
@@ -106,6 +140,7 @@ class RetrieveResponse(BaseModel):
     candidate_counts: dict[str, int]
     steps: int
     matches: list[MatchOut]
+    answer_set: AnswerSetOut | None = Field(None, description="every answer as good as the best match")
 
 
 class _Generated(BaseModel):
@@ -130,9 +165,20 @@ class _Generated(BaseModel):
     context: dict[str, Any] = Field(description="the retrieved context (RetrievedContext.to_dict)")
 
 
+class SubstitutionOut(BaseModel):
+    pattern_node: str = Field(description="the name the pattern (the question) asked for")
+    entity: str = Field(description="the KG entity it was bound to instead")
+    distance: float
+    text: str = Field(description="e.g. \"nearest match for 'Doom': Doomsday\"")
+
+
 class AskResponse(_Generated):
     question: str
     entities: list[str]
+    substitutions: list[SubstitutionOut] = Field(default_factory=list, description=(
+        "named pattern nodes bound to an entity of another name (the nearest the KG has)"))
+    evidence_features: dict[str, float] | None = Field(None, description=(
+        "what the abstention rule read: named / relation / relation_excess distances, gsd, answers"))
     candidates: list[str]
     short_answer: str | None
     asked_node: str | None

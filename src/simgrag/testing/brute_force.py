@@ -14,7 +14,7 @@ from simgrag.match.candidates import CandidateTable
 from simgrag.match.search import Match
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["brute_force_top_k"]
+__all__ = ["brute_force_all", "brute_force_top_k", "brute_force_within"]
 
 
 def _edge_options(store: KGStore, table: CandidateTable, edge: int, a: int, b: int) -> list[tuple[int, int]]:
@@ -30,6 +30,19 @@ def _edge_options(store: KGStore, table: CandidateTable, edge: int, a: int, b: i
 def brute_force_top_k(store: KGStore, pattern: Pattern, table: CandidateTable, k: int,
                       *, injective: bool = True) -> list[Match]:
     """Exactly the top-k matches, by (GSD, entity ids, triple ids)."""
+    return brute_force_all(store, pattern, table, injective=injective)[:k]
+
+
+def brute_force_within(store: KGStore, pattern: Pattern, table: CandidateTable, within: float,
+                       *, injective: bool = True) -> list[Match]:
+    """Every match whose GSD is at most the best GSD plus ``within``, by (GSD, entity ids, triple ids)."""
+    found = brute_force_all(store, pattern, table, injective=injective)
+    return [m for m in found if m.gsd <= found[0].gsd + within] if found else []
+
+
+def brute_force_all(store: KGStore, pattern: Pattern, table: CandidateTable,
+                    *, injective: bool = True) -> list[Match]:
+    """Every match, by (GSD, entity ids, triple ids)."""
     domains = []
     for cand in table.nodes:
         if cand.any_entity:
@@ -55,4 +68,4 @@ def brute_force_top_k(store: KGStore, pattern: Pattern, table: CandidateTable, k
                 gsd += d
             found.append(Match(gsd, nodes, tids, tuple(d for _, d in choice), edge_d))
     found.sort(key=Match.key)
-    return found[:k]
+    return found

@@ -1,5 +1,8 @@
 // simgrag evidence page: ask / verify through the HTTP API, draw the pattern and each retrieved
 // subgraph with cytoscape.js (vendored), colour every KG node by the pattern node it matched.
+// Honest answers: every answer the KG holds (the answer set, collapsed: the first names as chips, the
+// rest one click away, one line per path shape), a substituted name said out loud, and "not found in
+// the KG" with the nearest evidence.
 // A retriever without matched subgraphs (kaping, pcst, paths, …; the response's evidence is null) has
 // its context drawn instead: its triples as one graph, or one graph per path, each entity its own
 // node; topic entities are coloured, answers ringed.
@@ -7,9 +10,10 @@
 
 const PALETTE = ["#2f6fde", "#0f8a5f", "#d9480f", "#7048e8", "#c2255c", "#1098ad", "#5c940d", "#e67700"];
 const STAGES = [["pattern_s", "pattern (LLM)"], ["embed_s", "embed"], ["vector_s", "vector search"],
-                ["graph_s", "graph search"], ["link_s", "entity linking"], ["retrieve_s", "retrieval"],
+                ["graph_s", "graph search"], ["answers_s", "answer set"], ["link_s", "entity linking"], ["retrieve_s", "retrieval"],
                 ["answer_s", "answer (LLM)"], ["verify_s", "verify (LLM)"], ["total_s", "total (server)"]];
 const $ = (id) => document.getElementById(id);
+const SHOWN_ANSWERS = 24;  // answers shown before "show all"
 window.simgrag = { graphs: [], pattern: null, last: null, perRequest: {}, retriever: "" };
 
 function apiHeaders() {
@@ -282,6 +286,54 @@ function tripleTable(match) {
   return table;
 }
 
+// The answer set: its size and tolerance, the first answers as chips (all on request), one line per path shape.
+function showAnswerSet(result) {
+  const box = $("answer-set");
+  const found = result.evidence && result.evidence.answer_set;
+  box.replaceChildren();
+  box.hidden = !found || !found.size || result.abstained;
+  if (box.hidden) return;
+  const head = document.createElement("div");
+  const state = found.complete ? "" : found.capped ? " — capped: more matches exist" : " — search stopped at its deadline";
+  head.innerHTML = "<strong></strong> <span class=\"hint\"></span>";
+  head.children[0].textContent = `Answer set: ${found.size} answer${found.size === 1 ? "" : "s"} for ${found.asked_node}`;
+  head.children[1].textContent = `every match within ${found.tolerance} of the best GSD ${fmt(found.best_gsd)} (${found.matches} match${found.matches === 1 ? "" : "es"})${state}`;
+  const chips = document.createElement("div");
+  chips.className = "chips";
+  chips.dataset.testid = "answer-chips";
+  const witness = new Map(found.answers.map((a) => [a.entity, a]));
+  const addChips = (names) => names.forEach((name) => {
+    const chip = document.createElement("span");
+    chip.className = "chip";
+    chip.textContent = name;
+    const a = witness.get(name);
+    if (a) chip.title = a.triples.map((t) => `(${t.join(", ")})`).join(" ") + ` · GSD ${fmt(a.gsd)}`;
+    chips.append(chip);
+  });
+  addChips(found.names.slice(0, SHOWN_ANSWERS));
+  box.append(head, chips);
+  if (found.names.length > SHOWN_ANSWERS) {
+    const more = document.createElement("button");
+    more.type = "button";
+    more.className = "more";
+    more.dataset.testid = "answer-set-more";
+    more.textContent = `show all ${found.names.length}`;
+    more.addEventListener("click", () => { addChips(found.names.slice(SHOWN_ANSWERS)); more.remove(); });
+    box.append(more);
+  }
+  const shapes = document.createElement("details");
+  shapes.dataset.testid = "answer-shapes";
+  shapes.innerHTML = `<summary>${found.groups.length} path shape${found.groups.length === 1 ? "" : "s"} (evidence)</summary>`;
+  const list = document.createElement("ul");
+  for (const group of found.groups) {
+    const item = document.createElement("li");
+    item.textContent = `${group.line}  · ${group.matches} match${group.matches === 1 ? "" : "es"}, GSD ${fmt(group.gsd)}`;
+    list.append(item);
+  }
+  shapes.append(list);
+  box.append(shapes);
+}
+
 function showTimings(timings, roundTrip) {
   const table = $("timings");
   table.replaceChildren();
@@ -304,11 +356,18 @@ function showAnswer(mode, result) {
     answer.textContent = "Not found in the KG";
     answer.className = "answer abstained";
   } else {
-    answer.textContent = result.entities.length ? result.entities.join(", ") : (result.short_answer || result.text);
+    const names = result.entities || [];
+    answer.textContent = names.length ? names.slice(0, SHOWN_ANSWERS).join(", ") +
+      (names.length > SHOWN_ANSWERS ? ` … and ${names.length - SHOWN_ANSWERS} more (answer set below)` : "")
+      : (result.short_answer || result.text);
     answer.className = "answer";
   }
+  const notice = $("notice");
+  const subs = (mode === "verify" ? [] : result.substitutions) || [];
+  notice.hidden = !subs.length;
+  notice.textContent = subs.map((s) => `${s.text} (distance ${fmt(s.distance)}; the KG has no '${s.pattern_node}')`).join("\n");
   const lines = [];
-  if (result.text) lines.push("LLM: " + result.text);
+  if (result.text) lines.push((result.abstained ? "KG: " : "LLM: ") + result.text);
   if (result.reason) lines.push("why: " + result.reason);
   if (result.pattern_attempts > 1) lines.push(`pattern took ${result.pattern_attempts} attempts`);
   detail.textContent = lines.join("\n");
@@ -334,6 +393,7 @@ async function submit(event) {
     window.simgrag.last = result;
     $("result").hidden = false;
     showAnswer(mode, result);
+    showAnswerSet(result);
     const askedNode = result.asked_node || null;
     const retriever = result.retriever;
     const other = !result.evidence;  // no matched subgraphs: draw the retriever's context

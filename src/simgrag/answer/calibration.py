@@ -1,0 +1,201 @@
+"""Does the KG answer the question? Evidence features, calibrated thresholds, the abstention rule.
+
+:func:`evidence_features` reads the best matched subgraph of a retrieval: the largest distance of a
+*named* pattern node to the entity it is bound to when their names differ (``named``; 0 when every
+name matches up to case, punctuation and articles), the largest distance
+of a pattern relation to the KG relation matched (``relation``) and how much further that is than the
+nearest KG relation to the phrase (``relation_excess``; 0 when every edge got its nearest relation),
+the best GSD (``gsd``), the size of the answer set (``answers``) and how many of the pattern stage's
+notes (``kg_repairs``) say that a named entity *has no edge* of the relation the question asked for
+(``missing``): the KG judge then rebinds the relation to one the entity has, or leaves it unresolved —
+on a KG that lacks the asked fact, the question was bent to what the KG holds, though the bent pattern
+may match exactly.
+
+A :class:`Calibration` holds one threshold per feature (``None``: not used) and the substitution
+threshold: a named node bound further than ``substitution`` to an entity of another name is a
+*substitution*, said out loud ("nearest match for 'Doom': Doomsday"). The rule (:meth:`Calibration.decide`)
+abstains when any feature is above its threshold; the answer then says "not found in the KG" with the
+nearest evidence. Thresholds are fitted on DEV questions (:mod:`simgrag.eval.calibrate`: answerable
+questions against the same questions with their gold-chain triples removed from the KG).
+
+Where a calibration comes from (:func:`resolve_calibration`): an explicit file or object; else
+``calibration.json`` in the index directory; else the bundled one fitted for the index's embedder on
+MetaQA DEV (``simgrag/data/calibration/``); else none (no abstention, substitutions still said at
+distance > 0).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from simgrag.errors import ConfigError
+from simgrag.match.answers import Substitution, names_match, substitutions
+from simgrag.match.retrieve import Retrieval
+from simgrag.pattern.graph import Pattern
+
+__all__ = ["FEATURES", "Calibration", "EvidenceFeatures", "bundled_calibration", "evidence_features",
+           "load_calibration", "missing_edges", "resolve_calibration", "save_calibration"]
+
+logger = logging.getLogger(__name__)
+
+FEATURES = ("named", "relation", "relation_excess", "gsd", "answers", "missing")
+#: a pattern-stage note saying a named entity lacks the asked relation ("'Heat' has no 'directed by' edge")
+_MISSING_EDGE = re.compile(r"\bhas no (['\"]).+?\1 edge\b")
+CALIBRATION_FILE = "calibration.json"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EvidenceFeatures:
+    """What the best match says about how well the KG fits the pattern (module docstring)."""
+
+    named: float
+    relation: float
+    relation_excess: float
+    gsd: float
+    answers: int
+    missing: int = 0
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def missing_edges(notes: Sequence[str]) -> int:
+    """How many pattern-stage notes say a named entity has no edge of the asked relation."""
+    return sum(1 for note in notes if _MISSING_EDGE.search(note))
+
+
+def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[str] = ()) -> EvidenceFeatures | None:
+    """The features of ``retrieval``'s best subgraph (``repairs``: the pattern stage's ``kg_repairs``
+    notes); ``None`` when nothing matched."""
+    if not retrieval.evidence:
+        return None
+    best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank))
+    known = {n.text for n in pattern.nodes if not n.unknown}
+    named = max((b.distance for b in best.nodes
+                 if b.pattern_node in known and not names_match(b.pattern_node, b.entity)), default=0.0)
+    floors = retrieval.edge_floor or (0.0,) * len(best.edges)
+    rel = [(e.distance, e.distance - floor) for e, p, floor in zip(best.edges, pattern.edges, floors, strict=True)
+           if not p.unknown]
+    answers = len(retrieval.answer_set) if retrieval.answer_set is not None else 0
+    return EvidenceFeatures(float(named), float(max((d for d, _ in rel), default=0.0)),
+                            float(max((x for _, x in rel), default=0.0)), float(best.gsd), answers,
+                            missing_edges(repairs))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Thresholds of the abstention rule and of substitutions (module docstring); ``info``: how and on
+    what they were fitted."""
+
+    substitution: float = 0.0
+    named: float | None = None
+    relation: float | None = None
+    relation_excess: float | None = None
+    gsd: float | None = None
+    answers: int | None = None
+    missing: int | None = None
+    info: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def decide(self, features: EvidenceFeatures | None) -> str | None:
+        """Why the KG does not answer (abstain), or ``None`` when it does."""
+        if features is None:
+            return "no subgraph matched the pattern"
+        for name in FEATURES:
+            limit = getattr(self, name)
+            value = getattr(features, name)
+            if limit is not None and value > limit:
+                return f"{name} {value:.3g} is above the calibrated {limit:.3g}"
+        return None
+
+    def substitutions(self, pattern: Pattern, retrieval: Retrieval) -> tuple[Substitution, ...]:
+        """The named nodes of the best subgraph bound to an entity of another name."""
+        if not retrieval.evidence:
+            return ()
+        best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank))
+        return substitutions(pattern, best.nodes, self.substitution)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format_version": FORMAT_VERSION, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "calibration") -> Calibration:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known - {"format_version"})
+        if unknown or data.get("format_version", FORMAT_VERSION) != FORMAT_VERSION:
+            raise ConfigError(f"{where}: not a simgrag calibration (format {data.get('format_version')!r}, "
+                              f"unknown keys {unknown}); fit one with `simgrag bench calibrate`.")
+        try:
+            values = {k: data[k] for k in known if k in data}
+            for name in ("substitution", "named", "relation", "relation_excess", "gsd"):
+                if values.get(name) is not None:
+                    values[name] = float(values[name])
+            for name in ("answers", "missing"):
+                if values.get(name) is not None:
+                    values[name] = int(values[name])
+            return cls(**values)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: bad threshold ({exc})") from exc
+
+
+#: no abstention; a named node bound to an entity of another name is still said out loud
+NO_ABSTENTION = Calibration(info={"source": "none"})
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """A calibration file written by :func:`save_calibration`."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the calibration {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a calibration is a JSON object")
+    found = Calibration.from_dict(data, str(path))
+    return Calibration(**{**{f.name: getattr(found, f.name) for f in fields(found)},
+                          "info": {**found.info, "path": str(path)}})
+
+
+def save_calibration(calibration: Calibration, path: str | Path) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(calibration.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def _bundled_name(embedder: str) -> str:
+    return embedder.replace("/", "__").replace(":", "_") + ".json"
+
+
+def bundled_calibration(embedder: str) -> Calibration | None:
+    """The calibration shipped for ``embedder`` (its manifest name), fitted on MetaQA DEV; ``None`` if none."""
+    ref = resources.files("simgrag.data").joinpath("calibration").joinpath(_bundled_name(embedder))
+    if not ref.is_file():
+        return None
+    with resources.as_file(ref) as path:
+        return load_calibration(path)
+
+
+def resolve_calibration(spec: str | Path | Calibration | None, index_path: Path | None,
+                        embedder: str | None) -> Calibration:
+    """The calibration to use (module docstring): ``spec`` ``"auto"`` looks beside the index, then the
+    bundled one for ``embedder``; ``"off"`` / ``None`` turns abstention off; a path loads that file."""
+    if isinstance(spec, Calibration):
+        return spec
+    if spec is None or spec == "off":
+        return NO_ABSTENTION
+    if spec != "auto":
+        return load_calibration(spec)
+    if index_path is not None and (index_path / CALIBRATION_FILE).is_file():
+        return load_calibration(index_path / CALIBRATION_FILE)
+    bundled = bundled_calibration(embedder) if embedder else None
+    if bundled is not None:
+        return bundled
+    logger.info("no calibration for this index (embedder %s): abstention on evidence is off", embedder)
+    return NO_ABSTENTION

@@ -1,0 +1,54 @@
+"""The values the subgraph search returns: one matched subgraph (:class:`Match`) and a set of them held
+as arrays (:class:`MatchSet`, the search's within set: every match within ε of the best)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Match", "MatchSet"]
+
+
+@dataclass(frozen=True)
+class Match:
+    """One matched subgraph: ``nodes[i]`` is the entity of pattern node i, ``triples[j]`` the KG
+    triple of pattern edge j; per-node / per-edge distances (0 for unknowns)."""
+
+    gsd: float
+    nodes: tuple[int, ...]
+    triples: tuple[int, ...]
+    node_dists: tuple[float, ...]
+    edge_dists: tuple[float, ...]
+
+    def key(self) -> tuple[float, tuple[int, ...], tuple[int, ...]]:
+        return (self.gsd, self.nodes, self.triples)
+
+
+@dataclass(frozen=True, eq=False)
+class MatchSet:
+    """Every match with GSD ≤ ``best + within`` (row i: ``gsd[i]``, ``nodes[i]``, ``triples[i]`` and
+    their distances), in (GSD, entity ids, triple ids) order. ``complete``: the search finished and the
+    cap was not reached, so the set holds every such match; ``capped``: ``cap`` matches were kept and
+    more exist."""
+
+    within: float
+    best: float
+    gsd: np.ndarray  # (n,) float64
+    nodes: np.ndarray  # (n, n_nodes) int64
+    triples: np.ndarray  # (n, n_edges) int64
+    node_dists: np.ndarray  # (n, n_nodes) float64
+    edge_dists: np.ndarray  # (n, n_edges) float64
+    complete: bool
+    capped: bool
+    cap: int
+
+    def __len__(self) -> int:
+        return len(self.gsd)
+
+    def match(self, i: int) -> Match:
+        return Match(float(self.gsd[i]), tuple(int(x) for x in self.nodes[i]), tuple(int(x) for x in self.triples[i]),
+                     tuple(float(x) for x in self.node_dists[i]), tuple(float(x) for x in self.edge_dists[i]))
+
+    def matches(self) -> tuple[Match, ...]:
+        return tuple(self.match(i) for i in range(len(self)))
