@@ -6,6 +6,10 @@
 topic, gold answers and chain are read from the dataset at run time (:func:`load_reworded`), which
 also checks that every reworded question still contains its topic entity's exact text.
 
+*Geography* (:mod:`simgrag.eval.chains`): hand-written questions over a second KG with a topic and a
+relation chain; :func:`chain_items` makes them benchmark items and :func:`annotate_rows` adds each
+row's chain fit (and LLM calls) after the run.
+
 *Leave-template-out* (:func:`leave_template_out`): a question's phrasing *template* is its text with
 the topic entity replaced by ``{e}`` (as in ``benchmarks/make_metaqa_examples.py``, which keeps one
 DEV question per template in the examples pool). For a set of evaluated DEV questions, the LTO pool is
@@ -20,21 +24,34 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
-from simgrag.errors import DatasetError
+import numpy as np
+
+from simgrag.errors import DatasetError, PatternError
+from simgrag.eval.answerable import is_answerable
+from simgrag.eval.chains import ChainQuestion, pattern_fits_relations
 from simgrag.eval.metaqa import MetaQAQuestion, load_metaqa
+from simgrag.eval.runner import QAItem
+from simgrag.kg.store import KGStore
 from simgrag.pattern.examples import Example, ExampleSet
+from simgrag.pattern.graph import Pattern
 
 __all__ = [
     "RewordedQuestion",
+    "annotate_rows",
+    "chain_items",
     "dump_examples",
     "example_topic",
     "leave_template_out",
+    "llm_call_stats",
     "load_reworded",
     "question_template",
+    "reworded_items",
     "sample_dev_lines",
     "select_per_hop",
     "write_lto_examples",
@@ -71,11 +88,18 @@ def sample_dev_lines(questions: Sequence[MetaQAQuestion], n: int, *, seed: int,
     return sorted(random.Random(seed).sample(eligible, n))
 
 
-def select_per_hop(questions: Sequence[RewordedQuestion], per_hop: int | None,
-                   seed: int) -> list[RewordedQuestion]:
+class _HasHop(Protocol):
+    @property
+    def hop(self) -> int: ...
+
+
+H = TypeVar("H", bound=_HasHop)
+
+
+def select_per_hop(questions: Sequence[H], per_hop: int | None, seed: int) -> list[H]:
     """Per hop, ``per_hop`` questions drawn with ``random.Random(seed + hop)`` (all of them when
     ``per_hop`` is None or at least their number); file order is kept."""
-    out: list[RewordedQuestion] = []
+    out: list[H] = []
     for hop in sorted({q.hop for q in questions}):
         of_hop = [q for q in questions if q.hop == hop]
         if per_hop is not None and per_hop < len(of_hop):
@@ -186,3 +210,61 @@ def write_lto_examples(pool: ExampleSet, evaluated: Sequence[MetaQAQuestion], pa
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_examples(kept, header), encoding="utf-8")
     return kept
+
+
+def reworded_items(questions: Sequence[RewordedQuestion], store: KGStore, *, original: bool = False) -> list[QAItem]:
+    """Benchmark items: our wording (or, with ``original``, the DEV wording), the DEV question's
+    answers, topic and chain, grouped by hop, with answerability on ``store``."""
+    return [QAItem(q.dev.question if original else q.question, q.dev.answers, f"{q.hop}-hop", q.dev.topic,
+                   q.dev.chain, is_answerable(store, q.dev)) for q in questions]
+
+
+def chain_items(questions: Sequence[ChainQuestion]) -> list[QAItem]:
+    """Benchmark items for chain questions (answerable by construction). Topic and chain stay out of
+    the item: the runner's own chain check reads MetaQA chains; :func:`annotate_rows` checks these."""
+    return [QAItem(q.question, q.answers, f"{q.hop}-hop", answerable=True) for q in questions]
+
+
+Row = dict[str, Any]
+
+
+def annotate_rows(rows: Sequence[Row], *, calls: Mapping[str, int] | None = None,
+                  chains: Mapping[str, ChainQuestion] | None = None,
+                  kinds_of: Callable[[str], set[str]] | None = None) -> list[Row]:
+    """Rows with ``llm_calls`` (from the row's timings, else ``calls`` by question text) and, for
+    questions in ``chains``, ``pattern_fits`` by :func:`~simgrag.eval.chains.pattern_fits_relations`
+    (a miss whose pattern does not fit becomes a ``pattern``-stage error, as the runner does for MetaQA)."""
+    out = []
+    for row in rows:
+        row = dict(row)
+        if row.get("llm_calls") is None:
+            counted = (row.get("timings") or {}).get("llm_calls")
+            row["llm_calls"] = int(counted) if counted is not None else (calls or {}).get(row["question"])
+        question = (chains or {}).get(row["question"])
+        if question is not None and kinds_of is not None:
+            row["pattern_fits"] = _row_fits(row, question, kinds_of)
+            if not row["hit"] and not row["pattern_fits"]:
+                row["stage"] = "pattern"
+        out.append(row)
+    return out
+
+
+def _row_fits(row: Row, question: ChainQuestion, kinds_of: Callable[[str], set[str]]) -> bool:
+    triples = row.get("pattern")
+    if not triples:
+        return False
+    try:
+        pattern = Pattern.from_triples(triples)
+    except PatternError:
+        return False
+    return pattern_fits_relations(pattern, question.topic, question.relations, kinds_of)[0]
+
+
+def llm_call_stats(rows: Sequence[Row]) -> dict[str, Any]:
+    """LLM calls per question over the rows that know theirs: mean, p50, max and the histogram."""
+    counts = [int(r["llm_calls"]) for r in rows if r.get("llm_calls") is not None]
+    if not counts:
+        return {"questions": 0}
+    arr = np.asarray(counts)
+    return {"questions": len(counts), "mean": float(arr.mean()), "p50": float(np.percentile(arr, 50)),
+            "max": int(arr.max()), "histogram": {str(k): v for k, v in sorted(Counter(counts).items())}}
