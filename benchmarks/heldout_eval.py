@@ -13,8 +13,10 @@ Sets (``--set``, several comma-separated; each goes to ``OUT/<set>.jsonl``):
 Per set and hop: Hits@1 as simgrag.eval.runner counts it (all questions and the answerable subset), p50/p95
 seconds per question, LLM calls per question (a counting wrapper around the LLM), pattern-fit rate against
 the gold chain. The engine is ``simgrag.SimGRAG`` with the embedded llama.cpp model and ``answer_mode="auto"``
-unless told otherwise; no LLM response cache (``--llm-cache``), so timings are real. ``--pattern-option
-KEY=VALUE`` (repeatable, VALUE read as JSON when it parses) goes to the engine's ``pattern_options``.
+unless told otherwise; no LLM response cache (``--llm-cache``), so timings are real; a 30 s deadline on
+each subgraph search (``--deadline``; a pattern of UNKNOWN nodes only can otherwise search for minutes).
+``--pattern-option KEY=VALUE`` (repeatable, VALUE read as JSON when it parses) goes to the engine's
+``pattern_options``.
 Resumable: a rerun with the same ``--out`` keeps finished rows. Outputs: ``OUT/<set>.jsonl`` (one row per
 question), ``OUT/<set>.summary.json``, and ``OUT/summary.json`` + ``OUT/summary.md`` over every set in OUT.
 
@@ -53,6 +55,7 @@ from simgrag.eval.runner import QAItem, run_qa_bench, summarize
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.directory import IndexDir
 from simgrag.llm.registry import resolve_llm
+from simgrag.match.retrieve import RetrievalSettings
 from simgrag.pattern.examples import builtin_examples, load_examples
 from simgrag.pipeline import build_index, metaqa_index
 
@@ -86,6 +89,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--base-url", default=None)
     p.add_argument("--llm-cache", default="none", help="none (default), default, or a cache file")
     p.add_argument("--answer-mode", default="auto", choices=("auto", "llm"))
+    p.add_argument("--deadline", type=float, default=30.0,
+                   help="seconds for one subgraph search, best-so-far after it (default 30; 0 = none): a pattern of "
+                        "UNKNOWN nodes only can otherwise search for many minutes")
     p.add_argument("--no-resume", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
@@ -142,6 +148,10 @@ def geo_index(args: argparse.Namespace) -> tuple[IndexDir, str | None]:
         str(aliases) if aliases else None
 
 
+def _retrieval(args: argparse.Namespace) -> RetrievalSettings:
+    return RetrievalSettings(deadline_s=args.deadline or None)
+
+
 class Prepared:
     """One set, ready to run: engine, items, and what the summary records about it."""
 
@@ -168,7 +178,8 @@ def prepare_metaqa(name: str, args: argparse.Namespace, llm: CountingLLM, option
         examples = args.examples or "metaqa"
         config["examples"] = str(examples) if args.examples else "builtin:metaqa"
         config["examples_count"] = len(load_examples(args.examples) if args.examples else builtin_examples("metaqa"))
-    engine = CountingSimGRAG(index, llm=llm, examples=examples, pattern_options=options, answer_mode=args.answer_mode)
+    engine = CountingSimGRAG(index, llm=llm, examples=examples, pattern_options=options, answer_mode=args.answer_mode,
+                             retrieval=_retrieval(args))
     items = reworded_items(questions, index.store, original=(name == "metaqa-lto"))
     return Prepared(engine, items, config)
 
@@ -178,7 +189,8 @@ def prepare_geo(args: argparse.Namespace, llm: CountingLLM, options: dict[str, A
     questions = load_chain_questions(args.geo_questions, index.store)
     chosen = select_per_hop(questions, args.per_hop, args.seed)
     examples = args.examples or DATA / "geo_examples.yaml"
-    engine = CountingSimGRAG(index, llm=llm, examples=examples, pattern_options=options, answer_mode=args.answer_mode)
+    engine = CountingSimGRAG(index, llm=llm, examples=examples, pattern_options=options, answer_mode=args.answer_mode,
+                             retrieval=_retrieval(args))
     config = {"kg": str(args.geo_kg), "kg_sha": _digest(args.geo_kg), "index": str(index.path),
               "questions_file": str(args.geo_questions), "questions_sha": _digest(args.geo_questions),
               "examples": str(examples), "examples_count": len(load_examples(examples)),
@@ -207,6 +219,7 @@ def run_set(name: str, args: argparse.Namespace, llm: CountingLLM, options: dict
     record = {"set": name, "summary": summary, "config": {
         **prepared.config, "per_hop": args.per_hop, "seed": args.seed, "questions": len(rows),
         "llm": engine.llm_name, "llm_cache": args.llm_cache, "answer_mode": args.answer_mode,
+        "retrieval_deadline_s": args.deadline or None,
         "pattern_options": options, "warmup_s": warm, "commit": _git_commit(), "cpus": os.cpu_count(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}}
     (args.out / f"{name}.summary.json").write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
