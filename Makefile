@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -c constraints.txt torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet -c constraints.txt -e ".[llamacpp,milvus,scale,bench,rdf,graphdb,mcp,dev]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet -c constraints.txt -e ".[llamacpp,milvus,scale,bench,rdf,graphdb,mcp,heldout,dev]"
 	$(VENV)/bin/simgrag models pull
 	touch $(STAMP)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simgrag.errors import DatasetError
+from simgrag.eval.chains import find_topic_node, walk_path
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.pattern.graph import Pattern
 
@@ -135,10 +136,10 @@ def pattern_fits_chain(pattern: Pattern, topic: str, chain: str) -> tuple[bool, 
     gold = chain_relations(chain)
     if len(pattern.edges) != len(gold):
         return False, f"{len(pattern.edges)} triples for a {len(gold)}-hop question"
-    start = _find_topic(pattern, topic)
+    start = find_topic_node(pattern, topic)
     if start is None:
         return False, f"topic {topic!r} is not a node"
-    path = _walk(pattern, start)
+    path = walk_path(pattern, start)
     if path is None:
         return False, "not a simple path starting at the topic"
     nodes, edges = path
@@ -150,32 +151,6 @@ def pattern_fits_chain(pattern: Pattern, topic: str, chain: str) -> tuple[bool, 
             relation = pattern.edges[edge_id].relation
             return False, f"hop {step}: relation {relation!r} read as {sorted(kinds) or '?'}, want {want}"
     return True, "ok"
-
-
-def _find_topic(pattern: Pattern, topic: str) -> int | None:
-    want = " ".join(topic.lower().split())
-    for i, node in enumerate(pattern.nodes):
-        if not node.unknown and " ".join(node.text.lower().split()) == want:
-            return i
-    return None
-
-
-def _walk(pattern: Pattern, start: int) -> tuple[list[int], list[int]] | None:
-    """Follow the unique unused edge from ``start``; None unless all edges form one simple path."""
-    nodes: list[int] = [start]
-    edges: list[int] = []
-    used: set[int] = set()
-    while len(edges) < len(pattern.edges):
-        here = nodes[-1]
-        nxt = [(i, e.target if e.source == here else e.source) for i, e in enumerate(pattern.edges)
-               if i not in used and here in (e.source, e.target)]
-        if len(nxt) != 1 or nxt[0][1] in nodes:
-            return None
-        edge_id, node = nxt[0]
-        used.add(edge_id)
-        edges.append(edge_id)
-        nodes.append(node)
-    return nodes, edges
 
 
 def _edge_kinds(pattern: Pattern, edge_id: int, a: int, b: int) -> set[str]:
