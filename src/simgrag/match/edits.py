@@ -29,9 +29,25 @@ from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown
 
-__all__ = ["anchor_entity", "collapse_echo", "connect_parts", "detach_named", "drop_any", "drop_leaf", "expand_roles",
-           "extend_asked", "flip_role", "merge_parts", "name_unknown", "prune_unsupported", "rebind_asked",
-           "rebind_relation", "swap_named"]
+__all__ = [
+    "anchor_entity",
+    "anchor_via",
+    "collapse_echo",
+    "connect_parts",
+    "costar",
+    "detach_named",
+    "drop_any",
+    "drop_leaf",
+    "expand_roles",
+    "extend_asked",
+    "flip_role",
+    "merge_parts",
+    "name_unknown",
+    "prune_unsupported",
+    "rebind_asked",
+    "rebind_relation",
+    "swap_named",
+]
 
 MAX_ANCHOR_RELATIONS = 6
 
@@ -330,4 +346,57 @@ def name_unknown(candidate: Candidate, reading: QuestionReading, judge: PatternJ
         for node in unknowns:
             new = [tuple(name if x == node else x for x in t) for t in triples]
             out.append(candidate.edited(new, f"took {node!r} to be {name!r}: the question names it"))  # type: ignore[arg-type]
+    return out
+
+
+def costar(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """The echoed role of a co-star question ("Who acted alongside Dalton Trumbo?" written as
+    ``[Dalton Trumbo, starred actors, actor 1]`` + ``[movie 1, starred actors, actor 1]``, where the KG
+    has Dalton Trumbo only as the tail of ``starred actors``): ``[movie 1, starred actors, Dalton
+    Trumbo]`` + ``[movie 1, starred actors, actor 1]``, keeping the LLM's answer node. (The
+    :func:`collapse_echo` reading drops the answer node instead.)"""
+    triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for i, (head, relation, tail) in enumerate(triples):
+        if is_unknown(head) or not is_unknown(tail) or is_unknown(relation):
+            continue
+        partners = [j for j, (h, r, t) in enumerate(triples)
+                    if j != i and r == relation and t == tail and is_unknown(h) and h != tail]
+        entity = judge.entity_of(head)
+        rel = judge.retriever.nearest_relation(relation)
+        if len(partners) != 1 or entity is None or rel is None:
+            continue
+        if kg_roles(judge.retriever, entity).get(rel, set()) != {"tail"}:
+            continue
+        middle = triples[partners[0]][0]
+        new = [(middle, relation, head) if k == i else t for k, t in enumerate(triples)]
+        if Pattern.from_triples(new).asked_node() != Pattern.from_triples(new).node_index(tail):
+            continue
+        out.append(candidate.edited(new, f"{list(triples[i])} -> {list(new[i])}: {head!r} is only ever the tail "
+                                         f"of {relation!r} in the KG, and {tail!r} is asked for"))
+    return out
+
+
+def anchor_via(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> list[Candidate]:
+    """No triple names the question's entity: attach it through a shared neighbour — ``(K, r, W)`` +
+    ``(U, r, W)`` for an unknown node U, each KG relation r of K ("Trust the Man's director made other
+    films": ``[Trust the Man, directed by, W]`` + ``[movie 1, directed by, W]``)."""
+    triples = list(candidate.triples)
+    mentions = [m for m in reading.mentions if m.confident]
+    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
+        return []
+    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
+    relations = judge.store.relations
+    out: list[Candidate] = []
+    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
+        name = judge.store.entities[mention.entity]
+        roles = sorted(kg_roles(judge.retriever, mention.entity).items())[:MAX_ANCHOR_RELATIONS]
+        for rel, sides in roles:
+            text = relations[rel].replace("_", " ")
+            for side in sorted(sides):
+                hop = unknown_name(triples, "entity")
+                for node in unknowns:
+                    links = ([(name, text, hop), (node, text, hop)] if side == "head"
+                             else [(hop, text, name), (hop, text, node)])
+                    out.append(candidate.edited([*triples, *links], f"added {links}: the question names {name!r}"))
     return out

@@ -48,7 +48,7 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
         return []
     c = judgement.candidate
     out = [*edits.connect_parts(c), *edits.merge_parts(c), *edits.anchor_entity(c, reading, judge.retriever),
-           *edits.name_unknown(c, reading, judge),
+           *edits.name_unknown(c, reading, judge), *edits.anchor_via(c, reading, judge), *edits.costar(c, judge),
            *edits.flip_role(c, judge),
            *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
            *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement)]
@@ -92,6 +92,12 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     return min([base, *eligible], key=lambda j: j.key), considered
 
 
+def _candidate(result: PatternResult, origin: str) -> Candidate:
+    asked = result.pattern.asked_node()
+    return Candidate(tuple(result.pattern.triples()), origin,
+                     asked=result.pattern.nodes[asked].text if asked is not None else None)
+
+
 @dataclass(frozen=True)
 class GroundingReport:
     """What the grounding did for one question (for logs, results and benchmarks)."""
@@ -127,7 +133,7 @@ class GroundedPatterns:
         results = [result]
         t0 = time.perf_counter()
         reading = self.judge.read(question)
-        originals = self.judge.judge_all(reading, [Candidate(tuple(result.pattern.triples()), "llm")])
+        originals = self.judge.judge_all(reading, [_candidate(result, "llm")])
         best, considered = best_candidate(self.judge, reading, originals)
         judge_s = time.perf_counter() - t0
         for _ in range(self.max_revisions):
@@ -138,7 +144,7 @@ class GroundedPatterns:
                 break
             results.append(revised)
             t0 = time.perf_counter()
-            originals += self.judge.judge_all(reading, [Candidate(tuple(revised.pattern.triples()), "llm-revised")])
+            originals += self.judge.judge_all(reading, [_candidate(revised, "llm-revised")])
             best, more = best_candidate(self.judge, reading, originals)
             considered += more
             judge_s += time.perf_counter() - t0

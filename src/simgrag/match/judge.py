@@ -67,9 +67,10 @@ class Candidate:
     triples: tuple[Triple3, ...]
     origin: str = "llm"
     edits: tuple[str, ...] = ()
+    asked: str | None = None  # the answer node of the LLM's pattern this one derives from
 
     def edited(self, triples: Sequence[Triple3], note: str) -> Candidate:
-        return Candidate(tuple(triples), self.origin, (*self.edits, note))
+        return Candidate(tuple(triples), self.origin, (*self.edits, note), self.asked)
 
 
 @dataclass(frozen=True)
@@ -97,13 +98,16 @@ class Judgement:
     wanted_relation: int | None = None  # the KG relation the focus word asks of the answer, if it contradicts
     focus_word: str | None = None
     schema_misses: int = 0  # (type, relation, side) uses the examples never show
+    asked: str | None = None  # the answer node's text
 
     @property
     def key(self) -> tuple[float, ...]:
-        """Lower is better: problems, unsupported triples, GSD bucket, schema misses, edits, GSD."""
+        """Lower is better: problems, unsupported triples, GSD bucket, schema misses, whether the answer
+        node is another than the LLM's, edits, GSD."""
         gsd = self.gsd if math.isfinite(self.gsd) else 1e9
+        moved = 0 if self.asked is None or self.asked == self.candidate.asked else 1
         return (len(self.problems), len(self.unsupported), 0 if gsd <= GOOD_GSD else 1, self.schema_misses,
-                len(self.candidate.edits), gsd)
+                moved, len(self.candidate.edits), gsd)
 
     @property
     def sound(self) -> bool:
@@ -143,7 +147,7 @@ class PatternJudge:
                  cache_size: int = 4096) -> None:
         self.retriever = retriever
         self.store = retriever.store
-        self.settings = settings or RetrievalSettings(deadline_s=JUDGE_DEADLINE_S)
+        self.settings = settings or RetrievalSettings(deadline_s=JUDGE_DEADLINE_S, answer_tolerance=None)
         self.support_distance = support_distance
         self.type_distance = type_distance
         self.asks = asks
@@ -292,8 +296,10 @@ class PatternJudge:
             if not retrieval.evidence:
                 problems.append("no subgraph of the KG matches it")
         gsd = retrieval.evidence[0].gsd if retrieval is not None and retrieval.evidence else math.inf
+        asked = pattern.asked_node()
         return Judgement(candidate, pattern, tuple(problems), unsupported, gsd, focus, retrieval, wanted,
-                         _singular(word) if word and word.endswith("s") else None, self.schema_misses(pattern))
+                         _singular(word) if word and word.endswith("s") else None, self.schema_misses(pattern),
+                         pattern.nodes[asked].text if asked is not None else None)
 
     def _structure_problems(self, reading: QuestionReading, pattern: Pattern) -> list[str]:
         problems: list[str] = []
