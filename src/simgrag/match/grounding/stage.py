@@ -5,7 +5,7 @@
 1. the LLM writes a pattern (one call, as before);
 2. the :class:`~simgrag.match.judge.PatternJudge` checks it against the question and the KG; a *sound*
    pattern (no problem, every triple supported, a close KG match) is used as it is — most are;
-3. otherwise candidates are derived by the edits of :mod:`simgrag.match.edits` (each small, each
+3. otherwise candidates are derived by the edits of :mod:`~simgrag.match.grounding.edits` (each small, each
    answering one frequent small-model mistake) and judged too; the few best that still have a
    problem are edited once more. An edited candidate may replace the
    LLM's pattern only when it has fewer problems, or when it has none and the question's focus word
@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from simgrag.errors import PatternError
-from simgrag.match import edits
-from simgrag.match.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
-from simgrag.match.question import QuestionReading
+from simgrag.match.grounding import anchors, edits
+from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
+from simgrag.match.grounding.question import QuestionReading
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 
@@ -47,8 +47,8 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
     if judgement.sound or judgement.pattern is None:
         return []
     c = judgement.candidate
-    out = [*edits.connect_parts(c), *edits.merge_parts(c), *edits.anchor_entity(c, reading, judge.retriever),
-           *edits.name_unknown(c, reading, judge), *edits.anchor_via(c, reading, judge), *edits.costar(c, judge),
+    out = [*edits.connect_parts(c), *edits.merge_parts(c), *anchors.anchor_entity(c, reading, judge.retriever),
+           *anchors.name_unknown(c, reading, judge), *anchors.anchor_via(c, reading, judge), *edits.costar(c, judge),
            *edits.flip_role(c, judge),
            *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
            *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement)]

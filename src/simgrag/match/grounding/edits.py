@@ -8,8 +8,8 @@ answer the small model's frequent mistakes:
   + ``has genre``), dropped;
 - :func:`connect_parts` — a chain with a missing middle link (``[X, directed by, director 1]``,
   ``[movie 1, written by, writer 1]``), joined by repeating a relation at the broken joint;
-- :func:`anchor_entity` — the question's entity dropped (``[movie 1, release year, year 1]`` for
-  "What years did Andrea Marcovicci's movies come out?"), attached through one of its KG relations;
+- :mod:`~simgrag.match.grounding.anchors` — the question's entity dropped (``[movie 1, release
+  year, year 1]`` for "What years did Andrea Marcovicci's movies come out?"), attached again;
 - :func:`expand_roles` — a named entity on the wrong side of its relation (``[movie 1, written by,
   Alice Adams]`` for "films written by the person who wrote Alice Adams"; the KG says Alice Adams is
   never written *by* anyone's film, it is the film), expanded into the hop the question walks;
@@ -23,15 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simgrag.match.judge import Candidate, Judgement, PatternJudge, Triple3, kg_roles, unknown_name
-from simgrag.match.question import QuestionReading
+from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, unknown_name
+from simgrag.match.grounding.lexicon import kg_roles
 from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown
 
 __all__ = [
-    "anchor_entity",
-    "anchor_via",
     "collapse_echo",
     "connect_parts",
     "costar",
@@ -42,14 +40,13 @@ __all__ = [
     "extend_asked",
     "flip_role",
     "merge_parts",
-    "name_unknown",
     "prune_unsupported",
     "rebind_asked",
     "rebind_relation",
     "swap_named",
 ]
 
-MAX_ANCHOR_RELATIONS = 6
+MAX_REBIND_RELATIONS = 6  # KG relations tried per rebinding edit
 
 
 def _degrees(triples: Sequence[Triple3]) -> dict[str, int]:
@@ -109,26 +106,6 @@ def connect_parts(candidate: Candidate) -> list[Candidate]:
     return out
 
 
-def anchor_entity(candidate: Candidate, reading: QuestionReading, retriever: SubgraphRetriever) -> list[Candidate]:
-    """Attach the question's entity (longest mentions first) to an unknown node through each KG
-    relation it has, when no triple names any entity."""
-    triples = list(candidate.triples)
-    mentions = [m for m in reading.mentions if m.confident]
-    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
-        return []
-    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
-    out: list[Candidate] = []
-    relations = retriever.store.relations
-    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
-        name = retriever.store.entities[mention.entity]
-        roles = sorted(kg_roles(retriever, mention.entity).items())[:MAX_ANCHOR_RELATIONS]
-        for rel, sides in roles:
-            text = relations[rel].replace("_", " ")
-            for node in unknowns:
-                for side in sorted(sides):
-                    link = (node, text, name) if side == "tail" else (name, text, node)
-                    out.append(candidate.edited([*triples, link], f"added {list(link)}: the question names {name!r}"))
-    return out
 
 
 def expand_roles(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
@@ -247,7 +224,7 @@ def rebind_relation(candidate: Candidate, judge: PatternJudge) -> list[Candidate
             roles = kg_roles(retriever, entity)
             if rel in roles:
                 continue
-            for other, sides in sorted(roles.items())[:MAX_ANCHOR_RELATIONS]:
+            for other, sides in sorted(roles.items())[:MAX_REBIND_RELATIONS]:
                 if side not in sides:
                     continue
                 text = retriever.store.relations[other].replace("_", " ")
@@ -333,20 +310,6 @@ def extend_asked(candidate: Candidate, relation_text: str, hint: str) -> list[Ca
     return [candidate.edited([*candidate.triples, link], f"added {list(link)}: the question asks for it")]
 
 
-def name_unknown(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> list[Candidate]:
-    """No triple names the question's entity: each unknown node in turn taken to be that entity."""
-    triples = list(candidate.triples)
-    mentions = [m for m in reading.mentions if m.confident]
-    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
-        return []
-    out: list[Candidate] = []
-    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
-    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
-        name = judge.store.entities[mention.entity]
-        for node in unknowns:
-            new = [tuple(name if x == node else x for x in t) for t in triples]
-            out.append(candidate.edited(new, f"took {node!r} to be {name!r}: the question names it"))  # type: ignore[arg-type]
-    return out
 
 
 def costar(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
@@ -376,27 +339,3 @@ def costar(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
                                          f"of {relation!r} in the KG, and {tail!r} is asked for"))
     return out
 
-
-def anchor_via(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> list[Candidate]:
-    """No triple names the question's entity: attach it through a shared neighbour — ``(K, r, W)`` +
-    ``(U, r, W)`` for an unknown node U, each KG relation r of K ("Trust the Man's director made other
-    films": ``[Trust the Man, directed by, W]`` + ``[movie 1, directed by, W]``)."""
-    triples = list(candidate.triples)
-    mentions = [m for m in reading.mentions if m.confident]
-    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
-        return []
-    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
-    relations = judge.store.relations
-    out: list[Candidate] = []
-    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
-        name = judge.store.entities[mention.entity]
-        roles = sorted(kg_roles(judge.retriever, mention.entity).items())[:MAX_ANCHOR_RELATIONS]
-        for rel, sides in roles:
-            text = relations[rel].replace("_", " ")
-            for side in sorted(sides):
-                hop = unknown_name(triples, "entity")
-                for node in unknowns:
-                    links = ([(name, text, hop), (node, text, hop)] if side == "head"
-                             else [(hop, text, name), (hop, text, node)])
-                    out.append(candidate.edited([*triples, *links], f"added {links}: the question names {name!r}"))
-    return out
