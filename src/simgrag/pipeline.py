@@ -13,6 +13,7 @@ SubgraphRAG, …, :mod:`simgrag.retrievers.registry`), read by the one answerer
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -362,8 +363,17 @@ def sample_index(*, cache: str | Path | None = None, embedder: str = "minilm") -
     """The index of the bundled sample KG, built into the cache directory on first use."""
     from simgrag.config import cache_dir
 
-    path = cache_dir(cache) / f"sample-{embedder.replace(':', '-')}.idx"
+    aliases = builtin_aliases_path("metaqa")
+    stamp = content_stamp(sample_kg_path(), aliases)  # a new release's sample KG or aliases: a new index
+    path = cache_dir(cache) / f"sample-{embedder.replace(':', '-')}-{stamp}.idx"
     if (path / "manifest.json").exists():
         return open_index_dir(path)
-    return build_index_dir(sample_kg_path(), path, embedder=embedder,
-                           relation_aliases=builtin_aliases_path("metaqa"), overwrite=True)
+    return build_index_dir(sample_kg_path(), path, embedder=embedder, relation_aliases=aliases, overwrite=True)
+
+
+def content_stamp(*paths: Path) -> str:
+    """A short hash of the files' contents (cache keys: copies of the same data share an entry)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for path in paths:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
