@@ -13,6 +13,7 @@ SubgraphRAG, …, :mod:`simgrag.retrievers.registry`), read by the one answerer
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from simgrag.answer.answerer import Answerer
 from simgrag.embed.base import Embedder
-from simgrag.errors import ConfigError
+from simgrag.errors import ConfigError, SimGRAGError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.kg.sources import KGSource
 from simgrag.kg.store import KGStore
@@ -187,6 +188,7 @@ class SimGRAG:
         self._llm_options = dict(llm_options or {})
         self._llm: LLM | None = None
         self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}))
+        self._warmup_error: SimGRAGError | None = None
 
     # ------------------------------------------------------------------ components
     @property
@@ -247,17 +249,19 @@ class SimGRAG:
         """Top-k subgraphs for a pattern (SimGRAG §4.2, §5); no LLM."""
         return self.subgraphs.retrieve(pattern, settings or self.retrieval)
 
-    def warmup(self) -> dict[str, float]:
+    def warmup(self, *, wait: bool = True) -> dict[str, float]:
         """Load the embedder, the compiled search, the LLM (if any) and the retriever now, not on the
-        first query."""
+        first query; seconds per part.
+
+        The embedder and the search warm up in a background thread while this thread loads the LLM and
+        builds the retriever. ``wait=False`` returns without waiting for that thread (its parts are
+        then missing from the result): a one-shot question starts its pattern LLM call at once, and
+        its retrieval waits for the embedder and the compiled search through their own locks.
+        """
         timings: dict[str, float] = {}
-        t = time.perf_counter()
-        self.index.embedder.encode(["warm up"], show_progress=False)
-        timings["embedder_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        name = self.index.store.entities[0]
-        self.subgraphs.retrieve([[name, "UNKNOWN relation 1", "UNKNOWN thing 1"]], RetrievalSettings(k=1))
-        timings["search_s"] = time.perf_counter() - t
+        background = threading.Thread(target=self._warm_retrieval, args=(timings,), name="simgrag-warmup",
+                                      daemon=True)
+        background.start()
         if self._llm_spec is not None:
             t = time.perf_counter()
             if isinstance(self.llm, LoadsWeights):  # an in-process model (llama.cpp) loads its weights now
@@ -266,7 +270,25 @@ class SimGRAG:
         t = time.perf_counter()
         _ = self.retriever
         timings["retriever_s"] = time.perf_counter() - t
-        return timings
+        if wait:
+            background.join()
+            if self._warmup_error is not None:
+                raise self._warmup_error
+        return dict(timings)
+
+    def _warm_retrieval(self, timings: dict[str, float]) -> None:
+        """Embed one text and run one search (loads the model, the compiled kernel); errors are kept
+        for :meth:`warmup` and come back on the first real query anyway."""
+        try:
+            t = time.perf_counter()
+            self.index.embedder.encode(["warm up"], show_progress=False)
+            timings["embedder_s"] = time.perf_counter() - t
+            t = time.perf_counter()
+            name = self.index.store.entities[0]
+            self.subgraphs.retrieve([[name, "UNKNOWN relation 1", "UNKNOWN thing 1"]], RetrievalSettings(k=1))
+            timings["search_s"] = time.perf_counter() - t
+        except SimGRAGError as exc:
+            self._warmup_error = exc
 
     def _for_call(self, k: int | None, deadline_s: float | None) -> Retriever:
         retriever = self.retriever

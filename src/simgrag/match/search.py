@@ -34,6 +34,7 @@ from simgrag.errors import MatchError
 from simgrag.kg.store import KGStore
 from simgrag.match import _kernel
 from simgrag.match.candidates import CandidateTable, NodeCandidates
+from simgrag.match.restrict import RestrictedGraph, restrict
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["Match", "SearchResult", "search_subgraphs"]
@@ -152,7 +153,7 @@ def _root(cands: NodeCandidates, num_entities: int, greedy: bool) -> tuple[np.nd
 class _Run:
     """State of one resumable search over a connected pattern."""
 
-    def __init__(self, store: KGStore, pattern: Pattern, table: CandidateTable, k: int,
+    def __init__(self, store: KGStore | RestrictedGraph, pattern: Pattern, table: CandidateTable, k: int,
                  injective: bool, algorithm: Algorithm) -> None:
         self.store, self.pattern, self.k = store, pattern, k
         self.injective = injective
@@ -239,7 +240,11 @@ class _Run:
 def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, injective: bool,
                       algorithm: Algorithm, deadline: float | None,
                       max_steps: int | None) -> tuple[tuple[Match, ...], bool, float, int]:
-    run = _Run(store, pattern, table, k, injective, algorithm)
+    small = restrict(store, pattern, table, injective=injective) if algorithm == "optimized" else None
+    if small is not None:  # the same matches, searched on the KG cut down to the candidates' triples
+        run = _Run(small, pattern, small.table, k, injective, algorithm)
+    else:
+        run = _Run(store, pattern, table, k, injective, algorithm)
     budget = max_steps
     while not run.done:
         if deadline is not None and time.perf_counter() >= deadline:
@@ -248,10 +253,17 @@ def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k
             break
         chunk = _CHUNK_STEPS if budget is None else max(1, min(_CHUNK_STEPS, budget - run.steps))
         run.advance(chunk)
-    matches = run.matches(table)
+    matches = run.matches(table) if small is None else _global(run.matches(small.table), small.entities)
     kth = matches[-1].gsd if len(matches) == k else float("inf")
     lower = min(kth, run.frontier_bound())
     return matches, run.done, lower, run.steps
+
+
+def _global(matches: tuple[Match, ...], entities: np.ndarray) -> tuple[Match, ...]:
+    """Matches of a restricted graph with their nodes' global entity ids (the order is unchanged:
+    local ids follow global ids)."""
+    return tuple(Match(m.gsd, tuple(int(entities[v]) for v in m.nodes), m.triples, m.node_dists, m.edge_dists)
+                 for m in matches)
 
 
 def search_subgraphs(
