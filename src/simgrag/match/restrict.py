@@ -73,6 +73,7 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
     cand_ptr = np.zeros(len(nodes) + 1, dtype=np.int64)
     np.cumsum([len(c.ids) for c in nodes], out=cand_ptr[1:])
     cand_ids = np.concatenate([c.ids for c in nodes]).astype(np.int64)
+    origin = np.arange(len(cand_ids))  # position of each kept candidate in the first concatenation
     e_src = np.array([e.source for e in edges], dtype=np.int64)
     e_dst = np.array([e.target for e in edges], dtype=np.int64)
     rel_ok = np.ascontiguousarray(np.isfinite(table.rel_dists))
@@ -89,10 +90,17 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
                                     e_src, e_dst, rel_ok, scan_from)
         if removed == 0:
             break
-    return _build(store, table, cand_ptr, cand_ids, alive, mask, e_src, e_dst, rel_ok, scan_from)
+        # later passes and the build walk the survivors only (a typed centre shrinks from millions)
+        owner = np.repeat(np.arange(len(nodes)), np.diff(cand_ptr))[alive]
+        cand_ptr[1:] = np.cumsum(np.bincount(owner, minlength=len(nodes)))
+        cand_ids, origin = cand_ids[alive], origin[alive]
+        alive = np.ones(len(cand_ids), dtype=np.bool_)
+    dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
+    return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from)
 
 
-def _build(store: KGStore, table: CandidateTable, cand_ptr: np.ndarray, cand_ids: np.ndarray, alive: np.ndarray,
+def _build(store: KGStore, table: CandidateTable, cand_ptr: np.ndarray, cand_ids: np.ndarray, dists: np.ndarray,
+           alive: np.ndarray,
            mask: np.ndarray, e_src: np.ndarray, e_dst: np.ndarray, rel_ok: np.ndarray,
            scan_from: np.ndarray) -> RestrictedGraph:
     entities = np.unique(cand_ids[alive])
@@ -111,10 +119,11 @@ def _build(store: KGStore, table: CandidateTable, cand_ptr: np.ndarray, cand_ids
     indptr = np.zeros(len(entities) + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=len(entities)), out=indptr[1:])
     local_nodes = []
-    for p, cands in enumerate(table.nodes):
-        live = alive[cand_ptr[p]:cand_ptr[p + 1]]
-        local_nodes.append(NodeCandidates(False, np.searchsorted(entities, cands.ids[live]).astype(np.int64),
-                                          cands.dists[live]))
+    for p in range(len(table.nodes)):
+        part = slice(cand_ptr[p], cand_ptr[p + 1])
+        live = alive[part]
+        local_nodes.append(NodeCandidates(False, np.searchsorted(entities, cand_ids[part][live]).astype(np.int64),
+                                          dists[part][live]))
     return RestrictedGraph(entities, indptr, nbr.astype(np.int32), rel.astype(np.int32), tid.astype(np.int32),
                            CandidateTable(tuple(local_nodes), table.rel_dists))
 
