@@ -61,7 +61,8 @@ def main() -> None:
                for d in map(json.loads, (args.work / "queries.jsonl").read_text(encoding="utf-8").splitlines())]
     queries = queries[: args.queries]
     settings = RetrievalSettings(k=3, k_n=args.k_n, k_r=args.k_r, k_t=args.k_t)
-    arms: dict[str, dict[str, list[Any]]] = {a: {"s": [], "complete": [], "steps": [], "hit": []} for a in ("off", "on")}
+    arms: dict[str, dict[str, list[Any]]] = {a: {"s": [], "complete": [], "steps": [], "hit": []}
+                                             for a in ("off", "on")}
     same = differ = 0
     default_min = restrict_module.MIN_CANDIDATES
     for i, q in enumerate([queries[0], *queries]):  # the first run warms the compiled code

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from unittest import mock
 
 from simgrag.kg.store import KGStore
 from simgrag.match import restrict as restrict_module

@@ -57,7 +57,7 @@ class RestrictedGraph:
 
     @property
     def num_entities(self) -> int:
-        return int(len(self.entities))
+        return len(self.entities)
 
 
 def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injective: bool = True
