@@ -175,6 +175,7 @@ def main() -> None:
     parser.add_argument("--wide", type=int, default=64, help="k_n = k_r for the naive-vs-optimized comparison")
     parser.add_argument("--naive-sample", type=int, default=100, help="questions per hop for naive-vs-optimized")
     parser.add_argument("--aliases", choices=["none", "metaqa"], default="metaqa")
+    parser.add_argument("--ef-search", type=int, default=None, help="HNSW search beam (default: the index's)")
     parser.add_argument("--out", type=Path, default=Path("runs/retrieval_metaqa.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -182,6 +183,10 @@ def main() -> None:
     report.update(ensure_index(args))
     t = time.perf_counter()
     index = open_index_dir(args.index_dir)
+    if args.ef_search is not None:
+        if not hasattr(index.entity_index, "ef_search"):
+            raise SystemExit(f"--ef-search: the {index.entity_index.kind} index has no search beam")
+        index.entity_index.ef_search = args.ef_search
     report["load_index_s"] = time.perf_counter() - t
     t = time.perf_counter()
     index.embedder.encode(["warm up"])
