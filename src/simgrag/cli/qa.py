@@ -21,6 +21,7 @@ from simgrag.cli._common import (
     CalibrationOpt,
     Deadline,
     Examples,
+    Grounding,
     IndexArg,
     K,
     LLMCache,
@@ -102,14 +103,15 @@ def ask(
     open_answer: Annotated[bool, typer.Option("--open", help="answer with a short paragraph written from the "
                                                              "retrieved facts (--retriever none: from the LLM's "
                                                              "own knowledge)")] = False,
-    deadline: Deadline = None, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
+    deadline: Deadline = None, grounding: Grounding = True, as_json: AsJson = False, verbose: Verbose = 0,
+    quiet: Quiet = False,
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
     _setup_logging(verbose, quiet)
     _run(index_dir, question, LLMChoice(llm, base_url, api_key, llm_cache), verdict=False, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
          abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, calibration=calibration,
-         deadline=deadline)
+         deadline=deadline, grounding=grounding)
 
 
 @app.command()
@@ -119,14 +121,14 @@ def verify(
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
-    examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, as_json: AsJson = False,
-    verbose: Verbose = 0, quiet: Quiet = False,
+    examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, grounding: Grounding = True,
+    as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
     _setup_logging(verbose, quiet)
     _run(index_dir, claim, LLMChoice(llm, base_url, api_key, llm_cache), verdict=True, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, abstain_gsd=abstain_gsd,
-         deadline=deadline)
+         deadline=deadline, grounding=grounding)
 
 
 @app.command()
@@ -134,13 +136,13 @@ def demo(
     question: Annotated[str, typer.Argument(help="a question about movies")] = "Who directed Inception?",
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
-    answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, as_json: AsJson = False, verbose: Verbose = 0,
-    quiet: Quiet = False,
+    answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, grounding: Grounding = True, as_json: AsJson = False,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
     _setup_logging(verbose, quiet)
     _run(None, question, LLMChoice(llm, base_url, api_key, llm_cache), verdict=False, as_json=as_json,
-         answer_mode=answer_mode)
+         answer_mode=answer_mode, grounding=grounding)
 
 
 @app.command()
