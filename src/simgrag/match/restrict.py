@@ -23,6 +23,7 @@ every partial match that reaches it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,12 +62,17 @@ class RestrictedGraph:
         return len(self.entities)
 
 
-def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injective: bool = True
-             ) -> RestrictedGraph | None:
+def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injective: bool = True,
+             deadline: float | None = None) -> RestrictedGraph | None:
     """The restricted graph for a connected ``pattern``, or ``None`` when it does not apply
     (homomorphic matching, a node that matches any entity, a self-loop edge, more than 16 nodes or
     32 edges, no large candidate set, or too much to scan). Injective matching never maps an edge
-    between two pattern nodes to a KG self-loop, so the restricted graph has none."""
+    between two pattern nodes to a KG self-loop, so the restricted graph has none.
+
+    ``deadline`` (a ``time.perf_counter()`` value) is the search's: restricting may use at most half
+    of the time left to it; past that it gives up (``None``) and the search runs on the whole KG with
+    the other half."""
+    give_up = None if deadline is None else (time.perf_counter() + deadline) / 2
     nodes, edges = table.nodes, pattern.edges
     if (not injective or any(c.any_entity for c in nodes) or len(nodes) > 16 or len(edges) > 32 or not edges
             or any(e.source == e.target for e in edges) or max(len(c.ids) for c in nodes) <= MIN_CANDIDATES):
@@ -83,6 +89,8 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
     _mark(mask, cand_ptr, cand_ids, alive)
     scan_from = np.zeros(len(edges), dtype=np.int64)
     for _ in range(_MAX_PASSES):
+        if give_up is not None and time.perf_counter() >= give_up:
+            return None
         degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
         scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
         if int(degrees[scan_from].sum()) > MAX_SCAN_ENTRIES:
@@ -96,6 +104,8 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
         cand_ptr[1:] = np.cumsum(np.bincount(owner, minlength=len(nodes)))
         cand_ids, origin = cand_ids[alive], origin[alive]
         alive = np.ones(len(cand_ids), dtype=np.bool_)
+    if give_up is not None and time.perf_counter() >= give_up:
+        return None
     dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
     return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from)
 
