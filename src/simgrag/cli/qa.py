@@ -66,8 +66,10 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
         lines.append(f"Answer: {shown}" if ans.style != "open" else f"Answer: {ans.text}")
         reply, why, abstained = ans.text, ans.reason, ans.abstained
         lines += [f"  {sub.text()} (distance {sub.distance:.3f})" for sub in ans.substitutions]
-    lines.append(f"  LLM reply: {reply!r}")
-    if abstained:
+        if ans.prompt_tokens == 0 and not ans.cached:  # answered without an LLM call: say from what
+            reply, why = None, ans.reason
+    lines.append(f"  LLM reply: {reply!r}" if reply is not None else f"  (no LLM call: {why})")
+    if abstained and reply is not None:
         lines.append(f"  ({why})")
     lines += [format_retrieval(result.evidence)] if result.evidence is not None else format_context(result.context)
     stages = ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in result.timings.items())
