@@ -41,7 +41,7 @@ def merge_unknown_copies(triples: Sequence[Sequence[object]]) -> tuple[list[Sequ
         if merge is None:
             break
         copy, kept = merge
-        notes.append(f"merged {original.get(copy, copy)!r} into {original.get(kept, kept)!r} (same triples)")
+        notes.append(f"merged {original.get(copy, copy)[:80]!r} into {original.get(kept, kept)[:80]!r} (same triples)")
         rows = _unique([tuple(kept if x == copy else x for x in row) for row in rows])
     if not notes:
         return list(triples), []
@@ -72,7 +72,7 @@ def _one_merge(rows: list[tuple[str, ...]]) -> tuple[str, str] | None:
 
 def _number(node: str) -> int:
     last = node.rsplit(" ", 1)[-1]
-    return int(last) if last.isdigit() else 0
+    return int(last) if last.isdigit() and len(last) < 10 else 0  # int() refuses 4,300+ digits
 
 
 def _unique(rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
