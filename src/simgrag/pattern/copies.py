@@ -33,15 +33,17 @@ def merge_unknown_copies(triples: Sequence[Sequence[object]]) -> tuple[list[Sequ
     if len(triples) > MAX_MERGE_TRIPLES or not all(
             isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples):
         return list(triples), []
-    rows = [tuple(normalize_text(x) for x in t) for t in triples]  # type: ignore[arg-type]
-    original = {normalize_text(x): x for t in triples for x in t}  # type: ignore[arg-type]
+    texts = [[str(x) for x in t] for t in triples]  # all str: checked above
+    rows = [tuple(normalize_text(x) for x in t) for t in texts]
+    original = {normalize_text(x): x for t in texts for x in t}
     notes: list[str] = []
     while True:
         merge = _one_merge(rows)
         if merge is None:
             break
         copy, kept = merge
-        notes.append(f"merged {original.get(copy, copy)[:80]!r} into {original.get(kept, kept)[:80]!r} (same triples)")
+        shown_copy, shown_kept = original.get(copy, copy)[:80], original.get(kept, kept)[:80]
+        notes.append(f"merged {shown_copy!r} into {shown_kept!r} (same triples)")
         rows = _unique([tuple(kept if x == copy else x for x in row) for row in rows])
     if not notes:
         return list(triples), []
