@@ -39,6 +39,9 @@ __all__ = ["MAX_SCAN_ENTRIES", "MIN_CANDIDATES", "RestrictedGraph", "restrict"]
 MIN_CANDIDATES = 4096
 #: give up (search the whole KG) when one arc-consistency pass would scan more adjacency entries
 MAX_SCAN_ENTRIES = 50_000_000
+#: adjacency entries a consistency pass (or the build) scans per second, a conservative guess for one
+#: busy core: with a deadline, a pass whose scan would not end before the give-up time is not started
+SCAN_ENTRIES_PER_S = 10_000_000
 _MAX_PASSES = 4
 
 
@@ -93,7 +96,8 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
             return None
         degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
         scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
-        if int(degrees[scan_from].sum()) > MAX_SCAN_ENTRIES:
+        scan = int(degrees[scan_from].sum())
+        if scan > MAX_SCAN_ENTRIES or not _in_time(scan, give_up):
             return None
         removed = _consistency_pass(store.indptr, store.adj_nbr, store.adj_rel, mask, cand_ptr, cand_ids, alive,
                                     e_src, e_dst, rel_ok, scan_from)
@@ -104,10 +108,15 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
         cand_ptr[1:] = np.cumsum(np.bincount(owner, minlength=len(nodes)))
         cand_ids, origin = cand_ids[alive], origin[alive]
         alive = np.ones(len(cand_ids), dtype=np.bool_)
-    if give_up is not None and time.perf_counter() >= give_up:
+    if not _in_time(int(degrees[scan_from].sum()), give_up):  # the build scans as much again
         return None
     dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
     return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from)
+
+
+def _in_time(scan_entries: int, give_up: float | None) -> bool:
+    """Whether scanning ``scan_entries`` adjacency entries is expected to end before ``give_up``."""
+    return give_up is None or time.perf_counter() + scan_entries / SCAN_ENTRIES_PER_S < give_up
 
 
 def _build(store: KGStore, table: CandidateTable, cand_ptr: np.ndarray, cand_ids: np.ndarray, dists: np.ndarray,
