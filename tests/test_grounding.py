@@ -278,3 +278,17 @@ def test_cli_grounding_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         patterns[switch] = json.loads(run.stdout)["pattern"]
     assert patterns["--grounding"] == [["UNKNOWN movie 1", "starred actors", "Ellen Page"]]
     assert len(patterns["--no-grounding"]) == 2
+
+
+def test_a_noun_naming_the_entitys_kind_belongs_to_the_mention(judge: PatternJudge) -> None:
+    """"the film Inception was directed by who": "film" is not a relation word (it drew a `has genre`
+    triple into MetaQA TEST patterns) nor the focus; "directed" keeps its say."""
+    from simgrag.pattern.graph import Pattern
+
+    question = "the film Inception was directed by who"
+    reading = judge.read(question)
+    view = judge.view(reading, Pattern.from_triples([["Inception", "directed by", "UNKNOWN director 1"]]))
+    words = reading.clean_words()
+    assert view.covered[words.index("film")] and view.covered[words.index("inception")]
+    assert not view.covered[words.index("directed")]
+    assert all("film" not in phrase for phrase in view.phrases)
