@@ -3,9 +3,10 @@
 Asked "What currencies are used in Europe?", a 1.5B model may list ``UNKNOWN country 1`` …
 ``UNKNOWN country 10``, each with the same ``currency`` triple, instead of one country node. Under
 injective matching that asks for ten *different* countries sharing one currency, and it often
-exceeds the triple limit. An unknown node ``v`` whose triples are all implied by another unknown node
-``u`` of the same type (every ``(direction, relation, other end)`` of ``v`` is one of ``u``'s) adds
-nothing a question asks: ``v`` is replaced by ``u`` and the repeated triples go.
+exceeds the triple limit. An unknown node ``v`` with exactly the triples of another unknown node ``u`` of the
+same type (the same ``(direction, relation, other end)`` set) is a copy: ``v`` is replaced by ``u`` and
+the repeated triples go. A node with only *some* of another's triples is not a copy: it is how a question
+asks for things that share something ("the countries using the currency of Hamburg's country").
 
 This is a repair for LLM-written *question* patterns only (:class:`~simgrag.pattern.generate.PatternGenerator`);
 a pattern a user gives to ``retrieve`` is searched as written ("X has two children" is two nodes).
@@ -27,7 +28,7 @@ MAX_MERGE_TRIPLES = 96
 
 
 def merge_unknown_copies(triples: Sequence[Sequence[object]]) -> tuple[list[Sequence[object]], list[str]]:
-    """``triples`` with each implied copy of an unknown node merged into the node that implies it,
+    """``triples`` with each copy of an unknown node merged into the node it copies,
     and one note per merge. Anything but a list of ``[str, str, str]`` is returned unchanged (the
     validation reports it)."""
     if len(triples) > MAX_MERGE_TRIPLES or not all(
@@ -52,7 +53,7 @@ def merge_unknown_copies(triples: Sequence[Sequence[object]]) -> tuple[list[Sequ
 
 
 def _one_merge(rows: list[tuple[str, ...]]) -> tuple[str, str] | None:
-    """(copy, kept) for the first unknown node implied by another, else ``None``."""
+    """(copy, kept) for the first unknown node that copies another, else ``None``."""
     signatures: dict[str, set[tuple[str, str, str]]] = {}
     for head, relation, tail in rows:
         if is_unknown(head):
@@ -67,8 +68,8 @@ def _one_merge(rows: list[tuple[str, ...]]) -> tuple[str, str] | None:
             sig_v, sig_u = signatures[v], signatures[u]
             if any(other in (u, v) for _, _, other in sig_v):
                 continue  # adjacent nodes are two ends of a triple, not copies
-            if sig_v <= sig_u:
-                return v, u
+            if sig_v == sig_u:  # a subset is not a copy: [C1 located in Hamburg's …], [C1 currency X],
+                return v, u     # [C2 currency X] asks for the countries *sharing* C1's currency
     return None
 
 
