@@ -7,6 +7,8 @@ Sets (``--set``, several comma-separated; each goes to ``OUT/<set>.jsonl``):
 - ``metaqa-lto``: the same DEV questions in MetaQA's own wording, with the leave-template-out pool (every
   pool example sharing a phrasing template with an evaluated question removed: simgrag.eval.heldout);
 - ``metaqa-reworded-lto``: the reworded questions with the leave-template-out pool;
+- ``metaqa-dev``: the same DEV questions in MetaQA's own wording with the full pool (the TEST setting, on
+  DEV: the pool holds another DEV question of each one's template, never the question itself);
 - ``geo``: hand-written questions over the geography KG of benchmarks/heldout/make_geo_kg.py (built into
   runs/heldout/ when missing), with benchmarks/heldout/geo_examples.yaml and geo_aliases.yaml.
 
@@ -65,7 +67,7 @@ logger = logging.getLogger("heldout_eval")
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "heldout"
 ROOT = HERE.parent
-SETS = ("metaqa-reworded", "metaqa-lto", "metaqa-reworded-lto", "geo")
+SETS = ("metaqa-reworded", "metaqa-lto", "metaqa-reworded-lto", "metaqa-dev", "geo")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -188,7 +190,7 @@ def prepare_metaqa(name: str, args: argparse.Namespace, llm: CountingLLM, option
         config["examples"] = str(examples) if args.examples else "builtin:metaqa"
         config["examples_count"] = len(load_examples(args.examples) if args.examples else builtin_examples("metaqa"))
     engine = CountingSimGRAG(index, llm=llm, examples=examples, pattern_options=options, **_engine_options(args))
-    items = reworded_items(questions, index.store, original=(name == "metaqa-lto"))
+    items = reworded_items(questions, index.store, original=name in ("metaqa-lto", "metaqa-dev"))
     return Prepared(engine, items, config)
 
 

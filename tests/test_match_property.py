@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simgrag.kg.store import KGStore
+from simgrag.match import restrict as restrict_module
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.search import search_subgraphs
 from simgrag.pattern.graph import Pattern
@@ -107,6 +110,51 @@ def test_optimized_equals_naive_equals_brute_force(data: tuple[KGStore, Pattern,
         assert got.node_dists == want.node_dists
         assert got.edge_dists == want.edge_dists
         assert got.gsd == pytest.approx(sum(got.node_dists) + sum(got.edge_dists))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case(), st.sampled_from([1, 2, 3, 5, 20]), st.booleans())
+def test_search_on_the_restricted_graph_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable], k: int,
+                                                            injective: bool) -> None:
+    """Arc consistency + the candidate-restricted graph (match/restrict.py), forced on small KGs."""
+    store, pattern, table = data
+    expected = brute_force_top_k(store, pattern, table, k, injective=injective)
+    with mock.patch.object(restrict_module, "MIN_CANDIDATES", 0):
+        eligible = (injective and not any(c.any_entity for c in table.nodes)
+                    and all(e.source != e.target for e in pattern.edges) and len(pattern.components()) == 1)
+        applied = restrict_module.restrict(store, pattern, table, injective=injective)
+        assert (applied is not None) == eligible
+        got = search_subgraphs(store, pattern, table, k=k, injective=injective)
+    assert got.complete
+    assert _keys(got.matches) == _keys(expected)
+    for mine, want in zip(got.matches, expected, strict=True):
+        assert mine.node_dists == want.node_dists and mine.edge_dists == want.edge_dists
+
+
+def test_hub_centred_star_is_searched_on_a_small_graph() -> None:
+    """A typed centre with many candidates, two named leaves with many candidates each, and a hub:
+    arc consistency keeps only centres adjacent to candidates of both leaves, and the search on the
+    restricted graph returns exactly the full search's (naive, unrestricted) top-k."""
+    rng = np.random.default_rng(3)
+    n = 20_000
+    triples = [(f"e{h}", f"r{r}", f"e{t}") for h, r, t in
+               zip(rng.integers(0, n, 60_000), rng.integers(0, 4, 60_000), rng.integers(0, n, 60_000), strict=True)
+               if h != t]
+    triples += [("e0", "r0", f"e{i}") for i in range(1, n, 3)]  # e0: a hub with ~6,700 neighbours
+    store = KGStore.from_triples(triples)
+    ids = np.arange(store.num_entities)
+    centre = NodeCandidates.from_pairs(ids[ids % 2 == 0], np.zeros(int((ids % 2 == 0).sum())))
+    leaves = [NodeCandidates.from_pairs(rng.choice(ids, 5000, replace=False), rng.random(5000)) for _ in range(2)]
+    pattern = Pattern.from_triples([["UNKNOWN thing 1", "rel a", "leaf a"], ["UNKNOWN thing 1", "rel b", "leaf b"]])
+    table = CandidateTable.from_relation_pairs([centre, *leaves], [([0, 1], [0.0, 0.2]), ([0, 2, 3], [0.1, 0.0, 0.3])],
+                                               store.num_relations)
+    small = restrict_module.restrict(store, pattern, table)
+    assert small is not None
+    assert len(small.table.nodes[0]) < len(centre) // 2  # centres without both leaves are gone
+    assert len(small.adj_nbr) < len(store.adj_nbr) // 2
+    got = search_subgraphs(store, pattern, table, k=5)
+    want = search_subgraphs(store, pattern, table, k=5, algorithm="naive")
+    assert _keys(got.matches) == _keys(want.matches) and len(got.matches) == 5
 
 
 def _chain_kg() -> KGStore:

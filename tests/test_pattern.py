@@ -268,3 +268,28 @@ def test_load_metaqa(tmp_path: Path):
     (tmp_path / "1-hop" / "vanilla" / "qa_dev.txt").write_text("no topic here\tx\n")
     with pytest.raises(DatasetError, match=r"qa_dev\.txt:1"):
         load_metaqa(tmp_path, 1, "dev")
+
+
+def test_a_stutter_of_one_triple_is_one_triple_not_too_many() -> None:
+    """A small model sometimes repeats one triple until max_tokens: the repeats are dropped before the
+    size limit is applied (seen: 17 copies of [Titanic, starred actors, UNKNOWN actor 1])."""
+    from simgrag.pattern.validate import MAX_TRIPLES, validate_triples
+
+    pattern = validate_triples([["Titanic", "starred actors", "UNKNOWN actor 1"]] * (MAX_TRIPLES + 5))
+    assert pattern.triples() == [("Titanic", "starred actors", "UNKNOWN actor 1")]
+    distinct = [["Titanic", "starred actors", f"UNKNOWN actor {i}"] for i in range(MAX_TRIPLES + 1)]
+    with pytest.raises(PatternError, match="more than the limit"):
+        validate_triples(distinct)
+
+
+def test_a_truncated_output_loses_only_its_cut_last_triple() -> None:
+    """Output cut at max_tokens in the middle of a triple: the complete triples are kept."""
+    from simgrag.pattern.parse import parse_pattern_text
+
+    text = '{"triples":[["Titanic","starred actors","UNKNOWN actor 1"],["Titanic", ""'
+    parsed = parse_pattern_text(text)
+    assert parsed.repaired
+    assert parsed.triples == [["Titanic", "starred actors", "UNKNOWN actor 1"]]
+    # a strict (complete) output with a short triple is not silently cut: validation reports it
+    strict = parse_pattern_text('{"triples":[["a","r","b"],["c","d"]]}')
+    assert strict.triples == [["a", "r", "b"], ["c", "d"]]

@@ -13,7 +13,9 @@ SubgraphRAG, …, :mod:`simgrag.retrievers.registry`), read by the one answerer
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from simgrag.answer.answerer import Answerer
 from simgrag.answer.calibration import Calibration, resolve_calibration
 from simgrag.embed.base import Embedder
-from simgrag.errors import ConfigError
+from simgrag.errors import ConfigError, SimGRAGError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.kg.sources import KGSource
 from simgrag.kg.store import KGStore
@@ -201,6 +203,7 @@ class SimGRAG:
                                     self.index.manifest.get("embedder", {}).get("name"))
         self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}),
                                  calibration=found)
+        self._warmup_error: SimGRAGError | None = None
 
     # ------------------------------------------------------------------ components
     @property
@@ -272,21 +275,19 @@ class SimGRAG:
         """Top-k subgraphs for a pattern (SimGRAG §4.2, §5); no LLM."""
         return self.subgraphs.retrieve(pattern, settings or self.retrieval)
 
-    def warmup(self) -> dict[str, float]:
+    def warmup(self, *, wait: bool = True) -> dict[str, float]:
         """Load the embedder, the compiled search, the LLM (if any) and the retriever now, not on the
-        first query."""
-        timings: dict[str, float] = {}
-        t = time.perf_counter()
-        self.index.embedder.encode(["warm up"], show_progress=False)
-        timings["embedder_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        from simgrag.pattern.graph import MAX_TEXT_CHARS, is_unknown
+        first query; seconds per part.
 
-        names = (self.index.store.entities[i] for i in range(min(1000, self.index.store.num_entities)))
-        name = next((n for n in names if len(n) <= MAX_TEXT_CHARS and n.strip() and not is_unknown(n)), None)
-        if name is not None:  # an entity name that anchors a pattern (not "UNKNOWN 1", not 5,000 characters)
-            self.subgraphs.retrieve([[name, "UNKNOWN relation 1", "UNKNOWN thing 1"]], RetrievalSettings(k=1))
-        timings["search_s"] = time.perf_counter() - t
+        The embedder and the search warm up in a background thread while this thread loads the LLM and
+        builds the retriever. ``wait=False`` returns without waiting for that thread (its parts are
+        then missing from the result): a one-shot question starts its pattern LLM call at once, and
+        its retrieval waits for the embedder and the compiled search through their own locks.
+        """
+        timings: dict[str, float] = {}
+        background = threading.Thread(target=self._warm_retrieval, args=(timings,), name="simgrag-warmup",
+                                      daemon=True)
+        background.start()
         if self._llm_spec is not None:
             t = time.perf_counter()
             if isinstance(self.llm, LoadsWeights):  # an in-process model (llama.cpp) loads its weights now
@@ -300,7 +301,30 @@ class SimGRAG:
                 raise
             logger.info("retrieval only: the %r retriever needs an LLM and is not built", self.retriever_name)
         timings["retriever_s"] = time.perf_counter() - t
-        return timings
+        if wait:
+            background.join()
+            if self._warmup_error is not None:
+                raise self._warmup_error
+        return dict(timings)
+
+    def _warm_retrieval(self, timings: dict[str, float]) -> None:
+        """Embed one text and run one search (loads the model, the compiled kernel); errors are kept
+        for :meth:`warmup` and come back on the first real query anyway."""
+        try:
+            t = time.perf_counter()
+            self.index.embedder.encode(["warm up"], show_progress=False)
+            timings["embedder_s"] = time.perf_counter() - t
+            t = time.perf_counter()
+            from simgrag.pattern.graph import MAX_TEXT_CHARS, is_unknown
+
+            store = self.index.store
+            names = (store.entities[i] for i in range(min(1000, store.num_entities)))
+            name = next((n for n in names if len(n) <= MAX_TEXT_CHARS and n.strip() and not is_unknown(n)), None)
+            if name is not None:  # a name that anchors a pattern (not "UNKNOWN 1", not 5,000 characters)
+                self.subgraphs.retrieve([[name, "UNKNOWN relation 1", "UNKNOWN thing 1"]], RetrievalSettings(k=1))
+            timings["search_s"] = time.perf_counter() - t
+        except SimGRAGError as exc:
+            self._warmup_error = exc
 
     def _for_call(self, k: int | None, deadline_s: float | None) -> Retriever:
         retriever = self.retriever
@@ -367,8 +391,17 @@ def sample_index(*, cache: str | Path | None = None, embedder: str = "minilm") -
     """The index of the bundled sample KG, built into the cache directory on first use."""
     from simgrag.config import cache_dir
 
-    path = cache_dir(cache) / f"sample-{embedder.replace(':', '-')}.idx"
+    aliases = builtin_aliases_path("metaqa")
+    stamp = content_stamp(sample_kg_path(), aliases)  # a new release's sample KG or aliases: a new index
+    path = cache_dir(cache) / f"sample-{embedder.replace(':', '-')}-{stamp}.idx"
     if (path / "manifest.json").exists():
         return open_index_dir(path)
-    return build_index_dir(sample_kg_path(), path, embedder=embedder,
-                           relation_aliases=builtin_aliases_path("metaqa"), overwrite=True)
+    return build_index_dir(sample_kg_path(), path, embedder=embedder, relation_aliases=aliases, overwrite=True)
+
+
+def content_stamp(*paths: Path) -> str:
+    """A short hash of the files' contents (cache keys: copies of the same data share an entry)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for path in paths:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()

@@ -12,7 +12,6 @@ relation kind), so that errors can be attributed to the pattern stage.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import re
 from dataclasses import dataclass
@@ -166,16 +165,16 @@ def _edge_kinds(pattern: Pattern, edge_id: int, a: int, b: int) -> set[str]:
 
 def metaqa_index(metaqa_dir: str | Path, *, cache: str | Path | None = None, embedder: str = "minilm") -> IndexDir:
     """The index of MetaQA's kb.txt with the bundled MetaQA relation aliases, built once into the cache
-    (keyed by kb.txt's content, so a copy of the same data reuses it)."""
+    (keyed by the contents of kb.txt and of the aliases file, so a copy of the same data reuses it and
+    new aliases build a new one)."""
     from simgrag.config import cache_dir
-    from simgrag.pipeline import builtin_aliases_path
+    from simgrag.pipeline import builtin_aliases_path, content_stamp
 
     kb = Path(metaqa_dir) / "kb.txt"
     if not kb.is_file():
         raise DatasetError(f"{kb}: not found (give the MetaQA folder that holds kb.txt)")
-    stamp = hashlib.blake2b(kb.read_bytes(), digest_size=8).hexdigest()
-    path = cache_dir(cache) / f"metaqa-{embedder.replace(':', '-')}-{stamp}.idx"
+    aliases = builtin_aliases_path("metaqa")
+    path = cache_dir(cache) / f"metaqa-{embedder.replace(':', '-')}-{content_stamp(kb, aliases)}.idx"
     if (path / "manifest.json").exists():
         return open_index_dir(path)
-    return build_index_dir(kb, path, embedder=embedder, relation_aliases=builtin_aliases_path("metaqa"),
-                           overwrite=True)
+    return build_index_dir(kb, path, embedder=embedder, relation_aliases=aliases, overwrite=True)

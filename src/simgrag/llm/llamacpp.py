@@ -110,6 +110,7 @@ class LlamaCppLLM:
         self.load_time_s: float | None = None
         self.max_contexts = max(1, max_contexts)
         self._contexts: OrderedDict[str, Llama] = OrderedDict()
+        self._spare: Llama | None = None  # loaded by load(), not yet given to a prompt
         self._lock = threading.Lock()
         self._formatters: tuple[Jinja2ChatFormatter, Jinja2ChatFormatter] | None = None
         self._kv_store: KVStateStore | None = None
@@ -128,9 +129,11 @@ class LlamaCppLLM:
     schema_decoding_slow = True
 
     def load(self) -> None:
-        """Load the model now rather than on the first call."""
+        """Load the model now rather than on the first call. The context made here is kept aside and
+        becomes the first prompt's context, whatever its system message: the model is loaded once."""
         with self._lock:
-            self._ensure_loaded("")
+            if not self._contexts and self._spare is None:
+                self._spare = self._load()
 
     def close(self) -> None:
         """Free every context (the model is loaded again on the next call)."""
@@ -138,6 +141,9 @@ class LlamaCppLLM:
             while self._contexts:
                 _, llama = self._contexts.popitem()
                 llama.close()
+            if self._spare is not None:
+                self._spare.close()
+                self._spare = None
 
     def complete(
         self,
@@ -277,7 +283,7 @@ class LlamaCppLLM:
         if len(self._contexts) >= self.max_contexts:
             _, oldest = self._contexts.popitem(last=False)
             oldest.close()
-        llama = self._load()
+        llama, self._spare = (self._spare, None) if self._spare is not None else (self._load(), None)
         self._contexts[key] = llama
         return llama
 

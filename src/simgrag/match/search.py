@@ -44,6 +44,7 @@ from simgrag.match import _kernel
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.limits import MAX_K
 from simgrag.match.matches import Match, MatchSet
+from simgrag.match.restrict import RestrictedGraph, restrict
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["WITHIN_CAP", "Match", "MatchSet", "SearchResult", "search_subgraphs"]
@@ -196,7 +197,7 @@ def _root(cands: NodeCandidates, num_entities: int, greedy: bool) -> tuple[np.nd
 class _Run:
     """State of one resumable search over a connected pattern."""
 
-    def __init__(self, store: KGStore, pattern: Pattern, table: CandidateTable, k: int,
+    def __init__(self, store: KGStore | RestrictedGraph, pattern: Pattern, table: CandidateTable, k: int,
                  injective: bool, algorithm: Algorithm, stack_size: int = STACK_SIZE,
                  within: float | None = None, within_cap: int = WITHIN_CAP) -> None:
         self.store, self.pattern, self.k = store, pattern, k
@@ -346,7 +347,13 @@ class _Limits:
 def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, injective: bool,
                       algorithm: Algorithm, limits: _Limits, within: tuple[float, int] | None = None,
                       ) -> tuple[tuple[Match, ...], bool, float, int, MatchSet | None]:
-    run = _Run(store, pattern, table, k, injective, algorithm, limits.stack_size, *(within or (None,)))
+    # a within set reads global ids from the table: those searches run on the whole KG
+    small = (restrict(store, pattern, table, injective=injective)
+             if algorithm == "optimized" and within is None else None)
+    if small is not None:  # the same matches, searched on the KG cut down to the candidates' triples
+        run = _Run(small, pattern, small.table, k, injective, algorithm, limits.stack_size)
+    else:
+        run = _Run(store, pattern, table, k, injective, algorithm, limits.stack_size, *(within or (None,)))
     budget, deadline = limits.max_steps, limits.deadline
     while not run.done:
         if deadline is not None and time.perf_counter() >= deadline:
@@ -361,10 +368,17 @@ def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k
             run.advance(chunk)
         finally:
             SEARCH_SLOTS.release()
-    matches = run.matches(table)
+    matches = run.matches(table) if small is None else _global(run.matches(small.table), small.entities)
     kth = matches[-1].gsd if len(matches) == k else float("inf")
     lower = min(kth, run.frontier_bound())
     return matches, run.done, lower, run.steps, run.within_set(table)
+
+
+def _global(matches: tuple[Match, ...], entities: np.ndarray) -> tuple[Match, ...]:
+    """Matches of a restricted graph with their nodes' global entity ids (the order is unchanged:
+    local ids follow global ids)."""
+    return tuple(Match(m.gsd, tuple(int(entities[v]) for v in m.nodes), m.triples, m.node_dists, m.edge_dists)
+                 for m in matches)
 
 
 def search_subgraphs(

@@ -15,11 +15,14 @@ The result says whether a repair was needed. Anything that still cannot be read 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from simgrag.errors import PatternParseError
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["ParsedOutput", "parse_pattern_text"]
 
@@ -61,7 +64,18 @@ def parse_pattern_text(text: str) -> ParsedOutput:
             'Could not read the LLM output as JSON {"triples": [["head", "relation", "tail"], ...]} '
             "even after repairs (code fences, quotes, tuples, trailing commas)", text)
     triples, divided = _extract(value, text)
+    if repaired:
+        triples = _without_cut_last_triple(triples)
     return ParsedOutput(triples, divided, repaired or not isinstance(value, dict))
+
+
+def _without_cut_last_triple(triples: list[Any]) -> list[Any]:
+    """A repaired output that ran out of tokens ends in a cut triple (``["Titanic", ""``): drop that one."""
+    last = triples[-1] if len(triples) > 1 else None
+    if isinstance(last, list) and len(last) < 3:
+        logger.info("dropping the cut last triple %r of a truncated LLM output", last)
+        return triples[:-1]
+    return triples
 
 
 def _strict(text: str) -> Any | None:

@@ -19,6 +19,8 @@ from simgrag.pattern.graph import Pattern, normalize_text
 __all__ = ["MAX_QUESTION_CHARS", "MAX_TRIPLES", "validate_pattern", "validate_question", "validate_triples"]
 
 MAX_TRIPLES = 12
+#: raw triples accepted before exact repeats are dropped (a stutter), as a multiple of the limit
+RAW_LIMIT_FACTOR = 8
 MAX_QUESTION_CHARS = 10_000
 
 logger = logging.getLogger(__name__)
@@ -33,13 +35,18 @@ def validate_triples(
     """Check raw triples (e.g. from :func:`~simgrag.pattern.parse.parse_pattern_text`) → :class:`Pattern`."""
     if isinstance(triples, (str, bytes)) or not isinstance(triples, Sequence):
         raise PatternError(f"A pattern is a list of [head, relation, tail] triples, got {triples!r:.300}")
-    if len(triples) > max_triples:
+    if len(triples) > RAW_LIMIT_FACTOR * max_triples:
         raise PatternError(
             f"The pattern has {len(triples)} triples, more than the limit of {max_triples}; "
             "a question's pattern should only hold the facts the question mentions")
     for i, triple in enumerate(triples):
         _check_triple(i, triple)
-    pattern = Pattern.from_triples(_without_repeats(triples))
+    unique = _without_repeats(triples)  # a small model's stutter repeats one triple many times
+    if len(unique) > max_triples:
+        raise PatternError(
+            f"The pattern has {len(unique)} triples, more than the limit of {max_triples}; "
+            "a question's pattern should only hold the facts the question mentions")
+    pattern = Pattern.from_triples(unique)
     return validate_pattern(pattern, require_connected=require_connected, max_triples=max_triples)
 
 

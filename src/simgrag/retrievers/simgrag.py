@@ -4,7 +4,7 @@ Two stages, each an object:
 
 1. the **pattern stage** (:class:`~simgrag.retrievers.base.PatternStage`, ``retriever.patterns``):
    text → :class:`~simgrag.pattern.generate.PatternResult`. The default,
-   :class:`~simgrag.match.grounding.GroundedPatterns`, has the LLM write the pattern (few-shot prompt,
+   :class:`~simgrag.match.grounding.stage.GroundedPatterns`, has the LLM write the pattern (few-shot prompt,
    parse, validate, one repair retry: :class:`~simgrag.pattern.generate.PatternGenerator`), then judges
    it with the question and the KG, edits it or asks the LLM once more when something is wrong, and
    lists the changes in ``kg_repairs``. With ``ground_patterns=False``, :class:`LLMPatternStage` only
@@ -132,7 +132,7 @@ class SimGRAGRetriever:
     the index's, :func:`index_examples`; claims fall back to the question examples);
     ``pattern_options``: keywords of :class:`PatternGenerator`; ``ground_patterns``: judge the LLM's
     pattern with the question and the KG, edit it or ask the LLM once more when something is wrong
-    (:class:`~simgrag.match.grounding.GroundedPatterns`, which includes the echoed-role repair);
+    (:class:`~simgrag.match.grounding.stage.GroundedPatterns`, which includes the echoed-role repair);
     ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
     ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
     needed); ``subgraphs`` shares a search object (and its caches).

@@ -3,7 +3,7 @@
 :func:`read_question` splits a question into words, finds the longest word n-grams that are KG entity
 names (case-insensitive, a possessive ``'s`` dropped) and keeps the rest as *phrases*: the 1–3-word
 runs outside the entity mentions that start with a content word ("share actors", "come out",
-"kinds of movies"). The pattern judge (:mod:`simgrag.match.judge`) uses both: a named pattern node must
+"kinds of movies"). The pattern judge (:mod:`~simgrag.match.grounding.judge`) uses both: a named pattern node must
 be one of the question's mentions, and each pattern relation should have a phrase of the question that
 names it. No LLM, no KG walk: a dictionary look-up per n-gram.
 

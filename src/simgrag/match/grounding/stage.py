@@ -5,7 +5,7 @@
 1. the LLM writes a pattern (one call, as before);
 2. the :class:`~simgrag.match.judge.PatternJudge` checks it against the question and the KG; a *sound*
    pattern (no problem, every triple supported, a close KG match) is used as it is — most are;
-3. otherwise candidates are derived by the edits of :mod:`simgrag.match.edits` (each small, each
+3. otherwise candidates are derived by the edits of :mod:`~simgrag.match.grounding.edits` (each small, each
    answering one frequent small-model mistake) and judged too; the few best that still have a
    problem are edited once more. An edited candidate may replace the
    LLM's pattern only when it has fewer problems, or when it has none and the question's focus word
@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from simgrag.errors import PatternError
-from simgrag.match import edits
-from simgrag.match.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
-from simgrag.match.question import QuestionReading
+from simgrag.match.grounding import anchors, edits
+from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
+from simgrag.match.grounding.question import QuestionReading
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 
@@ -47,8 +47,8 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
     if judgement.sound or judgement.pattern is None:
         return []
     c = judgement.candidate
-    out = [*edits.connect_parts(c), *edits.merge_parts(c), *edits.anchor_entity(c, reading, judge.retriever),
-           *edits.name_unknown(c, reading, judge),
+    out = [*edits.connect_parts(c), *edits.merge_parts(c), *anchors.anchor_entity(c, reading, judge.retriever),
+           *anchors.name_unknown(c, reading, judge), *anchors.anchor_via(c, reading, judge), *edits.costar(c, judge),
            *edits.flip_role(c, judge),
            *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
            *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement)]
@@ -92,6 +92,12 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     return min([base, *eligible], key=lambda j: j.key), considered
 
 
+def _candidate(result: PatternResult, origin: str) -> Candidate:
+    asked = result.pattern.asked_node()
+    return Candidate(tuple(result.pattern.triples()), origin,
+                     asked=result.pattern.nodes[asked].text if asked is not None else None)
+
+
 @dataclass(frozen=True)
 class GroundingReport:
     """What the grounding did for one question (for logs, results and benchmarks)."""
@@ -127,7 +133,7 @@ class GroundedPatterns:
         results = [result]
         t0 = time.perf_counter()
         reading = self.judge.read(question)
-        originals = self.judge.judge_all(reading, [Candidate(tuple(result.pattern.triples()), "llm")])
+        originals = self.judge.judge_all(reading, [_candidate(result, "llm")])
         best, considered = best_candidate(self.judge, reading, originals)
         judge_s = time.perf_counter() - t0
         for _ in range(self.max_revisions):
@@ -138,7 +144,7 @@ class GroundedPatterns:
                 break
             results.append(revised)
             t0 = time.perf_counter()
-            originals += self.judge.judge_all(reading, [Candidate(tuple(revised.pattern.triples()), "llm-revised")])
+            originals += self.judge.judge_all(reading, [_candidate(revised, "llm-revised")])
             best, more = best_candidate(self.judge, reading, originals)
             considered += more
             judge_s += time.perf_counter() - t0

@@ -8,8 +8,8 @@ answer the small model's frequent mistakes:
   + ``has genre``), dropped;
 - :func:`connect_parts` — a chain with a missing middle link (``[X, directed by, director 1]``,
   ``[movie 1, written by, writer 1]``), joined by repeating a relation at the broken joint;
-- :func:`anchor_entity` — the question's entity dropped (``[movie 1, release year, year 1]`` for
-  "What years did Andrea Marcovicci's movies come out?"), attached through one of its KG relations;
+- :mod:`~simgrag.match.grounding.anchors` — the question's entity dropped (``[movie 1, release
+  year, year 1]`` for "What years did Andrea Marcovicci's movies come out?"), attached again;
 - :func:`expand_roles` — a named entity on the wrong side of its relation (``[movie 1, written by,
   Alice Adams]`` for "films written by the person who wrote Alice Adams"; the KG says Alice Adams is
   never written *by* anyone's film, it is the film), expanded into the hop the question walks;
@@ -23,17 +23,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simgrag.match.judge import Candidate, Judgement, PatternJudge, Triple3, kg_roles, unknown_name
-from simgrag.match.question import QuestionReading
+from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, unknown_name
+from simgrag.match.grounding.lexicon import kg_roles
 from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown
 
-__all__ = ["anchor_entity", "collapse_echo", "connect_parts", "detach_named", "drop_any", "drop_leaf", "expand_roles",
-           "extend_asked", "flip_role", "merge_parts", "name_unknown", "prune_unsupported", "rebind_asked",
-           "rebind_relation", "swap_named"]
+__all__ = [
+    "collapse_echo",
+    "connect_parts",
+    "costar",
+    "detach_named",
+    "drop_any",
+    "drop_leaf",
+    "expand_roles",
+    "extend_asked",
+    "flip_role",
+    "merge_parts",
+    "prune_unsupported",
+    "rebind_asked",
+    "rebind_relation",
+    "swap_named",
+]
 
-MAX_ANCHOR_RELATIONS = 6
+MAX_REBIND_RELATIONS = 6  # KG relations tried per rebinding edit
 
 
 def _degrees(triples: Sequence[Triple3]) -> dict[str, int]:
@@ -93,26 +106,6 @@ def connect_parts(candidate: Candidate) -> list[Candidate]:
     return out
 
 
-def anchor_entity(candidate: Candidate, reading: QuestionReading, retriever: SubgraphRetriever) -> list[Candidate]:
-    """Attach the question's entity (longest mentions first) to an unknown node through each KG
-    relation it has, when no triple names any entity."""
-    triples = list(candidate.triples)
-    mentions = [m for m in reading.mentions if m.confident]
-    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
-        return []
-    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
-    out: list[Candidate] = []
-    relations = retriever.store.relations
-    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
-        name = retriever.store.entities[mention.entity]
-        roles = sorted(kg_roles(retriever, mention.entity).items())[:MAX_ANCHOR_RELATIONS]
-        for rel, sides in roles:
-            text = relations[rel].replace("_", " ")
-            for node in unknowns:
-                for side in sorted(sides):
-                    link = (node, text, name) if side == "tail" else (name, text, node)
-                    out.append(candidate.edited([*triples, link], f"added {list(link)}: the question names {name!r}"))
-    return out
 
 
 def expand_roles(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
@@ -231,7 +224,7 @@ def rebind_relation(candidate: Candidate, judge: PatternJudge) -> list[Candidate
             roles = kg_roles(retriever, entity)
             if rel in roles:
                 continue
-            for other, sides in sorted(roles.items())[:MAX_ANCHOR_RELATIONS]:
+            for other, sides in sorted(roles.items())[:MAX_REBIND_RELATIONS]:
                 if side not in sides:
                     continue
                 text = retriever.store.relations[other].replace("_", " ")
@@ -317,17 +310,32 @@ def extend_asked(candidate: Candidate, relation_text: str, hint: str) -> list[Ca
     return [candidate.edited([*candidate.triples, link], f"added {list(link)}: the question asks for it")]
 
 
-def name_unknown(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> list[Candidate]:
-    """No triple names the question's entity: each unknown node in turn taken to be that entity."""
+
+
+def costar(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """The echoed role of a co-star question ("Who acted alongside Dalton Trumbo?" written as
+    ``[Dalton Trumbo, starred actors, actor 1]`` + ``[movie 1, starred actors, actor 1]``, where the KG
+    has Dalton Trumbo only as the tail of ``starred actors``): ``[movie 1, starred actors, Dalton
+    Trumbo]`` + ``[movie 1, starred actors, actor 1]``, keeping the LLM's answer node. (The
+    :func:`collapse_echo` reading drops the answer node instead.)"""
     triples = list(candidate.triples)
-    mentions = [m for m in reading.mentions if m.confident]
-    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
-        return []
     out: list[Candidate] = []
-    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
-    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
-        name = judge.store.entities[mention.entity]
-        for node in unknowns:
-            new = [tuple(name if x == node else x for x in t) for t in triples]
-            out.append(candidate.edited(new, f"took {node!r} to be {name!r}: the question names it"))  # type: ignore[arg-type]
+    for i, (head, relation, tail) in enumerate(triples):
+        if is_unknown(head) or not is_unknown(tail) or is_unknown(relation):
+            continue
+        partners = [j for j, (h, r, t) in enumerate(triples)
+                    if j != i and r == relation and t == tail and is_unknown(h) and h != tail]
+        entity = judge.entity_of(head)
+        rel = judge.retriever.nearest_relation(relation)
+        if len(partners) != 1 or entity is None or rel is None:
+            continue
+        if kg_roles(judge.retriever, entity).get(rel, set()) != {"tail"}:
+            continue
+        middle = triples[partners[0]][0]
+        new = [(middle, relation, head) if k == i else t for k, t in enumerate(triples)]
+        if Pattern.from_triples(new).asked_node() != Pattern.from_triples(new).node_index(tail):
+            continue
+        out.append(candidate.edited(new, f"{list(triples[i])} -> {list(new[i])}: {head!r} is only ever the tail "
+                                         f"of {relation!r} in the KG, and {tail!r} is asked for"))
     return out
+

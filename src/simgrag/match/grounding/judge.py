@@ -9,35 +9,33 @@ this (a 1.5B model copies that text too), so the pattern is checked *after* it i
   does not name; no named node although the question names a KG entity; a disconnected pattern; no
   unknown node to answer with; a named entity without an edge of its triple's relation, or on a side
   of it the KG never has it on (``[movie 1, starred actors, Ned Kelly]`` where *Ned Kelly* is a film);
-  an answer node that
-  contradicts the question's focus word ("Which **tags** …" answered by ``UNKNOWN movie 1``, "Who
+  an answer node that contradicts the question's focus word ("Which **tags** …" answered by ``UNKNOWN movie 1``, "Who
   **directed** …" answered through ``written by``); no subgraph of the KG matching at all;
 - **unsupported triples**: a triple with nothing for it in the question: no phrase of the question
-  reads as its KG relation (:mod:`simgrag.match.question`), no leaf end whose type the question names,
+  reads as its KG relation (:mod:`~simgrag.match.grounding.lexicon`), no leaf end whose type the question names,
   no named end that the KG knows only through that relation;
 - **the KG's fit**: the GSD of the best matching subgraph.
 
 A judgement also says whether the question's focus word *confirms* the answer node (its type or its
-relation). :mod:`simgrag.match.grounding` keeps the LLM's pattern unless something is wrong with it,
-and then prefers edited candidates (:mod:`simgrag.match.edits`) that fix problems or are confirmed.
+relation). :mod:`~simgrag.match.grounding.stage` keeps the LLM's pattern unless something is wrong
+with it, and then prefers edited candidates (:mod:`~simgrag.match.grounding.edits`) that fix problems
+or are confirmed.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Literal
 
 import numpy as np
 
 from simgrag.errors import PatternError
-from simgrag.match.question import STOPWORDS, QuestionReading, normalize_name, phrases_of, read_question
-from simgrag.match.retrieve import EXACT_NAME_MAX_ENTITIES, Retrieval, RetrievalSettings, SubgraphRetriever
+from simgrag.match.grounding.lexicon import Lexicon, kg_roles, singular
+from simgrag.match.grounding.question import STOPWORDS, QuestionReading, phrases_of
+from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown
 from simgrag.pattern.validate import validate_pattern
 
@@ -46,10 +44,6 @@ __all__ = ["Candidate", "Judgement", "PatternJudge", "QuestionView", "Triple3", 
 Triple3 = tuple[str, str, str]
 Focus = Literal["confirmed", "unknown", "contradicted"]
 
-#: a phrase supports a relation when it is this close (L2 between unit vectors: cosine ≥ 0.5) …
-SUPPORT_DISTANCE = 1.0
-#: … and a word this close to a pattern node's type hint names that type (cosine ≥ 0.72)
-TYPE_DISTANCE = 0.75
 #: the question's focus word names a relation only when this close (cosine ≥ 0.55)
 FOCUS_DISTANCE = 0.95
 #: a phrase this close to a relation no triple has means the pattern leaves part of the question out
@@ -67,9 +61,10 @@ class Candidate:
     triples: tuple[Triple3, ...]
     origin: str = "llm"
     edits: tuple[str, ...] = ()
+    asked: str | None = None  # the answer node of the LLM's pattern this one derives from
 
     def edited(self, triples: Sequence[Triple3], note: str) -> Candidate:
-        return Candidate(tuple(triples), self.origin, (*self.edits, note))
+        return Candidate(tuple(triples), self.origin, (*self.edits, note), self.asked)
 
 
 @dataclass(frozen=True)
@@ -97,13 +92,16 @@ class Judgement:
     wanted_relation: int | None = None  # the KG relation the focus word asks of the answer, if it contradicts
     focus_word: str | None = None
     schema_misses: int = 0  # (type, relation, side) uses the examples never show
+    asked: str | None = None  # the answer node's text
 
     @property
     def key(self) -> tuple[float, ...]:
-        """Lower is better: problems, unsupported triples, GSD bucket, schema misses, edits, GSD."""
+        """Lower is better: problems, unsupported triples, GSD bucket, schema misses, whether the answer
+        node is another than the LLM's, edits, GSD."""
         gsd = self.gsd if math.isfinite(self.gsd) else 1e9
+        moved = 0 if self.asked is None or self.asked == self.candidate.asked else 1
         return (len(self.problems), len(self.unsupported), 0 if gsd <= GOOD_GSD else 1, self.schema_misses,
-                len(self.candidate.edits), gsd)
+                moved, len(self.candidate.edits), gsd)
 
     @property
     def sound(self) -> bool:
@@ -119,17 +117,6 @@ class Judgement:
         return "; ".join(parts)
 
 
-def kg_roles(retriever: SubgraphRetriever, entity: int) -> dict[int, set[str]]:
-    """KG relation id → the sides ("head", "tail") ``entity`` takes in its edges of that relation."""
-    store = retriever.store
-    _, rels, tids = store.neighbors(entity)
-    heads = store.heads[tids] == entity
-    roles: dict[int, set[str]] = {}
-    for rel, is_head in zip(rels.tolist(), heads.tolist(), strict=True):
-        roles.setdefault(int(rel), set()).add("head" if is_head else "tail")
-    return roles
-
-
 class PatternJudge:
     """Checks patterns of one question against the question's words and the KG (see module doc).
 
@@ -138,120 +125,21 @@ class PatternJudge:
     """
 
     def __init__(self, retriever: SubgraphRetriever, settings: RetrievalSettings | None = None, *,
-                 support_distance: float = SUPPORT_DISTANCE, type_distance: float = TYPE_DISTANCE,
                  asks: bool = True, examples: Sequence[Sequence[Sequence[str]]] = (),
-                 cache_size: int = 4096) -> None:
+                 lexicon: Lexicon | None = None) -> None:
         self.retriever = retriever
         self.store = retriever.store
-        self.settings = settings or RetrievalSettings(deadline_s=JUDGE_DEADLINE_S)
-        self.support_distance = support_distance
-        self.type_distance = type_distance
+        self.settings = settings or RetrievalSettings(deadline_s=JUDGE_DEADLINE_S, answer_tolerance=None)
         self.asks = asks
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
-        self._examples = [list(map(tuple, triples)) for triples in examples]
-
-    @cached_property
-    def schema(self) -> set[tuple[str, int, str]]:
-        """(type hint, KG relation, side) of every typed unknown in the example patterns: how the
-        examples file says a node of each type is used (``movie`` is the head of ``starred actors``)."""
-        uses: set[tuple[str, int, str]] = set()
-        for triples in self._examples:
-            try:
-                uses |= set(self._uses(Pattern.from_triples(triples)))
-            except PatternError:
-                continue
-        return uses
-
-    def _uses(self, pattern: Pattern) -> list[tuple[str, int, str]]:
-        out = []
-        for edge in pattern.edges:
-            rel = None if edge.unknown else self.retriever.nearest_relation(edge.relation)
-            for node, side in ((pattern.nodes[edge.source], "head"), (pattern.nodes[edge.target], "tail")):
-                if rel is not None and node.unknown and node.type_hint:
-                    out.append((_singular(node.type_hint.lower()), rel, side))
-        return out
-
-    def schema_misses(self, pattern: Pattern) -> int:
-        """Typed-unknown uses of ``pattern`` the examples never show, for types the examples know."""
-        schema = self.schema
-        known = {hint for hint, _, _ in schema}
-        return sum(1 for use in self._uses(pattern) if use[0] in known and use not in schema)
-
-    # ------------------------------------------------------------------ the question
-    @cached_property
-    def _names(self) -> dict[str, int]:
-        table: dict[str, int] = {}
-        if self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
-            for i, name in enumerate(self.store.entities):
-                table.setdefault(normalize_name(name), i)
-        return table
+        self.lexicon = lexicon or Lexicon(retriever, examples=examples)
 
     def read(self, question: str) -> QuestionReading:
-        """The question's entity mentions and words."""
-        return read_question(question, self._names.get)
+        """The question's entity mentions and words (:meth:`Lexicon.read`)."""
+        return self.lexicon.read(question)
 
     def entity_of(self, text: str) -> int | None:
-        """The KG entity a named pattern node stands for: its exact name, else case-insensitive."""
-        found = self.store.entities.id_of(text)
-        return found if found is not None else self._names.get(normalize_name(text))
-
-    # ------------------------------------------------------------------ embeddings
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if missing:
-            found = np.asarray(self.retriever.index.embedder.encode(missing, show_progress=False), np.float32)
-            with self._lock:
-                for text, vector in zip(missing, found, strict=True):
-                    self._vectors[text] = vector
-                while len(self._vectors) > self._cache_size:
-                    self._vectors.popitem(last=False)
-        with self._lock:
-            rows = [self._vectors.get(t) for t in texts]
-        if not rows:
-            return np.zeros((0, self.retriever.index.embedder.dim), np.float32)
-        if any(r is None for r in rows):  # evicted meanwhile by another thread: embed directly
-            return np.asarray(self.retriever.index.embedder.encode(list(texts), show_progress=False), np.float32)
-        return np.stack(rows)  # type: ignore[arg-type]
-
-    def _relation_distances(self, phrases: Sequence[str]) -> np.ndarray:
-        """(phrases × KG relations): a relation's distance is that of its nearest text."""
-        out = np.full((len(phrases), self.store.num_relations), np.inf)
-        if not phrases:
-            return out
-        index = self.retriever.index
-        dists, rows = index.relation_index.search(self._embed(phrases), index.relation_index.ntotal)
-        for i in range(len(phrases)):
-            valid = rows[i] >= 0
-            np.minimum.at(out[i], index.relation_owner[rows[i][valid]], dists[i][valid].astype(np.float64))
-        return out
-
-    def relation_phrases(self, phrases: Sequence[str]) -> dict[int, float]:
-        """KG relation → distance of the closest phrase whose nearest KG relation it is (within
-        ``support_distance``)."""
-        found: dict[int, float] = {}
-        for row in self._relation_distances(list(phrases)):
-            best = int(np.argmin(row))
-            if row[best] <= self.support_distance:
-                found[best] = min(found.get(best, np.inf), float(row[best]))
-        return found
-
-    def _type_words(self, words: Sequence[str], candidates: Sequence[int], hints: Sequence[str]) -> dict[int, str]:
-        """Word index → the type hint it names (same stem, or within ``type_distance``)."""
-        out: dict[int, str] = {}
-        if not hints or not candidates:
-            return out
-        dist = _distances(self._embed([words[i] for i in candidates]), self._embed(list(hints)))
-        for i, row in zip(candidates, dist, strict=True):
-            same = [h for h in hints if _same_word(words[i], h)]
-            best = int(np.argmin(row))
-            if same:
-                out[i] = same[0]
-            elif row[best] <= self.type_distance:
-                out[i] = hints[best]
-        return out
+        """The KG entity a named pattern node stands for (:meth:`Lexicon.entity_of`)."""
+        return self.lexicon.entity_of(text)
 
     # ------------------------------------------------------------------ judging
     def view(self, reading: QuestionReading, pattern: Pattern) -> QuestionView:
@@ -265,7 +153,7 @@ class PatternJudge:
         hints = list(dict.fromkeys(n.type_hint for n in pattern.nodes if n.unknown and n.type_hint))
         words = reading.clean_words()
         candidates = [i for i, w in enumerate(words) if w and not covered[i] and w not in STOPWORDS]
-        types = self._type_words(words, candidates, hints)
+        types = self.lexicon.type_words(words, candidates, hints)
         type_of = tuple(types.get(i) for i in range(len(words)))
         phrases = phrases_of(reading.words, covered, [t is not None for t in type_of])
         focus = reading.focus(covered) if self.asks else None
@@ -292,8 +180,10 @@ class PatternJudge:
             if not retrieval.evidence:
                 problems.append("no subgraph of the KG matches it")
         gsd = retrieval.evidence[0].gsd if retrieval is not None and retrieval.evidence else math.inf
+        asked = pattern.asked_node()
         return Judgement(candidate, pattern, tuple(problems), unsupported, gsd, focus, retrieval, wanted,
-                         _singular(word) if word and word.endswith("s") else None, self.schema_misses(pattern))
+                         singular(word) if word and word.endswith("s") else None, self.lexicon.schema_misses(pattern),
+                         pattern.nodes[asked].text if asked is not None else None)
 
     def _structure_problems(self, reading: QuestionReading, pattern: Pattern) -> list[str]:
         problems: list[str] = []
@@ -364,7 +254,7 @@ class PatternJudge:
         present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
         phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
         named: dict[int, tuple[float, str]] = {}
-        for phrase, row in zip(phrases, self._relation_distances(phrases), strict=True):
+        for phrase, row in zip(phrases, self.lexicon.relation_distances(phrases), strict=True):
             best = int(np.argmin(row))
             if row[best] <= COVER_DISTANCE and best not in present:
                 named[best] = min(named.get(best, (np.inf, phrase)), (float(row[best]), phrase))
@@ -372,11 +262,11 @@ class PatternJudge:
                 for r, (_, phrase) in sorted(named.items())]
 
     def _best_relation(self, phrases: Sequence[str]) -> int | None:
-        found = {r: d for r, d in self.relation_phrases(phrases).items() if d <= FOCUS_DISTANCE}
+        found = {r: d for r, d in self.lexicon.relation_phrases(phrases).items() if d <= FOCUS_DISTANCE}
         return min(found, key=lambda r: found[r]) if found else None
 
     def _unsupported(self, pattern: Pattern, view: QuestionView) -> tuple[Triple3, ...]:
-        by_phrase = self.relation_phrases(view.phrases)
+        by_phrase = self.lexicon.relation_phrases(view.phrases)
         named_types = {t for t in view.type_of if t is not None}
         degree = [0] * len(pattern.nodes)
         for e in pattern.edges:
@@ -416,23 +306,6 @@ class PatternJudge:
             found = seen[key]
             out.append(found if found.candidate == candidate else replace(found, candidate=candidate))
         return out
-
-
-def _same_word(word: str, hint: str) -> bool:
-    """``word`` is ``hint`` or its plural ("tags"/"tag", "countries"/"country")."""
-    word, hint = word.lower(), hint.lower()
-    return word in (hint, hint + "s", hint + "es") or (hint.endswith("y") and word == hint[:-1] + "ies")
-
-
-def _singular(word: str) -> str:
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
-
-
-def _distances(vectors: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """L2 distances between the rows of ``vectors`` and of ``targets``."""
-    return np.asarray(np.linalg.norm(vectors[:, None, :] - targets[None, :, :], axis=2))
 
 
 def unknown_name(triples: Sequence[Triple3], hint: str) -> str:

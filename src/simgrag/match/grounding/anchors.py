@@ -1,0 +1,82 @@
+"""Edits for a pattern that names no entity although the question names one: the LLM dropped the
+entity the question is about ("What years did Andrea Marcovicci's movies come out?" written as
+``[movie 1, release year, year 1]``). Each attaches the question's entity (longest confident mentions
+first) — directly through one of its KG relations, through a shared neighbour, or in place of an
+unknown node — and the judge picks among them (:mod:`~simgrag.match.grounding.stage`).
+"""
+
+from __future__ import annotations
+
+from simgrag.match.grounding.judge import Candidate, PatternJudge, unknown_name
+from simgrag.match.grounding.lexicon import kg_roles
+from simgrag.match.grounding.question import QuestionReading
+from simgrag.match.retrieve import SubgraphRetriever
+from simgrag.pattern.graph import is_unknown
+
+__all__ = ["MAX_ANCHOR_RELATIONS", "anchor_entity", "anchor_via", "name_unknown"]
+
+#: KG relations of the entity tried per anchoring edit
+MAX_ANCHOR_RELATIONS = 6
+
+
+def anchor_entity(candidate: Candidate, reading: QuestionReading, retriever: SubgraphRetriever) -> list[Candidate]:
+    """Attach the question's entity (longest mentions first) to an unknown node through each KG
+    relation it has, when no triple names any entity."""
+    triples = list(candidate.triples)
+    mentions = [m for m in reading.mentions if m.confident]
+    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
+        return []
+    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
+    out: list[Candidate] = []
+    relations = retriever.store.relations
+    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
+        name = retriever.store.entities[mention.entity]
+        roles = sorted(kg_roles(retriever, mention.entity).items())[:MAX_ANCHOR_RELATIONS]
+        for rel, sides in roles:
+            text = relations[rel].replace("_", " ")
+            for node in unknowns:
+                for side in sorted(sides):
+                    link = (node, text, name) if side == "tail" else (name, text, node)
+                    out.append(candidate.edited([*triples, link], f"added {list(link)}: the question names {name!r}"))
+    return out
+
+
+def anchor_via(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> list[Candidate]:
+    """No triple names the question's entity: attach it through a shared neighbour — ``(K, r, W)`` +
+    ``(U, r, W)`` for an unknown node U, each KG relation r of K ("Trust the Man's director made other
+    films": ``[Trust the Man, directed by, W]`` + ``[movie 1, directed by, W]``)."""
+    triples = list(candidate.triples)
+    mentions = [m for m in reading.mentions if m.confident]
+    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
+        return []
+    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
+    relations = judge.store.relations
+    out: list[Candidate] = []
+    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
+        name = judge.store.entities[mention.entity]
+        roles = sorted(kg_roles(judge.retriever, mention.entity).items())[:MAX_ANCHOR_RELATIONS]
+        for rel, sides in roles:
+            text = relations[rel].replace("_", " ")
+            for side in sorted(sides):
+                hop = unknown_name(triples, "entity")
+                for node in unknowns:
+                    links = ([(name, text, hop), (node, text, hop)] if side == "head"
+                             else [(hop, text, name), (hop, text, node)])
+                    out.append(candidate.edited([*triples, *links], f"added {links}: the question names {name!r}"))
+    return out
+
+
+def name_unknown(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> list[Candidate]:
+    """No triple names the question's entity: each unknown node in turn taken to be that entity."""
+    triples = list(candidate.triples)
+    mentions = [m for m in reading.mentions if m.confident]
+    if any(not is_unknown(x) for h, _, t in triples for x in (h, t)) or not mentions:
+        return []
+    out: list[Candidate] = []
+    unknowns = list(dict.fromkeys(x for h, _, t in triples for x in (h, t) if is_unknown(x)))
+    for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
+        name = judge.store.entities[mention.entity]
+        for node in unknowns:
+            new = [tuple(name if x == node else x for x in t) for t in triples]
+            out.append(candidate.edited(new, f"took {node!r} to be {name!r}: the question names it"))  # type: ignore[arg-type]
+    return out

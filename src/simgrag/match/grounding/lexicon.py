@@ -1,0 +1,178 @@
+"""What the KG, its embedder and the examples file say about words: the judge's vocabulary.
+
+:class:`Lexicon` answers the questions :mod:`simgrag.match.grounding.judge` asks of a question's
+words without an LLM: which KG entity a name is (case-insensitive), which KG relation a phrase reads
+as (the distance to the relation's nearest text: its name and aliases), which words name a pattern
+node's type ("movies" for ``UNKNOWN movie 1``), and how the examples file uses each node type
+(``movie`` is the head of ``starred actors``). Embeddings of words and phrases are cached.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+
+from simgrag.errors import PatternError
+from simgrag.match.grounding.question import QuestionReading, normalize_name, read_question
+from simgrag.match.retrieve import EXACT_NAME_MAX_ENTITIES, SubgraphRetriever
+from simgrag.pattern.graph import Pattern
+
+__all__ = ["SUPPORT_DISTANCE", "TYPE_DISTANCE", "Lexicon", "kg_roles", "singular"]
+
+#: a phrase supports a relation when it is this close (L2 between unit vectors: cosine ≥ 0.5) …
+SUPPORT_DISTANCE = 1.0
+#: … and a word this close to a pattern node's type hint names that type (cosine ≥ 0.72)
+TYPE_DISTANCE = 0.75
+
+
+def kg_roles(retriever: SubgraphRetriever, entity: int) -> dict[int, set[str]]:
+    """KG relation id → the sides ("head", "tail") ``entity`` takes in its edges of that relation."""
+    store = retriever.store
+    _, rels, tids = store.neighbors(entity)
+    heads = store.heads[tids] == entity
+    roles: dict[int, set[str]] = {}
+    for rel, is_head in zip(rels.tolist(), heads.tolist(), strict=True):
+        roles.setdefault(int(rel), set()).add("head" if is_head else "tail")
+    return roles
+
+
+class Lexicon:
+    """Names, phrases and node types of one index (see module doc); thread-safe.
+
+    ``examples``: the triples of the examples file's patterns (for :meth:`schema_misses`).
+    """
+
+    def __init__(self, retriever: SubgraphRetriever, *, examples: Sequence[Sequence[Sequence[str]]] = (),
+                 support_distance: float = SUPPORT_DISTANCE, type_distance: float = TYPE_DISTANCE,
+                 cache_size: int = 4096) -> None:
+        self.retriever = retriever
+        self.store = retriever.store
+        self.support_distance = support_distance
+        self.type_distance = type_distance
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._examples = [list(map(tuple, triples)) for triples in examples]
+
+    @cached_property
+    def schema(self) -> set[tuple[str, int, str]]:
+        """(type hint, KG relation, side) of every typed unknown in the example patterns: how the
+        examples file says a node of each type is used (``movie`` is the head of ``starred actors``)."""
+        uses: set[tuple[str, int, str]] = set()
+        for triples in self._examples:
+            try:
+                uses |= set(self._uses(Pattern.from_triples(triples)))
+            except PatternError:
+                continue
+        return uses
+
+    def _uses(self, pattern: Pattern) -> list[tuple[str, int, str]]:
+        out = []
+        for edge in pattern.edges:
+            rel = None if edge.unknown else self.retriever.nearest_relation(edge.relation)
+            for node, side in ((pattern.nodes[edge.source], "head"), (pattern.nodes[edge.target], "tail")):
+                if rel is not None and node.unknown and node.type_hint:
+                    out.append((singular(node.type_hint.lower()), rel, side))
+        return out
+
+    def schema_misses(self, pattern: Pattern) -> int:
+        """Typed-unknown uses of ``pattern`` the examples never show, for types the examples know."""
+        schema = self.schema
+        known = {hint for hint, _, _ in schema}
+        return sum(1 for use in self._uses(pattern) if use[0] in known and use not in schema)
+
+    # ------------------------------------------------------------------ the question
+    @cached_property
+    def _names(self) -> dict[str, int]:
+        table: dict[str, int] = {}
+        if self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
+            for i, name in enumerate(self.store.entities):
+                table.setdefault(normalize_name(name), i)
+        return table
+
+    def read(self, question: str) -> QuestionReading:
+        """The question's entity mentions and words."""
+        return read_question(question, self._names.get)
+
+    def entity_of(self, text: str) -> int | None:
+        """The KG entity a named pattern node stands for: its exact name, else case-insensitive."""
+        found = self.store.entities.id_of(text)
+        return found if found is not None else self._names.get(normalize_name(text))
+
+    # ------------------------------------------------------------------ embeddings
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            found = np.asarray(self.retriever.index.embedder.encode(missing, show_progress=False), np.float32)
+            with self._lock:
+                for text, vector in zip(missing, found, strict=True):
+                    self._vectors[text] = vector
+                while len(self._vectors) > self._cache_size:
+                    self._vectors.popitem(last=False)
+        with self._lock:
+            rows = [self._vectors.get(t) for t in texts]
+        if not rows:
+            return np.zeros((0, self.retriever.index.embedder.dim), np.float32)
+        if any(r is None for r in rows):  # evicted meanwhile by another thread: embed directly
+            return np.asarray(self.retriever.index.embedder.encode(list(texts), show_progress=False), np.float32)
+        return np.stack(rows)  # type: ignore[arg-type]
+
+    def relation_distances(self, phrases: Sequence[str]) -> np.ndarray:
+        """(phrases × KG relations): a relation's distance is that of its nearest text."""
+        out = np.full((len(phrases), self.store.num_relations), np.inf)
+        if not phrases:
+            return out
+        index = self.retriever.index
+        dists, rows = index.relation_index.search(self.embed(phrases), index.relation_index.ntotal)
+        for i in range(len(phrases)):
+            valid = rows[i] >= 0
+            np.minimum.at(out[i], index.relation_owner[rows[i][valid]], dists[i][valid].astype(np.float64))
+        return out
+
+    def relation_phrases(self, phrases: Sequence[str]) -> dict[int, float]:
+        """KG relation → distance of the closest phrase whose nearest KG relation it is (within
+        ``support_distance``)."""
+        found: dict[int, float] = {}
+        for row in self.relation_distances(list(phrases)):
+            best = int(np.argmin(row))
+            if row[best] <= self.support_distance:
+                found[best] = min(found.get(best, np.inf), float(row[best]))
+        return found
+
+    def type_words(self, words: Sequence[str], candidates: Sequence[int], hints: Sequence[str]) -> dict[int, str]:
+        """Word index → the type hint it names (same stem, or within ``type_distance``)."""
+        out: dict[int, str] = {}
+        if not hints or not candidates:
+            return out
+        dist = _distances(self.embed([words[i] for i in candidates]), self.embed(list(hints)))
+        for i, row in zip(candidates, dist, strict=True):
+            same = [h for h in hints if _same_word(words[i], h)]
+            best = int(np.argmin(row))
+            if same:
+                out[i] = same[0]
+            elif row[best] <= self.type_distance:
+                out[i] = hints[best]
+        return out
+
+def _same_word(word: str, hint: str) -> bool:
+    """``word`` is ``hint`` or its plural ("tags"/"tag", "countries"/"country")."""
+    word, hint = word.lower(), hint.lower()
+    return word in (hint, hint + "s", hint + "es") or (hint.endswith("y") and word == hint[:-1] + "ies")
+
+
+def singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
+
+
+def _distances(vectors: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """L2 distances between the rows of ``vectors`` and of ``targets``."""
+    return np.asarray(np.linalg.norm(vectors[:, None, :] - targets[None, :, :], axis=2))
+
+

@@ -1,0 +1,233 @@
+"""Candidate-restricted search graphs: the KG cut down to what a pattern's matches can use.
+
+When every node of a connected pattern has an explicit candidate set (named nodes, typed unknowns at
+scale; no ``any_entity`` node), a match maps each pattern edge ``(a, b)`` to a KG triple between a
+candidate of ``a`` and a candidate of ``b`` whose relation is a candidate of the edge. So before the
+search:
+
+1. **arc consistency**: a candidate of ``a`` that has no such triple towards any live candidate of
+   ``b`` (for some edge ``(a, b)``) is in no match and is dropped; the pass repeats until nothing
+   changes. For a star whose centre is a typed unknown with millions of entities, this keeps the
+   centres adjacent to a candidate of *every* named leaf: the leaves' neighbourhoods intersected
+   before the search expands anything. Each edge is scanned from its side with the smaller adjacency
+   total, so a hub is scanned only when it is on the cheap side.
+2. **the restricted graph**: the triples that join live candidates of the two ends of some pattern
+   edge through one of its candidate relations, in a small CSR over *local* ids (the live candidates,
+   numbered in global id order, so every order the search uses is kept).
+
+The search then runs unchanged on the small graph: it holds every triple any match can use, so the
+top-k is the same as on the whole KG (``tests/test_match_property.py`` compares them). Hubs keep
+only the edges that lead to candidates, so expanding one no longer scans its whole neighbourhood for
+every partial match that reaches it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from simgrag.kg.store import KGStore
+from simgrag.match.candidates import CandidateTable, NodeCandidates
+from simgrag.pattern.graph import Pattern
+
+__all__ = ["MAX_SCAN_ENTRIES", "MIN_CANDIDATES", "RestrictedGraph", "restrict"]
+
+#: restrict only when some node has more candidates than this (small problems search fast as they are)
+MIN_CANDIDATES = 4096
+#: give up (search the whole KG) when one arc-consistency pass would scan more adjacency entries
+MAX_SCAN_ENTRIES = 50_000_000
+_MAX_PASSES = 4
+
+
+@dataclass(frozen=True)
+class RestrictedGraph:
+    """The small graph and candidate table a connected pattern is searched on; ``entities[local]`` is
+    the global id of local entity ``local``. ``num_entities``/``indptr``/``adj_*`` mirror a
+    :class:`~simgrag.kg.store.KGStore` so the search takes it in the store's place; ``adj_tid`` keeps
+    the KG's triple ids (``num_triples`` is the KG's)."""
+
+    entities: np.ndarray
+    indptr: np.ndarray
+    adj_nbr: np.ndarray
+    adj_rel: np.ndarray
+    adj_tid: np.ndarray
+    table: CandidateTable
+    num_triples: int  # the KG's (adj_tid holds its triple ids; the search checks them against it)
+
+    @property
+    def num_entities(self) -> int:
+        return len(self.entities)
+
+
+def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injective: bool = True
+             ) -> RestrictedGraph | None:
+    """The restricted graph for a connected ``pattern``, or ``None`` when it does not apply
+    (homomorphic matching, a node that matches any entity, a self-loop edge, more than 16 nodes or
+    32 edges, no large candidate set, or too much to scan). Injective matching never maps an edge
+    between two pattern nodes to a KG self-loop, so the restricted graph has none."""
+    nodes, edges = table.nodes, pattern.edges
+    if (not injective or any(c.any_entity for c in nodes) or len(nodes) > 16 or len(edges) > 32 or not edges
+            or any(e.source == e.target for e in edges) or max(len(c.ids) for c in nodes) <= MIN_CANDIDATES):
+        return None
+    cand_ptr = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum([len(c.ids) for c in nodes], out=cand_ptr[1:])
+    cand_ids = np.concatenate([c.ids for c in nodes]).astype(np.int64)
+    origin = np.arange(len(cand_ids))  # position of each kept candidate in the first concatenation
+    e_src = np.array([e.source for e in edges], dtype=np.int64)
+    e_dst = np.array([e.target for e in edges], dtype=np.int64)
+    rel_ok = np.ascontiguousarray(np.isfinite(table.rel_dists))
+    alive = np.ones(len(cand_ids), dtype=np.bool_)
+    mask = np.zeros(store.num_entities, dtype=np.uint16)  # bit p: a live candidate of node p
+    _mark(mask, cand_ptr, cand_ids, alive)
+    scan_from = np.zeros(len(edges), dtype=np.int64)
+    for _ in range(_MAX_PASSES):
+        degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
+        scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
+        if int(degrees[scan_from].sum()) > MAX_SCAN_ENTRIES:
+            return None
+        removed = _consistency_pass(store.indptr, store.adj_nbr, store.adj_rel, mask, cand_ptr, cand_ids, alive,
+                                    e_src, e_dst, rel_ok, scan_from)
+        if removed == 0:
+            break
+        # later passes and the build walk the survivors only (a typed centre shrinks from millions)
+        owner = np.repeat(np.arange(len(nodes)), np.diff(cand_ptr))[alive]
+        cand_ptr[1:] = np.cumsum(np.bincount(owner, minlength=len(nodes)))
+        cand_ids, origin = cand_ids[alive], origin[alive]
+        alive = np.ones(len(cand_ids), dtype=np.bool_)
+    dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
+    return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from)
+
+
+def _build(store: KGStore, table: CandidateTable, cand_ptr: np.ndarray, cand_ids: np.ndarray, dists: np.ndarray,
+           alive: np.ndarray,
+           mask: np.ndarray, e_src: np.ndarray, e_dst: np.ndarray, rel_ok: np.ndarray,
+           scan_from: np.ndarray) -> RestrictedGraph:
+    entities = np.unique(cand_ids[alive])
+    n = _count_entries(store.indptr, store.adj_nbr, store.adj_rel, mask, cand_ptr, cand_ids, alive,
+                       e_src, e_dst, rel_ok, scan_from)
+    src, nbr = np.empty(n, np.int64), np.empty(n, np.int64)
+    rel, tid = np.empty(n, np.int64), np.empty(n, np.int64)
+    _fill_entries(store.indptr, store.adj_nbr, store.adj_rel, store.adj_tid, mask, cand_ptr, cand_ids, alive,
+                  e_src, e_dst, rel_ok, scan_from, src, nbr, rel, tid)
+    src, nbr = np.searchsorted(entities, src), np.searchsorted(entities, nbr)
+    order = np.lexsort((tid, rel, nbr, src))
+    src, nbr, rel, tid = src[order], nbr[order], rel[order], tid[order]
+    keep = np.ones(len(src), dtype=np.bool_)  # a triple found for two pattern edges is listed once
+    keep[1:] = (src[1:] != src[:-1]) | (nbr[1:] != nbr[:-1]) | (tid[1:] != tid[:-1])
+    src, nbr, rel, tid = src[keep], nbr[keep], rel[keep], tid[keep]
+    indptr = np.zeros(len(entities) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=len(entities)), out=indptr[1:])
+    local_nodes = []
+    for p in range(len(table.nodes)):
+        part = slice(cand_ptr[p], cand_ptr[p + 1])
+        live = alive[part]
+        local_nodes.append(NodeCandidates(False, np.searchsorted(entities, cand_ids[part][live]).astype(np.int64),
+                                          dists[part][live]))
+    return RestrictedGraph(entities, indptr, nbr.astype(np.int32), rel.astype(np.int32), tid.astype(np.int32),
+                           CandidateTable(tuple(local_nodes), table.rel_dists), store.num_triples)
+
+
+# ---------------------------------------------------------------------------------------------- compiled
+@njit(cache=True, nogil=True)
+def _mark(mask, cand_ptr, cand_ids, alive):  # type: ignore[no-untyped-def]
+    for p in range(cand_ptr.shape[0] - 1):
+        bit = np.uint16(1 << p)
+        for i in range(cand_ptr[p], cand_ptr[p + 1]):
+            if alive[i]:
+                mask[cand_ids[i]] |= bit
+
+
+@njit(cache=True, nogil=True)
+def _degree_sums(indptr, cand_ptr, cand_ids, alive):  # type: ignore[no-untyped-def]
+    out = np.zeros(cand_ptr.shape[0] - 1, dtype=np.int64)
+    for p in range(cand_ptr.shape[0] - 1):
+        for i in range(cand_ptr[p], cand_ptr[p + 1]):
+            if alive[i]:
+                v = cand_ids[i]
+                out[p] += indptr[v + 1] - indptr[v]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _slot(cand_ids, lo, hi, v):  # type: ignore[no-untyped-def]
+    """Index of v in the sorted cand_ids[lo:hi] (it is there: the mask said so)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cand_ids[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _consistency_pass(indptr, adj_nbr, adj_rel, mask, cand_ptr, cand_ids, alive,  # type: ignore[no-untyped-def]
+                      e_src, e_dst, rel_ok, scan_from):
+    """One arc-consistency pass over every pattern edge; returns how many candidates it dropped."""
+    n_edges = e_src.shape[0]
+    support = np.zeros(cand_ids.shape[0], dtype=np.uint32)  # bit e: has a triple for edge e
+    for e in range(n_edges):
+        s = scan_from[e]
+        o = e_dst[e] if s == e_src[e] else e_src[e]
+        o_bit = np.uint16(1 << o)
+        e_bit = np.uint32(1 << e)
+        for i in range(cand_ptr[s], cand_ptr[s + 1]):
+            if not alive[i]:
+                continue
+            u = cand_ids[i]
+            for j in range(indptr[u], indptr[u + 1]):
+                w = adj_nbr[j]
+                if (mask[w] & o_bit) and rel_ok[e, adj_rel[j]]:
+                    support[i] |= e_bit
+                    support[_slot(cand_ids, cand_ptr[o], cand_ptr[o + 1], w)] |= e_bit
+    removed = 0
+    for p in range(cand_ptr.shape[0] - 1):
+        need = np.uint32(0)
+        for e in range(n_edges):
+            if e_src[e] == p or e_dst[e] == p:
+                need |= np.uint32(1 << e)
+        keep_bits = np.uint16(0xFFFF ^ (1 << p))
+        for i in range(cand_ptr[p], cand_ptr[p + 1]):
+            if alive[i] and (support[i] & need) != need:
+                alive[i] = False
+                mask[cand_ids[i]] &= keep_bits
+                removed += 1
+    return removed
+
+
+@njit(cache=True, nogil=True)
+def _count_entries(indptr, adj_nbr, adj_rel, mask, cand_ptr, cand_ids, alive,  # type: ignore[no-untyped-def]
+                   e_src, e_dst, rel_ok, scan_from):
+    n = 0
+    for e in range(e_src.shape[0]):
+        s = scan_from[e]
+        o_bit = np.uint16(1 << (e_dst[e] if s == e_src[e] else e_src[e]))
+        for i in range(cand_ptr[s], cand_ptr[s + 1]):
+            if alive[i]:
+                u = cand_ids[i]
+                for j in range(indptr[u], indptr[u + 1]):
+                    w = adj_nbr[j]
+                    if w != u and (mask[w] & o_bit) and rel_ok[e, adj_rel[j]]:
+                        n += 2
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _fill_entries(indptr, adj_nbr, adj_rel, adj_tid, mask, cand_ptr, cand_ids, alive,  # type: ignore[no-untyped-def]
+                  e_src, e_dst, rel_ok, scan_from, src, nbr, rel, tid):
+    """Both directions of every triple joining live candidates of an edge's ends by a candidate relation."""
+    n = 0
+    for e in range(e_src.shape[0]):
+        s = scan_from[e]
+        o_bit = np.uint16(1 << (e_dst[e] if s == e_src[e] else e_src[e]))
+        for i in range(cand_ptr[s], cand_ptr[s + 1]):
+            if alive[i]:
+                u = cand_ids[i]
+                for j in range(indptr[u], indptr[u + 1]):
+                    w = adj_nbr[j]
+                    if w != u and (mask[w] & o_bit) and rel_ok[e, adj_rel[j]]:
+                        src[n], nbr[n], rel[n], tid[n] = u, w, adj_rel[j], adj_tid[j]
+                        src[n + 1], nbr[n + 1], rel[n + 1], tid[n + 1] = w, u, adj_rel[j], adj_tid[j]
+                        n += 2
