@@ -32,7 +32,7 @@ from simgrag.fileio import write_bytes_atomic
 from simgrag.index.swap import MANIFEST
 
 __all__ = ["ATTACHMENT_FILES", "AttachmentKind", "attach_file", "attached_path", "check_attachments",
-           "put_attachment", "read_manifest_json", "stage_attachments", "write_manifest"]
+           "install_command", "put_attachment", "read_manifest_json", "stage_attachments", "write_manifest"]
 
 AttachmentKind = Literal["examples", "claim_examples", "relation_aliases"]
 #: kind → the file's name inside the index directory
@@ -127,12 +127,19 @@ def attached_path(root: Path, manifest: Mapping[str, Any], kind: str) -> Path | 
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:
         raise IndexDirError(f"{path} is recorded in the index's manifest but cannot be read ({exc}); attach "
-                            f"it again: simgrag examples install {root} --{kind.replace('_', '-')} FILE") from exc
+                            f"it again: {install_command(root, kind)}") from exc
     if digest != record["sha256"]:
         raise IndexDirError(f"{path} was changed after it was attached (sha256 {digest[:12]}… instead of "
                             f"{record['sha256'][:12]}…). Attach the edited file so the index records it: "
-                            f"simgrag examples install {root} --{kind.replace('_', '-')} FILE")
+                            f"{install_command(root, kind)}")
     return path
+
+
+def install_command(root: str | Path, kind: str) -> str:
+    """The command that attaches a ``kind`` file to the index ``root`` (for messages)."""
+    commands = {"claim_examples": f"simgrag examples install {root} FILE --claims",
+                "relation_aliases": f"simgrag aliases install {root} FILE"}
+    return commands.get(kind, f"simgrag examples install {root} FILE")
 
 
 def check_attachments(manifest: Mapping[str, Any]) -> str | None:

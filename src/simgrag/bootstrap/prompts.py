@@ -1,0 +1,159 @@
+"""The bootstrap's three LLM prompts and the reading of their answers.
+
+1. :func:`question_messages`: several natural questions for one sampled subgraph (JSON
+   ``{"questions": [...]}``), read by :func:`read_questions`, screened by :func:`screen_question`;
+2. :func:`type_messages`: what kind of thing sits at each end of a relation (``{"head": "country",
+   "tail": "city"}``), read by :func:`read_types`;
+3. :func:`alias_messages`: everyday phrases for a relation (``{"phrases": [...]}``), read by
+   :func:`read_phrases`.
+
+LLM output is data: it is parsed as JSON (the first ``{…}`` object in the text) or, failing that, as
+quoted strings or lines; it is never evaluated. Unusable output reads as nothing (the caller records
+why), not as an error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from simgrag.bootstrap.sample import Sample
+from simgrag.llm.base import ChatMessage
+
+__all__ = ["alias_messages", "question_messages", "read_phrases", "read_questions", "read_types",
+           "screen_question", "type_messages"]
+
+_QUESTION_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
+                    "Answer with JSON only.")
+_STYLE = ("Make them different from each other and natural, the way people really type: a plain question, a "
+          "request (\"Tell me …\", \"List …\", \"Give me …\"), a short casual one; say the relations in everyday "
+          "words rather than copying the relation names.")
+_WORD = re.compile(r"[\w']+")
+_TYPE_WORD = re.compile(r"^[a-z][a-z \-]{0,30}$")
+
+
+def _facts(sample: Sample) -> str:
+    return "\n".join(f"- {h} | {r} | {t}" for h, r, t in sample.facts())
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return " and ".join(f'"{n}"' for n in names)
+
+
+def question_messages(sample: Sample, n: int) -> list[ChatMessage]:
+    """The prompt for ``n`` questions about ``sample``: it names the named slots, asks for the answer
+    slot, goes through every fact, and never names the other slots."""
+    others = len(sample.answers) - 1
+    answer = f'"{sample.answer}"' + (f" (one of {len(sample.answers)} answers)" if others else "")
+    hidden = [e for e in sample.hidden_entities if e != sample.answer]
+    never = ", ".join(f'"{e}"' for e in [sample.answer, *hidden])
+    user = (f"Facts from the knowledge graph (head | relation | tail):\n{_facts(sample)}\n\n"
+            f"Write {n} different questions, each of which uses every fact above: it names "
+            f"{_quoted(sample.named_entities)} exactly as written here and asks for {answer}. Never write {never} "
+            f"in a question.\n{_STYLE}\n"
+            'Answer with JSON only: {"questions": ["…", "…"]}')
+    return [ChatMessage("system", _QUESTION_SYSTEM), ChatMessage("user", user)]
+
+
+def type_messages(relation: str, examples: Sequence[tuple[str, str]]) -> list[ChatMessage]:
+    """The prompt asking what kind of thing is at the head and at the tail of ``relation``."""
+    shown = "; ".join(f"{h} → {t}" for h, t in examples)
+    user = (f'In a knowledge graph the relation "{relation}" links, for example: {shown}.\n'
+            "What kind of thing is at each end? Use one or two common lowercase words each "
+            '(e.g. "country", "city", "person", "movie", "year").\n'
+            'Answer with JSON only: {"head": "…", "tail": "…"}')
+    return [ChatMessage("system", "You describe knowledge graphs. Answer with JSON only."), ChatMessage("user", user)]
+
+
+def alias_messages(relation: str, examples: Sequence[tuple[str, str]], n: int) -> list[ChatMessage]:
+    """The prompt asking for ``n`` everyday phrases that mean ``relation``."""
+    shown = "; ".join(f"{h} → {t}" for h, t in examples)
+    user = (f'In a knowledge graph the relation "{relation}" links, for example: {shown}.\n'
+            f"Write {n} different short phrases (one to four words) that people use in questions for this "
+            "relation: synonyms, everyday verbs and nouns, other word orders. Do not name the example "
+            "entities.\n"
+            'Answer with JSON only: {"phrases": ["…", "…"]}')
+    return [ChatMessage("system", "You know how people talk about facts. Answer with JSON only."),
+            ChatMessage("user", user)]
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        value = json.loads(text[start:end + 1])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _strings(text: str, key: str) -> list[str]:
+    """The strings of ``key`` in the text's JSON object; else its quoted strings; else its lines."""
+    found = _json_object(text)
+    if found is not None and isinstance(found.get(key), list):
+        items = [s for s in found[key] if isinstance(s, str)]
+    else:
+        items = re.findall(r'"([^"\n]{3,})"', text) or text.splitlines()
+        items = [s for s in items if s.strip().lower() not in (key, "questions", "phrases")]
+    out: dict[str, str] = {}
+    for item in items:
+        clean = " ".join(re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", item).split()).strip("\"'")
+        if clean and not clean.startswith(("{", "}", "[", "]")):
+            out.setdefault(clean.lower(), clean)
+    return list(out.values())
+
+
+def read_questions(text: str, n: int) -> list[str]:
+    """Up to ``n`` distinct questions from the LLM's answer (5 to 300 characters each)."""
+    return [q for q in _strings(text, "questions") if 5 <= len(q) <= 300][:n]
+
+
+def read_phrases(text: str, n: int) -> list[str]:
+    """Up to ``n`` distinct phrases of one to six words from the LLM's answer, lower case."""
+    out: dict[str, None] = {}
+    for phrase in _strings(text, "phrases"):
+        words = _WORD.findall(phrase.lower())
+        if 1 <= len(words) <= 6:
+            out.setdefault(" ".join(words), None)
+    return list(out)[:n]
+
+
+def read_types(text: str) -> tuple[str | None, str | None]:
+    """The (head, tail) type words of the LLM's answer; ``None`` for one that is missing or not a short
+    lowercase phrase."""
+    found = _json_object(text) or {}
+
+    def word(key: str) -> str | None:
+        value = found.get(key)
+        if not isinstance(value, str):
+            return None
+        value = " ".join(value.lower().split())
+        return value if _TYPE_WORD.match(value) and len(value.split()) <= 3 else None
+
+    return word("head"), word("tail")
+
+
+def _normal(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def _contains(text: str, name: str) -> bool:
+    """``name`` occurs in ``text`` as whole words (case, punctuation and spacing ignored)."""
+    needle = _normal(name)
+    return bool(needle) and f" {needle} " in f" {_normal(text)} "
+
+
+def screen_question(question: str, sample: Sample) -> str | None:
+    """Why ``question`` cannot be an example of ``sample`` (``None``: it can): it must name each named
+    entity as written and none of the others (an entity name inside a named one does not count)."""
+    for name in sample.named_entities:
+        if not _contains(question, name):
+            return f"does not name {name!r}"
+    named = sample.named_entities
+    for name in sample.hidden_entities:
+        if len(_normal(name)) >= 3 and _contains(question, name) and not any(_contains(n, name) for n in named):
+            return f"names {name!r}, which it should ask about"
+    return None
