@@ -6,13 +6,14 @@ with the index's own embedder and the distance the relation search uses (L2 betw
 
 - its distance to ``r``'s texts (the readable name and any alias the index has) is at most
   ``max_distance`` (``None``: no limit), and
-- every other relation's texts, and the phrases already kept for other relations, are at least
-  ``margin`` farther away —
+- every other relation's texts, and the phrases kept for other relations, are at least ``margin``
+  farther away —
 
 so a kept phrase pulls a pattern's wording towards ``r`` and towards no other relation. The file is the
 YAML ``relation: [phrase, …]`` that ``simgrag index --relation-aliases`` and ``simgrag aliases
 install`` read, keyed by the KG's relation names; the index's existing aliases come first, and each
-relation's dropped phrases are listed in a comment with the relation they were nearer to. The LLM's
+relation's dropped phrases are listed in a comment with the relation they were nearer to. Phrases that
+name an entity of the KG are no paraphrases and are left out. The LLM's
 phrases are kept in the progress log beside the file, so a rerun asks again only for the rest.
 """
 
@@ -35,6 +36,7 @@ from simgrag.bootstrap.prompts import alias_messages, read_phrases
 from simgrag.errors import ConfigError
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.directory import IndexDir, relation_text
+from simgrag.kg.store import KGStore
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
 from simgrag.progress import progress_on
@@ -96,6 +98,10 @@ def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_o
     own_distance: dict[tuple[int, str], float] = {}
     for rid, phrases in proposed.items():
         fresh = [p for p in phrases if p not in base_texts]
+        for phrase in (p for p in phrases if p in base_texts):  # already a text: its own (kept) or another's
+            owner = int(base_owner[base_texts.index(phrase)])
+            if owner != rid:
+                dropped.setdefault(rid, []).append((phrase, f"a text of {names[owner]!r}"))
         if not fresh:
             continue
         dist = _distances(np.stack([vectors[p] for p in fresh]), base)
@@ -135,6 +141,12 @@ def _against_each_other(kept: dict[int, list[str]], dropped: dict[int, list[tupl
     return final, dropped
 
 
+def _entity_name(store: KGStore, phrase: str) -> bool:
+    """``phrase`` is the name of a KG entity (in a usual capitalisation): an entity, not a paraphrase."""
+    return any(store.entities.id_of(v) is not None for v in (phrase, phrase.title(), phrase.capitalize(),
+                                                                   phrase.upper()))
+
+
 def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: AliasesSettings | None = None, *,
                       resume: bool = True, show_progress: bool | None = None) -> AliasesReport:
     """Write a relation-aliases file for ``index`` to ``output`` (module docstring); the run's report."""
@@ -153,8 +165,9 @@ def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: A
         pairs = example_pairs(store, rid, settings.shown, settings.seed)
         response = counted.complete(alias_messages(relation_text(name), pairs, settings.per_relation),
                                     max_tokens=12 * settings.per_relation + 40, temperature=0.0)
-        names = {n.lower() for pair in pairs for n in pair}
-        asked[name] = [p for p in read_phrases(response.text, settings.per_relation) if p not in names]
+        shown = {n.lower() for pair in pairs for n in pair}
+        asked[name] = [p for p in read_phrases(response.text, settings.per_relation)
+                       if p not in shown and not _entity_name(store, p)]
         log.append({"kind": "phrases", "relation": name, "phrases": asked[name]})
     proposed = {store.relations.id_of(n) or 0: phrases for n, phrases in asked.items()
                 if store.relations.id_of(n) is not None}

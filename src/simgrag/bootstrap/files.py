@@ -83,9 +83,33 @@ class ProgressLog:
         self.records.append(dict(record))
 
 
+class _Flow(list[Any]):
+    """A list written on one line (``[a, b, c]``): a pattern triple."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(_Flow, lambda dumper, data: dumper.represent_sequence(
+    "tag:yaml.org,2002:seq", data, flow_style=True))
+
+
+def _flowing(value: Any) -> Any:
+    """``value`` with every list of scalars marked to be written on one line."""
+    if isinstance(value, Mapping):
+        return {k: _flowing(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, str) for v in value) and len(value) <= 3:
+            return _Flow(value)
+        return [_flowing(v) for v in value]
+    return value
+
+
 def yaml_item(value: Any, *, indent: int = 2) -> str:
-    """``value`` as one YAML list item, indented (lists inside in flow style: ``[a, b, c]``)."""
-    text = yaml.safe_dump([value], allow_unicode=True, sort_keys=False, default_flow_style=None, width=10_000)
+    """``value`` as one YAML list item, indented; short lists of strings (triples) on one line."""
+    text = yaml.dump([_flowing(value)], Dumper=_Dumper, allow_unicode=True, sort_keys=False,
+                     default_flow_style=False, width=10_000)
     pad = " " * indent
     return "".join(pad + line + "\n" for line in text.splitlines())
 

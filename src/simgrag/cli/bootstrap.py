@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from simgrag.cli import _common
 from simgrag.cli._common import (
     DEFAULT_LLM,
     DEFAULT_LLM_CACHE,
@@ -26,7 +27,6 @@ from simgrag.cli._common import (
     _setup_logging,
     app,
     console,
-    llm_for,
     out,
 )
 from simgrag.errors import ConfigError, SimGRAGError
@@ -68,7 +68,7 @@ def resolve_choice(choice: LLMChoice) -> LLM:
     """The LLM a bootstrap command runs with (refused: ``--llm none``)."""
     from simgrag.llm.registry import resolve_llm
 
-    spec = llm_for(choice)
+    spec = _common.llm_for(choice)  # looked up here, so tests can script the LLM
     if spec is None:
         raise ConfigError("The bootstrap needs an LLM to write questions and phrases: --llm llamacpp (the default), "
                           "openai:<model> or ollama:<model>")
