@@ -97,7 +97,7 @@ class ScriptedBootstrap:
         if "You describe knowledge graphs" in system:
             head, tail = KINDS[re.search(r'the relation "(.+?)" links', last).group(1)]  # type: ignore[union-attr]
             return json.dumps({"head": head, "tail": tail})
-        if "how people talk about facts" in system:
+        if "words people use" in system:
             return json.dumps({"phrases": self.phrases.get(re.search(r'relation "(.+?)"', last).group(1), [])})  # type: ignore[union-attr]
         if "questions that real people type" in system:
             return self.questions(last)
@@ -438,3 +438,40 @@ def test_index_command_attaches_a_given_examples_file(tmp_path: Path) -> None:
     assert index_examples(open_index_dir(idx)) == idx / "examples.yaml"
     installed = CliRunner().invoke(app, ["examples", "install", str(idx), str(tmp_path / "missing.yaml")])
     assert installed.exit_code == 2 and "Cannot read the examples file" in installed.output
+
+
+# -- the real model ------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.llm
+def test_real_model_bootstraps_examples(tmp_path: Path) -> None:
+    """The embedded llama.cpp model and MiniLM: two one-hop samples over two relations (about ten calls)."""
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed (make install builds it)")
+    from simgrag.errors import ModelError
+    from simgrag.llm.models import pull_default_model
+    from simgrag.llm.registry import resolve_llm
+
+    try:
+        pull_default_model()
+    except ModelError as exc:
+        pytest.skip(f"embedded model unavailable: {exc}")
+    kg = tmp_path / "geo.txt"
+    kg.write_text("\n".join("|".join(t) for t in geo_triples() if t[1] in ("capital", "currency")) + "\n",
+                  encoding="utf-8")
+    index = build_index_dir(kg, tmp_path / "geo.idx", embedder="minilm")
+    settings = ExamplesSettings(shapes=("1hop",), per_shape=2, questions_per_sample=2, seed=0)
+    report = bootstrap_examples(index, resolve_llm("llamacpp"), tmp_path / "ex.yaml", settings)
+    assert report.complete and report.samples == 2 and report.questions >= 2, report
+    assert 2 + 2 <= report.llm_calls <= settings.max_llm_calls(2), report  # kinds, questions, patterns
+    assert report.kept >= 1, report.rejected
+    loaded = load_examples(tmp_path / "ex.yaml")
+    kinds = {json.loads(line)["relation"]: json.loads(line) for line in progress_path(tmp_path / "ex.yaml")
+             .read_text().splitlines()[1:] if '"types"' in line}
+    assert kinds["capital"]["tail"] != "entity"  # the model named the kind of a capital
+    for example in loaded.examples:
+        (head, relation, tail), = example.triples
+        named = tail if head.startswith("UNKNOWN") else head
+        assert relation in ("capital", "currency") and named.lower() in example.question.lower()
+        assert set(brute_answers(index.store, example.triples))  # its pattern holds in the KG

@@ -13,8 +13,9 @@ so a kept phrase pulls a pattern's wording towards ``r`` and towards no other re
 YAML ``relation: [phrase, …]`` that ``simgrag index --relation-aliases`` and ``simgrag aliases
 install`` read, keyed by the KG's relation names; the index's existing aliases come first, and each
 relation's dropped phrases are listed in a comment with the relation they were nearer to. Phrases that
-name an entity of the KG are no paraphrases and are left out. The LLM's
-phrases are kept in the progress log beside the file, so a rerun asks again only for the rest.
+name an entity of the KG are no paraphrases and are left out. The LLM's phrases are kept in the progress
+log beside the file: a rerun asks the LLM only about the relations it has not answered yet, and a rerun
+with another margin or distance asks it nothing.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class AliasesSettings:
 
     per_relation: int = 8
     shown: int = 3
-    margin: float = 0.05
+    margin: float = 0.1
     max_distance: float | None = None
     seed: int = 0
 
@@ -141,10 +142,15 @@ def _against_each_other(kept: dict[int, list[str]], dropped: dict[int, list[tupl
     return final, dropped
 
 
-def _entity_name(store: KGStore, phrase: str) -> bool:
-    """``phrase`` is the name of a KG entity (in a usual capitalisation): an entity, not a paraphrase."""
-    return any(store.entities.id_of(v) is not None for v in (phrase, phrase.title(), phrase.capitalize(),
-                                                                   phrase.upper()))
+def _names_entity(store: KGStore, phrase: str, relation: str) -> bool:
+    """``phrase`` names a KG entity (one of its word runs, in a usual capitalisation, is an entity's name
+    of four or more letters that the relation's own name does not contain): a fact, not a paraphrase."""
+    words = phrase.split()
+    runs = {" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
+    own = relation_text(relation)
+    return any(len(run) >= 4 and run not in own and any(store.entities.id_of(v) is not None for v in
+                                                         (run, run.title(), run.capitalize(), run.upper()))
+               for run in runs)
 
 
 def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: AliasesSettings | None = None, *,
@@ -154,7 +160,8 @@ def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: A
     output, t0 = Path(output), time.perf_counter()
     counted = CountingLLM(llm)
     store = index.store
-    logged = {"kg": index.manifest.get("kg", {}).get("content_hash"), "llm": counted.name, **asdict(settings)}
+    logged = {"kg": index.manifest.get("kg", {}).get("content_hash"), "llm": counted.name,  # what the LLM saw
+              "per_relation": settings.per_relation, "shown": settings.shown, "seed": settings.seed}
     log = ProgressLog(progress_path(output), logged, resume=resume, command="simgrag aliases bootstrap")
     asked = {r["relation"]: r["phrases"] for r in log.of_kind("phrases")}
     for rid in tqdm(range(store.num_relations), desc="bootstrap aliases", unit="relation",
@@ -167,7 +174,7 @@ def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: A
                                     max_tokens=12 * settings.per_relation + 40, temperature=0.0)
         shown = {n.lower() for pair in pairs for n in pair}
         asked[name] = [p for p in read_phrases(response.text, settings.per_relation)
-                       if p not in shown and not _entity_name(store, p)]
+                       if p not in shown and not _names_entity(store, p, name)]
         log.append({"kind": "phrases", "relation": name, "phrases": asked[name]})
     proposed = {store.relations.id_of(n) or 0: phrases for n, phrases in asked.items()
                 if store.relations.id_of(n) is not None}

@@ -42,9 +42,17 @@ def _quoted(names: Sequence[str]) -> str:
     return " and ".join(f'"{n}"' for n in names)
 
 
+_QUESTION_DEMO = ("Facts from the knowledge graph (head | relation | tail):\n"
+                  "- Titanic | directed by | James Cameron\n\n"
+                  'Write 3 different questions, each of which uses every fact above: it names "Titanic" exactly as '
+                  'written here and asks for "James Cameron". Never write "James Cameron" in a question.')
+_QUESTION_DEMO_ANSWER = ('{"questions": ["Who directed Titanic?", "Tell me the director of Titanic.", '
+                         '"titanic director?"]}')
+
+
 def question_messages(sample: Sample, n: int) -> list[ChatMessage]:
     """The prompt for ``n`` questions about ``sample``: it names the named slots, asks for the answer
-    slot, goes through every fact, and never names the other slots."""
+    slot, goes through every fact, and never names the other slots (one worked example first)."""
     others = len(sample.answers) - 1
     answer = f'"{sample.answer}"' + (f" (one of {len(sample.answers)} answers)" if others else "")
     hidden = [e for e in sample.hidden_entities if e != sample.answer]
@@ -54,29 +62,42 @@ def question_messages(sample: Sample, n: int) -> list[ChatMessage]:
             f"{_quoted(sample.named_entities)} exactly as written here and asks for {answer}. Never write {never} "
             f"in a question.\n{_STYLE}\n"
             'Answer with JSON only: {"questions": ["…", "…"]}')
-    return [ChatMessage("system", _QUESTION_SYSTEM), ChatMessage("user", user)]
+    return [ChatMessage("system", _QUESTION_SYSTEM), ChatMessage("user", _QUESTION_DEMO + "\n" + _STYLE),
+            ChatMessage("assistant", _QUESTION_DEMO_ANSWER), ChatMessage("user", user)]
+
+
+def _relation_prompt(relation: str, examples: Sequence[tuple[str, str]]) -> str:
+    shown = "; ".join(f"{h} → {t}" for h, t in examples)
+    return f'In a knowledge graph the relation "{relation}" links, for example: {shown}.\n'
+
+
+_TYPE_ASK = ("What kind of thing is at each end? Use one or two common lowercase words each.\n"
+             'Answer with JSON only: {"head": "…", "tail": "…"}')
+_DEMO_PAIRS = [("Titanic", "James Cameron"), ("Heat", "Michael Mann")]
 
 
 def type_messages(relation: str, examples: Sequence[tuple[str, str]]) -> list[ChatMessage]:
     """The prompt asking what kind of thing is at the head and at the tail of ``relation``."""
-    shown = "; ".join(f"{h} → {t}" for h, t in examples)
-    user = (f'In a knowledge graph the relation "{relation}" links, for example: {shown}.\n'
-            "What kind of thing is at each end? Use one or two common lowercase words each "
-            '(e.g. "country", "city", "person", "movie", "year").\n'
-            'Answer with JSON only: {"head": "…", "tail": "…"}')
-    return [ChatMessage("system", "You describe knowledge graphs. Answer with JSON only."), ChatMessage("user", user)]
+    return [ChatMessage("system", "You describe knowledge graphs. Answer with JSON only."),
+            ChatMessage("user", _relation_prompt("directed by", _DEMO_PAIRS) + _TYPE_ASK),
+            ChatMessage("assistant", '{"head": "movie", "tail": "director"}'),
+            ChatMessage("user", _relation_prompt(relation, examples) + _TYPE_ASK)]
+
+
+def _alias_ask(n: int) -> str:
+    return (f"Write {n} different short phrases (one to four words) that people use for this relation in "
+            "questions: synonyms, everyday verbs and nouns, other word orders. Only the relation's words: no "
+            "names, no whole questions.\n"
+            'Answer with JSON only: {"phrases": ["…", "…"]}')
 
 
 def alias_messages(relation: str, examples: Sequence[tuple[str, str]], n: int) -> list[ChatMessage]:
-    """The prompt asking for ``n`` everyday phrases that mean ``relation``."""
-    shown = "; ".join(f"{h} → {t}" for h, t in examples)
-    user = (f'In a knowledge graph the relation "{relation}" links, for example: {shown}.\n'
-            f"Write {n} different short phrases (one to four words) that people use in questions for this "
-            "relation: synonyms, everyday verbs and nouns, other word orders. Do not name the example "
-            "entities.\n"
-            'Answer with JSON only: {"phrases": ["…", "…"]}')
-    return [ChatMessage("system", "You know how people talk about facts. Answer with JSON only."),
-            ChatMessage("user", user)]
+    """The prompt asking for ``n`` everyday phrases that mean ``relation`` (one worked example first)."""
+    return [ChatMessage("system", "You know the words people use for facts. Answer with JSON only."),
+            ChatMessage("user", _relation_prompt("directed by", _DEMO_PAIRS) + _alias_ask(6)),
+            ChatMessage("assistant", '{"phrases": ["director", "directed", "filmmaker", "made by", "director of", '
+                                     '"helmed by"]}'),
+            ChatMessage("user", _relation_prompt(relation, examples) + _alias_ask(n))]
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
@@ -111,12 +132,17 @@ def read_questions(text: str, n: int) -> list[str]:
     return [q for q in _strings(text, "questions") if 5 <= len(q) <= 300][:n]
 
 
+_QUESTION_WORDS = frozenset(("what", "which", "who", "whom", "whose", "where", "when", "how", "why", "is", "are",
+                             "does", "do", "did", "can"))
+
+
 def read_phrases(text: str, n: int) -> list[str]:
-    """Up to ``n`` distinct phrases of one to six words from the LLM's answer, lower case."""
+    """Up to ``n`` distinct phrases of one to four words from the LLM's answer, lower case; whole
+    questions (a ``?``, a question word first) are not phrases."""
     out: dict[str, None] = {}
     for phrase in _strings(text, "phrases"):
         words = _WORD.findall(phrase.lower())
-        if 1 <= len(words) <= 6:
+        if 1 <= len(words) <= 4 and "?" not in phrase and words[0] not in _QUESTION_WORDS:
             out.setdefault(" ".join(words), None)
     return list(out)[:n]
 

@@ -183,7 +183,7 @@ def examples_install(index_dir: IndexArg, file: FileArg,
 @aliases_app.command("bootstrap")
 def aliases_bootstrap(
     index_dir: IndexArg, output: Output, install: Install = False, per_relation: PerRelation = 8,
-    margin: Margin = 0.05, max_distance: MaxDistance = None, seed: Seed = 0, resume: Resume = True,
+    margin: Margin = 0.1, max_distance: MaxDistance = None, seed: Seed = 0, resume: Resume = True,
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
