@@ -27,7 +27,7 @@ from simgrag.bootstrap import (
 )
 from simgrag.bootstrap.aliases import filter_phrases
 from simgrag.bootstrap.files import progress_path
-from simgrag.bootstrap.prompts import read_phrases, read_questions, read_types, screen_question
+from simgrag.bootstrap.prompts import read_kind, read_phrases, read_questions, screen_question
 from simgrag.cli import _common, app
 from simgrag.errors import ConfigError, IndexDirError, LLMConnectionError
 from simgrag.index.directory import IndexDir, build_index_dir, load_aliases, open_index_dir, relation_text
@@ -55,6 +55,12 @@ CITIES = {"Lyon": "France", "Marseille": "France", "Hamburg": "Germany", "Munich
 KINDS = {"capital": ("country", "city"), "continent": ("country", "continent"), "currency": ("country", "currency"),
          "official language": ("country", "language"), "borders": ("country", "country"),
          "located in": ("city", "country")}
+
+
+KIND_OF = {**dict.fromkeys(COUNTRIES, "country"), **dict.fromkeys(CITIES, "city"),
+           **{v[0]: "city" for v in COUNTRIES.values()}, **{v[1]: "continent" for v in COUNTRIES.values()},
+           **{v[2]: "currency" for v in COUNTRIES.values()},
+           **{lang: "language" for v in COUNTRIES.values() for lang in v[3]}}
 
 
 def geo_triples() -> list[tuple[str, str, str]]:
@@ -95,8 +101,8 @@ class ScriptedBootstrap:
     def reply(self, messages: Sequence[ChatMessage]) -> str:
         system, last = messages[0].content, messages[-1].content
         if "You describe knowledge graphs" in system:
-            head, tail = KINDS[re.search(r'the relation "(.+?)" links', last).group(1)]  # type: ignore[union-attr]
-            return json.dumps({"head": head, "tail": tail})
+            first = last.split("? ", 1)[1].split(";")[0].split("\n")[0].strip()
+            return json.dumps({"kind": KIND_OF[first]})
         if "words people use" in system:
             return json.dumps({"phrases": self.phrases.get(re.search(r'relation "(.+?)"', last).group(1), [])})  # type: ignore[union-attr]
         if "questions that real people type" in system:
@@ -192,8 +198,8 @@ def test_llm_output_is_read_as_data() -> None:
         "Which currency does Japan use?", "Japan money?"]
     assert read_phrases('{"phrases": ["Capital City", "seat of government", "a b c d e f g h"]}', 8) == [
         "capital city", "seat of government"]
-    assert read_types('{"head": "Country", "tail": "city"}') == ("country", "city")
-    assert read_types('{"head": "__import__(\'os\')", "tail": 3}') == (None, None)
+    assert read_kind('{"kind": "Country"}') == "country"
+    assert read_kind('{"kind": "__import__(\'os\')"}') is None and read_kind('{"kind": 3}') is None
 
 
 def test_questions_are_screened_for_the_names_they_must_and_must_not_say(geo_index: IndexDir) -> None:
@@ -257,14 +263,14 @@ def test_bootstrap_resumes_after_an_error_and_ends_where_a_clean_run_ends(geo_in
 def test_max_llm_calls_stops_resumably(geo_index: IndexDir, tmp_path: Path) -> None:
     settings = ExamplesSettings(per_shape=2, questions_per_sample=3, seed=0, shapes=("1hop",))
     script = ScriptedBootstrap()
-    report = bootstrap_examples(geo_index, script.llm, tmp_path / "ex.yaml", settings, max_llm_calls=len(KINDS) + 1)
+    report = bootstrap_examples(geo_index, script.llm, tmp_path / "ex.yaml", settings, max_llm_calls=2 * len(KINDS) + 1)
     assert not report.complete and report.samples_done == 1 and report.kept == 1
     report = bootstrap_examples(geo_index, script.llm, tmp_path / "ex.yaml", settings)
     assert report.complete and report.kept == 2
 
 
 def test_a_run_that_keeps_nothing_says_why(geo_index: IndexDir, tmp_path: Path) -> None:
-    llm = FakeLLM(lambda m: '{"head": "country", "tail": "city"}' if "kind of thing" in m[-1].content
+    llm = FakeLLM(lambda m: '{"kind": "country"}' if "kind of thing" in m[-1].content
                   else '{"questions": ["Nothing named here?"]}')
     with pytest.raises(ConfigError, match="does not name") as caught:
         bootstrap_examples(geo_index, llm, tmp_path / "ex.yaml", ExamplesSettings(per_shape=1))

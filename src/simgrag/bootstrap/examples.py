@@ -15,7 +15,7 @@ For each sampled subgraph (:mod:`simgrag.bootstrap.sample`: 1–3-hop chains, st
 A kept question becomes an example with the sample's own pattern (the KG's relation names, its
 orientation, ``UNKNOWN <kind> n`` nodes; :mod:`simgrag.bootstrap.kinds`), not the LLM's. The file is
 rewritten after every sample; the progress log beside it (:mod:`simgrag.bootstrap.files`) makes the run
-resumable. LLM calls: one per relation for its kinds (KGs without entity types), then per sample one for
+resumable. LLM calls: two per relation for its kinds (KGs without entity types), then per sample one for
 its questions and one per screened question (two when the judge asks the LLM for a revision).
 """
 
@@ -79,7 +79,7 @@ class ExamplesSettings:
     def max_llm_calls(self, relations: int) -> int:
         """An upper bound of the run's LLM calls (every question revised once), for a KG of ``relations``."""
         samples = len(self.shapes) * self.per_shape
-        return relations + samples * (1 + 2 * self.questions_per_sample)
+        return 2 * relations + samples * (1 + 2 * self.questions_per_sample)
 
 
 @dataclass(frozen=True)

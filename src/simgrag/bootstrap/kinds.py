@@ -1,9 +1,10 @@
 """The kind of thing at each end of a relation (``capital``: country → city), for ``UNKNOWN <type> n`` nodes.
 
 A KG with entity types answers from them (the most common type among a relation's heads, and tails);
-any other KG asks the LLM once per relation (:func:`~simgrag.bootstrap.prompts.type_messages`) and
-falls back to ``entity`` when the answer is unusable. Answers are kept in the bootstrap's progress log,
-so a resumed run asks again for nothing.
+any other KG asks the LLM twice per relation, once per end, what a few of the entities there are
+(:func:`~simgrag.bootstrap.prompts.kind_messages`: a list of names is easier for a small model than a
+relation's direction), and falls back to ``entity`` when the answer is unusable. Answers are kept in the
+bootstrap's progress log, so a resumed run asks again for nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from simgrag.bootstrap.files import ProgressLog
-from simgrag.bootstrap.prompts import read_types, type_messages
+from simgrag.bootstrap.prompts import kind_messages, read_kind
 from simgrag.index.directory import relation_text
 from simgrag.kg.store import KGStore
 from simgrag.llm.base import LLM
@@ -25,8 +26,8 @@ __all__ = ["RelationKinds", "example_pairs"]
 logger = logging.getLogger(__name__)
 
 FALLBACK = "entity"
-#: triples shown to the LLM (or counted for a typed KG) per relation
-SHOWN = 3
+#: entities shown to the LLM per end of a relation; triples counted for a typed KG
+SHOWN = 5
 COUNTED = 50
 
 
@@ -59,7 +60,7 @@ class RelationKinds:
         return self._known[relation]
 
     def prepare(self, relations: Sequence[str]) -> None:
-        """Find the kinds of ``relations`` now (one LLM call each for those not known yet)."""
+        """Find the kinds of ``relations`` now (two LLM calls each for those not known yet)."""
         for relation in relations:
             self.of(relation)
 
@@ -83,9 +84,13 @@ class RelationKinds:
 
     def _ask(self, relation: str) -> tuple[str, str]:
         rid = self.store.relations.id_of(relation)
-        pairs = example_pairs(self.store, int(rid or 0), SHOWN, self.seed)
-        response = self.llm.complete(type_messages(relation_text(relation), pairs), max_tokens=40, temperature=0.0)
-        head, tail = read_types(response.text)
-        if head is None or tail is None:
-            logger.info("no usable kinds for relation %r in %r; using %r", relation, response.text[:200], FALLBACK)
-        return head or FALLBACK, tail or FALLBACK
+        pairs = example_pairs(self.store, int(rid or 0), 4 * SHOWN, self.seed)
+        found = []
+        for side in (0, 1):
+            names = list(dict.fromkeys(pair[side] for pair in pairs))[:SHOWN]
+            response = self.llm.complete(kind_messages(names), max_tokens=16, temperature=0.0)
+            kind = read_kind(response.text)
+            if kind is None:
+                logger.info("no usable kind of %s in %r; using %r", names, response.text[:200], FALLBACK)
+            found.append(kind or FALLBACK)
+        return found[0], found[1]

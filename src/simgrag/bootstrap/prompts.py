@@ -2,8 +2,8 @@
 
 1. :func:`question_messages`: several natural questions for one sampled subgraph (JSON
    ``{"questions": [...]}``), read by :func:`read_questions`, screened by :func:`screen_question`;
-2. :func:`type_messages`: what kind of thing sits at each end of a relation (``{"head": "country",
-   "tail": "city"}``), read by :func:`read_types`;
+2. :func:`kind_messages`: what kind of thing the entities at one end of a relation are (``{"kind":
+   "country"}``), read by :func:`read_kind`;
 3. :func:`alias_messages`: everyday phrases for a relation (``{"phrases": [...]}``), read by
    :func:`read_phrases`.
 
@@ -22,8 +22,8 @@ from typing import Any
 from simgrag.bootstrap.sample import Sample
 from simgrag.llm.base import ChatMessage
 
-__all__ = ["alias_messages", "question_messages", "read_phrases", "read_questions", "read_types",
-           "screen_question", "type_messages"]
+__all__ = ["alias_messages", "kind_messages", "question_messages", "read_kind", "read_phrases", "read_questions",
+           "screen_question"]
 
 _QUESTION_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
                     "Answer with JSON only.")
@@ -71,17 +71,20 @@ def _relation_prompt(relation: str, examples: Sequence[tuple[str, str]]) -> str:
     return f'In a knowledge graph the relation "{relation}" links, for example: {shown}.\n'
 
 
-_TYPE_ASK = ("What kind of thing is at each end? Use one or two common lowercase words each.\n"
-             'Answer with JSON only: {"head": "…", "tail": "…"}')
 _DEMO_PAIRS = [("Titanic", "James Cameron"), ("Heat", "Michael Mann")]
+_KIND_DEMO = ("Titanic", "Heat", "Avatar", "The Matrix", "Casablanca")
 
 
-def type_messages(relation: str, examples: Sequence[tuple[str, str]]) -> list[ChatMessage]:
-    """The prompt asking what kind of thing is at the head and at the tail of ``relation``."""
+def _kind_prompt(names: Sequence[str]) -> str:
+    return ("What kind of thing are all of these? " + "; ".join(names) + "\n"
+            'Answer with one or two common lowercase words, as JSON only: {"kind": "…"}')
+
+
+def kind_messages(names: Sequence[str]) -> list[ChatMessage]:
+    """The prompt asking what kind of thing ``names`` (entities at one end of a relation) are."""
     return [ChatMessage("system", "You describe knowledge graphs. Answer with JSON only."),
-            ChatMessage("user", _relation_prompt("directed by", _DEMO_PAIRS) + _TYPE_ASK),
-            ChatMessage("assistant", '{"head": "movie", "tail": "director"}'),
-            ChatMessage("user", _relation_prompt(relation, examples) + _TYPE_ASK)]
+            ChatMessage("user", _kind_prompt(_KIND_DEMO)), ChatMessage("assistant", '{"kind": "movie"}'),
+            ChatMessage("user", _kind_prompt(names))]
 
 
 def _alias_ask(n: int) -> str:
@@ -147,19 +150,13 @@ def read_phrases(text: str, n: int) -> list[str]:
     return list(out)[:n]
 
 
-def read_types(text: str) -> tuple[str | None, str | None]:
-    """The (head, tail) type words of the LLM's answer; ``None`` for one that is missing or not a short
-    lowercase phrase."""
-    found = _json_object(text) or {}
-
-    def word(key: str) -> str | None:
-        value = found.get(key)
-        if not isinstance(value, str):
-            return None
-        value = " ".join(value.lower().split())
-        return value if _TYPE_WORD.match(value) and len(value.split()) <= 3 else None
-
-    return word("head"), word("tail")
+def read_kind(text: str) -> str | None:
+    """The kind word of the LLM's answer; ``None`` when it is missing or not a short lowercase phrase."""
+    value = (_json_object(text) or {}).get("kind")
+    if not isinstance(value, str):
+        return None
+    value = " ".join(value.lower().split())
+    return value if _TYPE_WORD.match(value) and len(value.split()) <= 2 else None
 
 
 def _normal(text: str) -> str:

@@ -151,7 +151,7 @@ def examples_bootstrap(
 ) -> None:
     """Write an editable few-shot examples file for an index: subgraphs sampled from its KG (1-3 hop chains,
     stars, conjunctions), natural questions by the LLM, kept when the engine's pattern for them finds the
-    subgraph's answer. LLM calls: at most one per relation + per sample 1 + 2 x questions."""
+    subgraph's answer. LLM calls: at most 2 per relation + per sample 1 + 2 x questions."""
     _setup_logging(verbose, quiet)
     try:
         report = run_examples_bootstrap(
