@@ -181,6 +181,13 @@ def test_one_hop_samples_take_the_relations_in_turn(geo_index: IndexDir) -> None
     assert sorted(s.edges[0].relation for s in samples) == sorted(KINDS)
 
 
+def test_excluded_entities_are_in_no_sample(geo_index: IndexDir) -> None:
+    held_out = {"France", "Germany", "Lima", "Not In The KG"}
+    samples = sample_subgraphs(geo_index.store, SHAPES, 4, seed=0, exclude=held_out)
+    assert len(samples) >= 10 and not held_out & {e for s in samples for e in s.entities}
+    assert any("France" in s.entities for s in sample_subgraphs(geo_index.store, SHAPES, 4, seed=0))
+
+
 def test_unknown_shapes_and_bad_counts_are_refused(geo_index: IndexDir) -> None:
     with pytest.raises(ConfigError, match="unknown sample shape"):
         sample_subgraphs(geo_index.store, ["4hop"], 2)
@@ -399,13 +406,17 @@ def test_examples_bootstrap_command_installs_and_ask_uses_it(geo_index: IndexDir
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     script = ScriptedBootstrap()
     monkeypatch.setattr(_common, "llm_for", lambda choice: script.llm)
-    out = tmp_path / "boot.yaml"
+    out, topics = tmp_path / "boot.yaml", tmp_path / "topics.txt"
+    topics.write_text("# held out\nPeru\nChile\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["examples", "bootstrap", str(geo_index.path), "-o", str(out), "--install",
-                                      "--per-shape", "1", "--shapes", "1hop,star", "--seed", "4"])
+                                      "--per-shape", "1", "--shapes", "1hop,star", "--seed", "4",
+                                      "--exclude-entities", str(topics)])
     assert result.exit_code == 0, result.output
     assert "Kept 2 of 6 questions from 2 samples" in result.output and "Attached to" in result.output
     manifest = open_index_dir(geo_index.path).manifest
     assert manifest["attached"]["examples"]["bootstrapped"] is True
+    assert manifest["attached"]["examples"]["settings"]["exclude"].startswith("2 names")
+    assert "Peru" not in out.read_text() and "Chile" not in out.read_text()
     assert (geo_index.path / "examples.yaml").read_bytes() == out.read_bytes()
     kept = load_examples(out).examples[0].question
     script.patterns["Which city is the capital of Peru?"] = [["Peru", "capital", "UNKNOWN city 1"]]

@@ -21,6 +21,7 @@ its questions and one per screened question (two when the judge asks the LLM for
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Mapping
@@ -59,7 +60,8 @@ class ExamplesSettings:
     ``per_shape`` samples of each of ``shapes``, ``questions_per_sample`` questions asked for each;
     ``max_answers``: samples with more gold answers are drawn again; ``check_top``: a question is kept
     when a gold answer is among its first ``check_top`` answer candidates; ``ground_patterns``: the
-    engine's KG judge on the patterns (as ``simgrag ask`` runs); ``temperature`` of the question calls."""
+    engine's KG judge on the patterns (as ``simgrag ask`` runs); ``temperature`` of the question calls;
+    ``exclude``: entity names no sample may touch (an evaluation's topics, to keep it held out)."""
 
     shapes: tuple[str, ...] = SHAPES
     per_shape: int = 8
@@ -69,12 +71,20 @@ class ExamplesSettings:
     check_top: int = 1
     ground_patterns: bool = True
     temperature: float = 0.0
+    exclude: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shapes", parse_shapes(self.shapes))
+        object.__setattr__(self, "exclude", frozenset(self.exclude))
         if self.per_shape < 1 or self.questions_per_sample < 1 or self.check_top < 1:
             raise ConfigError("samples per shape, questions per sample and check_top must be at least 1; got "
                               f"{self.per_shape}, {self.questions_per_sample}, {self.check_top}")
+
+    def logged(self) -> dict[str, Any]:
+        """The settings as the progress log records them (the excluded names as a count and digest)."""
+        digest = hashlib.sha256("\n".join(sorted(self.exclude)).encode()).hexdigest()[:16]
+        return {**{k: v for k, v in asdict(self).items() if k != "exclude"}, "shapes": list(self.shapes),
+                "exclude": f"{len(self.exclude)} names, sha256 {digest}" if self.exclude else None}
 
     def max_llm_calls(self, relations: int) -> int:
         """An upper bound of the run's LLM calls (every question revised once), for a KG of ``relations``."""
@@ -220,13 +230,12 @@ def bootstrap_examples(index: IndexDir, llm: LLM, output: str | Path, settings: 
     output, t0 = Path(output), time.perf_counter()
     counted = CountingLLM(llm)
     samples = sample_subgraphs(index.store, settings.shapes, settings.per_shape, seed=settings.seed,
-                               max_answers=settings.max_answers)
+                               max_answers=settings.max_answers, exclude=settings.exclude)
     if not samples:
         raise ConfigError(f"No subgraph of the shapes {', '.join(settings.shapes)} could be sampled from this KG "
                           f"with at most {settings.max_answers} answers; try other --shapes")
     logged = {"kg": index.manifest.get("kg", {}).get("content_hash"), "llm": counted.name,
-              "embedder": index.manifest.get("embedder", {}).get("name"), **asdict(settings),
-              "shapes": list(settings.shapes)}
+              "embedder": index.manifest.get("embedder", {}).get("name"), **settings.logged()}
     log = ProgressLog(progress_path(output), logged, resume=resume, command="simgrag examples bootstrap")
     run = _Run(index, counted, settings, log)
     done = {int(r["index"]): r for r in log.of_kind("sample")}

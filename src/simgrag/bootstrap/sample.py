@@ -23,7 +23,7 @@ enumeration is too large is drawn again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,10 +118,10 @@ def parse_shapes(text: str | Sequence[str]) -> tuple[str, ...]:
 class _Sampler:
     """Draws the samples of one KG (see the module docstring)."""
 
-    def __init__(self, store: KGStore, rng: np.random.Generator, max_answers: int) -> None:
+    def __init__(self, store: KGStore, rng: np.random.Generator, max_answers: int, excluded: set[int]) -> None:
         if store.num_triples == 0:
             raise ConfigError("The KG has no triples to sample questions from")
-        self.store, self.rng, self.max_answers = store, rng, max_answers
+        self.store, self.rng, self.max_answers, self.excluded = store, rng, max_answers, excluded
         rels = np.asarray(store.rels)
         self._by_rel = np.argsort(rels, kind="stable")
         self._rel_start = np.concatenate([[0], np.cumsum(np.bincount(rels, minlength=store.num_relations))])
@@ -169,7 +169,7 @@ class _Sampler:
         start, nxt = self._ends(tid, bool(self.rng.integers(2)))
         nodes, triples = [start, nxt], [tid]
         while len(triples) < hops:
-            step = self._incident(nodes[-1], set(triples), set(nodes))
+            step = self._incident(nodes[-1], set(triples), set(nodes) | self.excluded)
             if step is None:
                 return None
             triples.append(step[0])
@@ -182,7 +182,7 @@ class _Sampler:
         centre, first = self._ends(tid, bool(self.rng.integers(2)))
         nodes, triples = [first, centre], [tid]
         while len(triples) < arms:
-            step = self._incident(centre, set(triples), set(nodes))
+            step = self._incident(centre, set(triples), set(nodes) | self.excluded)
             if step is None:
                 return None
             triples.append(step[0])
@@ -197,6 +197,8 @@ class _Sampler:
         if drawn is None:
             return None
         nodes, triples, named, asked = drawn
+        if self.excluded.intersection(nodes):
+            return None
         slot_of = {entity: slot for slot, entity in enumerate(nodes)}
         edges = tuple(self._edge(t, slot_of) for t in triples)
         names = tuple(self.store.entities[n] for n in nodes)
@@ -208,12 +210,14 @@ class _Sampler:
 
 
 def sample_subgraphs(store: KGStore, shapes: Sequence[str], per_shape: int, *, seed: int = 0,
-                     max_answers: int = 20) -> list[Sample]:
+                     max_answers: int = 20, exclude: Collection[str] = ()) -> list[Sample]:
     """``per_shape`` samples of each shape (fewer when the KG has too few), shapes interleaved
-    (1hop, 2hop, …, 1hop, 2hop, …); the same arguments give the same list."""
+    (1hop, 2hop, …, 1hop, 2hop, …); the same arguments give the same list. No sample touches an entity
+    named in ``exclude`` (names the KG does not have are ignored): e.g. the topics of an evaluation."""
     if per_shape < 0 or max_answers < 1:
         raise ConfigError(f"per_shape must be >= 0 and max_answers >= 1; got {per_shape}, {max_answers}")
-    sampler = _Sampler(store, np.random.default_rng(seed), max_answers)
+    excluded = {i for i in (store.entities.id_of(name) for name in exclude) if i is not None}
+    sampler = _Sampler(store, np.random.default_rng(seed), max_answers, excluded)
     found: dict[str, list[Sample]] = {s: [] for s in parse_shapes(shapes)}
     for shape, bucket in found.items():
         bucket.extend(_draw_distinct(sampler, shape, per_shape))

@@ -54,6 +54,9 @@ QuestionsPerSample = Annotated[int, typer.Option("--questions-per-sample", help=
 Shapes = Annotated[str, typer.Option("--shapes", help="comma-separated: 1hop, 2hop, 3hop, star, conjunction")]
 CheckTop = Annotated[int, typer.Option("--check-top", help="keep a question when a gold answer is among its first N "
                                                            "answer candidates")]
+ExcludeEntities = Annotated[Path | None, typer.Option(
+    "--exclude-entities", help="a file of entity names, one per line, that no sample may touch (e.g. the topics of "
+                               "an evaluation, to keep it held out)")]
 MaxLLMCalls = Annotated[int | None, typer.Option("--max-llm-calls", help="stop (resumably) before the next sample "
                                                                          "once this many LLM calls were made")]
 PerRelation = Annotated[int, typer.Option("--per-relation", help="phrases the LLM writes per relation")]
@@ -62,6 +65,17 @@ Margin = Annotated[float, typer.Option("--margin", help="keep a phrase when ever
 MaxDistance = Annotated[float | None, typer.Option("--max-distance", help="and when its own relation is at most this "
                                                                           "far (default: no limit)")]
 ALL_SHAPES = "1hop,2hop,3hop,star,conjunction"
+
+
+def read_names(path: Path | None) -> frozenset[str]:
+    """The entity names of an ``--exclude-entities`` file (blank lines and ``#`` comments skipped)."""
+    if path is None:
+        return frozenset()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the entity names file {path}: {exc}") from exc
+    return frozenset(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
 
 
 def resolve_choice(choice: LLMChoice) -> LLM:
@@ -95,12 +109,13 @@ def run_examples_bootstrap(index_dir: Path, output: Path, llm: LLM, *, install: 
     from simgrag.bootstrap import ExamplesSettings, bootstrap_examples, install_examples
     from simgrag.index.directory import open_index_dir
 
-    report = bootstrap_examples(open_index_dir(index_dir), llm, output, ExamplesSettings(**settings), resume=resume,
+    chosen = ExamplesSettings(**settings)
+    report = bootstrap_examples(open_index_dir(index_dir), llm, output, chosen, resume=resume,
                                 max_llm_calls=max_llm_calls)
     say.print(examples_summary(report), highlight=False, markup=False)
     if install and report.kept:
         install_examples(index_dir, output, info={"bootstrapped": True, "complete": report.complete,
-                                                  "llm": llm.name, **{k: str(v) for k, v in settings.items()}})
+                                                  "llm": llm.name, "settings": chosen.logged()})
         say.print(f"Attached to {index_dir}: its default examples from now on.", highlight=False, markup=False)
     elif not report.kept:
         say.print("No example kept yet: nothing written or attached.", highlight=False, markup=False)
@@ -144,7 +159,7 @@ def bootstrap_after_build(index_dir: Path, choice: LLMChoice, *, aliases: bool, 
 def examples_bootstrap(
     index_dir: IndexArg, output: Output, install: Install = False, per_shape: PerShape = 8,
     questions_per_sample: QuestionsPerSample = 3, shapes: Shapes = ALL_SHAPES, seed: Seed = 0, check_top: CheckTop = 1,
-    max_llm_calls: MaxLLMCalls = None, resume: Resume = True,
+    max_llm_calls: MaxLLMCalls = None, exclude_entities: ExcludeEntities = None, resume: Resume = True,
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
@@ -157,7 +172,8 @@ def examples_bootstrap(
         report = run_examples_bootstrap(
             index_dir, output, resolve_choice(LLMChoice(llm, base_url, api_key, llm_cache)), install=install,
             resume=resume, max_llm_calls=max_llm_calls, shapes=tuple(shapes.split(",")), per_shape=per_shape,
-            questions_per_sample=questions_per_sample, seed=seed, check_top=check_top, say=console if as_json else out)
+            questions_per_sample=questions_per_sample, seed=seed, check_top=check_top,
+            exclude=read_names(exclude_entities), say=console if as_json else out)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     if as_json:
