@@ -425,6 +425,14 @@ def test_examples_bootstrap_command_installs_and_ask_uses_it(geo_index: IndexDir
     assert asked.exit_code == 0, asked.output
     assert json.loads(asked.stdout)["short_answer"] == "Lima"
     assert kept in script.llm.calls[-1].prompt  # ask's pattern prompt shows the bootstrapped examples
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "Which city is the capital of Peru?", "answers": ["Lima"]}) + "\n")
+    calls = len(script.llm.calls)
+    bench = CliRunner().invoke(app, ["bench", "qa", "--index", str(geo_index.path), "--questions", str(questions),
+                                     "-o", str(tmp_path / "bench.jsonl"), "--calibration", "off"])
+    assert bench.exit_code == 0, bench.output
+    assert json.loads((tmp_path / "bench.jsonl").read_text().splitlines()[0])["hit"] is True
+    assert kept in script.llm.calls[calls].prompt  # … and so does bench's
 
 
 def test_index_command_bootstraps_aliases_then_examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
