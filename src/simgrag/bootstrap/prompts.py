@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from simgrag.bootstrap.sample import Sample
@@ -34,36 +35,71 @@ _WORD = re.compile(r"[\w']+")
 _TYPE_WORD = re.compile(r"^[a-z][a-z \-]{0,30}$")
 
 
-def _facts(sample: Sample) -> str:
-    return "\n".join(f"- {h} | {r} | {t}" for h, r, t in sample.facts())
-
-
 def _quoted(names: Sequence[str]) -> str:
     return " and ".join(f'"{n}"' for n in names)
 
 
-_QUESTION_DEMO = ("Facts from the knowledge graph (head | relation | tail):\n"
-                  "- Titanic | directed by | James Cameron\n\n"
-                  'Write 3 different questions, each of which uses every fact above: it names "Titanic" exactly as '
-                  'written here and asks for "James Cameron". Never write "James Cameron" in a question.')
-_QUESTION_DEMO_ANSWER = ('{"questions": ["Who directed Titanic?", "Tell me the director of Titanic.", '
-                         '"titanic director?"]}')
+@dataclass(frozen=True)
+class _Demo:
+    """A worked example of the question prompt for one shape (movies: no KG's own domain)."""
+
+    facts: tuple[tuple[str, str, str], ...]
+    named: tuple[str, ...]
+    answer: str
+    questions: tuple[str, ...]
+
+
+_DEMOS = {
+    "1hop": _Demo((("Titanic", "directed by", "James Cameron"),), ("Titanic",), "James Cameron",
+                  ("Who directed Titanic?", "Tell me the director of Titanic.", "titanic director?")),
+    "2hop": _Demo((("Titanic", "directed by", "James Cameron"), ("Avatar", "directed by", "James Cameron")),
+                  ("Titanic",), "Avatar",
+                  ("Which movies have the same director as Titanic?", "What else did the director of Titanic make?",
+                   "films by the guy who directed Titanic")),
+    "3hop": _Demo((("Titanic", "starred actors", "Kate Winslet"), ("The Reader", "starred actors", "Kate Winslet"),
+                   ("The Reader", "release year", "2008")), ("Titanic",), "2008",
+                  ("When did the other films with the actors of Titanic come out?",
+                   "Release years of movies starring Titanic's cast?",
+                   "In which years were movies with the Titanic actors released?")),
+    "star": _Demo((("Inception", "directed by", "Christopher Nolan"),
+                   ("Inception", "starred actors", "Leonardo DiCaprio")), ("Christopher Nolan", "Leonardo DiCaprio"),
+                  "Inception", ("Which Christopher Nolan movie has Leonardo DiCaprio in it?",
+                                "Name the film Christopher Nolan directed with Leonardo DiCaprio.",
+                                "leonardo dicaprio movie by christopher nolan")),
+    "conjunction": _Demo((("Inception", "directed by", "Christopher Nolan"),
+                          ("Inception", "starred actors", "Leonardo DiCaprio"), ("Inception", "release year", "2010")),
+                         ("Christopher Nolan", "Leonardo DiCaprio"), "2010",
+                         ("When did the Christopher Nolan film with Leonardo DiCaprio come out?",
+                          "Tell me the release year of the movie Christopher Nolan made with Leonardo DiCaprio.",
+                          "christopher nolan + leonardo dicaprio movie, what year?")),
+}
+
+
+def _ask_questions(facts: Sequence[tuple[str, str, str]], named: Sequence[str], answer: str, answers: int,
+                   hidden: Sequence[str], n: int) -> str:
+    shown = "\n".join(f"- {h} | {r} | {t}" for h, r, t in facts)
+    asked = f'"{answer}"' + (f" (one of {answers} answers)" if answers > 1 else "")
+    never = ", ".join(f'"{e}"' for e in dict.fromkeys([answer, *hidden]))
+    path = (" The entities you may not write are part of the question: describe them by their facts (\"the "
+            "director of …\", \"the movies that … starred in\").") if len(facts) > 1 else ""
+    return (f"Facts from the knowledge graph (head | relation | tail):\n{shown}\n\n"
+            f"Write {n} different questions, each of which uses every fact above: it names "
+            f"{_quoted(named)} exactly as written here and asks for {asked}. Never write {never} in a question."
+            f"{path}\n{_STYLE}\n"
+            'Answer with JSON only: {"questions": ["…", "…"]}')
 
 
 def question_messages(sample: Sample, n: int) -> list[ChatMessage]:
     """The prompt for ``n`` questions about ``sample``: it names the named slots, asks for the answer
-    slot, goes through every fact, and never names the other slots (one worked example first)."""
-    others = len(sample.answers) - 1
-    answer = f'"{sample.answer}"' + (f" (one of {len(sample.answers)} answers)" if others else "")
-    hidden = [e for e in sample.hidden_entities if e != sample.answer]
-    never = ", ".join(f'"{e}"' for e in [sample.answer, *hidden])
-    user = (f"Facts from the knowledge graph (head | relation | tail):\n{_facts(sample)}\n\n"
-            f"Write {n} different questions, each of which uses every fact above: it names "
-            f"{_quoted(sample.named_entities)} exactly as written here and asks for {answer}. Never write {never} "
-            f"in a question.\n{_STYLE}\n"
-            'Answer with JSON only: {"questions": ["…", "…"]}')
-    return [ChatMessage("system", _QUESTION_SYSTEM), ChatMessage("user", _QUESTION_DEMO + "\n" + _STYLE),
-            ChatMessage("assistant", _QUESTION_DEMO_ANSWER), ChatMessage("user", user)]
+    slot, goes through every fact, and never names the other slots; a worked example of the same shape
+    comes first."""
+    demo = _DEMOS.get(sample.shape, _DEMOS["1hop"])
+    hidden = [e for f in demo.facts for e in (f[0], f[2]) if e not in demo.named]
+    return [ChatMessage("system", _QUESTION_SYSTEM),
+            ChatMessage("user", _ask_questions(demo.facts, demo.named, demo.answer, 1, hidden, 3)),
+            ChatMessage("assistant", json.dumps({"questions": list(demo.questions)})),
+            ChatMessage("user", _ask_questions(sample.facts(), sample.named_entities, sample.answer,
+                                               len(sample.answers), sample.hidden_entities, n))]
 
 
 def _relation_prompt(relation: str, examples: Sequence[tuple[str, str]]) -> str:
@@ -160,7 +196,8 @@ def read_kind(text: str) -> str | None:
 
 
 def _normal(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
+    """Lower-case words, a possessive ``'s`` dropped ("Peru's" names "Peru")."""
+    return " ".join(re.findall(r"\w+", re.sub(r"['’]s\b", "", text.lower())))
 
 
 def _contains(text: str, name: str) -> bool:
