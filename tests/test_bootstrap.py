@@ -84,12 +84,15 @@ def geo_index(tmp_path: Path) -> IndexDir:
 
 
 class ScriptedBootstrap:
-    """Answers the bootstrap's prompts: kinds from :data:`KINDS`; per question prompt three questions —
-    one right (its pattern is the sample's), one that names its answer (screened out), one whose pattern
-    asks something else (fails the retrieval check); patterns for the questions it wrote; alias phrases
-    from ``phrases``. ``fail_on_sample``: the question prompt of that sample (1-based) raises."""
+    """Answers the bootstrap's prompts: kinds from :data:`KIND_OF`; per question prompt three questions —
+    one right (its pattern is the prompt's), one that does not name the named entity (screened out), one
+    whose pattern asks something else (a country's capital outside the gold answers, computed on
+    ``store``: it fails the retrieval check); patterns for the questions it wrote; alias phrases from
+    ``phrases``. ``fail_on_sample``: the question prompt of that sample (1-based) raises."""
 
-    def __init__(self, phrases: dict[str, list[str]] | None = None, fail_on_sample: int | None = None) -> None:
+    def __init__(self, store: KGStore | None = None, phrases: dict[str, list[str]] | None = None,
+                 fail_on_sample: int | None = None) -> None:
+        self.store = store
         self.patterns: dict[str, list[list[str]]] = {}
         self.right: set[str] = set()
         self.wrong: set[str] = set()
@@ -115,23 +118,24 @@ class ScriptedBootstrap:
         self.samples += 1
         if self.samples == self.fail_on_sample:
             raise LLMConnectionError("the model server went away")
-        facts = re.findall(r"^- (.+?) \| (.+?) \| (.+?)$", prompt, flags=re.M)
-        named = re.findall(r'"([^"]+)"', re.search(r"names (.+?) exactly as written", prompt).group(1))  # type: ignore[union-attr]
-        answer = re.search(r'asks for "(.+?)"', prompt).group(1)  # type: ignore[union-attr]
-        labels: dict[str, str] = {}
-        for h, _, t in facts:
-            for node in (h, t):
-                labels.setdefault(node, node if node in named else f"UNKNOWN thing {len(labels) + 1}")
-        gold = [[labels[h], r, labels[t]] for h, r, t in facts]
+        lines = re.findall(r"^- (.+?) \| (.+?) \| (.+?)$", prompt, flags=re.M)
+        named = re.findall(r'"([^"]+)"', re.search(r"Each names (.+?) exactly as written", prompt).group(1))  # type: ignore[union-attr]
+
+        def node(label: str) -> str:
+            if label.startswith("[answer: "):
+                return f"UNKNOWN {label[9:-1]} 9"
+            return f"UNKNOWN {label[1:-1]}" if label.startswith("[") else label
+
+        gold = [[node(h), r, node(t)] for h, r, t in lines]
         n = self.samples
-        right, leaky, wrong = (f"q{n} right: what about {' and '.join(named)}?",
-                               f"q{n} leaky: is it {answer} for {' and '.join(named)}?",
+        right, vague, wrong = (f"q{n} right: what about {' and '.join(named)}?", f"q{n} vague: what about it?",
                                f"q{n} wrong: tell me about {' and '.join(named)}")
-        other = "France" if answer == "Tokyo" else "Japan"
-        self.patterns.update({right: gold, leaky: gold, wrong: [[other, "capital", "UNKNOWN city 1"]]})
+        answers = brute_answers(self.store, gold) if self.store is not None else set()
+        other = next(c for c, v in COUNTRIES.items() if v[0] not in answers)
+        self.patterns.update({right: gold, vague: gold, wrong: [[other, "capital", "UNKNOWN city 1"]]})
         self.right.add(right)
         self.wrong.add(wrong)
-        return json.dumps({"questions": [right, leaky, wrong]})
+        return json.dumps({"questions": [right, vague, wrong]})
 
 
 def brute_answers(store: KGStore, triples: Sequence[Sequence[str]]) -> set[str]:
@@ -221,11 +225,11 @@ def test_questions_are_screened_for_the_names_they_must_and_must_not_say(geo_ind
 
 # -- the examples bootstrap --------------------------------------------------------------------------------
 def test_bootstrap_keeps_only_questions_whose_pattern_finds_the_answer(geo_index: IndexDir, tmp_path: Path) -> None:
-    script = ScriptedBootstrap()
+    script = ScriptedBootstrap(geo_index.store)
     settings = ExamplesSettings(per_shape=2, questions_per_sample=3, seed=0)
     report = bootstrap_examples(geo_index, script.llm, tmp_path / "ex.yaml", settings)
     assert report.complete and report.samples == 10 and report.questions == 30
-    assert report.kept == 10 and report.rejected == {"names": 10, "wrong answer": 10}
+    assert report.kept == 10 and report.rejected == {"does not name": 10, "wrong answer": 10}
     assert report.llm_calls == len(script.llm.calls) <= settings.max_llm_calls(len(KINDS))
     loaded = load_examples(tmp_path / "ex.yaml")  # the file is the format every command reads
     assert {e.question for e in loaded.examples} == script.right
@@ -242,6 +246,12 @@ def test_bootstrap_keeps_only_questions_whose_pattern_finds_the_answer(geo_index
     rejected = {q["question"]: q["why"] for r in records if r["kind"] == "sample" for q in r["questions"]
                 if not q["kept"]}
     assert all(rejected[q].startswith("its pattern found") for q in script.wrong)
+    asked = [c.messages[-1].content for c in script.llm.calls if "questions that real people" in c.prompt]
+    samples = [r["sample"] for r in records if r["kind"] == "sample"]
+    for prompt, sample in zip(asked, samples, strict=True):  # the unknowns' names are not shown, only their kinds
+        hidden = [e for e, named in zip(sample["entities"], sample["named"], strict=True) if not named]
+        assert hidden and not [e for e in hidden if re.search(rf"\b{re.escape(e)}\b", prompt)], prompt
+        assert "[answer: " in prompt
     last_pattern_prompt = next(c.prompt for c in reversed(script.llm.calls) if "Turn the question" in c.prompt)
     assert sum(q in last_pattern_prompt for q in script.right) >= 6  # accepted questions became the shots
     assert "Pride and Prejudice" not in last_pattern_prompt  # … instead of the generic seed
@@ -251,25 +261,25 @@ def test_bootstrap_resumes_after_an_error_and_ends_where_a_clean_run_ends(geo_in
                                                                           tmp_path: Path) -> None:
     settings = ExamplesSettings(per_shape=2, questions_per_sample=3, seed=3)
     clean = tmp_path / "clean.yaml"
-    bootstrap_examples(geo_index, ScriptedBootstrap().llm, clean, settings)
-    broken, out = ScriptedBootstrap(fail_on_sample=6), tmp_path / "ex.yaml"
+    bootstrap_examples(geo_index, ScriptedBootstrap(geo_index.store).llm, clean, settings)
+    broken, out = ScriptedBootstrap(geo_index.store, fail_on_sample=6), tmp_path / "ex.yaml"
     with pytest.raises(LLMConnectionError):
         bootstrap_examples(geo_index, broken.llm, out, settings)
     assert len(load_examples(out)) == 5  # what was finished is on disk
-    again = ScriptedBootstrap()
+    again = ScriptedBootstrap(geo_index.store)
     again.samples = 5  # its questions are numbered like the interrupted run's
     report = bootstrap_examples(geo_index, again.llm, out, settings)
     assert report.complete and report.samples_done == 10 and again.samples == 10  # 5 more samples, not 10
     assert out.read_text() == clean.read_text()
     with pytest.raises(ConfigError, match="--no-resume"):
         bootstrap_examples(geo_index, again.llm, out, ExamplesSettings(per_shape=3, seed=3))
-    fresh = bootstrap_examples(geo_index, ScriptedBootstrap().llm, out, settings, resume=False)
+    fresh = bootstrap_examples(geo_index, ScriptedBootstrap(geo_index.store).llm, out, settings, resume=False)
     assert fresh.samples_done == 10 and out.read_text() == clean.read_text()
 
 
 def test_max_llm_calls_stops_resumably(geo_index: IndexDir, tmp_path: Path) -> None:
     settings = ExamplesSettings(per_shape=2, questions_per_sample=3, seed=0, shapes=("1hop",))
-    script = ScriptedBootstrap()
+    script = ScriptedBootstrap(geo_index.store)
     report = bootstrap_examples(geo_index, script.llm, tmp_path / "ex.yaml", settings, max_llm_calls=2 * len(KINDS) + 1)
     assert not report.complete and report.samples_done == 1 and report.kept == 1
     report = bootstrap_examples(geo_index, script.llm, tmp_path / "ex.yaml", settings)
@@ -309,7 +319,7 @@ def test_filter_keeps_phrases_near_their_relation_by_a_margin() -> None:
 def test_aliases_bootstrap_writes_installable_aliases(geo_index: IndexDir, tmp_path: Path) -> None:
     phrases = {"capital": ["capital city", "capitals", "currency", "France"], "currency": ["currency used", "money"],
                "borders": ["bordering country", "borders with"]}
-    script = ScriptedBootstrap(phrases)
+    script = ScriptedBootstrap(geo_index.store, phrases)
     out = tmp_path / "aliases.yaml"
     report = bootstrap_aliases(geo_index, script.llm, out, AliasesSettings(margin=0.1))
     assert report.llm_calls == len(KINDS) == report.relations
@@ -404,7 +414,7 @@ def test_a_corrupt_attachment_record_is_refused_by_check(geo_index: IndexDir, tm
 # -- the commands -------------------------------------------------------------------------------------------
 def test_examples_bootstrap_command_installs_and_ask_uses_it(geo_index: IndexDir, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    script = ScriptedBootstrap()
+    script = ScriptedBootstrap(geo_index.store)
     monkeypatch.setattr(_common, "llm_for", lambda choice: script.llm)
     out, topics = tmp_path / "boot.yaml", tmp_path / "topics.txt"
     topics.write_text("# held out\nPeru\nChile\n", encoding="utf-8")
@@ -436,7 +446,7 @@ def test_examples_bootstrap_command_installs_and_ask_uses_it(geo_index: IndexDir
 
 
 def test_index_command_bootstraps_aliases_then_examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    script = ScriptedBootstrap({"capital": ["capital city"], "currency": ["money used"]})
+    script = ScriptedBootstrap(None, {"capital": ["capital city"], "currency": ["money used"]})
     monkeypatch.setattr(_common, "llm_for", lambda choice: script.llm)
     idx = tmp_path / "geo.idx"
     result = CliRunner().invoke(app, ["index", str(write_geo_kg(tmp_path / "geo.txt")), "-o", str(idx), "--embedder",

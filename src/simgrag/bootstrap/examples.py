@@ -3,8 +3,9 @@
 For each sampled subgraph (:mod:`simgrag.bootstrap.sample`: 1–3-hop chains, stars, conjunctions):
 
 1. the LLM writes several natural questions about it (one call; :func:`~simgrag.bootstrap.prompts.
-   question_messages`); a question that does not name the subgraph's named entities, or names the
-   entities it should ask about, is dropped without an LLM call;
+   question_messages`: it sees the subgraph's pattern, the named entities and the unknowns' kinds, not
+   the unknowns' names); a question that does not name the named entities, or names one of the others
+   (the model may know them), is dropped without an LLM call;
 2. each remaining question goes through the engine's own pattern stage — the LLM's pattern judged and
    repaired with the KG (:class:`~simgrag.retrievers.simgrag.SimGRAGRetriever`), with the examples
    accepted so far as its few-shot examples (a generic seed, ``data/examples/bootstrap_seed.yaml``,
@@ -175,7 +176,7 @@ class _Run:
         t0, calls0 = time.perf_counter(), self.llm.calls
         triples = sample.pattern_triples(self.kinds)
         n = self.settings.questions_per_sample
-        response = self.llm.complete(question_messages(sample, n), max_tokens=40 * n + 60,
+        response = self.llm.complete(question_messages(sample, triples, n), max_tokens=40 * n + 60,
                                      temperature=self.settings.temperature)
         questions = read_questions(response.text, n)
         retriever = SimGRAGRetriever(self.index, self.llm, retrieval=self.retrieval, examples=self.pool(),

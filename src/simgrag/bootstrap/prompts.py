@@ -1,7 +1,7 @@
 """The bootstrap's three LLM prompts and the reading of their answers.
 
-1. :func:`question_messages`: several natural questions for one sampled subgraph (JSON
-   ``{"questions": [...]}``), read by :func:`read_questions`, screened by :func:`screen_question`;
+1. :func:`question_messages`: several natural questions for one sampled subgraph, shown as its pattern
+   (JSON ``{"questions": [...]}``), read by :func:`read_questions`, screened by :func:`screen_question`;
 2. :func:`kind_messages`: what kind of thing the entities at one end of a relation are (``{"kind":
    "country"}``), read by :func:`read_kind`;
 3. :func:`alias_messages`: everyday phrases for a relation (``{"phrases": [...]}``), read by
@@ -22,9 +22,10 @@ from typing import Any
 
 from simgrag.bootstrap.sample import Sample
 from simgrag.llm.base import ChatMessage
+from simgrag.pattern.graph import Pattern
 
 __all__ = ["alias_messages", "kind_messages", "question_messages", "read_kind", "read_phrases", "read_questions",
-           "screen_question"]
+           "render_pattern", "screen_question"]
 
 _QUESTION_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
                     "Answer with JSON only.")
@@ -43,63 +44,67 @@ def _quoted(names: Sequence[str]) -> str:
 class _Demo:
     """A worked example of the question prompt for one shape (movies: no KG's own domain)."""
 
-    facts: tuple[tuple[str, str, str], ...]
-    named: tuple[str, ...]
-    answer: str
+    triples: tuple[tuple[str, str, str], ...]
     questions: tuple[str, ...]
 
 
 _DEMOS = {
-    "1hop": _Demo((("Titanic", "directed by", "James Cameron"),), ("Titanic",), "James Cameron",
+    "1hop": _Demo((("Titanic", "directed by", "UNKNOWN director 1"),),
                   ("Who directed Titanic?", "Tell me the director of Titanic.", "titanic director?")),
-    "2hop": _Demo((("Titanic", "directed by", "James Cameron"), ("Avatar", "directed by", "James Cameron")),
-                  ("Titanic",), "Avatar",
+    "2hop": _Demo((("Titanic", "directed by", "UNKNOWN director 1"), ("UNKNOWN movie 1", "directed by",
+                                                                       "UNKNOWN director 1")),
                   ("Which movies have the same director as Titanic?", "What else did the director of Titanic make?",
                    "films by the guy who directed Titanic")),
-    "3hop": _Demo((("Titanic", "starred actors", "Kate Winslet"), ("The Reader", "starred actors", "Kate Winslet"),
-                   ("The Reader", "release year", "2008")), ("Titanic",), "2008",
+    "3hop": _Demo((("Titanic", "starred actors", "UNKNOWN actor 1"), ("UNKNOWN movie 1", "starred actors",
+                                                                       "UNKNOWN actor 1"),
+                   ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")),
                   ("When did the other films with the actors of Titanic come out?",
                    "Release years of movies starring Titanic's cast?",
                    "In which years were movies with the Titanic actors released?")),
-    "star": _Demo((("Inception", "directed by", "Christopher Nolan"),
-                   ("Inception", "starred actors", "Leonardo DiCaprio")), ("Christopher Nolan", "Leonardo DiCaprio"),
-                  "Inception", ("Which Christopher Nolan movie has Leonardo DiCaprio in it?",
-                                "Name the film Christopher Nolan directed with Leonardo DiCaprio.",
-                                "leonardo dicaprio movie by christopher nolan")),
-    "conjunction": _Demo((("Inception", "directed by", "Christopher Nolan"),
-                          ("Inception", "starred actors", "Leonardo DiCaprio"), ("Inception", "release year", "2010")),
-                         ("Christopher Nolan", "Leonardo DiCaprio"), "2010",
+    "star": _Demo((("UNKNOWN movie 1", "directed by", "Christopher Nolan"),
+                   ("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio")),
+                  ("Which Christopher Nolan movie has Leonardo DiCaprio in it?",
+                   "Name the film Christopher Nolan directed with Leonardo DiCaprio.",
+                   "leonardo dicaprio movie by christopher nolan")),
+    "conjunction": _Demo((("UNKNOWN movie 1", "directed by", "Christopher Nolan"),
+                          ("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
+                          ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")),
                          ("When did the Christopher Nolan film with Leonardo DiCaprio come out?",
                           "Tell me the release year of the movie Christopher Nolan made with Leonardo DiCaprio.",
                           "christopher nolan + leonardo dicaprio movie, what year?")),
 }
 
 
-def _ask_questions(facts: Sequence[tuple[str, str, str]], named: Sequence[str], answer: str, answers: int,
-                   hidden: Sequence[str], n: int) -> str:
-    shown = "\n".join(f"- {h} | {r} | {t}" for h, r, t in facts)
-    asked = f'"{answer}"' + (f" (one of {answers} answers)" if answers > 1 else "")
-    never = ", ".join(f'"{e}"' for e in dict.fromkeys([answer, *hidden]))
-    path = (" The entities you may not write are part of the question: describe them by their facts (\"the "
-            "director of …\", \"the movies that … starred in\").") if len(facts) > 1 else ""
-    return (f"Facts from the knowledge graph (head | relation | tail):\n{shown}\n\n"
-            f"Write {n} different questions, each of which uses every fact above: it names "
-            f"{_quoted(named)} exactly as written here and asks for {asked}. Never write {never} in a question."
-            f"{path}\n{_STYLE}\n"
+def render_pattern(triples: Sequence[Sequence[str]]) -> tuple[str, list[str]]:
+    """The pattern as the question prompt shows it — ``UNKNOWN country 1`` as ``[country 1]``, the asked
+    node as ``[answer: city]`` — and its named entities."""
+    pattern = Pattern.from_triples(triples)
+    asked = pattern.asked_node()
+    labels = [f"[answer: {n.type_hint or 'entity'}]" if i == asked else f"[{n.text[len('UNKNOWN '):]}]" if n.unknown
+              else n.text for i, n in enumerate(pattern.nodes)]
+    lines = [f"- {labels[e.source]} | {e.relation} | {labels[e.target]}" for e in pattern.edges]
+    return "\n".join(lines), [n.text for n in pattern.nodes if not n.unknown]
+
+
+def _ask_questions(triples: Sequence[Sequence[str]], answers: int, n: int) -> str:
+    shown, named = render_pattern(triples)
+    many = f" (it has {answers} answers in the knowledge graph)" if answers > 1 else ""
+    between = (" Say each other [bracketed] thing through its facts (\"the director of …\", \"the movies that … "
+               "starred in\"), never by a name.") if len(triples) > 1 else ""
+    return (f"A question pattern over a knowledge graph (head | relation | tail):\n{shown}\n\n"
+            f"Write {n} different questions whose answer is [answer]{many}. Each names {_quoted(named)} exactly as "
+            f"written here and goes through every line above.{between}\n{_STYLE}\n"
             'Answer with JSON only: {"questions": ["…", "…"]}')
 
 
-def question_messages(sample: Sample, n: int) -> list[ChatMessage]:
-    """The prompt for ``n`` questions about ``sample``: it names the named slots, asks for the answer
-    slot, goes through every fact, and never names the other slots; a worked example of the same shape
-    comes first."""
+def question_messages(sample: Sample, triples: Sequence[Sequence[str]], n: int) -> list[ChatMessage]:
+    """The prompt for ``n`` questions about ``sample`` whose pattern is ``triples``: the pattern with its
+    unknowns in brackets (the sample's other entities are not shown: a question cannot name them by
+    copying), a worked example of the same shape first."""
     demo = _DEMOS.get(sample.shape, _DEMOS["1hop"])
-    hidden = [e for f in demo.facts for e in (f[0], f[2]) if e not in demo.named]
-    return [ChatMessage("system", _QUESTION_SYSTEM),
-            ChatMessage("user", _ask_questions(demo.facts, demo.named, demo.answer, 1, hidden, 3)),
+    return [ChatMessage("system", _QUESTION_SYSTEM), ChatMessage("user", _ask_questions(demo.triples, 1, 3)),
             ChatMessage("assistant", json.dumps({"questions": list(demo.questions)})),
-            ChatMessage("user", _ask_questions(sample.facts(), sample.named_entities, sample.answer,
-                                               len(sample.answers), sample.hidden_entities, n))]
+            ChatMessage("user", _ask_questions(triples, len(sample.answers), n))]
 
 
 def _relation_prompt(relation: str, examples: Sequence[tuple[str, str]]) -> str:
