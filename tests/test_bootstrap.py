@@ -99,6 +99,7 @@ class ScriptedBootstrap:
         self.phrases = phrases or {}
         self.fail_on_sample = fail_on_sample
         self.samples = 0
+        self.described: dict[str, tuple[list[list[str]], str]] = {}
         self.llm = FakeLLM(self.reply)
 
     def reply(self, messages: Sequence[ChatMessage]) -> str:
@@ -110,9 +111,29 @@ class ScriptedBootstrap:
             return json.dumps({"phrases": self.phrases.get(re.search(r'relation "(.+?)"', last).group(1), [])})  # type: ignore[union-attr]
         if "questions that real people type" in system:
             return self.questions(last)
+        if "You describe things through their facts" in system:
+            return self.describe(last)
         question = re.search(r"for the question '(.+)', following", last) if "not usable" in last else None
         text = question.group(1) if question else last
         return json.dumps({"triples": self.patterns.get(text, [])})
+
+    def node(self, label: str) -> str:
+        if label in self.described:
+            return self.described[label][1]
+        if label.startswith("[answer: "):
+            return f"UNKNOWN {label[9:-1]} 9"
+        return f"UNKNOWN {label[1:-1]}" if label.startswith("[") else label
+
+    def describe(self, prompt: str) -> str:
+        """A chain's middle: remembers the triples the description stands for."""
+        (h, r, t), = re.findall(r"^- (.+?) \| (.+?) \| (.+?)$", prompt, flags=re.M)
+        anchor = re.search(r'keeping "(.+?)" exactly', prompt).group(1)  # type: ignore[union-attr]
+        before = self.described.get(anchor, ([], ""))[0]
+        fact = [self.node(h), r, self.node(t)]
+        label = self.node(h if h.startswith("[") else t)  # the end being described
+        text = f"the one linked to {anchor}"
+        self.described[text] = ([*before, fact], label)
+        return json.dumps({"description": text})
 
     def questions(self, prompt: str) -> str:
         self.samples += 1
@@ -120,13 +141,8 @@ class ScriptedBootstrap:
             raise LLMConnectionError("the model server went away")
         lines = re.findall(r"^- (.+?) \| (.+?) \| (.+?)$", prompt, flags=re.M)
         named = re.findall(r'"([^"]+)"', re.search(r"Each names (.+?) exactly as written", prompt).group(1))  # type: ignore[union-attr]
-
-        def node(label: str) -> str:
-            if label.startswith("[answer: "):
-                return f"UNKNOWN {label[9:-1]} 9"
-            return f"UNKNOWN {label[1:-1]}" if label.startswith("[") else label
-
-        gold = [[node(h), r, node(t)] for h, r, t in lines]
+        gold = [fact for h, _, t in lines for end in (h, t) for fact in self.described.get(end, ([], ""))[0]]
+        gold += [[self.node(h), r, self.node(t)] for h, r, t in lines]
         n = self.samples
         right, vague, wrong = (f"q{n} right: what about {' and '.join(named)}?", f"q{n} vague: what about it?",
                                f"q{n} wrong: tell me about {' and '.join(named)}")
@@ -246,12 +262,15 @@ def test_bootstrap_keeps_only_questions_whose_pattern_finds_the_answer(geo_index
     rejected = {q["question"]: q["why"] for r in records if r["kind"] == "sample" for q in r["questions"]
                 if not q["kept"]}
     assert all(rejected[q].startswith("its pattern found") for q in script.wrong)
+    for record in (r for r in records if r["kind"] == "sample"):  # a chain's middle was described hop by hop
+        assert len(record["described"]) == {"2hop": 1, "3hop": 2}.get(record["shape"], 0)
     asked = [c.messages[-1].content for c in script.llm.calls if "questions that real people" in c.prompt]
     samples = [r["sample"] for r in records if r["kind"] == "sample"]
     for prompt, sample in zip(asked, samples, strict=True):  # the unknowns' names are not shown, only their kinds
         hidden = [e for e, named in zip(sample["entities"], sample["named"], strict=True) if not named]
         assert hidden and not [e for e in hidden if re.search(rf"\b{re.escape(e)}\b", prompt)], prompt
         assert "[answer: " in prompt
+        assert prompt.count("\n- ") == (1 if sample["shape"] in ("2hop", "3hop") else len(sample["edges"]))
     last_pattern_prompt = next(c.prompt for c in reversed(script.llm.calls) if "Turn the question" in c.prompt)
     assert sum(q in last_pattern_prompt for q in script.right) >= 6  # accepted questions became the shots
     assert "Pride and Prejudice" not in last_pattern_prompt  # … instead of the generic seed

@@ -17,7 +17,8 @@ A kept question becomes an example with the sample's own pattern (the KG's relat
 orientation, ``UNKNOWN <kind> n`` nodes; :mod:`simgrag.bootstrap.kinds`), not the LLM's. The file is
 rewritten after every sample; the progress log beside it (:mod:`simgrag.bootstrap.files`) makes the run
 resumable. LLM calls: two per relation for its kinds (KGs without entity types), then per sample one for
-its questions and one per screened question (two when the judge asks the LLM for a revision).
+its questions (a 2-hop chain one more, a 3-hop chain two more: their middle is described first, one hop
+per call) and one per screened question (two when the judge asks the LLM for a revision).
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ from tqdm.auto import tqdm
 
 from simgrag.bootstrap.files import ProgressLog, examples_yaml, progress_path
 from simgrag.bootstrap.kinds import RelationKinds
-from simgrag.bootstrap.prompts import question_messages, read_questions, screen_question
+from simgrag.bootstrap.prompts import (
+    describe_messages,
+    question_messages,
+    read_description,
+    read_questions,
+    screen_question,
+)
 from simgrag.bootstrap.sample import SHAPES, Sample, parse_shapes, sample_subgraphs
 from simgrag.errors import ConfigError, PatternError
 from simgrag.index.directory import IndexDir, relation_text
@@ -90,7 +97,8 @@ class ExamplesSettings:
     def max_llm_calls(self, relations: int) -> int:
         """An upper bound of the run's LLM calls (every question revised once), for a KG of ``relations``."""
         samples = len(self.shapes) * self.per_shape
-        return 2 * relations + samples * (1 + 2 * self.questions_per_sample)
+        described = sum({"2hop": 1, "3hop": 2}.get(s, 0) for s in self.shapes) * self.per_shape
+        return 2 * relations + described + samples * (1 + 2 * self.questions_per_sample)
 
 
 @dataclass(frozen=True)
@@ -172,12 +180,33 @@ class _Run:
                 rank += 1
 
     # -- one sample ----------------------------------------------------------------------------------
+    def _asked(self, sample: Sample, triples: list[list[str]]) -> tuple[str, list[list[str]], list[str]]:
+        """The question prompt's shape and pattern: a chain's middle described first (one call per hop:
+        "the countries bordering Kuwait"), then only its last hop is asked; the descriptions made."""
+        if sample.shape not in ("2hop", "3hop"):
+            return sample.shape, triples, []
+        first = triples[0]
+        anchor = first[2] if first[0].startswith("UNKNOWN ") else first[0]  # the named entity, then each description
+        old = anchor  # the node the anchor stands for
+        said: list[str] = []
+        for fact in triples[:-1]:
+            shown = [anchor if t == old else t for t in fact]
+            response = self.llm.complete(describe_messages(shown, anchor), max_tokens=40, temperature=0.0)
+            described = read_description(response.text, anchor)
+            if described is None:
+                return sample.shape, triples, said  # the whole pattern at once, as for other shapes
+            old = next(t for t in shown if t.startswith("UNKNOWN "))
+            anchor = described
+            said.append(described)
+        return "described", [[anchor if t == old else t for t in triples[-1]]], said
+
     def run_sample(self, i: int, sample: Sample) -> dict[str, Any]:
         t0, calls0 = time.perf_counter(), self.llm.calls
         triples = sample.pattern_triples(self.kinds)
         n = self.settings.questions_per_sample
-        response = self.llm.complete(question_messages(sample, triples, n), max_tokens=40 * n + 60,
-                                     temperature=self.settings.temperature)
+        shape, shown, described = self._asked(sample, triples)
+        response = self.llm.complete(question_messages(shape, shown, len(sample.answers), n),
+                                     max_tokens=40 * n + 60, temperature=self.settings.temperature)
         questions = read_questions(response.text, n)
         retriever = SimGRAGRetriever(self.index, self.llm, retrieval=self.retrieval, examples=self.pool(),
                                      ground_patterns=self.settings.ground_patterns, subgraphs=self.subgraphs)
@@ -185,7 +214,8 @@ class _Run:
         extra = len(sample.answers) - 1
         note = f"{sample.shape}; answer: {sample.answer}" + (f" (+{extra} more)" if extra else "")
         record = {"kind": "sample", "index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
-                  "note": " ".join(note.split()), "questions": rows, "llm_calls": self.llm.calls - calls0,
+                  "note": " ".join(note.split()), "described": described, "questions": rows,
+                  "llm_calls": self.llm.calls - calls0,
                   "seconds": round(time.perf_counter() - t0, 3)}
         if not questions:
             record["unreadable"] = response.text[:500]

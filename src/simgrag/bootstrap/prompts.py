@@ -1,7 +1,10 @@
-"""The bootstrap's three LLM prompts and the reading of their answers.
+"""The bootstrap's LLM prompts and the reading of their answers.
 
 1. :func:`question_messages`: several natural questions for one sampled subgraph, shown as its pattern
    (JSON ``{"questions": [...]}``), read by :func:`read_questions`, screened by :func:`screen_question`;
+   for a chain, :func:`describe_messages` first turns its middle into a noun phrase, one hop at a time
+   (``{"description": "the countries bordering Kuwait"}``, :func:`read_description`), and the question
+   is asked about the last hop from there;
 2. :func:`kind_messages`: what kind of thing the entities at one end of a relation are (``{"kind":
    "country"}``), read by :func:`read_kind`;
 3. :func:`alias_messages`: everyday phrases for a relation (``{"phrases": [...]}``), read by
@@ -24,8 +27,8 @@ from simgrag.bootstrap.sample import Sample
 from simgrag.llm.base import ChatMessage
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["alias_messages", "kind_messages", "question_messages", "read_kind", "read_phrases", "read_questions",
-           "render_pattern", "screen_question"]
+__all__ = ["alias_messages", "describe_messages", "kind_messages", "question_messages", "read_description",
+           "read_kind", "read_phrases", "read_questions", "render_pattern", "screen_question"]
 
 _QUESTION_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
                     "Answer with JSON only.")
@@ -66,6 +69,9 @@ _DEMOS = {
                   ("Which Christopher Nolan movie has Leonardo DiCaprio in it?",
                    "Name the film Christopher Nolan directed with Leonardo DiCaprio.",
                    "leonardo dicaprio movie by christopher nolan")),
+    "described": _Demo((("the movies directed by James Cameron", "release year", "UNKNOWN year 1"),),
+                       ("When were the movies directed by James Cameron released?",
+                        "Release years of James Cameron's films?", "what year did the james cameron movies come out")),
     "conjunction": _Demo((("UNKNOWN movie 1", "directed by", "Christopher Nolan"),
                           ("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
                           ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")),
@@ -97,14 +103,42 @@ def _ask_questions(triples: Sequence[Sequence[str]], answers: int, n: int) -> st
             'Answer with JSON only: {"questions": ["…", "…"]}')
 
 
-def question_messages(sample: Sample, triples: Sequence[Sequence[str]], n: int) -> list[ChatMessage]:
-    """The prompt for ``n`` questions about ``sample`` whose pattern is ``triples``: the pattern with its
-    unknowns in brackets (the sample's other entities are not shown: a question cannot name them by
-    copying), a worked example of the same shape first."""
-    demo = _DEMOS.get(sample.shape, _DEMOS["1hop"])
+def question_messages(shape: str, triples: Sequence[Sequence[str]], answers: int, n: int) -> list[ChatMessage]:
+    """The prompt for ``n`` questions with the pattern ``triples`` (``answers`` of them in the KG): the
+    pattern with its unknowns in brackets (the sample's other entities are not shown: a question cannot
+    name them by copying), after a worked example of the same ``shape`` (``described``: one triple whose
+    named end is a description, see :func:`describe_messages`)."""
+    demo = _DEMOS.get(shape, _DEMOS["1hop"])
     return [ChatMessage("system", _QUESTION_SYSTEM), ChatMessage("user", _ask_questions(demo.triples, 1, 3)),
             ChatMessage("assistant", json.dumps({"questions": list(demo.questions)})),
-            ChatMessage("user", _ask_questions(triples, len(sample.answers), n))]
+            ChatMessage("user", _ask_questions(triples, answers, n))]
+
+
+def _describe(fact: Sequence[str], anchor: str) -> str:
+    shown = " | ".join(f"[{t[len('UNKNOWN '):]}]" if t.startswith("UNKNOWN ") else t for t in fact)
+    thing = next(f"[{t[len('UNKNOWN '):]}]" for t in fact if t.startswith("UNKNOWN "))
+    return (f"A fact of a knowledge graph (head | relation | tail):\n- {shown}\n\nDescribe {thing} in a few "
+            f'everyday words through this fact, keeping "{anchor}" exactly as written; no other name.\n'
+            'Answer with JSON only: {"description": "…"}')
+
+
+def describe_messages(fact: Sequence[str], anchor: str) -> list[ChatMessage]:
+    """The prompt for a noun phrase that says what the unknown end of ``fact`` is through its other end
+    ``anchor`` (an entity, or an earlier description): how a chain's middle enters a question
+    ("the countries bordering Kuwait")."""
+    return [ChatMessage("system", "You describe things through their facts. Answer with JSON only."),
+            ChatMessage("user", _describe(("UNKNOWN movie 1", "directed by", "James Cameron"), "James Cameron")),
+            ChatMessage("assistant", '{"description": "the movies directed by James Cameron"}'),
+            ChatMessage("user", _describe(fact, anchor))]
+
+
+def read_description(text: str, anchor: str) -> str | None:
+    """The description in the LLM's answer when it keeps ``anchor`` and is at most 25 words, else ``None``."""
+    value = (_json_object(text) or {}).get("description")
+    if not isinstance(value, str):
+        return None
+    value = " ".join(value.split()).rstrip(".")
+    return value if _contains(value, anchor) and len(value.split()) <= 25 else None
 
 
 def _relation_prompt(relation: str, examples: Sequence[tuple[str, str]]) -> str:
