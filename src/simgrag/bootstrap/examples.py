@@ -186,13 +186,13 @@ class _Run:
         if sample.shape not in ("2hop", "3hop"):
             return sample.shape, triples, []
         first = triples[0]
-        anchor = first[2] if first[0].startswith("UNKNOWN ") else first[0]  # the named entity, then each description
-        old = anchor  # the node the anchor stands for
+        named = first[2] if first[0].startswith("UNKNOWN ") else first[0]
+        anchor = old = named  # the text that stands for node ``old``: the named entity, then each description
         said: list[str] = []
         for fact in triples[:-1]:
             shown = [anchor if t == old else t for t in fact]
             response = self.llm.complete(describe_messages(shown, anchor), max_tokens=40, temperature=0.0)
-            described = read_description(response.text, anchor)
+            described = read_description(response.text, named)
             if described is None:
                 return sample.shape, triples, said  # the whole pattern at once, as for other shapes
             old = next(t for t in shown if t.startswith("UNKNOWN "))

@@ -116,29 +116,34 @@ def question_messages(shape: str, triples: Sequence[Sequence[str]], answers: int
 
 def _describe(fact: Sequence[str], anchor: str) -> str:
     shown = " | ".join(f"[{t[len('UNKNOWN '):]}]" if t.startswith("UNKNOWN ") else t for t in fact)
-    thing = next(f"[{t[len('UNKNOWN '):]}]" for t in fact if t.startswith("UNKNOWN "))
-    return (f"A fact of a knowledge graph (head | relation | tail):\n- {shown}\n\nDescribe {thing} in a few "
-            f'everyday words through this fact, keeping "{anchor}" exactly as written; no other name.\n'
-            'Answer with JSON only: {"description": "…"}')
+    role = "head" if fact[0].startswith("UNKNOWN ") else "tail"
+    thing = f"[{fact[0 if role == 'head' else 2][len('UNKNOWN '):]}]"
+    return (f"A fact of a knowledge graph (head | relation | tail):\n- {shown}\n\nDescribe {thing}, the {role} of "
+            f'this fact (not "{anchor}"), in a few everyday words through this fact, keeping "{anchor}" exactly as '
+            'written; no other name.\nAnswer with JSON only: {"description": "…"}')
 
 
 def describe_messages(fact: Sequence[str], anchor: str) -> list[ChatMessage]:
     """The prompt for a noun phrase that says what the unknown end of ``fact`` is through its other end
     ``anchor`` (an entity, or an earlier description): how a chain's middle enters a question
-    ("the countries bordering Kuwait")."""
+    ("the countries bordering Kuwait"). Two worked examples first, one per direction."""
     return [ChatMessage("system", "You describe things through their facts. Answer with JSON only."),
             ChatMessage("user", _describe(("UNKNOWN movie 1", "directed by", "James Cameron"), "James Cameron")),
             ChatMessage("assistant", '{"description": "the movies directed by James Cameron"}'),
+            ChatMessage("user", _describe(("the movies directed by James Cameron", "starred actors", "UNKNOWN actor 1"),
+                                          "the movies directed by James Cameron")),
+            ChatMessage("assistant", '{"description": "the actors in the movies directed by James Cameron"}'),
             ChatMessage("user", _describe(fact, anchor))]
 
 
-def read_description(text: str, anchor: str) -> str | None:
-    """The description in the LLM's answer when it keeps ``anchor`` and is at most 25 words, else ``None``."""
+def read_description(text: str, named: str) -> str | None:
+    """The description in the LLM's answer when it still names the chain's entity ``named`` and is at most
+    25 words, else ``None`` (whether it describes the right thing, the retrieval check decides)."""
     value = (_json_object(text) or {}).get("description")
     if not isinstance(value, str):
         return None
     value = " ".join(value.split()).rstrip(".")
-    return value if _contains(value, anchor) and len(value.split()) <= 25 else None
+    return value if _contains(value, named) and len(value.split()) <= 25 else None
 
 
 def _relation_prompt(relation: str, examples: Sequence[tuple[str, str]]) -> str:
