@@ -140,7 +140,8 @@ class ScriptedBootstrap:
         if self.samples == self.fail_on_sample:
             raise LLMConnectionError("the model server went away")
         lines = re.findall(r"^- (.+?) \| (.+?) \| (.+?)$", prompt, flags=re.M)
-        named = re.findall(r'"([^"]+)"', re.search(r"Each names (.+?) exactly as written", prompt).group(1))  # type: ignore[union-attr]
+        said = re.search(r"Each (?:names|contains) (.+?) (?:exactly as written|word for word)", prompt)
+        named = re.findall(r'"([^"]+)"', said.group(1))  # type: ignore[union-attr]
         gold = [fact for h, _, t in lines for end in (h, t) for fact in self.described.get(end, ([], ""))[0]]
         gold += [[self.node(h), r, self.node(t)] for h, r, t in lines]
         n = self.samples

@@ -71,7 +71,8 @@ _DEMOS = {
                    "leonardo dicaprio movie by christopher nolan")),
     "described": _Demo((("the movies directed by James Cameron", "release year", "UNKNOWN year 1"),),
                        ("When were the movies directed by James Cameron released?",
-                        "Release years of James Cameron's films?", "what year did the james cameron movies come out")),
+                        "Tell me the release years of the movies directed by James Cameron.",
+                        "the movies directed by James Cameron came out in which years?")),
     "conjunction": _Demo((("UNKNOWN movie 1", "directed by", "Christopher Nolan"),
                           ("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
                           ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")),
@@ -92,14 +93,16 @@ def render_pattern(triples: Sequence[Sequence[str]]) -> tuple[str, list[str]]:
     return "\n".join(lines), [n.text for n in pattern.nodes if not n.unknown]
 
 
-def _ask_questions(triples: Sequence[Sequence[str]], answers: int, n: int) -> str:
+def _ask_questions(triples: Sequence[Sequence[str]], answers: int, n: int, *, described: bool = False) -> str:
     shown, named = render_pattern(triples)
     many = f" (it has {answers} answers in the knowledge graph)" if answers > 1 else ""
     between = (" Say each other [bracketed] thing through its facts (\"the director of …\", \"the movies that … "
                "starred in\"), never by a name.") if len(triples) > 1 else ""
+    names = (f"contains {_quoted(named)} word for word (never replace it by the name of what it describes)"
+             if described else f"names {_quoted(named)} exactly as written here")
     return (f"A question pattern over a knowledge graph (head | relation | tail):\n{shown}\n\n"
-            f"Write {n} different questions whose answer is [answer]{many}. Each names {_quoted(named)} exactly as "
-            f"written here and goes through every line above.{between}\n{_STYLE}\n"
+            f"Write {n} different questions whose answer is [answer]{many}. Each {names} and goes through every "
+            f"line above.{between}\n{_STYLE}\n"
             'Answer with JSON only: {"questions": ["…", "…"]}')
 
 
@@ -108,10 +111,11 @@ def question_messages(shape: str, triples: Sequence[Sequence[str]], answers: int
     pattern with its unknowns in brackets (the sample's other entities are not shown: a question cannot
     name them by copying), after a worked example of the same ``shape`` (``described``: one triple whose
     named end is a description, see :func:`describe_messages`)."""
-    demo = _DEMOS.get(shape, _DEMOS["1hop"])
-    return [ChatMessage("system", _QUESTION_SYSTEM), ChatMessage("user", _ask_questions(demo.triples, 1, 3)),
+    demo, described = _DEMOS.get(shape, _DEMOS["1hop"]), shape == "described"
+    return [ChatMessage("system", _QUESTION_SYSTEM),
+            ChatMessage("user", _ask_questions(demo.triples, 1, 3, described=described)),
             ChatMessage("assistant", json.dumps({"questions": list(demo.questions)})),
-            ChatMessage("user", _ask_questions(triples, answers, n))]
+            ChatMessage("user", _ask_questions(triples, answers, n, described=described))]
 
 
 def _describe(fact: Sequence[str], anchor: str) -> str:
