@@ -100,6 +100,7 @@ class ScriptedBootstrap:
         self.fail_on_sample = fail_on_sample
         self.samples = 0
         self.described: dict[str, tuple[list[list[str]], str]] = {}
+        self.stuck = False  # describe a chain's middle by the words it was given (no step taken)
         self.llm = FakeLLM(self.reply)
 
     def reply(self, messages: Sequence[ChatMessage]) -> str:
@@ -131,7 +132,7 @@ class ScriptedBootstrap:
         before = self.described.get(anchor, ([], ""))[0]
         fact = [self.node(h), r, self.node(t)]
         label = self.node(h if h.startswith("[") else t)  # the end being described
-        text = f"the one linked to {anchor}"
+        text = anchor if self.stuck else f"the one linked to {anchor}"
         self.described[text] = ([*before, fact], label)
         return json.dumps({"description": text})
 
@@ -295,6 +296,18 @@ def test_bootstrap_resumes_after_an_error_and_ends_where_a_clean_run_ends(geo_in
         bootstrap_examples(geo_index, again.llm, out, ExamplesSettings(per_shape=3, seed=3))
     fresh = bootstrap_examples(geo_index, ScriptedBootstrap(geo_index.store).llm, out, settings, resume=False)
     assert fresh.samples_done == 10 and out.read_text() == clean.read_text()
+
+
+def test_a_description_that_takes_no_step_falls_back_to_the_whole_chain(geo_index: IndexDir, tmp_path: Path) -> None:
+    script = ScriptedBootstrap(geo_index.store)
+    script.stuck = True
+    settings = ExamplesSettings(per_shape=2, questions_per_sample=3, seed=0, shapes=("2hop",))
+    report = bootstrap_examples(geo_index, script.llm, tmp_path / "ex.yaml", settings)
+    assert report.kept == 2  # the whole pattern was asked at once, and its right questions kept
+    records = [json.loads(line) for line in progress_path(tmp_path / "ex.yaml").read_text().splitlines()[1:]]
+    assert [r["described"] for r in records if r["kind"] == "sample"] == [[], []]
+    asked = [c.messages[-1].content for c in script.llm.calls if "questions that real people" in c.prompt]
+    assert [a.count("\n- ") for a in asked] == [2, 2]
 
 
 def test_max_llm_calls_stops_resumably(geo_index: IndexDir, tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ class _Run:
             shown = [anchor if t == old else t for t in fact]
             response = self.llm.complete(describe_messages(shown, anchor), max_tokens=40, temperature=0.0)
             described = read_description(response.text, named)
-            if described is None:
+            if described is None or described.lower() in (d.lower() for d in (anchor, *said)):  # no step taken
                 return sample.shape, triples, said  # the whole pattern at once, as for other shapes
             old = next(t for t in shown if t.startswith("UNKNOWN "))
             anchor = described
