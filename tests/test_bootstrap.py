@@ -132,7 +132,9 @@ class ScriptedBootstrap:
         before = self.described.get(anchor, ([], ""))[0]
         fact = [self.node(h), r, self.node(t)]
         label = self.node(h if h.startswith("[") else t)  # the end being described
-        text = anchor if self.stuck else f"the one linked to {anchor}"
+        if self.stuck:
+            return json.dumps({"description": anchor})
+        text = f"the one linked to {anchor}"
         self.described[text] = ([*before, fact], label)
         return json.dumps({"description": text})
 
