@@ -2,6 +2,7 @@
 
     simgrag index KG_FILE -o INDEX_DIR          build an index directory
     simgrag check INDEX_DIR                     verify an index (structure, content hashes)
+    simgrag update INDEX_DIR --add F --remove F add/remove triples without a rebuild (atomic)
     simgrag retrieve INDEX_DIR --pattern JSON   top-k subgraphs for a pattern
     simgrag ask INDEX_DIR "question"            answer from the KG (see `simgrag ask --help`)
     simgrag verify INDEX_DIR "claim"            Supported / Refuted with evidence
@@ -15,7 +16,7 @@
 
 from __future__ import annotations
 
-from simgrag.cli import bench, check, kg, mcp_cmd, qa  # noqa: F401  (each registers its commands on ``app``)
+from simgrag.cli import bench, check, kg, mcp_cmd, qa, update_cmd  # noqa: F401  (each registers its commands on ``app``)
 from simgrag.cli._common import app
 from simgrag.cli.kg import _index_params, format_retrieval
 from simgrag.cli.qa import format_answer, format_context

@@ -13,8 +13,10 @@ from simgrag.cli._common import (
     AsJson,
     IndexArg,
     K,
+    KGFormat,
     OptionalOutput,
     Quiet,
+    SkipBadLines,
     Verbose,
     _fail,
     _setup_logging,
@@ -31,8 +33,7 @@ from simgrag.errors import ConfigError, SimGRAGError
 def index(
     output: Annotated[Path, typer.Option("-o", "--output", help="index directory to write")],
     kg_file: KGFileArg = None,
-    format: Annotated[str | None, typer.Option(
-        "--format", help="pipe|tsv|csv|ntriples|turtle|nquads|trig|rdfxml|jsonld (default: from the file)")] = None,
+    format: KGFormat = None,
     sparql: SparqlOpt = None,
     source_param: SourceParam = None,
     label_lang: LabelLang = None,
@@ -46,8 +47,7 @@ def index(
     ] = None,
     relation_aliases: Annotated[Path | None, typer.Option("--relation-aliases", help="YAML {relation: [phrase, …]}")]
     = None,
-    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="load the rest and report malformed "
-                                                                          "lines")] = False,
+    skip_bad_lines: SkipBadLines = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing index directory")] = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:

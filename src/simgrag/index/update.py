@@ -55,7 +55,7 @@ from simgrag.kg.loader import load_kg
 from simgrag.kg.store import KGStore, Triple
 from simgrag.progress import progress_on
 
-__all__ = ["SUPPORTED_KINDS", "Batch", "UpdateResult", "load_batch", "update_index_dir"]
+__all__ = ["SUPPORTED_KINDS", "Batch", "UpdateResult", "load_batch", "load_batches", "update_index_dir"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +103,19 @@ def load_batch(batch: Batch, *, what: str = "batch", format: str | None = None, 
     if not triples:
         return None, ""
     return KGStore.from_triples(triples), f"<{len(triples):,} triples>"
+
+
+def load_batches(paths: Sequence[str | Path], *, what: str = "batch", format: str | None = None,
+                 skip_bad_lines: bool = False, show_progress: bool | None = None) -> tuple[KGStore | None, str]:
+    """Several KG files as one batch (``simgrag update --add A --add B``)."""
+    merged: KGStore | None = None
+    descs: list[str] = []
+    for path in paths:
+        store, desc = load_batch(Path(path), what=what, format=format, skip_bad_lines=skip_bad_lines,
+                                 show_progress=show_progress)
+        merged = store if merged is None or store is None else apply_delta(merged, add=store).store
+        descs.append(desc)
+    return merged, "; ".join(descs)
 
 
 @contextlib.contextmanager
@@ -167,13 +180,15 @@ def update_index_dir(
     verify: bool = False,
     batch_size: int = 128,
     show_progress: bool | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> UpdateResult:
     """Remove ``remove``'s triples from the index at ``path``, then add ``add``'s, as one atomic step.
 
     A batch is a KG file (``format`` as for :func:`~simgrag.kg.loader.load_kg`), a
     :class:`~simgrag.kg.store.KGStore` or a sequence of (head, relation, tail) strings. ``verify``
     checks every file's sha256 first (``simgrag check``); the store's content hash is always checked.
-    Returns what changed; open the path again to search the new version."""
+    ``sources`` (``{"add": …, "remove": …}``) describe the batches in the manifest's update log (default:
+    the files read). Returns what changed; open the path again to search the new version."""
     root = Path(path)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -197,7 +212,7 @@ def update_index_dir(
             shutil.rmtree(work)
         try:
             _write_version(base, delta, work, timings, batch_size, show_progress,
-                           {"add": add_desc, "remove": remove_desc})
+                           {"add": add_desc, "remove": remove_desc, **(sources or {})})
             t = time.perf_counter()
             replace_dir(work, root)
             timings["swap_s"] = time.perf_counter() - t
