@@ -35,7 +35,7 @@ import numpy as np
 from simgrag.errors import KGError
 from simgrag.kg.iris import TermIRIs
 from simgrag.kg.names import NameTable
-from simgrag.kg.store import KGStore, build_csr
+from simgrag.kg.store import KGStore, _invert_types, build_csr
 
 __all__ = ["DeltaReport", "StoreDelta", "append_names", "apply_delta"]
 
@@ -228,7 +228,8 @@ def _assemble(base: KGStore, removed: np.ndarray, not_found: int, add: KGStore |
     kept_tid = np.arange(len(kept), dtype=np.int64) + np.searchsorted(insert_at, np.arange(len(kept)), side="right")
     old_to_new = np.full(base.num_triples, -1, dtype=np.int64)
     old_to_new[kept] = kept_tid
-    arrays = _adjacency(base, n, n_rel, rel_map, old_to_new, heads, rels, tails, new_tid)
+    same_rels = n_rel == base.num_relations and bool(live_rel[: base.num_relations].all())
+    arrays = _adjacency(base, n, n_rel, None if same_rels else rel_map, old_to_new, heads, rels, tails, new_tid)
     entities = append_names(base.entities, new_names)
     relations = NameTable.from_names([base.relations[int(i)] for i in np.flatnonzero(live_rel[: base.num_relations])]
                                      + [name for i, name in enumerate(new_rel_names)
@@ -250,27 +251,29 @@ def _assemble(base: KGStore, removed: np.ndarray, not_found: int, add: KGStore |
 
 
 # ---------------------------------------------------------------------------------------------- adjacency
-def _adjacency(base: KGStore, n: int, n_rel: int, rel_map: np.ndarray, old_to_new: np.ndarray, heads: np.ndarray,
-               rels: np.ndarray, tails: np.ndarray, new_tid: np.ndarray) -> dict[str, np.ndarray]:
-    """The CSR of the updated triples: the base's entries (renumbered) with the new triples' merged in."""
+def _adjacency(base: KGStore, n: int, n_rel: int, rel_map: np.ndarray | None, old_to_new: np.ndarray,
+               heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, new_tid: np.ndarray) -> dict[str, np.ndarray]:
+    """The CSR of the updated triples: the base's entries (renumbered, removed ones dropped) with the
+    new triples' entries inserted where they sort. Only the rows of entities the new triples touch are
+    searched; the rest is one pass of copies."""
     indptr0 = np.asarray(base.indptr)
-    src = np.repeat(np.arange(base.num_entities, dtype=np.int64), np.diff(indptr0))
     tid = old_to_new[np.asarray(base.adj_tid)]
+    nbr, rel = np.asarray(base.adj_nbr), np.asarray(base.adj_rel)
+    counts = np.zeros(n, dtype=np.int64)
+    counts[: base.num_entities] = np.diff(indptr0)
     keep = tid >= 0
-    src, tid = src[keep], tid[keep]
-    nbr = np.asarray(base.adj_nbr)[keep].astype(np.int64)
-    rel = rel_map[np.asarray(base.adj_rel)[keep]]
+    if not bool(keep.all()):
+        dropped = np.flatnonzero(~keep)
+        counts -= np.bincount(np.searchsorted(indptr0, dropped, side="right") - 1, minlength=n)
+        tid, nbr, rel = tid[keep], nbr[keep], rel[keep]
+    if rel_map is not None:
+        rel = rel_map[rel]
     nh, nr, nt = (a[new_tid].astype(np.int64) for a in (heads, rels, tails))
     loop = nh == nt
-    add_src = np.concatenate([nh, nt[~loop]])
-    add_nbr = np.concatenate([nt, nh[~loop]])
-    add_rel = np.concatenate([nr, nr[~loop]])
-    add_tid = np.concatenate([new_tid, new_tid[~loop]])
-    old_key = _entry_keys(src, nbr, rel, tid, heads, n, n_rel)
-    add_key = _entry_keys(add_src, add_nbr, add_rel, add_tid, heads, n, n_rel)
-    order = np.argsort(add_key, kind="stable")
-    at = np.searchsorted(old_key, add_key[order])
-    if len(old_key) and not bool((old_key[1:] > old_key[:-1]).all()):  # never expected: fall back to a sort
+    add_src, add_nbr = np.concatenate([nh, nt[~loop]]), np.concatenate([nt, nh[~loop]])
+    add_rel, add_tid = np.concatenate([nr, nr[~loop]]), np.concatenate([new_tid, new_tid[~loop]])
+    at, order = _insert_points(counts, nbr, rel, tid, heads, add_src, add_nbr, add_rel, add_tid, n, n_rel)
+    if at is None:  # never expected: the base adjacency is out of order
         logger.warning("the adjacency of the base store is not in the expected order; rebuilding it")
         indptr, a_nbr, a_rel, a_tid = build_csr(n, heads, tails, rels)
     else:
@@ -278,22 +281,48 @@ def _adjacency(base: KGStore, n: int, n_rel: int, rel_map: np.ndarray, old_to_ne
         a_rel = np.insert(rel.astype(np.int32), at, add_rel[order].astype(np.int32))
         a_tid = np.insert(tid.astype(np.int32), at, add_tid[order].astype(np.int32))
         indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(src, minlength=n) + np.bincount(add_src, minlength=n), out=indptr[1:])
+        np.cumsum(counts + np.bincount(add_src, minlength=n), out=indptr[1:])
     return {"heads": heads, "rels": rels, "tails": tails, "indptr": indptr, "adj_nbr": a_nbr,
             "adj_rel": a_rel, "adj_tid": a_tid}
 
 
-def _entry_keys(src: np.ndarray, nbr: np.ndarray, rel: np.ndarray, tid: np.ndarray, heads: np.ndarray,
-                n: int, n_rel: int) -> np.ndarray:
-    """One int64 per adjacency entry in (entity, neighbour, relation, triple) order.
+def _insert_points(counts: np.ndarray, nbr: np.ndarray, rel: np.ndarray, tid: np.ndarray, heads: np.ndarray,
+                   add_src: np.ndarray, add_nbr: np.ndarray, add_rel: np.ndarray, add_tid: np.ndarray, n: int,
+                   n_rel: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """Where each new entry goes in the kept entries (and the order to insert them in), searching only
+    the rows of the entities the new entries belong to; ``None`` when those rows are out of order."""
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    touched = np.unique(add_src)
+    if not _fits(len(touched) + 1, n, n_rel, 2):
+        return None, np.zeros(0, dtype=np.int64)
+    lo, lengths = starts[touched], counts[touched]
+    seg_start = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    rows = np.repeat(lo - seg_start, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+    seg = np.repeat(np.arange(len(touched), dtype=np.int64), lengths)
+    span = n * n_rel * 2
+    old_key = seg * span + _entry_keys(touched[seg], nbr[rows].astype(np.int64), rel[rows].astype(np.int64),
+                                       tid[rows], heads, n_rel)
+    if len(old_key) and not bool((old_key[1:] > old_key[:-1]).all()):
+        return None, np.zeros(0, dtype=np.int64)
+    rank = np.searchsorted(touched, add_src)
+    new_key = rank * span + _entry_keys(add_src, add_nbr, add_rel, add_tid, heads, n_rel)
+    order = np.argsort(new_key, kind="stable")
+    found = np.searchsorted(old_key, new_key[order])
+    r = rank[order]
+    return lo[r] + (found - seg_start[r]), order
 
-    At most two entries share (entity, neighbour, relation): one from (a, r, b), one from (b, r, a).
+
+def _entry_keys(src: np.ndarray, nbr: np.ndarray, rel: np.ndarray, tid: np.ndarray, heads: np.ndarray,
+                n_rel: int) -> np.ndarray:
+    """One int64 per adjacency entry, in (neighbour, relation, triple) order within an entity's row.
+
+    At most two entries of a row share (neighbour, relation): one from (a, r, b), one from (b, r, a).
     The triples are sorted by head, so the one whose head is the smaller entity has the smaller triple
     id: the last bit says which one this is.
     """
     forward = heads[tid] == src
     later = (forward != (src < nbr)) & (src != nbr)
-    return ((src * n + nbr) * n_rel + rel) * 2 + later
+    return (nbr * n_rel + rel) * 2 + later
 
 
 # ---------------------------------------------------------------------------------------------- types, IRIs
@@ -307,11 +336,13 @@ def _pairs_of(store: KGStore) -> tuple[np.ndarray, np.ndarray]:
 def _types(base: KGStore, add: KGStore | None, add_ents: np.ndarray, remove: KGStore | None, n: int,
            live: np.ndarray) -> tuple[NameTable | None, dict[str, np.ndarray] | None, bool]:
     """Entity types after the update: the base's, plus the add batch's, minus the remove batch's, of
-    live entities only; the type table lists the types still in use (base order, then new ones)."""
+    live entities only; the type table lists the types still in use (base order, then new ones).
+
+    The base's (entity, type) pairs are sorted and unique already, so the batch is merged in with
+    binary searches; an update that touches no type only extends the node → types offsets."""
     names = list(base.types) if base.types is not None else []
     index = {name: i for i, name in enumerate(names)}
-    ent, typ = _pairs_of(base)
-    parts_e, parts_t = [ent], [typ]
+    extra = np.zeros(0, dtype=np.int64)
     if add is not None and add.types is not None:
         b_ent, b_typ = _pairs_of(add)
         for name in add.types:
@@ -319,28 +350,45 @@ def _types(base: KGStore, add: KGStore | None, add_ents: np.ndarray, remove: KGS
                 index[name] = len(names)
                 names.append(name)
         b_map = np.array([index[name] for name in add.types], dtype=np.int64)
-        parts_e.append(add_ents[b_ent])
-        parts_t.append(b_map[b_typ])
+        extra_e, extra_t = add_ents[b_ent], b_map[b_typ]
     if not names:
         return None, None, False
     t_all = len(names)
-    keys = np.unique(np.concatenate(parts_e) * t_all + np.concatenate(parts_t))
-    if remove is not None and remove.types is not None:
-        gone = _removed_type_keys(base, remove, list(remove.types), index, t_all)
-        keys = np.setdiff1d(keys, gone, assume_unique=True)
-    keys = keys[live[keys // t_all]]
+    ent, typ = _pairs_of(base)
+    keys = ent * t_all + typ  # ascending: the pairs are sorted by (entity, type)
+    if add is not None and add.types is not None:
+        extra = np.setdiff1d(np.unique(extra_e * t_all + extra_t), keys, assume_unique=True)
+        keys = np.insert(keys, np.searchsorted(keys, extra), extra)
+    gone = np.zeros(0, dtype=np.int64)
+    if remove is not None and remove.types is not None and len(keys):
+        wanted = _removed_type_keys(base, remove, list(remove.types), index, t_all)
+        pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+        gone = pos[keys[pos] == wanted]
+        keys = np.delete(keys, gone)
+    alive = live[keys // t_all]
+    if not len(extra) and not len(gone) and bool(alive.all()) and base.types is not None:
+        return base.types, _extended_types(base, n), False
+    keys = keys[alive]
+    if not len(keys):
+        return None, None, True
     used = np.zeros(t_all, dtype=bool)
     used[keys % t_all] = True
     type_map = np.cumsum(used) - 1
     final_names = [name for name, u in zip(names, used.tolist(), strict=True) if u]
-    base_keys = np.unique(ent * t_all + typ)
-    changed = final_names != (list(base.types) if base.types is not None else []) or not np.array_equal(
-        keys, base_keys)
-    if not len(keys):
-        return None, None, changed
-    pairs = np.stack([keys // t_all, type_map[keys % t_all]], axis=1).astype(np.int32)
-    table, arrays = KGStore._build_types(n, final_names, pairs)
-    return table, arrays, changed
+    node_type_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // t_all, minlength=n), out=node_type_indptr[1:])
+    node_types = type_map[keys % t_all].astype(np.int32)
+    tn_indptr, tn_nodes = _invert_types(n, len(final_names), node_type_indptr, node_types)
+    return NameTable.from_names(final_names), {"node_type_indptr": node_type_indptr, "node_types": node_types,
+                                               "type_node_indptr": tn_indptr, "type_nodes": tn_nodes}, True
+
+
+def _extended_types(base: KGStore, n: int) -> dict[str, np.ndarray]:
+    """The base's type arrays for ``n`` entities (new ones have no type)."""
+    indptr = np.asarray(base.node_type_indptr)
+    grown = np.concatenate([indptr, np.full(n - base.num_entities, indptr[-1], dtype=indptr.dtype)])
+    return {"node_type_indptr": grown, "node_types": np.asarray(base.node_types),
+            "type_node_indptr": np.asarray(base.type_node_indptr), "type_nodes": np.asarray(base.type_nodes)}
 
 
 def _removed_type_keys(base: KGStore, remove: KGStore, type_names: list[str], index: dict[str, int],
