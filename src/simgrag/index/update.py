@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import logging
 import shutil
@@ -45,9 +44,9 @@ from simgrag.embed.base import Embedder
 from simgrag.embed.registry import resolve_embedder
 from simgrag.errors import IndexDirError, KGError, SimGRAGError
 from simgrag.fileio import write_bytes_atomic
+from simgrag.index._append import Appending
 from simgrag.index.derive import _place
 from simgrag.index.directory import _CHUNK, _exact_index, _label_texts, _read_manifest, aliases_by_name
-from simgrag.index.registry import load_index
 from simgrag.index.swap import MANIFEST, recover_swap, replace_dir, work_dir
 from simgrag.index.verify import _data_files, _sha256, check_content_hash, raise_on_problems, verify_index
 from simgrag.kg.delta import DeltaReport, StoreDelta, apply_delta
@@ -62,7 +61,6 @@ logger = logging.getLogger(__name__)
 #: entity index kinds that take appended vectors
 SUPPORTED_KINDS = ("exact", "faiss-hnsw", "faiss-ivfpq")
 LOG_ENTRIES = 100  # the manifest keeps the last this many update records
-_COPY_CHUNK = 1 << 24
 _OWN = {MANIFEST, "store", "entity_vectors.npy", "entity_index", "relation_index", "relation_owner.npy",
         "relation_texts.json", "type_index", "type_owner.npy"}
 
@@ -233,12 +231,7 @@ def _write_version(base: _Base, delta: StoreDelta, work: Path, timings: dict[str
     timings["save_store_s"] = time.perf_counter() - t
     linked: set[str] = set()
     digests: dict[str, str] = {}
-    t = time.perf_counter()
-    rows = _embed_new(base, delta, batch_size, show_progress)
-    timings["embed_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    _entities(base, work, rows, linked, digests)
-    timings["entity_index_s"] = time.perf_counter() - t
+    _entities(base, delta, work, linked, digests, timings, batch_size, show_progress)
     t = time.perf_counter()
     _relations(base, delta, work, linked)
     _types(base, delta, work, linked)
@@ -261,10 +254,8 @@ def _link(root: Path, work: Path, name: str, linked: set[str]) -> None:
     linked.update(p.relative_to(root).as_posix() for p in files)
 
 
-def _embed_new(base: _Base, delta: StoreDelta, batch_size: int, show_progress: bool | None) -> np.ndarray | None:
+def _embed_new(base: _Base, delta: StoreDelta, batch_size: int, show_progress: bool | None) -> np.ndarray:
     n, first = delta.store.num_entities, delta.first_new_entity
-    if n == first:
-        return None
     emb = base.embedder()
     out = np.empty((n - first, emb.dim), dtype=np.float32)
     show = progress_on(show_progress)
@@ -280,48 +271,30 @@ def _embed_new(base: _Base, delta: StoreDelta, batch_size: int, show_progress: b
     return out
 
 
-def _entities(base: _Base, work: Path, rows: np.ndarray | None, linked: set[str], digests: dict[str, str]) -> None:
-    """``entity_vectors.npy`` and ``entity_index/`` with ``rows`` appended (hard links when none)."""
-    if rows is None:
+def _entities(base: _Base, delta: StoreDelta, work: Path, linked: set[str], digests: dict[str, str],
+              timings: dict[str, float], batch_size: int, show_progress: bool | None) -> None:
+    """``entity_vectors.npy`` and ``entity_index/`` with the new entities' vectors appended (hard links when
+    there are none); the existing rows are copied while the new names are embedded."""
+    extra = delta.store.num_entities - delta.first_new_entity
+    if not extra:
         _link(base.root, work, "entity_vectors.npy", linked)
         _link(base.root, work, "entity_index", linked)
+        timings["embed_s"] = timings["entity_index_s"] = 0.0
         return
-    digests["entity_vectors.npy"] = _append_rows(base.root / "entity_vectors.npy", work / "entity_vectors.npy", rows)
-    _link(base.root, work, "entity_index", linked)  # then each file the add rewrites is replaced, not edited
-    index = load_index(work / "entity_index")
-    index.add(rows)
-    index.save(work / "entity_index")
-    linked.difference_update({p for p in linked if p.startswith("entity_index/")})
-
-
-def _append_rows(src: Path, dst: Path, rows: np.ndarray) -> str:
-    """Write ``src``'s array followed by ``rows`` to ``dst`` in one pass; returns the new file's sha256."""
-    with src.open("rb") as fin:
-        version = np.lib.format.read_magic(fin)
-        reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = reader(fin)
-        if fortran or dtype != np.float32 or len(shape) != 2 or shape[1] != rows.shape[1]:
-            raise IndexDirError(f"{src} holds {dtype} {shape}, expected float32 (n, {rows.shape[1]}); "
-                                "rebuild the index.")
-        header = io.BytesIO()
-        np.lib.format.write_array_header_1_0(header, {
-            "descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
-            "shape": (shape[0] + len(rows), shape[1])})
-        digest = hashlib.sha256(header.getvalue())
-        with dst.open("wb") as fout:
-            fout.write(header.getvalue())
-            remaining = shape[0] * shape[1] * 4
-            while remaining:
-                chunk = fin.read(min(_COPY_CHUNK, remaining))
-                if not chunk:
-                    raise IndexDirError(f"{src} is shorter than its header says; rebuild the index.")
-                digest.update(chunk)
-                fout.write(chunk)
-                remaining -= len(chunk)
-            tail = np.ascontiguousarray(rows, dtype="<f4").tobytes()
-            digest.update(tail)
-            fout.write(tail)
-    return digest.hexdigest()
+    t = time.perf_counter()
+    appending = Appending(base.root, work, extra, base.manifest["entity_index"]["kind"])
+    try:
+        try:
+            rows = _embed_new(base, delta, batch_size, show_progress)
+        except BaseException:
+            appending.abandon()
+            raise
+        timings["embed_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        digests["entity_vectors.npy"] = appending.finish(rows)
+    finally:
+        appending.shutdown()
+    timings["entity_index_s"] = time.perf_counter() - t
 
 
 def _relations(base: _Base, delta: StoreDelta, work: Path, linked: set[str]) -> None:
