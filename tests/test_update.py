@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from simgrag.cli import app
 from simgrag.errors import IndexDirError, KGError, KGFormatError
+from simgrag.index.compact import compact_index_dir
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.index.exact import ExactIndex
 from simgrag.index.live import LiveEntityIndex
@@ -323,3 +324,43 @@ def test_cli_update(tmp_path: Path) -> None:
     result = runner.invoke(app, ["retrieve", str(tmp_path / "kb.idx"), "--pattern",
                                  '[["Heat", "directed by", "UNKNOWN director 1"]]', "-q"])
     assert result.exit_code == 0 and "Michael Mann" in result.output
+
+
+# ---------------------------------------------------------------------------------------------- compaction
+@pytest.mark.parametrize("kind", ["exact", "faiss-hnsw", "faiss-ivfpq"])
+def test_compaction_drops_retired_entities_and_keeps_retrieval(tmp_path: Path, kind: str) -> None:
+    base = [("inception", "directed_by", "nolan"), ("memento", "directed_by", "nolan"),
+            ("titanic", "directed_by", "cameron"), ("avatar", "directed_by", "cameron"),
+            ("juno", "directed_by", "reitman"), ("juno", "starred_actors", "page"),
+            ("inception", "starred_actors", "page"), ("titanic", "starred_actors", "dicaprio")]
+    build(write_kg(tmp_path / "kb.txt", base), tmp_path / "kb.idx", kind, EMBEDDER)
+    removed = [t for t in base if "juno" in t or "titanic" in t]
+    update_index_dir(tmp_path / "kb.idx", remove=removed, show_progress=False)
+    result = compact_index_dir(tmp_path / "kb.idx", show_progress=False)
+    assert result.report.entities_dropped == 4 and result.updates == 2  # juno, reitman, titanic, dicaprio
+    index = open_index_dir(tmp_path / "kb.idx")
+    assert index.store.num_entities == 6 and len(index.store.retired_entities()) == 0
+    assert not isinstance(index.entity_index, LiveEntityIndex) and index.entity_index.ntotal == 6
+    assert verify_index(index).ok
+    final = [t for t in base if t not in removed]
+    rebuilt = build(write_kg(tmp_path / "final.txt", final), tmp_path / "rebuilt.idx", kind, EMBEDDER)
+    if kind != "faiss-ivfpq":  # IVF-PQ is approximate on both sides
+        for triples in ([["nolen", "directed by", "UNKNOWN movie 1"]], [["UNKNOWN movie 1", "actor", "page"]],
+                        [["inception", "director", "UNKNOWN person 1"], ["UNKNOWN movie 2", "director",
+                                                                         "UNKNOWN person 1"]]):
+            assert_same_retrieval(index, rebuilt, Pattern.from_triples(triples))
+    assert not compact_index_dir(tmp_path / "kb.idx", show_progress=False).report.changed  # nothing left
+    update_index_dir(tmp_path / "kb.idx", add=[("juno", "directed_by", "reitman")], show_progress=False)
+    assert open_index_dir(tmp_path / "kb.idx").store.entity_id("juno") == 6  # a new id after compaction
+
+
+def test_cli_compact(tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["index", str(write_toy_kg(tmp_path / "toy.txt")), "-o", str(tmp_path / "kb.idx"),
+                               "--embedder", "hash:64", "-q"]).exit_code == 0
+    write_kg(tmp_path / "rm.txt", [t for t in TOY_TRIPLES if "Juno" in t])
+    result = runner.invoke(app, ["update", str(tmp_path / "kb.idx"), "--remove", str(tmp_path / "rm.txt"),
+                                 "--compact", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "3 retired" in result.output and "3 retired entities dropped" in result.output
+    assert runner.invoke(app, ["check", str(tmp_path / "kb.idx")]).exit_code == 0

@@ -38,7 +38,7 @@ from simgrag.kg.iris import TermIRIs
 from simgrag.kg.names import NameTable
 from simgrag.kg.store import KGStore, _invert_types
 
-__all__ = ["DeltaReport", "StoreDelta", "append_names", "apply_delta"]
+__all__ = ["DeltaReport", "StoreDelta", "append_names", "apply_delta", "drop_retired"]
 
 @dataclass(frozen=True)
 class DeltaReport:
@@ -54,10 +54,11 @@ class DeltaReport:
     relations_added: int = 0
     relations_dropped: int = 0
     types_changed: bool = False
+    entities_dropped: int = 0  # retired entities removed for good by a compaction (ids renumbered)
 
     @property
     def changed(self) -> bool:
-        return bool(self.triples_added or self.triples_removed or self.types_changed)
+        return bool(self.triples_added or self.triples_removed or self.types_changed or self.entities_dropped)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -328,3 +329,43 @@ def _merged_iris(base: KGStore, add: KGStore | None, new_iris: list[str], live_r
         old_rel = [""] * base.num_relations
     rel_iris = [iri for iri, live in zip(old_rel + new_rel_iris, live_rel.tolist(), strict=True) if live]
     return TermIRIs(ent_iris, NameTable.from_names(rel_iris))
+
+
+# ---------------------------------------------------------------------------------------------- compaction
+def _take_names(table: NameTable, keep: np.ndarray) -> NameTable:
+    lengths = np.diff(np.asarray(table._offsets))
+    blob = np.asarray(table._blob)[np.repeat(keep, lengths)]
+    offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(lengths[keep], out=offsets[1:])
+    return NameTable(blob, offsets)
+
+
+def drop_retired(base: KGStore) -> StoreDelta:
+    """``base`` without its retired entities, the others renumbered in order (compaction).
+
+    A retired entity has no triple and no type, so the triples and the adjacency keep their order and
+    only entity ids are mapped; ``first_new_entity`` is the new entity count (nothing to embed)."""
+    retired = base.retired_entities()
+    live = np.ones(base.num_entities, dtype=bool)
+    live[retired] = False
+    new_id = (np.cumsum(live) - 1).astype(np.int32)
+    n = int(live.sum())
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.diff(np.asarray(base.indptr))[live], out=indptr[1:])
+    arrays = {"heads": new_id[np.asarray(base.heads)], "rels": np.asarray(base.rels),
+              "tails": new_id[np.asarray(base.tails)], "indptr": indptr,
+              "adj_nbr": new_id[np.asarray(base.adj_nbr)], "adj_rel": np.asarray(base.adj_rel),
+              "adj_tid": np.asarray(base.adj_tid)}
+    type_arrays = None
+    if base.types is not None and base.node_type_indptr is not None:
+        node_indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.diff(np.asarray(base.node_type_indptr))[live], out=node_indptr[1:])
+        type_arrays = {"node_type_indptr": node_indptr, "node_types": np.asarray(base.node_types),
+                       "type_node_indptr": np.asarray(base.type_node_indptr),
+                       "type_nodes": new_id[np.asarray(base.type_nodes)]}
+    store = KGStore(_take_names(base.entities, live), base.relations, arrays, base.types, type_arrays,
+                    duplicates_removed=base.duplicates_removed)
+    if base.iris is not None:
+        store.iris = TermIRIs(_take_names(base.iris.entities, live), base.iris.relations)
+    return StoreDelta(store, DeltaReport(entities_dropped=len(retired)), n, relations_changed=False)
+
