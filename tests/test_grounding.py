@@ -256,3 +256,39 @@ def test_engine_uses_grounding(tmp_path: Path) -> None:
     assert result.pattern is not None
     assert result.pattern.pattern.triples() == [("UNKNOWN movie 1", "starred actors", "Ellen Page")]
     assert set(result.answer.entities) == {"Inception", "Juno"}
+
+
+def test_cli_grounding_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`simgrag ask --no-grounding` keeps the LLM's pattern as it is; the default judges and edits it."""
+    from typer.testing import CliRunner
+
+    from simgrag.cli import _common, app
+
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=256))
+    (tmp_path / "examples.yaml").write_text(EXAMPLES, encoding="utf-8")
+    copied = _json(("UNKNOWN movie 1", "starred actors", "Ellen Page"), ("UNKNOWN movie 1", "release year",
+                                                                         "UNKNOWN year 1"))
+    monkeypatch.setattr(_common, "llm_for", lambda choice: FakeLLM(lambda messages: copied))
+    patterns = {}
+    for switch in ("--grounding", "--no-grounding"):
+        run = CliRunner().invoke(app, ["ask", str(tmp_path / "toy.idx"), "Which movies did Ellen Page star in?",
+                                       "--examples", str(tmp_path / "examples.yaml"), "--llm-cache", "none",
+                                       "--json", switch])
+        assert run.exit_code == 0, run.output
+        patterns[switch] = json.loads(run.stdout)["pattern"]
+    assert patterns["--grounding"] == [["UNKNOWN movie 1", "starred actors", "Ellen Page"]]
+    assert len(patterns["--no-grounding"]) == 2
+
+
+def test_a_noun_naming_the_entitys_kind_belongs_to_the_mention(judge: PatternJudge) -> None:
+    """"the film Inception was directed by who": "film" is not a relation word (it drew a `has genre`
+    triple into MetaQA TEST patterns) nor the focus; "directed" keeps its say."""
+    from simgrag.pattern.graph import Pattern
+
+    question = "the film Inception was directed by who"
+    reading = judge.read(question)
+    view = judge.view(reading, Pattern.from_triples([["Inception", "directed by", "UNKNOWN director 1"]]))
+    words = reading.clean_words()
+    assert view.covered[words.index("film")] and view.covered[words.index("inception")]
+    assert not view.covered[words.index("directed")]
+    assert all("film" not in phrase for phrase in view.phrases)

@@ -10,9 +10,10 @@ from pathlib import Path
 import simgrag
 
 SRC = Path(simgrag.__file__).parent
-# utilities ← kg ← embed ← index ← llm ← pattern ← match ← retrievers ← answer ← pipeline ← eval ← perturb ← serve ← cli
+# utilities ← kg ← embed ← index ← llm ← pattern ← match ← retrievers ← answer ← bootstrap ← pipeline ← eval ← perturb
+# ← serve ← cli
 ORDER = ["errors", "config", "_lazy", "fileio", "progress", "registry", "kg", "embed", "index", "llm", "pattern",
-         "match", "retrievers", "answer", "pipeline", "eval", "perturb", "serve", "cli", "testing"]
+         "match", "retrievers", "answer", "bootstrap", "pipeline", "eval", "perturb", "serve", "cli", "testing"]
 PACKAGE_ROOT = {"__init__", "py.typed", "data"}
 
 

@@ -77,9 +77,13 @@ def test_embedded_model_reuses_prompt_prefix(local_llm: LlamaCppLLM) -> None:
     cold = local_llm.complete([*prefix, ChatMessage("user", "Who directed film 3?")], max_tokens=1)
     local_llm.complete([ChatMessage("system", "You are another task."),
                         ChatMessage("user", "Something else entirely.")], max_tokens=1)
+    before = dict(local_llm.prefix_stats)
     warm = local_llm.complete([*prefix, ChatMessage("user", "Who directed film 7?")], max_tokens=1)
-    assert cold.prompt_tokens > 300
-    assert warm.latency_s < cold.latency_s / 2, (cold.latency_s, warm.latency_s)
+    assert cold.prompt_tokens > 300 and warm.prompt_tokens > 300
+    # counted, not timed (a busy machine makes any latency ratio flaky): the warm call found its
+    # prefix in its live context, it neither evaluated it again nor loaded it from disk
+    assert local_llm.prefix_stats["in_context"] == before["in_context"] + 1, local_llm.prefix_stats
+    assert local_llm.prefix_stats["evaluated"] == before["evaluated"], local_llm.prefix_stats
 
 
 def test_embedded_model_loads_saved_prefix_state(model_path: Path, tmp_path: Path) -> None:

@@ -293,3 +293,39 @@ def test_a_truncated_output_loses_only_its_cut_last_triple() -> None:
     # a strict (complete) output with a short triple is not silently cut: validation reports it
     strict = parse_pattern_text('{"triples":[["a","r","b"],["c","d"]]}')
     assert strict.triples == [["a", "r", "b"], ["c", "d"]]
+
+
+def test_copies_of_an_unknown_node_are_merged() -> None:
+    """A small model lists UNKNOWN country 1 … 10 with the same triple: one country node remains."""
+    from simgrag.pattern.copies import merge_unknown_copies
+
+    listed = [[f"UNKNOWN country {i}", "currency", "UNKNOWN currency 1"] for i in range(1, 11)]
+    merged, notes = merge_unknown_copies(listed)
+    assert merged == [["UNKNOWN country 1", "currency", "UNKNOWN currency 1"]]
+    assert len(notes) == 9
+    # a co-star chain, a 3-hop chain, two ends of one triple and a "sharing" node are not copies
+    m1, a1 = "UNKNOWN movie 1", "UNKNOWN actor 1"
+    sharing = [["Hamburg", "located in", "UNKNOWN country 1"], ["UNKNOWN country 1", "currency", "UNKNOWN currency 1"],
+               ["UNKNOWN country 2", "currency", "UNKNOWN currency 1"]]
+    for kept in ([[m1, "starred actors", "Heat"], [m1, "starred actors", a1]],
+                 [["Heat", "starred actors", a1], [m1, "starred actors", a1], [m1, "directed by", "UNKNOWN d 1"]],
+                 [["UNKNOWN city 1", "located in", "UNKNOWN city 2"], ["UNKNOWN city 2", "located in", "Cameroon"]],
+                 sharing, [["UNKNOWN movie 1", "directed by", "X"], *[[f"UNKNOWN movie {i}", "starred actors", a1]
+                                                                       for i in (1, 2)]]):
+        assert merge_unknown_copies(kept) == (kept, [])
+    # malformed input is left to the validation
+    assert merge_unknown_copies([["a", "b"]]) == ([["a", "b"]], [])
+
+
+def test_generator_merges_listed_copies_before_the_size_limit() -> None:
+    import json
+
+    from simgrag.pattern.examples import parse_examples
+    from simgrag.pattern.generate import PatternGenerator
+    from simgrag.testing.llm import FakeLLM
+
+    listed = [[f"UNKNOWN country {i}", "currency", "Euro"] for i in range(1, 15)]
+    examples = parse_examples("relations: [currency]\nexamples:\n  - question: which countries use the Euro\n"
+                              "    triples: [[UNKNOWN country 1, currency, Euro]]\n")
+    result = PatternGenerator(FakeLLM([json.dumps({"triples": listed})]), examples).generate("Who uses the Euro?")
+    assert result.pattern.triples() == [("UNKNOWN country 1", "currency", "Euro")]

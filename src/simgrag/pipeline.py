@@ -125,7 +125,12 @@ class VerifyResult(_Views):
 
 def build_index(kg_path: str | Path | KGStore | KGSource, out_dir: str | Path, **options: Any) -> IndexDir:
     """Build an index directory from a KG file, store or source (see
-    :func:`~simgrag.index.directory.build_index_dir`)."""
+    :func:`~simgrag.index.directory.build_index_dir`); an ``examples`` file is checked before the build
+    and becomes the index's default examples."""
+    if options.get("examples") is not None:
+        from simgrag.pattern.examples import load_examples
+
+        load_examples(options["examples"])  # a bad file fails now, not at the first question
     return build_index_dir(kg_path, out_dir, **options)
 
 

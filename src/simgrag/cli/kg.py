@@ -10,10 +10,17 @@ from typing import Annotated, Any
 import typer
 
 from simgrag.cli._common import (
+    DEFAULT_LLM,
+    DEFAULT_LLM_CACHE,
+    ApiKey,
     AsJson,
+    BaseUrl,
     IndexArg,
     K,
     KGFormat,
+    LLMCache,
+    LLMChoice,
+    LLMOpt,
     OptionalOutput,
     Quiet,
     SkipBadLines,
@@ -47,6 +54,17 @@ def index(
     ] = None,
     relation_aliases: Annotated[Path | None, typer.Option("--relation-aliases", help="YAML {relation: [phrase, …]}")]
     = None,
+    examples: Annotated[Path | None, typer.Option("--examples", help="few-shot examples file (YAML/JSON) of your KG: "
+                                                                     "attached to the index as its default")] = None,
+    bootstrap_examples: Annotated[bool, typer.Option(
+        "--bootstrap-examples", help="then bootstrap an examples file from the KG with the LLM "
+                                     "(INDEX_DIR.examples.yaml, editable) and attach it; see `simgrag examples "
+                                     "bootstrap`")] = False,
+    bootstrap_aliases: Annotated[bool, typer.Option(
+        "--bootstrap-aliases", help="then bootstrap relation aliases with the LLM (INDEX_DIR.aliases.yaml, "
+                                    "editable) and embed them; see `simgrag aliases bootstrap`")] = False,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     skip_bad_lines: SkipBadLines = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing index directory")] = False,
     verbose: Verbose = 0, quiet: Quiet = False,
@@ -56,21 +74,26 @@ def index(
     The KG comes from a file, a SPARQL endpoint (sparql+http://…, paged, resumable) or a Kùzu database
     (kuzu:PATH)."""
     _setup_logging(verbose, quiet)
+    from simgrag.cli.bootstrap import bootstrap_after_build
     from simgrag.cli.sources import kg_source
-    from simgrag.index.directory import build_index_dir
+    from simgrag.pipeline import build_index
 
     try:
+        if examples is not None and bootstrap_examples:
+            raise ConfigError("--examples attaches your examples file; --bootstrap-examples writes one: give one of "
+                              "them")
         source = kg_source(kg_file, sparql=sparql, source_params=source_param, label_lang=label_lang,
                            literals=literals, format=format)
-        built = build_index_dir(source, output, format=format, embedder=embedder, index_kind=index_kind,
-                                index_params=_index_params(index_param or []), relation_aliases=relation_aliases,
-                                skip_bad_lines=skip_bad_lines,
-                                overwrite=overwrite)
+        built = build_index(source, output, format=format, embedder=embedder, index_kind=index_kind,
+                            index_params=_index_params(index_param or []), relation_aliases=relation_aliases,
+                            examples=examples, skip_bad_lines=skip_bad_lines, overwrite=overwrite)
+        kg = built.manifest["kg"]
+        out.print(f"Indexed {kg['triples']:,} triples, {kg['entities']:,} entities, {kg['relations']:,} relations "
+                  f"({kg['duplicates_removed']:,} duplicates removed) → {output}")
+        bootstrap_after_build(output, LLMChoice(llm, base_url, api_key, llm_cache), aliases=bootstrap_aliases,
+                              examples=bootstrap_examples)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
-    kg = built.manifest["kg"]
-    out.print(f"Indexed {kg['triples']:,} triples, {kg['entities']:,} entities, {kg['relations']:,} relations "
-              f"({kg['duplicates_removed']:,} duplicates removed) → {output}")
 
 
 def _index_params(pairs: list[str]) -> dict[str, Any]:

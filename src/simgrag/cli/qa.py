@@ -21,6 +21,7 @@ from simgrag.cli._common import (
     CalibrationOpt,
     Deadline,
     Examples,
+    Grounding,
     IndexArg,
     K,
     LLMCache,
@@ -65,8 +66,10 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
         lines.append(f"Answer: {shown}" if ans.style != "open" else f"Answer: {ans.text}")
         reply, why, abstained = ans.text, ans.reason, ans.abstained
         lines += [f"  {sub.text()} (distance {sub.distance:.3f})" for sub in ans.substitutions]
-    lines.append(f"  LLM reply: {reply!r}")
-    if abstained:
+        if ans.prompt_tokens == 0 and not ans.cached:  # answered without an LLM call: say from what
+            reply, why = None, ans.reason
+    lines.append(f"  LLM reply: {reply!r}" if reply is not None else f"  (no LLM call: {why})")
+    if abstained and reply is not None:
         lines.append(f"  ({why})")
     lines += [format_retrieval(result.evidence)] if result.evidence is not None else format_context(result.context)
     stages = ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in result.timings.items())
@@ -102,14 +105,15 @@ def ask(
     open_answer: Annotated[bool, typer.Option("--open", help="answer with a short paragraph written from the "
                                                              "retrieved facts (--retriever none: from the LLM's "
                                                              "own knowledge)")] = False,
-    deadline: Deadline = None, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
+    deadline: Deadline = None, grounding: Grounding = True, as_json: AsJson = False, verbose: Verbose = 0,
+    quiet: Quiet = False,
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
     _setup_logging(verbose, quiet)
     _run(index_dir, question, LLMChoice(llm, base_url, api_key, llm_cache), verdict=False, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
          abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, calibration=calibration,
-         deadline=deadline)
+         deadline=deadline, grounding=grounding)
 
 
 @app.command()
@@ -119,14 +123,14 @@ def verify(
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
-    examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, as_json: AsJson = False,
-    verbose: Verbose = 0, quiet: Quiet = False,
+    examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, grounding: Grounding = True,
+    as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
     _setup_logging(verbose, quiet)
     _run(index_dir, claim, LLMChoice(llm, base_url, api_key, llm_cache), verdict=True, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, abstain_gsd=abstain_gsd,
-         deadline=deadline)
+         deadline=deadline, grounding=grounding)
 
 
 @app.command()
@@ -134,13 +138,13 @@ def demo(
     question: Annotated[str, typer.Argument(help="a question about movies")] = "Who directed Inception?",
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
-    answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, as_json: AsJson = False, verbose: Verbose = 0,
-    quiet: Quiet = False,
+    answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, grounding: Grounding = True, as_json: AsJson = False,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
     _setup_logging(verbose, quiet)
     _run(None, question, LLMChoice(llm, base_url, api_key, llm_cache), verdict=False, as_json=as_json,
-         answer_mode=answer_mode)
+         answer_mode=answer_mode, grounding=grounding)
 
 
 @app.command()

@@ -12,32 +12,14 @@ timings, keep it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from simgrag.llm.base import LLM, ChatMessage, LLMResponse
+from simgrag.llm.counting import CountingLLM
 from simgrag.pipeline import AskResult, SimGRAG
 
 __all__ = ["CountingLLM", "CountingSimGRAG"]
-
-
-class CountingLLM:
-    """Forwards to ``inner`` and counts the calls; other attributes (``load``, …) are the inner model's."""
-
-    def __init__(self, inner: LLM) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.calls = 0
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.inner, attr)
-
-    def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None,
-                 max_tokens: int = 256, temperature: float = 0.0, stop: Sequence[str] | None = None) -> LLMResponse:
-        self.calls += 1
-        return self.inner.complete(messages, json_schema=json_schema, max_tokens=max_tokens,
-                                   temperature=temperature, stop=stop)
 
 
 class CountingSimGRAG(SimGRAG):

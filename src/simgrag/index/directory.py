@@ -9,6 +9,8 @@ Layout of ``INDEX_DIR``::
     relation_index/      exact index over relation texts (each relation: readable name + aliases)
     relation_owner.npy   row of relation_index → relation id
     type_index/, type_owner.npy   the same for entity types, when the KG has them
+    examples.yaml, relation_aliases.yaml   the few-shot examples and aliases it was built with, if any
+                         (recorded in the manifest's ``attached``: :mod:`simgrag.index.attach`)
 
 The build works in ``.NAME.building`` beside the target and renames it into place only when the
 manifest is written, so a crash never leaves a directory that loads as valid. Entity embeddings are
@@ -43,6 +45,7 @@ from simgrag.embed.base import Embedder, Respecifiable
 from simgrag.embed.registry import resolve_embedder
 from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
 from simgrag.fileio import write_bytes_atomic
+from simgrag.index.attach import stage_attachments
 from simgrag.index.base import LocalServerIndex, VectorIndex, VectorsAttachable
 from simgrag.index.exact import ExactIndex
 from simgrag.index.live import LiveEntityIndex
@@ -203,6 +206,7 @@ def build_index_dir(
     index_kind: str | None = None,
     index_params: Mapping[str, Any] | None = None,
     relation_aliases: str | Path | None = None,
+    examples: str | Path | None = None,
     skip_bad_lines: bool = False,
     overwrite: bool = False,
     batch_size: int = 128,
@@ -212,6 +216,8 @@ def build_index_dir(
 
     ``kg_path`` may also be a ready :class:`KGStore` (e.g. ``SyntheticKG.to_store()``): no file is read;
     or a :class:`~simgrag.kg.sources.KGSource` (a SPARQL endpoint, a graph database), loaded here.
+    ``examples`` (a few-shot examples file) and ``relation_aliases`` are copied into the index and
+    recorded in its manifest (:mod:`simgrag.index.attach`): the index's default examples.
     """
     out = Path(out_dir)
     if out.exists() and not overwrite:
@@ -234,7 +240,8 @@ def build_index_dir(
     work = work_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     aliases = load_aliases(Path(relation_aliases) if relation_aliases else None, store)
-    build_key = _build_key(fingerprint, kind, params, aliases)
+    attachments = {k: Path(v) for k, v in (("examples", examples), ("relation_aliases", relation_aliases)) if v}
+    build_key = _build_key(fingerprint, kind, params, aliases, attachments)
     if not out.exists() and finished_build(work) == build_key:  # a crash came between the swap's renames
         recover_swap(out)
         logger.info("%s: the same build had finished before an interruption; not building it again", out)
@@ -248,7 +255,7 @@ def build_index_dir(
         if finished_build(work) != build_key:  # a finished build with the same inputs is kept, not redone
             _prepare_work_dir(work, fingerprint)
             _build_into(work, store, kg_hash, report, emb, spec, kind, dict(params), aliases, timings,
-                        show_progress, batch_size, build_key)
+                        show_progress, batch_size, build_key, attachments)
         replace_dir(work, out)
         if isinstance(kg_path, KGSource):
             kg_path.finished()
@@ -269,16 +276,18 @@ def _store_report(store: KGStore) -> LoadReport:
 
 
 def _build_key(fingerprint: dict[str, Any], kind: str, params: Mapping[str, Any],
-               aliases: Mapping[int, list[str]]) -> str:
-    """What makes two builds of one KG the same: embedder, index kind and parameters, aliases."""
-    text = json.dumps({**fingerprint, "kind": kind, "params": dict(params),
+               aliases: Mapping[int, list[str]], attachments: Mapping[str, Path]) -> str:
+    """What makes two builds of one KG the same: embedder, index kind and parameters, aliases, attached files."""
+    files = {k: hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else str(p) for k, p in attachments.items()}
+    text = json.dumps({**fingerprint, "kind": kind, "params": dict(params), "attached": files,
                        "aliases": {str(k): v for k, v in sorted(aliases.items())}}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, emb: Embedder, spec: str, kind: str,
                 params: dict[str, Any], aliases: dict[int, list[str]], timings: dict[str, float],
-                show_progress: bool | None, batch_size: int, build_key: str) -> None:
+                show_progress: bool | None, batch_size: int, build_key: str,
+                attachments: Mapping[str, Path]) -> None:
     t = time.perf_counter()
     store.save(work / "store")
     timings["save_store_s"] = time.perf_counter() - t
@@ -322,6 +331,8 @@ def _build_into(work: Path, store: KGStore, kg_hash: str, report: LoadReport, em
         "timings": timings,
         "build_key": build_key,
     }
+    if attachments:  # the examples and aliases the index was built with: its defaults (index/attach.py)
+        manifest["attached"] = stage_attachments(work, attachments)
     for leftover in ("entity_vectors.progress", "build-state.json"):
         (work / leftover).unlink(missing_ok=True)
     manifest["files"] = file_digests(work)  # sha256 per file: `simgrag check` and the server verify them

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simgrag.errors import IndexDirError, SimGRAGError
+from simgrag.index.attach import check_attachments
 
 if TYPE_CHECKING:
     from simgrag.index.directory import IndexDir
@@ -84,6 +85,9 @@ def check_manifest(manifest: Any, root: Path) -> dict[str, Any]:
         raise _bad(root, "'files' is not a table of file names to sha256 digests")
     if "duplicates_removed" in manifest["kg"] and not isinstance(manifest["kg"]["duplicates_removed"], int):
         raise _bad(root, "kg.duplicates_removed is not an integer")
+    attached = check_attachments(manifest)
+    if attached is not None:
+        raise _bad(root, attached)
     return manifest
 
 

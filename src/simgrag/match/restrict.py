@@ -23,6 +23,7 @@ every partial match that reaches it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,9 @@ __all__ = ["MAX_SCAN_ENTRIES", "MIN_CANDIDATES", "RestrictedGraph", "restrict"]
 MIN_CANDIDATES = 4096
 #: give up (search the whole KG) when one arc-consistency pass would scan more adjacency entries
 MAX_SCAN_ENTRIES = 50_000_000
+#: adjacency entries a consistency pass (or the build) scans per second, a conservative guess for one
+#: busy core: with a deadline, a pass whose scan would not end before the give-up time is not started
+SCAN_ENTRIES_PER_S = 10_000_000
 _MAX_PASSES = 4
 
 
@@ -61,12 +65,17 @@ class RestrictedGraph:
         return len(self.entities)
 
 
-def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injective: bool = True
-             ) -> RestrictedGraph | None:
+def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injective: bool = True,
+             deadline: float | None = None) -> RestrictedGraph | None:
     """The restricted graph for a connected ``pattern``, or ``None`` when it does not apply
     (homomorphic matching, a node that matches any entity, a self-loop edge, more than 16 nodes or
     32 edges, no large candidate set, or too much to scan). Injective matching never maps an edge
-    between two pattern nodes to a KG self-loop, so the restricted graph has none."""
+    between two pattern nodes to a KG self-loop, so the restricted graph has none.
+
+    ``deadline`` (a ``time.perf_counter()`` value) is the search's: restricting may use at most half
+    of the time left to it; past that it gives up (``None``) and the search runs on the whole KG with
+    the other half."""
+    give_up = None if deadline is None else (time.perf_counter() + deadline) / 2
     nodes, edges = table.nodes, pattern.edges
     if (not injective or any(c.any_entity for c in nodes) or len(nodes) > 16 or len(edges) > 32 or not edges
             or any(e.source == e.target for e in edges) or max(len(c.ids) for c in nodes) <= MIN_CANDIDATES):
@@ -83,9 +92,12 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
     _mark(mask, cand_ptr, cand_ids, alive)
     scan_from = np.zeros(len(edges), dtype=np.int64)
     for _ in range(_MAX_PASSES):
+        if give_up is not None and time.perf_counter() >= give_up:
+            return None
         degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
         scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
-        if int(degrees[scan_from].sum()) > MAX_SCAN_ENTRIES:
+        scan = int(degrees[scan_from].sum())
+        if scan > MAX_SCAN_ENTRIES or not _in_time(scan, give_up):
             return None
         removed = _consistency_pass(store.indptr, store.adj_nbr, store.adj_rel, mask, cand_ptr, cand_ids, alive,
                                     e_src, e_dst, rel_ok, scan_from)
@@ -96,8 +108,15 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
         cand_ptr[1:] = np.cumsum(np.bincount(owner, minlength=len(nodes)))
         cand_ids, origin = cand_ids[alive], origin[alive]
         alive = np.ones(len(cand_ids), dtype=np.bool_)
+    if not _in_time(int(degrees[scan_from].sum()), give_up):  # the build scans as much again
+        return None
     dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
     return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from)
+
+
+def _in_time(scan_entries: int, give_up: float | None) -> bool:
+    """Whether scanning ``scan_entries`` adjacency entries is expected to end before ``give_up``."""
+    return give_up is None or time.perf_counter() + scan_entries / SCAN_ENTRIES_PER_S < give_up
 
 
 def _build(store: KGStore, table: CandidateTable, cand_ptr: np.ndarray, cand_ids: np.ndarray, dists: np.ndarray,

@@ -348,7 +348,7 @@ def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k
                       algorithm: Algorithm, limits: _Limits, within: tuple[float, int] | None = None,
                       ) -> tuple[tuple[Match, ...], bool, float, int, MatchSet | None]:
     # a within set reads global ids from the table: those searches run on the whole KG
-    small = (restrict(store, pattern, table, injective=injective)
+    small = (restrict(store, pattern, table, injective=injective, deadline=limits.deadline)
              if algorithm == "optimized" and within is None else None)
     if small is not None:  # the same matches, searched on the KG cut down to the candidates' triples
         run = _Run(small, pattern, small.table, k, injective, algorithm, limits.stack_size)

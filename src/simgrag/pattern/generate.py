@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from simgrag.errors import PatternError, PatternParseError
 from simgrag.llm.base import LLM, ChatMessage, LLMResponse, schema_by_default
+from simgrag.pattern.copies import merge_unknown_copies
 from simgrag.pattern.examples import ExampleSet, builtin_examples
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.parse import ParsedOutput, parse_pattern_text
@@ -117,7 +118,8 @@ class PatternGenerator:
 
     def _read(self, text: str) -> tuple[ParsedOutput, Pattern]:
         parsed = parse_pattern_text(text)
-        pattern = validate_triples(parsed.triples, require_connected=self.require_connected,
+        triples, _ = merge_unknown_copies(parsed.triples)  # "UNKNOWN country 1" … "10", one by one
+        pattern = validate_triples(triples, require_connected=self.require_connected,
                                    max_triples=self.max_triples)
         return parsed, pattern
 

@@ -21,10 +21,13 @@ of the first subgraph that holds it, and its ``answer_candidates`` the bindings 
 pattern, so given ``topic_entities`` are not used (``info`` records that they were given).
 
 Few-shot examples: ``examples=`` (a file, an :class:`~simgrag.pattern.examples.ExampleSet` or a
-built-in name), else :func:`index_examples` — the examples that come with the index. Today that is
-the bundled MetaQA set for a KG whose relations are MetaQA's (MetaQA itself, the bundled sample), and
-for any other KG a :class:`~simgrag.errors.ConfigError` asking for an examples file: MetaQA's movie
-questions would teach the LLM the wrong relations.
+built-in name), else :func:`index_examples` — the examples that come with the index: the file it was
+built or bootstrapped with (``simgrag index --examples`` / ``--bootstrap-examples``, ``simgrag examples
+install``; recorded in its manifest, :mod:`simgrag.index.attach`), else the bundled MetaQA set for a KG
+whose relations are MetaQA's (MetaQA itself, the bundled sample), and for any other KG a
+:class:`~simgrag.errors.ConfigError` saying how to get an examples file: MetaQA's movie questions would
+teach the LLM the wrong relations. Claims use the index's claim examples, else MetaQA's for MetaQA's
+relations, else the question examples.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from simgrag.errors import ConfigError
+from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
 from simgrag.llm.base import LLM
@@ -55,23 +59,46 @@ Examples = str | Path | ExampleSet
 METAQA_RELATIONS = frozenset({"directed_by", "written_by", "starred_actors", "release_year", "in_language",
                               "has_tags", "has_genre", "has_imdb_votes", "has_imdb_rating"})
 
-_NO_EXAMPLES = ("No few-shot examples for this KG ({why}): pass examples= (--examples FILE), a YAML or JSON "
-                "file with the KG's relation names and a few questions written as pattern triples (see the "
-                "README, 'Your own KG'). The bundled MetaQA examples are used only for MetaQA's movie KG.")
+_NO_EXAMPLES = ("No few-shot examples for this KG ({why}): bootstrap them from the KG with `simgrag examples "
+                "bootstrap {index} -o examples.yaml --install` (or `simgrag index … --bootstrap-examples`), or pass "
+                "examples= (--examples FILE), a YAML or JSON file with the KG's relation names and a few questions "
+                "written as pattern triples (see the README, 'Your own KG'). The bundled MetaQA examples are used "
+                "only for MetaQA's movie KG.")
 
 
-def index_examples(index: IndexDir, kind: Literal["questions", "claims"] = "questions") -> str:
-    """The built-in examples set that comes with ``index``: ``"metaqa"`` (``"metaqa_claims"`` for
-    claims) when every relation of its KG is one of MetaQA's; otherwise :class:`ConfigError`.
-
-    This is the one place an index's default examples are decided (per-index examples plug in here).
-    """
+def _metaqa_kg(index: IndexDir) -> bool:
     relations = set(index.store.relations)
-    if relations and relations <= METAQA_RELATIONS:
-        return "metaqa" if kind == "questions" else "metaqa_claims"
-    others = sorted(relations - METAQA_RELATIONS)
+    return bool(relations) and relations <= METAQA_RELATIONS
+
+
+def index_examples(index: IndexDir, kind: Literal["questions", "claims"] = "questions") -> str | Path:
+    """The examples that come with ``index``: the file recorded in its manifest (built, bootstrapped or
+    installed with it), else ``"metaqa"`` (``"metaqa_claims"`` for claims) when every relation of its KG
+    is one of MetaQA's; claims fall back to the question examples. Otherwise :class:`ConfigError`.
+
+    This is the one place an index's default examples are decided.
+    """
+    if kind == "claims":
+        own = attached_path(index.path, index.manifest, "claim_examples")
+        if own is not None:
+            return own
+        if _metaqa_kg(index):
+            return "metaqa_claims"
+    own = attached_path(index.path, index.manifest, "examples")
+    if own is not None:
+        return own
+    if _metaqa_kg(index):
+        return "metaqa"
+    others = sorted(set(index.store.relations) - METAQA_RELATIONS)
     shown = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
-    raise ConfigError(_NO_EXAMPLES.format(why=f"its relations {shown} are not MetaQA's"))
+    raise ConfigError(_NO_EXAMPLES.format(why=f"its relations {shown} are not MetaQA's and the index records no "
+                                              "examples file", index=index.path))
+
+
+def _own_claim_examples(index: IndexDir) -> str | Path | None:
+    """Claim examples of their own that come with ``index`` (``None``: its question examples serve)."""
+    own = attached_path(index.path, index.manifest, "claim_examples")
+    return own if own is not None else ("metaqa_claims" if _metaqa_kg(index) else None)
 
 
 def _example_set(examples: Examples) -> ExampleSet | str:
@@ -133,12 +160,13 @@ class SimGRAGRetriever:
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
         self.claim_patterns: PatternStage
+        claims = claim_examples or (None if claim_patterns is not None else _own_claim_examples(index))
         if claim_patterns is not None:
             self.claim_patterns = claim_patterns
-        elif claim_examples is None and examples is not None and not _claims_ship_with(index):
+        elif claims is None:
             self.claim_patterns = self.patterns  # a user's KG: its question examples serve claims too
         else:
-            self.claim_patterns = stage(claim_examples or index_examples(index, "claims"), asks=False)
+            self.claim_patterns = stage(claims, asks=False)
 
     @staticmethod
     def _generator(llm: LLM | None, examples: Examples, options: Mapping[str, Any]) -> PatternGenerator:
@@ -179,14 +207,6 @@ class SimGRAGRetriever:
             answer_candidates=answer_candidates(generated.pattern, retrieval), scores=scores, timings=timings,
             info=_info(generated, retrieval, topic_entities), pattern=generated, subgraphs=retrieval,
         )
-
-
-def _claims_ship_with(index: IndexDir) -> bool:
-    try:
-        index_examples(index, "claims")
-    except ConfigError:
-        return False
-    return True
 
 
 def _evidence_triples(retrieval: Retrieval) -> tuple[tuple[Triple, ...], tuple[float, ...]]:

@@ -231,12 +231,14 @@ def check(tally: FuzzTally, fn: Callable[[Any], object], value: Any, *,
 
 # ---------------------------------------------------------------------------------------- runners
 def fuzz_parser(n: int, seed: int = 0) -> FuzzTally:
-    """``n`` mutated LLM outputs through :func:`parse_pattern_text` and :func:`validate_triples`."""
+    """``n`` mutated LLM outputs through :func:`parse_pattern_text`, the copies merge and
+    :func:`validate_triples` (the pattern generator's path)."""
+    from simgrag.pattern.copies import merge_unknown_copies
     from simgrag.pattern.parse import parse_pattern_text
     from simgrag.pattern.validate import validate_triples
 
     def run(text: str) -> None:
-        validate_triples(parse_pattern_text(text).triples)
+        validate_triples(merge_unknown_copies(parse_pattern_text(text).triples)[0])
 
     rng, tally = random.Random(seed), FuzzTally()
     for _ in range(n):
@@ -246,10 +248,13 @@ def fuzz_parser(n: int, seed: int = 0) -> FuzzTally:
 
 def fuzz_patterns(n: int, seed: int = 0) -> FuzzTally:
     """``n`` odd values through :func:`validate_triples` (what ``SimGRAG.retrieve`` first does with them)."""
+    from simgrag.pattern.copies import merge_unknown_copies
     from simgrag.pattern.graph import Pattern
     from simgrag.pattern.validate import validate_pattern, validate_triples
 
     def run(value: Any) -> None:
+        if isinstance(value, list):
+            merge_unknown_copies(value)
         validate_triples(value)
         validate_pattern(Pattern.from_triples(value))
 

@@ -44,6 +44,10 @@ __all__ = ["Candidate", "Judgement", "PatternJudge", "QuestionView", "Triple3", 
 Triple3 = tuple[str, str, str]
 Focus = Literal["confirmed", "unknown", "contradicted"]
 
+#: "the film X", "this country X": a word between one of these and a named entity describes the entity
+APPOSITION_DETERMINERS = frozenset({"the", "a", "an", "this", "that"})
+#: ... or after no determiner, a word naming a node type, unless it is this close to a relation
+APPOSITION_RELATION_GAP = 0.3
 #: the question's focus word names a relation only when this close (cosine ≥ 0.55)
 FOCUS_DISTANCE = 0.95
 #: a phrase this close to a relation no triple has means the pattern leaves part of the question out
@@ -150,14 +154,28 @@ class PatternJudge:
         for span in spans:
             if span is not None:
                 covered[span[0]:span[1]] = [True] * (span[1] - span[0])
-        hints = list(dict.fromkeys(n.type_hint for n in pattern.nodes if n.unknown and n.type_hint))
         words = reading.clean_words()
+        self._cover_appositions(words, covered)
+        hints = list(dict.fromkeys(n.type_hint for n in pattern.nodes if n.unknown and n.type_hint))
         candidates = [i for i, w in enumerate(words) if w and not covered[i] and w not in STOPWORDS]
         types = self.lexicon.type_words(words, candidates, hints)
         type_of = tuple(types.get(i) for i in range(len(words)))
         phrases = phrases_of(reading.words, covered, [t is not None for t in type_of])
         focus = reading.focus(covered) if self.asks else None
         return QuestionView(tuple(covered), type_of, phrases, focus)
+
+    def _cover_appositions(self, words: Sequence[str], covered: list[bool]) -> None:
+        """A noun naming the kind of the entity right after it ("the **film** All Good Things",
+        "describe **movie** A Better Life") is part of the mention: not a relation word, not the focus.
+        It is such a noun after a determiner, or when it names one of the examples' node types."""
+        before = [i for i in range(len(words) - 1) if covered[i + 1] and not covered[i] and words[i]]
+        typed = set(self.lexicon.type_words(words, before, self.lexicon.types)) if self.lexicon.types else set()
+        # a type word that is also a relation's own word ("genre", "writer", "language") keeps its say
+        typed = {i for i in typed
+                 if min(self.lexicon.relation_phrases([words[i]]).values(), default=1.0) > APPOSITION_RELATION_GAP}
+        for i in before:
+            if (i > 0 and words[i - 1] in APPOSITION_DETERMINERS) or i in typed:
+                covered[i] = True
 
     def judge(self, reading: QuestionReading, candidate: Candidate, *, max_problems: int | None = None) -> Judgement:
         """Problems, unsupported triples, the focus verdict and the KG's best GSD for ``candidate``.

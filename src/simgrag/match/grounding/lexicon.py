@@ -70,6 +70,11 @@ class Lexicon:
                 continue
         return uses
 
+    @cached_property
+    def types(self) -> tuple[str, ...]:
+        """The node types the examples file uses (``movie``, ``actor``, …)."""
+        return tuple(sorted({t for t, _, _ in self.schema}))
+
     def _uses(self, pattern: Pattern) -> list[tuple[str, int, str]]:
         out = []
         for edge in pattern.edges:

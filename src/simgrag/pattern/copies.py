@@ -1,0 +1,82 @@
+"""Merge the copies of an unknown node that a small model writes out one by one.
+
+Asked "What currencies are used in Europe?", a 1.5B model may list ``UNKNOWN country 1`` …
+``UNKNOWN country 10``, each with the same ``currency`` triple, instead of one country node. Under
+injective matching that asks for ten *different* countries sharing one currency, and it often
+exceeds the triple limit. An unknown node ``v`` with exactly the triples of another unknown node ``u`` of the
+same type (the same ``(direction, relation, other end)`` set) is a copy: ``v`` is replaced by ``u`` and
+the repeated triples go. A node with only *some* of another's triples is not a copy: it is how a question
+asks for things that share something ("the countries using the currency of Hamburg's country").
+
+This is a repair for LLM-written *question* patterns only (:class:`~simgrag.pattern.generate.PatternGenerator`);
+a pattern a user gives to ``retrieve`` is searched as written ("X has two children" is two nodes).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from simgrag.pattern.graph import is_unknown, normalize_text, type_hint
+
+__all__ = ["merge_unknown_copies"]
+
+logger = logging.getLogger(__name__)
+
+#: longer outputs are left to the validation's size limit (merging is quadratic in the triples)
+MAX_MERGE_TRIPLES = 96
+
+
+def merge_unknown_copies(triples: Sequence[Sequence[object]]) -> tuple[list[Sequence[object]], list[str]]:
+    """``triples`` with each copy of an unknown node merged into the node it copies,
+    and one note per merge. Anything but a list of ``[str, str, str]`` is returned unchanged (the
+    validation reports it)."""
+    if len(triples) > MAX_MERGE_TRIPLES or not all(
+            isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples):
+        return list(triples), []
+    texts = [[str(x) for x in t] for t in triples]  # all str: checked above
+    rows = [tuple(normalize_text(x) for x in t) for t in texts]
+    original = {normalize_text(x): x for t in texts for x in t}
+    notes: list[str] = []
+    while True:
+        merge = _one_merge(rows)
+        if merge is None:
+            break
+        copy, kept = merge
+        shown_copy, shown_kept = original.get(copy, copy)[:80], original.get(kept, kept)[:80]
+        notes.append(f"merged {shown_copy!r} into {shown_kept!r} (same triples)")
+        rows = _unique([tuple(kept if x == copy else x for x in row) for row in rows])
+    if not notes:
+        return list(triples), []
+    logger.info("pattern: %s", "; ".join(notes))
+    return [[original.get(x, x) for x in row] for row in rows], notes
+
+
+def _one_merge(rows: list[tuple[str, ...]]) -> tuple[str, str] | None:
+    """(copy, kept) for the first unknown node that copies another, else ``None``."""
+    signatures: dict[str, set[tuple[str, str, str]]] = {}
+    for head, relation, tail in rows:
+        if is_unknown(head):
+            signatures.setdefault(head, set()).add(("out", relation, tail))
+        if is_unknown(tail):
+            signatures.setdefault(tail, set()).add(("in", relation, head))
+    nodes = sorted(signatures, key=lambda n: (-len(signatures[n]), _number(n), n))
+    for v in reversed(nodes):  # the least constrained copy first
+        for u in nodes:
+            if u == v or type_hint(u) != type_hint(v):
+                continue
+            sig_v, sig_u = signatures[v], signatures[u]
+            if any(other in (u, v) for _, _, other in sig_v):
+                continue  # adjacent nodes are two ends of a triple, not copies
+            if sig_v == sig_u:  # a subset is not a copy: [C1 located in Hamburg's …], [C1 currency X],
+                return v, u     # [C2 currency X] asks for the countries *sharing* C1's currency
+    return None
+
+
+def _number(node: str) -> int:
+    last = node.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() and len(last) < 10 else 0  # int() refuses 4,300+ digits
+
+
+def _unique(rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    return list(dict.fromkeys(rows))  # first occurrence of each, in order
