@@ -18,6 +18,7 @@ _EXPORTS = {
     "build_index": "simgrag.pipeline",
     "sample_index": "simgrag.pipeline",
     "open_index_dir": "simgrag.index.directory",
+    "update_index": "simgrag.pipeline",
     "RetrievalSettings": "simgrag.match.retrieve",
     "SubgraphRetriever": "simgrag.match.retrieve",
     "Retrieval": "simgrag.match.retrieve",

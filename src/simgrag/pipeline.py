@@ -27,6 +27,7 @@ from simgrag.answer.calibration import Calibration, resolve_calibration
 from simgrag.embed.base import Embedder
 from simgrag.errors import ConfigError, SimGRAGError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
+from simgrag.index.update import Batch, UpdateResult, update_index_dir
 from simgrag.kg.sources import KGSource
 from simgrag.kg.store import KGStore
 from simgrag.llm.base import LLM, LoadsWeights
@@ -58,6 +59,7 @@ __all__ = [
     "builtin_aliases_path",
     "sample_index",
     "sample_kg_path",
+    "update_index",
 ]
 
 
@@ -130,6 +132,12 @@ def build_index(kg_path: str | Path | KGStore | KGSource, out_dir: str | Path, *
 
         load_examples(options["examples"])  # a bad file fails now, not at the first question
     return build_index_dir(kg_path, out_dir, **options)
+
+
+def update_index(index_dir: str | Path, *, add: Batch = None, remove: Batch = None, **options: Any) -> UpdateResult:
+    """Add and remove triples in an index directory without a rebuild, atomically (see
+    :func:`~simgrag.index.update.update_index_dir`); open it again to search the new version."""
+    return update_index_dir(index_dir, add=add, remove=remove, **options)
 
 
 def _timings(context: RetrievedContext, answer_s: float, total_s: float) -> dict[str, float]:

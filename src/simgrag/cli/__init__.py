@@ -5,6 +5,7 @@
     simgrag examples install INDEX_DIR FILE     attach an examples file: the index's default
     simgrag aliases bootstrap|install …         the same for relation aliases
     simgrag check INDEX_DIR                     verify an index (structure, content hashes)
+    simgrag update INDEX_DIR --add F --remove F add/remove triples without a rebuild (atomic)
     simgrag retrieve INDEX_DIR --pattern JSON   top-k subgraphs for a pattern
     simgrag ask INDEX_DIR "question"            answer from the KG (see `simgrag ask --help`)
     simgrag verify INDEX_DIR "claim"            Supported / Refuted with evidence
@@ -18,7 +19,15 @@
 
 from __future__ import annotations
 
-from simgrag.cli import bench, bootstrap, check, kg, mcp_cmd, qa  # noqa: F401  (each registers its commands on ``app``)
+from simgrag.cli import (  # noqa: F401  (each registers its commands on ``app``)
+    bench,
+    bootstrap,
+    check,
+    kg,
+    mcp_cmd,
+    qa,
+    update_cmd,
+)
 from simgrag.cli._common import app
 from simgrag.cli.kg import _index_params, format_retrieval
 from simgrag.cli.qa import format_answer, format_context

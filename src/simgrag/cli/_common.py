@@ -55,6 +55,9 @@ IndexOpt = Annotated[Path | None, typer.Option("--index", help="index directory 
 Output = Annotated[Path, typer.Option("-o", "--output", help="file or directory to write")]
 OptionalOutput = Annotated[Path | None, typer.Option("-o", "--output", help="file to write (default: stdout)")]
 AsJson = Annotated[bool, typer.Option("--json", help="print one JSON object")]
+KGFormat = Annotated[str | None, typer.Option(
+    "--format", help="pipe|tsv|csv|ntriples|turtle|nquads|trig|rdfxml|jsonld (default: from the file)")]
+SkipBadLines = Annotated[bool, typer.Option("--skip-bad-lines", help="load the rest and report malformed lines")]
 
 # -- the LLM ---------------------------------------------------------------------------------------------
 LLMOpt = Annotated[str, typer.Option("--llm", help="llamacpp[:model.gguf] (needs simgrag[llamacpp]) | "

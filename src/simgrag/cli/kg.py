@@ -17,11 +17,13 @@ from simgrag.cli._common import (
     BaseUrl,
     IndexArg,
     K,
+    KGFormat,
     LLMCache,
     LLMChoice,
     LLMOpt,
     OptionalOutput,
     Quiet,
+    SkipBadLines,
     Verbose,
     _fail,
     _setup_logging,
@@ -38,8 +40,7 @@ from simgrag.errors import ConfigError, SimGRAGError
 def index(
     output: Annotated[Path, typer.Option("-o", "--output", help="index directory to write")],
     kg_file: KGFileArg = None,
-    format: Annotated[str | None, typer.Option(
-        "--format", help="pipe|tsv|csv|ntriples|turtle|nquads|trig|rdfxml|jsonld (default: from the file)")] = None,
+    format: KGFormat = None,
     sparql: SparqlOpt = None,
     source_param: SourceParam = None,
     label_lang: LabelLang = None,
@@ -64,8 +65,7 @@ def index(
                                     "editable) and embed them; see `simgrag aliases bootstrap`")] = False,
     llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
-    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="load the rest and report malformed "
-                                                                          "lines")] = False,
+    skip_bad_lines: SkipBadLines = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing index directory")] = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:

@@ -38,8 +38,8 @@ from simgrag.index.directory import (
     IndexDir,
     _exact_index,
     _label_texts,
+    aliases_by_name,
     open_index_dir,
-    relation_text,
 )
 from simgrag.index.swap import MANIFEST, replace_dir
 from simgrag.index.verify import file_digests
@@ -96,13 +96,7 @@ def _place(src: Path, dst: Path, *, link: bool) -> str:
 
 def _base_aliases(base: IndexDir) -> dict[str, list[str]]:
     """Relation name → its alias texts in the base index (every text but the readable name)."""
-    names = list(base.store.relations)
-    out: dict[str, list[str]] = {}
-    for text, owner in zip(base.relation_texts, np.asarray(base.relation_owner).tolist(), strict=True):
-        name = names[int(owner)]
-        if text != relation_text(name):
-            out.setdefault(name, []).append(text)
-    return out
+    return aliases_by_name(list(base.store.relations), base.relation_texts, base.relation_owner)
 
 
 def _relations(base: IndexDir, store: KGStore, work: Path, *, link: bool) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from simgrag.fileio import write_bytes_atomic
 from simgrag.index.attach import stage_attachments
 from simgrag.index.base import LocalServerIndex, VectorIndex, VectorsAttachable
 from simgrag.index.exact import ExactIndex
+from simgrag.index.live import LiveEntityIndex
 from simgrag.index.registry import choose_default_kind, load_index, make_index
 from simgrag.index.swap import MANIFEST, finished_build, recover_swap, replace_dir, work_dir
 from simgrag.index.verify import check_loaded, check_manifest, file_digests
@@ -59,6 +60,7 @@ from simgrag.progress import progress_on
 __all__ = [
     "FORMAT_VERSION",
     "IndexDir",
+    "aliases_by_name",
     "build_index_dir",
     "load_aliases",
     "open_index_dir",
@@ -119,6 +121,16 @@ def load_aliases(path: Path | None, store: KGStore) -> dict[int, list[str]]:
         if not isinstance(phrases, list) or not all(isinstance(p, str) and p.strip() for p in phrases):
             raise ConfigError(f"{path}: aliases of {name!r} must be a list of non-empty strings")
         out[rid] = [p.strip() for p in phrases]
+    return out
+
+
+def aliases_by_name(relations: Sequence[str], texts: Sequence[str], owner: np.ndarray) -> dict[str, list[str]]:
+    """Relation name → its alias texts in a relation index (every text but the readable name)."""
+    out: dict[str, list[str]] = {}
+    for text, rid in zip(texts, np.asarray(owner).tolist(), strict=True):
+        name = relations[int(rid)]
+        if text != relation_text(name):
+            out.setdefault(name, []).append(text)
     return out
 
 
@@ -396,6 +408,9 @@ def open_index_dir(path: str | Path, *, embedder: str | Embedder | None = None, 
     if entity_index.ntotal != store.num_entities or len(vectors) != store.num_entities:
         raise IndexDirError(f"{root}: entity index holds {entity_index.ntotal} vectors for "
                             f"{store.num_entities} entities; rebuild the index.")
+    retired = store.retired_entities()  # left by live updates (simgrag.kg.delta): searches skip them
+    if len(retired):
+        entity_index = LiveEntityIndex(entity_index, retired)
     index = IndexDir(root, manifest, store, emb, entity_index, vectors, relation_index, rel_owner, rel_texts,
                      type_index, type_owner)
     check_loaded(index, content_hash=check)

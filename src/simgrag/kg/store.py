@@ -217,6 +217,16 @@ class KGStore:
     def degree(self, node: int) -> int:
         return int(self.indptr[node + 1] - self.indptr[node])
 
+    def entity_id(self, name: str) -> int | None:
+        """The id of the entity called ``name`` if it has a triple, else ``None``: an entity retired by a
+        live update (:mod:`simgrag.kg.delta`) keeps its name in the table but is not found."""
+        found = self.entities.id_of(name)
+        return found if found is not None and self.degree(found) > 0 else None
+
+    def retired_entities(self) -> np.ndarray:
+        """Ids of the entities without any triple (retired by live updates; none in a fresh build)."""
+        return np.flatnonzero(np.diff(np.asarray(self.indptr)) == 0)
+
     def neighbors(self, node: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(neighbour ids, relation ids, triple ids) of every triple touching ``node``."""
         s, e = int(self.indptr[node]), int(self.indptr[node + 1])

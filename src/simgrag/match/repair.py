@@ -65,7 +65,7 @@ def _echo_partner(triples: list[Triple3], i: int) -> int | None:
 
 def _only_tail_of(retriever: SubgraphRetriever, name: str, relation_text: str) -> bool:
     store = retriever.store
-    entity = store.entities.id_of(name)
+    entity = store.entity_id(name)
     relation = retriever.nearest_relation(relation_text)
     if entity is None or relation is None:
         return False

@@ -166,7 +166,7 @@ class SubgraphRetriever:
                          exact_names: bool) -> NodeCandidates:
         ids_list, dist_list = list(ids[ids >= 0]), list(dists[ids >= 0])
         if exact_names and self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
-            exact = self.store.entities.id_of(text)
+            exact = self.store.entity_id(text)
             if exact is not None:  # the entity named exactly so is an exact match: distance 0
                 ids_list.append(exact)
                 dist_list.append(0.0)

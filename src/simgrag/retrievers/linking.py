@@ -35,8 +35,10 @@ class EntityLinker:
     @cached_property
     def _lower(self) -> dict[str, int]:
         table: dict[str, int] = {}
+        live = np.diff(np.asarray(self.index.store.indptr)) > 0  # retired entities (live updates) are left out
         for i, name in enumerate(self.index.store.entities):
-            table.setdefault(name.lower(), i)
+            if live[i]:
+                table.setdefault(name.lower(), i)
         return table
 
     def link(self, question: str, *, topic_entities: Sequence[str] | None = None,
@@ -56,7 +58,7 @@ class EntityLinker:
         return TopicEntities(names, tuple(int(i) for i in ids), source, tuple(float(d) for d in dists))  # type: ignore[arg-type]
 
     def _lookup(self, name: str) -> tuple[int, float]:
-        exact = self.index.store.entities.id_of(name)
+        exact = self.index.store.entity_id(name)
         if exact is not None:
             return exact, 0.0
         folded = self._lower.get(name.lower())
@@ -73,7 +75,7 @@ class EntityLinker:
                 if any(taken[start:start + n]):
                     continue
                 span = " ".join(words[start:start + n]).strip("?!.,;:\"'()[]")
-                entity = self.index.store.entities.id_of(span)  # the exact spelling first ("Tom Hanks",
+                entity = self.index.store.entity_id(span)  # the exact spelling first ("Tom Hanks",
                 if entity is None:                               # not the tag "tom hanks")
                     entity = self._lower.get(span.lower())
                 if entity is None or (n == 1 and len(span) < 3):

@@ -95,8 +95,10 @@ class Lexicon:
     def _names(self) -> dict[str, int]:
         table: dict[str, int] = {}
         if self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
+            live = np.diff(np.asarray(self.store.indptr)) > 0  # retired entities (live updates) are left out
             for i, name in enumerate(self.store.entities):
-                table.setdefault(normalize_name(name), i)
+                if live[i]:
+                    table.setdefault(normalize_name(name), i)
         return table
 
     def read(self, question: str) -> QuestionReading:
@@ -105,7 +107,7 @@ class Lexicon:
 
     def entity_of(self, text: str) -> int | None:
         """The KG entity a named pattern node stands for: its exact name, else case-insensitive."""
-        found = self.store.entities.id_of(text)
+        found = self.store.entity_id(text)
         return found if found is not None else self._names.get(normalize_name(text))
 
     # ------------------------------------------------------------------ embeddings
