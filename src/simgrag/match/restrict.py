@@ -91,9 +91,8 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
     mask = np.zeros(store.num_entities, dtype=np.uint16)  # bit p: a live candidate of node p
     _mark(mask, cand_ptr, cand_ids, alive)
     scan_from = np.zeros(len(edges), dtype=np.int64)
+    scan = 0
     for _ in range(_MAX_PASSES):
-        if give_up is not None and time.perf_counter() >= give_up:
-            return None
         degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
         scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
         scan = int(degrees[scan_from].sum())
@@ -108,7 +107,7 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
         cand_ptr[1:] = np.cumsum(np.bincount(owner, minlength=len(nodes)))
         cand_ids, origin = cand_ids[alive], origin[alive]
         alive = np.ones(len(cand_ids), dtype=np.bool_)
-    if not _in_time(int(degrees[scan_from].sum()), give_up):  # the build scans as much again
+    if not _in_time(scan, give_up):  # the build scans at most what the last pass scanned
         return None
     dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
     return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from)

@@ -169,13 +169,14 @@ class PatternJudge:
         "describe **movie** A Better Life") is part of the mention: not a relation word, not the focus.
         It is such a noun after a determiner, or when it names one of the examples' node types."""
         before = [i for i in range(len(words) - 1) if covered[i + 1] and not covered[i] and words[i]]
-        typed = set(self.lexicon.type_words(words, before, self.lexicon.types)) if self.lexicon.types else set()
+        after_determiner = {i for i in before if i > 0 and words[i - 1] in APPOSITION_DETERMINERS}
+        rest = [i for i in before if i not in after_determiner]  # only these need the embedder
+        typed = set(self.lexicon.type_words(words, rest, self.lexicon.types)) if self.lexicon.types else set()
         # a type word that is also a relation's own word ("genre", "writer", "language") keeps its say
         typed = {i for i in typed
                  if min(self.lexicon.relation_phrases([words[i]]).values(), default=1.0) > APPOSITION_RELATION_GAP}
-        for i in before:
-            if (i > 0 and words[i - 1] in APPOSITION_DETERMINERS) or i in typed:
-                covered[i] = True
+        for i in after_determiner | typed:
+            covered[i] = True
 
     def judge(self, reading: QuestionReading, candidate: Candidate, *, max_problems: int | None = None) -> Judgement:
         """Problems, unsupported triples, the focus verdict and the KG's best GSD for ``candidate``.
