@@ -317,6 +317,47 @@ def test_copies_of_an_unknown_node_are_merged() -> None:
     assert merge_unknown_copies([["a", "b"]]) == ([["a", "b"]], [])
 
 
+def test_runaway_chains_are_cut_after_their_first_link() -> None:
+    """Seen on the geography KG: "neighbouring countries of Laos" as borders → borders → … 14 times."""
+    from simgrag.pattern.copies import RUNAWAY_LINKS, cut_runaway_chains
+
+    def walk(start: str, relation: str, n: int, first: int = 1) -> list[list[str]]:
+        nodes = [start, *(f"UNKNOWN country {i}" for i in range(first, first + n))]
+        return [[nodes[i], relation, nodes[i + 1]] for i in range(n)]
+
+    laos = [["UNKNOWN country 1", "capital", "Vientiane"], *walk("UNKNOWN country 1", "borders", 12, first=2)]
+    cut, notes = cut_runaway_chains(laos)
+    assert cut == [["UNKNOWN country 1", "capital", "Vientiane"], ["UNKNOWN country 1", "borders", "UNKNOWN country 2"]]
+    assert len(notes) == 1 and "12 'borders' triples" in notes[0]
+    # what hangs on a dropped node goes with it; a second runaway is cut too
+    kano = [["UNKNOWN country 1", "capital", "Kano"], ["UNKNOWN country 1", "borders", "UNKNOWN country 2"],
+            *walk("UNKNOWN country 2", "capital", 6, first=3), ["UNKNOWN country 5", "currency", "UNKNOWN c 1"]]
+    cut, notes = cut_runaway_chains(kano)
+    assert cut == kano[:3] and len(notes) == 1
+    # paths of up to RUNAWAY_LINKS - 1 links of one relation, stars, co-star patterns and cycles are kept
+    kept_cases = [walk("Chile", "borders", RUNAWAY_LINKS - 1),
+                  [["Heat", "starred actors", "UNKNOWN actor 1"],
+                   ["UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"]],
+                  [["X", "r", f"UNKNOWN a {i}"] for i in range(1, 5)],
+                  [["UNKNOWN a 1", "r", "UNKNOWN a 2"], ["UNKNOWN a 2", "r", "UNKNOWN a 1"]],
+                  [["a", "b"]]]
+    for kept in kept_cases:
+        assert cut_runaway_chains(kept) == (kept, [])
+    # a loop of unknown nodes that closes on itself is cut, and the cut terminates
+    ring = [[f"UNKNOWN n {i}", "next", f"UNKNOWN n {(i + 1) % 6}"] for i in range(6)]
+    cut, notes = cut_runaway_chains(ring)
+    assert len(cut) < len(ring) and notes
+
+
+def test_generator_cuts_a_runaway_chain_before_the_size_limit() -> None:
+    chain = [["Zambia", "borders", "UNKNOWN country 1"]] + [
+        [f"UNKNOWN country {i}", "borders", f"UNKNOWN country {i + 1}"] for i in range(1, 14)]
+    llm = FakeLLM([json.dumps({"triples": chain})])
+    result = PatternGenerator(llm).generate("Which nations are adjacent to Zambia?")
+    assert result.pattern.triples() == [("Zambia", "borders", "UNKNOWN country 1")]
+    assert len(llm.calls) == 1  # repaired, not retried
+
+
 def test_generator_merges_listed_copies_before_the_size_limit() -> None:
     import json
 

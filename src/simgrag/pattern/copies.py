@@ -8,6 +8,13 @@ same type (the same ``(direction, relation, other end)`` set) is a copy: ``v`` i
 the repeated triples go. A node with only *some* of another's triples is not a copy: it is how a question
 asks for things that share something ("the countries using the currency of Hamburg's country").
 
+A related loop: asked "What are the neighbouring countries of Laos?", the model may walk on and on,
+``[Laos, borders, UNKNOWN country 1]``, ``[UNKNOWN country 1, borders, UNKNOWN country 2]``, … until it
+runs out of tokens. A chain of :data:`RUNAWAY_LINKS` or more triples of one relation, each starting at
+the previous one's unknown end, is not a question's path (three hops of one relation is already rare):
+:func:`cut_runaway_chains` keeps its first link and drops the rest, with whatever hung on the dropped
+nodes.
+
 This is a repair for LLM-written *question* patterns only (:class:`~simgrag.pattern.generate.PatternGenerator`);
 a pattern a user gives to ``retrieve`` is searched as written ("X has two children" is two nodes).
 """
@@ -19,12 +26,14 @@ from collections.abc import Sequence
 
 from simgrag.pattern.graph import is_unknown, normalize_text, type_hint
 
-__all__ = ["merge_unknown_copies"]
+__all__ = ["RUNAWAY_LINKS", "cut_runaway_chains", "merge_unknown_copies"]
 
 logger = logging.getLogger(__name__)
 
 #: longer outputs are left to the validation's size limit (merging is quadratic in the triples)
 MAX_MERGE_TRIPLES = 96
+#: this many chained triples of one relation (or more) are a loop, not a path
+RUNAWAY_LINKS = 4
 
 
 def merge_unknown_copies(triples: Sequence[Sequence[object]]) -> tuple[list[Sequence[object]], list[str]]:
@@ -50,6 +59,46 @@ def merge_unknown_copies(triples: Sequence[Sequence[object]]) -> tuple[list[Sequ
         return list(triples), []
     logger.info("pattern: %s", "; ".join(notes))
     return [[original.get(x, x) for x in row] for row in rows], notes
+
+
+def cut_runaway_chains(triples: Sequence[Sequence[object]]) -> tuple[list[Sequence[object]], list[str]]:
+    """``triples`` with each runaway chain (module docstring) cut after its first link, and one note per
+    cut. The triples of the dropped nodes go too, so the rest stays connected; anything but a list of
+    ``[str, str, str]`` is returned unchanged (the validation reports it)."""
+    if not all(isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples):
+        return list(triples), []
+    rows = [tuple(str(x) for x in t) for t in triples]
+    notes: list[str] = []
+    while (chain := _runaway(rows)) is not None:
+        keep_node = rows[chain[0]][2]
+        dropped = {rows[i][2] for i in chain[1:]}
+        notes.append(f"cut a chain of {len(chain)} {rows[chain[0]][1]!r} triples after {list(rows[chain[0]])} "
+                     f"(a loop, not a path)")
+        rows = [r for i, r in enumerate(rows) if i not in chain[1:] and not ({r[0], r[2]} & dropped)]
+        if keep_node in dropped:  # a cycle back to the kept node: nothing sensible remains of it
+            break
+    if not notes:
+        return list(triples), []
+    logger.info("pattern: %s", "; ".join(notes))
+    return [list(r) for r in rows], notes
+
+
+def _runaway(rows: list[tuple[str, ...]]) -> list[int] | None:
+    """Indices of the first chain of ``RUNAWAY_LINKS`` or more triples of one relation, each one's head
+    the previous one's unknown tail (a node that nothing else leads out of by that relation twice)."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for i, (head, relation, _) in enumerate(rows):
+        out.setdefault((head, relation), []).append(i)
+    for start, (_, relation, tail) in enumerate(rows):
+        chain, seen, node = [start], {rows[start][0]}, tail
+        while is_unknown(node) and node not in seen and len(out.get((node, relation), ())) == 1:
+            seen.add(node)
+            nxt = out[(node, relation)][0]
+            chain.append(nxt)
+            node = rows[nxt][2]
+        if len(chain) >= RUNAWAY_LINKS:
+            return chain
+    return None
 
 
 def _one_merge(rows: list[tuple[str, ...]]) -> tuple[str, str] | None:

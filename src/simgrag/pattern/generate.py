@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from simgrag.errors import PatternError, PatternParseError
 from simgrag.llm.base import LLM, ChatMessage, LLMResponse, schema_by_default
-from simgrag.pattern.copies import merge_unknown_copies
+from simgrag.pattern.copies import cut_runaway_chains, merge_unknown_copies
 from simgrag.pattern.examples import ExampleSet, builtin_examples
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.parse import ParsedOutput, parse_pattern_text
@@ -119,6 +119,7 @@ class PatternGenerator:
     def _read(self, text: str) -> tuple[ParsedOutput, Pattern]:
         parsed = parse_pattern_text(text)
         triples, _ = merge_unknown_copies(parsed.triples)  # "UNKNOWN country 1" … "10", one by one
+        triples, _ = cut_runaway_chains(triples)  # [X, borders, country 1], [country 1, borders, country 2], …
         pattern = validate_triples(triples, require_connected=self.require_connected,
                                    max_triples=self.max_triples)
         return parsed, pattern

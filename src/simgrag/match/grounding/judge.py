@@ -188,7 +188,8 @@ class PatternJudge:
         except PatternError as exc:
             return Judgement(candidate, None, (f"invalid pattern: {str(exc).splitlines()[0]}",), (), math.inf)
         view = self.view(reading, pattern)
-        problems = self._structure_problems(reading, pattern) + self._role_problems(pattern)
+        problems = [*self._structure_problems(reading, pattern), *self._role_problems(pattern),
+                    *self._type_problems(pattern)]
         focus, focus_problem, wanted = self._focus(reading, pattern, view)
         problems += focus_problem + self._uncovered(pattern, view)
         word = reading.clean_words()[view.focus] if view.focus is not None else None
@@ -237,6 +238,14 @@ class PatternJudge:
                     other = "tail" if side == "head" else "head"
                     problems.append(f"{text!r} is never the {side} of {relation!r} in the KG, only its {other}")
         return problems
+
+    def _type_problems(self, pattern: Pattern) -> list[str]:
+        """Typed unknowns where the examples put another type that a relation links to theirs
+        (:meth:`~simgrag.match.grounding.lexicon.Lexicon.type_clashes`): a hop left out."""
+        triples = pattern.triples()
+        seen = dict.fromkeys((i, node, side, fit) for i, node, side, fit, _, _ in self.lexicon.type_clashes(triples))
+        return [f"{node!r} is the {side} of {triples[i][1]!r}, where a {fit} belongs: a hop is missing"
+                for i, node, side, fit in seen]
 
     def _focus(self, reading: QuestionReading, pattern: Pattern,
                view: QuestionView) -> tuple[Focus, list[str], int | None]:

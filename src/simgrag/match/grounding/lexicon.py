@@ -19,14 +19,21 @@ import numpy as np
 from simgrag.errors import PatternError
 from simgrag.match.grounding.question import QuestionReading, normalize_name, read_question
 from simgrag.match.retrieve import EXACT_NAME_MAX_ENTITIES, SubgraphRetriever
-from simgrag.pattern.graph import Pattern
+from simgrag.pattern.graph import Pattern, is_unknown, type_hint
 
-__all__ = ["SUPPORT_DISTANCE", "TYPE_DISTANCE", "Lexicon", "kg_roles", "singular"]
+__all__ = ["SUPPORT_DISTANCE", "TYPE_DISTANCE", "Clash", "Lexicon", "Use", "kg_roles", "singular"]
 
 #: a phrase supports a relation when it is this close (L2 between unit vectors: cosine ≥ 0.5) …
 SUPPORT_DISTANCE = 1.0
 #: … and a word this close to a pattern node's type hint names that type (cosine ≥ 0.72)
 TYPE_DISTANCE = 0.75
+
+
+#: (node type, KG relation, the type's side of it: "head" | "tail"): how the examples use a type
+Use = tuple[str, int, str]
+#: a typed unknown where the examples never put its type: (triple index, node, its side, the type the
+#: examples put there, the KG relation linking that type to the node's type, the middle node's side of it)
+Clash = tuple[int, str, str, str, int, str]
 
 
 def kg_roles(retriever: SubgraphRetriever, entity: int) -> dict[int, set[str]]:
@@ -59,7 +66,7 @@ class Lexicon:
         self._examples = [list(map(tuple, triples)) for triples in examples]
 
     @cached_property
-    def schema(self) -> set[tuple[str, int, str]]:
+    def schema(self) -> set[Use]:
         """(type hint, KG relation, side) of every typed unknown in the example patterns: how the
         examples file says a node of each type is used (``movie`` is the head of ``starred actors``)."""
         uses: set[tuple[str, int, str]] = set()
@@ -75,7 +82,7 @@ class Lexicon:
         """The node types the examples file uses (``movie``, ``actor``, …)."""
         return tuple(sorted({t for t, _, _ in self.schema}))
 
-    def _uses(self, pattern: Pattern) -> list[tuple[str, int, str]]:
+    def _uses(self, pattern: Pattern) -> list[Use]:
         out = []
         for edge in pattern.edges:
             rel = None if edge.unknown else self.retriever.nearest_relation(edge.relation)
@@ -89,6 +96,27 @@ class Lexicon:
         schema = self.schema
         known = {hint for hint, _, _ in schema}
         return sum(1 for use in self._uses(pattern) if use[0] in known and use not in schema)
+
+    def type_clashes(self, triples: Sequence[Sequence[str]]) -> list[Clash]:
+        """Each typed unknown at an end of a relation where the examples never put its type but put
+        another type that a second relation links to it (``[Porto, located in, UNKNOWN currency 1]``:
+        ``located in`` ends at a country, and ``currency`` links a country to a currency)."""
+        schema = self.schema
+        known = {t for t, _, _ in schema}
+        clashes: list[Clash] = []
+        for i, (head, relation, tail) in enumerate(triples):
+            rel = None if is_unknown(relation) else self.retriever.nearest_relation(relation)
+            if rel is None:
+                continue
+            for node, side in ((head, "head"), (tail, "tail")):
+                hint = type_hint(node)
+                wanted = singular(hint.lower()) if hint else None
+                if wanted is None or wanted not in known or (wanted, rel, side) in schema:
+                    continue
+                for fit in sorted({t for t, r, s in schema if r == rel and s == side and t != wanted}):
+                    clashes += [(i, node, side, fit, r2, s2) for t, r2, s2 in sorted(schema) if t == fit
+                                and r2 != rel and (wanted, r2, "tail" if s2 == "head" else "head") in schema]
+        return clashes
 
     # ------------------------------------------------------------------ the question
     @cached_property

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from simgrag.errors import PatternError
-from simgrag.match.grounding import anchors, edits
+from simgrag.match.grounding import anchors, bridges, edits
 from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
 from simgrag.match.grounding.question import QuestionReading
 from simgrag.match.retrieve import SubgraphRetriever
@@ -51,7 +51,8 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
            *anchors.name_unknown(c, reading, judge), *anchors.anchor_via(c, reading, judge), *edits.costar(c, judge),
            *edits.flip_role(c, judge),
            *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
-           *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement)]
+           *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement),
+           *bridges.bridge_named(c, judge), *bridges.retype(c, judge), *bridges.bridge_typed(c, judge)]
     if judgement.focus == "contradicted":
         out += edits.swap_named(c) + edits.drop_leaf(c)
         if judgement.wanted_relation is not None:

@@ -1,0 +1,122 @@
+"""A missing middle hop, found by the KG or the examples: the small model's shortcut through a relation.
+
+Asked "What language is spoken in Maracaibo?", the model may write ``[Maracaibo, official language,
+UNKNOWN language 1]`` — but a city has no official language in the KG, its country has. Asked "What
+currency do they use in Porto?", it may write ``[Porto, located in, UNKNOWN currency 1]``: ``located in``
+ends at a country, never at a currency. Both skip the hop the question leaves implicit:
+
+- :func:`bridge_named` — a named entity on a relation it never has in the KG: the entity's own
+  neighbours show the hop (Maracaibo's ``located in`` neighbour Venezuela has ``official language``),
+  so ``[Maracaibo, located in, UNKNOWN country 1]`` + ``[UNKNOWN country 1, official language, …]``;
+- :func:`bridge_typed` (:meth:`~simgrag.match.grounding.lexicon.Lexicon.type_clashes`) — an unknown
+  whose type the examples file never puts at that end of the relation, where it puts another type
+  that a second relation links to the first (``located in`` ends at a ``country``; ``currency`` goes
+  from a ``country`` to a ``currency``), so
+  ``[Porto, located in, UNKNOWN country 1]`` + ``[UNKNOWN country 1, currency, UNKNOWN currency 1]``.
+  The judge reports such a clash as a problem only when a bridge exists; :func:`retype` offers the
+  other reading (the type word was wrong, not the structure).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simgrag.match.grounding.judge import Candidate, PatternJudge, unknown_name
+from simgrag.match.grounding.lexicon import Use, kg_roles
+from simgrag.pattern.graph import is_unknown
+
+__all__ = ["bridge_named", "bridge_typed", "retype"]
+
+#: neighbours looked at per (relation, side) when checking that a hop leads to the wanted relation
+MAX_BRIDGE_NEIGHBOURS = 32
+#: hops tried per named entity (the most consistent first)
+MAX_BRIDGES = 2
+
+Side = str  # "head" | "tail"
+
+
+def _relation_text(judge: PatternJudge, rel: int) -> str:
+    return judge.store.relations[rel].replace("_", " ")
+
+
+def _middle_type(schema: set[Use], *ends: tuple[int, Side]) -> str:
+    """The one type the examples put at the first of ``ends`` (relation, side) that has one, else ``entity``."""
+    for rel, side in ends:
+        types = sorted({t for t, r, s in schema if r == rel and s == side})
+        if len(types) == 1:
+            return types[0]
+    return "entity"
+
+
+def _hops(judge: PatternJudge, entity: int, rel: int, side: Side) -> list[tuple[int, Side]]:
+    """(KG relation, the entity's side of it) whose far ends take ``side`` of ``rel``: the hop from
+    ``entity`` to something that has ``rel``, best supported first."""
+    store = judge.store
+    others, rels, tids = store.neighbors(entity)
+    is_head = np.asarray(store.heads[tids]) == entity
+    scored: list[tuple[float, int, Side]] = []
+    for r0 in np.unique(rels).tolist():
+        for own in (True, False):
+            far = np.asarray(others)[(rels == r0) & (is_head == own)][:MAX_BRIDGE_NEIGHBOURS]
+            if not len(far):
+                continue
+            hits = sum(side in kg_roles(judge.retriever, int(o)).get(rel, set()) for o in far.tolist())
+            if hits:
+                scored.append((hits / len(far), int(r0), "head" if own else "tail"))
+    scored.sort(key=lambda x: (-x[0], x[1], x[2]))
+    return [(r0, own) for _, r0, own in scored[:MAX_BRIDGES]]
+
+
+def bridge_named(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """``(K, r, X)`` where the KG has no ``r`` edge at K → ``(K, r0, M)`` + ``(M, r, X)`` through a
+    relation ``r0`` whose neighbours of K do have ``r`` (module docstring)."""
+    triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for i, (head, relation, tail) in enumerate(triples):
+        rel = None if is_unknown(relation) else judge.retriever.nearest_relation(relation)
+        if rel is None:
+            continue
+        for named, side in ((head, "head"), (tail, "tail")):
+            entity = None if is_unknown(named) else judge.entity_of(named)
+            if entity is None or rel in kg_roles(judge.retriever, entity):
+                continue
+            for r0, own in _hops(judge, entity, rel, side):
+                far = "tail" if own == "head" else "head"
+                middle = unknown_name(triples, _middle_type(judge.lexicon.schema, (rel, side), (r0, far)))
+                r0_text = _relation_text(judge, r0)
+                hop = (named, r0_text, middle) if own == "head" else (middle, r0_text, named)
+                moved = (middle, relation, tail) if side == "head" else (head, relation, middle)
+                new = [*triples[:i], hop, moved, *triples[i + 1:]]
+                out.append(candidate.edited(new, f"{list(triples[i])} -> {list(hop)} + {list(moved)}: {named!r} "
+                                                 f"has no {relation!r} edge in the KG, its {r0_text!r} neighbours do"))
+    return out
+
+
+def bridge_typed(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """``(X, r, U)`` with U's type never at that end of ``r`` in the examples → ``(X, r, M)`` + the
+    relation linking M's type to U's (module docstring)."""
+    triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for i, node, side, fit, r2, s2 in judge.lexicon.type_clashes(triples):
+        head, relation, tail = triples[i]
+        middle = unknown_name(triples, fit)
+        moved = (head, relation, middle) if side == "tail" else (middle, relation, tail)
+        r2_text = _relation_text(judge, r2)
+        link = (middle, r2_text, node) if s2 == "head" else (node, r2_text, middle)
+        new = [*triples[:i], moved, link, *triples[i + 1:]]
+        out.append(candidate.edited(new, f"{list(triples[i])} -> {list(moved)} + {list(link)}: a {fit} is at the "
+                                         f"{side} of {relation!r}, and {r2_text!r} links it to {node!r}"))
+    return out
+
+
+def retype(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """The other reading of a type clash: the structure is right and the type word wrong
+    (``[country 2, capital, UNKNOWN country 3]`` for "the capitals of …"): the node renamed to the type
+    the examples put there. The judge's focus check decides between this and :func:`bridge_typed`."""
+    triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for node, fit in dict.fromkeys((node, fit) for _, node, _, fit, _, _ in judge.lexicon.type_clashes(triples)):
+        name = unknown_name(triples, fit)
+        new = [tuple(name if x == node else x for x in t) for t in triples]
+        out.append(candidate.edited(new, f"took {node!r} to be a {fit} ({name!r})"))  # type: ignore[arg-type]
+    return out

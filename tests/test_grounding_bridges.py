@@ -1,0 +1,141 @@
+"""The missing middle hop: a named entity on a relation it never has, an unknown of the wrong type."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simgrag.index.directory import build_index_dir, open_index_dir
+from simgrag.match.grounding import Candidate, GroundedPatterns, Judgement, PatternJudge
+from simgrag.match.grounding.bridges import bridge_named, bridge_typed
+from simgrag.match.retrieve import SubgraphRetriever
+from simgrag.pattern.examples import parse_examples
+from simgrag.pattern.generate import PatternGenerator
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+
+KG = """\
+Venezuela|capital|Caracas
+Venezuela|official_language|Spanish
+Venezuela|currency|Bolivar
+Caracas|located_in|Venezuela
+Maracaibo|located_in|Venezuela
+Portugal|capital|Lisbon
+Portugal|official_language|Portuguese
+Portugal|currency|Euro
+Lisbon|located_in|Portugal
+Porto|located_in|Portugal
+Spain|capital|Madrid
+Spain|official_language|Spanish
+Spain|currency|Euro
+Madrid|located_in|Spain
+Spain|borders|Portugal
+"""
+
+ALIASES = """\
+capital: [capital, capitals]
+borders: [borders, bordering, neighbours]
+currency: [currency, money]
+official_language: [official language, language, spoken]
+located_in: [located in, in]
+"""
+
+EXAMPLES = """\
+relations: [capital, official language, currency, located in, borders]
+examples:
+  - question: What is the capital of Spain?
+    triples: [[Spain, capital, UNKNOWN city 1]]
+  - question: Which country is Lisbon in?
+    triples: [[Lisbon, located in, UNKNOWN country 1]]
+  - question: What currency does Spain use?
+    triples: [[Spain, currency, UNKNOWN currency 1]]
+  - question: Which languages are official in Portugal?
+    triples: [[Portugal, official language, UNKNOWN language 1]]
+  - question: Which cities are in Portugal?
+    triples: [[UNKNOWN city 1, located in, Portugal]]
+  - question: What currency is used in the country whose capital is Madrid?
+    triples: [[UNKNOWN country 1, capital, Madrid], [UNKNOWN country 1, currency, UNKNOWN currency 1]]
+"""
+
+
+@pytest.fixture(scope="module")
+def retriever(tmp_path_factory: pytest.TempPathFactory) -> SubgraphRetriever:
+    root = tmp_path_factory.mktemp("bridges")
+    (root / "geo.txt").write_text(KG, encoding="utf-8")
+    (root / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
+    build_index_dir(root / "geo.txt", root / "geo.idx", embedder=HashEmbedder(dim=256),
+                    relation_aliases=root / "aliases.yaml")
+    return SubgraphRetriever(open_index_dir(root / "geo.idx", embedder=HashEmbedder(dim=256)))
+
+
+@pytest.fixture(scope="module")
+def judge(retriever: SubgraphRetriever) -> PatternJudge:
+    return PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+
+
+def _answer(verdict: Judgement, node: str) -> str | None:
+    """The entity the best subgraph binds to ``node``."""
+    assert verdict.retrieval is not None and verdict.retrieval.evidence
+    binding = verdict.retrieval.evidence[0].binding(node)
+    return None if binding is None else binding.entity
+
+
+def test_a_named_entity_without_the_relation_gets_the_hop_its_neighbours_have(judge: PatternJudge) -> None:
+    shortcut = Candidate((("Maracaibo", "official language", "UNKNOWN language 1"),))
+    reading = judge.read("What language is spoken in Maracaibo?")
+    assert any("has no 'official_language' edge" in p for p in judge.judge(reading, shortcut).problems)
+    bridged = bridge_named(shortcut, judge)
+    assert [c.triples for c in bridged] == [(("Maracaibo", "located in", "UNKNOWN country 1"),
+                                             ("UNKNOWN country 1", "official language", "UNKNOWN language 1"))]
+    verdict = judge.judge(reading, bridged[0])
+    assert not verdict.problems and verdict.gsd == 0.0
+    assert _answer(verdict, "UNKNOWN language 1") == "Spanish"
+    # an entity that has the relation, or whose neighbours do not, is left alone
+    assert bridge_named(Candidate((("Spain", "official language", "UNKNOWN language 1"),)), judge) == []
+    assert bridge_named(Candidate((("Maracaibo", "borders", "UNKNOWN country 1"),)), judge) == []
+
+
+def test_an_unknown_of_the_wrong_type_gets_the_hop_the_examples_show(judge: PatternJudge) -> None:
+    shortcut = Candidate((("Porto", "located in", "UNKNOWN currency 1"),))
+    reading = judge.read("What currency do they use in Porto?")
+    problems = judge.judge(reading, shortcut).problems
+    assert "'UNKNOWN currency 1' is the tail of 'located in', where a country belongs: a hop is missing" in problems
+    bridged = bridge_typed(shortcut, judge)
+    assert [c.triples for c in bridged] == [(("Porto", "located in", "UNKNOWN country 1"),
+                                             ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"))]
+    verdict = judge.judge(reading, bridged[0])
+    assert not verdict.problems and verdict.gsd == 0.0
+    assert _answer(verdict, "UNKNOWN currency 1") == "Euro"
+    # types the examples put there, types they never name, and untyped unknowns are no clash
+    for fine in ((("Porto", "located in", "UNKNOWN country 1"),), (("Porto", "located in", "UNKNOWN place 1"),),
+                 (("Porto", "located in", "UNKNOWN 1"),)):
+        assert bridge_typed(Candidate(fine), judge) == []
+        assert not any("a hop is missing" in p for p in judge.judge(reading, Candidate(fine)).problems)
+
+
+def test_the_grounded_stage_bridges_the_llms_shortcut(retriever: SubgraphRetriever) -> None:
+    examples = parse_examples(EXAMPLES)
+    shortcut = {"triples": [["Porto", "located in", "UNKNOWN currency 1"]]}
+    llm = FakeLLM([json.dumps(shortcut)] * 3)
+    stage = GroundedPatterns(PatternGenerator(llm, examples=examples), retriever)
+    result = stage.generate("What currency do they use in Porto?")
+    assert result.pattern.triples() == [("Porto", "located in", "UNKNOWN country 1"),
+                                        ("UNKNOWN country 1", "currency", "UNKNOWN currency 1")]
+    assert any("a country is at the tail of 'located in'" in note for note in result.kg_repairs)
+    assert len(llm.calls) == 1  # the edit was enough: no revision
+
+
+
+def test_a_wrong_type_word_on_the_right_structure_is_renamed_not_bridged(retriever: SubgraphRetriever) -> None:
+    """"the capitals of …" written with the answer typed as a country: the focus word (capitals) says
+    the structure is right, so the node is renamed rather than given a hop to a country."""
+    examples = parse_examples(EXAMPLES)
+    mislabelled = {"triples": [["Spain", "borders", "UNKNOWN country 1"],
+                               ["UNKNOWN country 1", "capital", "UNKNOWN country 2"]]}
+    llm = FakeLLM([json.dumps(mislabelled)] * 3)
+    stage = GroundedPatterns(PatternGenerator(llm, examples=examples), retriever)
+    result = stage.generate("What are the capitals of the countries bordering Spain?")
+    assert result.pattern.triples() == [("Spain", "borders", "UNKNOWN country 1"),
+                                        ("UNKNOWN country 1", "capital", "UNKNOWN city 1")]
+    assert any("to be a city" in note for note in result.kg_repairs)
