@@ -7,7 +7,6 @@ import hashlib
 import io
 import json
 import re
-import socket
 import sys
 import threading
 import time
@@ -39,6 +38,7 @@ from simgrag.llm.openai_compat import OpenAICompatLLM
 from simgrag.llm.registry import list_llms, parse_llm_spec, resolve_llm
 from simgrag.llm.retry import RetryPolicy, TransientLLMError, call_with_retries
 from simgrag.testing.llm import FakeLLM, FakeLLMExhaustedError
+from simgrag.testing.processes import free_port
 
 MSGS = [ChatMessage("system", "You are terse."), ChatMessage("user", "Who directed Alien?")]
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
@@ -383,11 +383,6 @@ def test_openai_bad_body_is_a_response_error(stub: Any) -> None:
     with pytest.raises(LLMResponseError, match=r"without 'choices\.0'"):
         openai_client(server.url).complete(MSGS)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_connection_refused() -> None:

@@ -31,10 +31,10 @@ from simgrag.pipeline import SimGRAG
 from simgrag.serve.mcp_server import create_mcp_server, mcp_http_app
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
+from simgrag.testing.processes import free_port
 from simgrag.testing.rdf import entity_iri, write_rdf
 from simgrag.testing.toy import TOY_TRIPLES
 from test_serve_api import scripted
-from test_serve_live import free_port
 
 TESTS = Path(__file__).parent
 SRC = TESTS.parent / "src"

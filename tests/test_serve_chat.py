@@ -25,10 +25,10 @@ from simgrag.pipeline import SimGRAG
 from simgrag.serve import ServeSettings, create_app
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
+from simgrag.testing.processes import free_port
 from simgrag.testing.rdf import entity_iri, relation_iri, write_rdf
 from simgrag.testing.toy import TOY_TRIPLES
 from test_serve_api import scripted, slow_llm
-from test_serve_live import free_port
 
 KEY = "chat-test-key"
 QUESTION = [{"role": "system", "content": "You are helpful."},

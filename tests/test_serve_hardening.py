@@ -29,6 +29,7 @@ from simgrag.serve import ServeSettings, create_app
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.hostile import hostile_pattern, hub_kg, normal_pattern, unanchored_pattern
 from simgrag.testing.llm import FakeLLM
+from simgrag.testing.processes import free_port
 
 EMBEDDER = HashEmbedder(dim=32)
 
@@ -142,11 +143,6 @@ def test_retrieval_pool_is_bounded(hub_index: Path) -> None:
 
 # -- a real server on loopback ----------------------------------------------------------------------
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

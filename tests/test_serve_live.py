@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -36,6 +35,7 @@ from simgrag.pipeline import SimGRAG
 from simgrag.serve import ServeSettings, create_app
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
+from simgrag.testing.processes import free_port, stop_process
 from simgrag.testing.toy import write_toy_kg
 from test_serve_api import scripted
 
@@ -43,11 +43,6 @@ ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "web"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def artifacts_dir(tmp_path: Path) -> Path:
@@ -214,11 +209,7 @@ def test_serve_process_answers_with_the_embedded_model(tmp_path: Path) -> None:
             report = run_browser(url, "Who directed Inception?", ["Inception", "Christopher Nolan"], screenshot)
             assert "Christopher Nolan" in str(report["answer"])
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         log.close()
 
 
