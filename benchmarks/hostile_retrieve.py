@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from simgrag.testing.processes import free_port
+from simgrag.testing.loopback import free_port
 
 
 def hostile(hub: str, hops: int) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from simgrag.testing.processes import free_port, stop_process
+from simgrag.testing.loopback import free_port, stop_process
 
 logger = logging.getLogger("load_serve")
 

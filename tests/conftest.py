@@ -8,8 +8,12 @@ from pathlib import Path
 import pytest
 
 from simgrag.errors import ModelError
+from simgrag.index.directory import build_index_dir
 from simgrag.llm.llamacpp import llama_cpp_available
 from simgrag.llm.models import pull_default_model
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.rdf import write_rdf
+from simgrag.testing.toy import TOY_TRIPLES
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +43,12 @@ def _assert_drawn_png(path: Path) -> None:
 def assert_drawn_png() -> Callable[[Path], None]:
     """Checks a real plot: the file decodes as a PNG of reasonable size with more than a few colours drawn."""
     return _assert_drawn_png
+
+
+@pytest.fixture(scope="module")
+def toy_rdf_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy KG as Turtle (so the evidence has IRIs), indexed with the hash embedder."""
+    root = tmp_path_factory.mktemp("toy-rdf")
+    write_rdf(TOY_TRIPLES, root / "toy.ttl", "turtle")
+    build_index_dir(root / "toy.ttl", root / "toy.idx", embedder=HashEmbedder(dim=64), show_progress=False)
+    return root / "toy.idx"

@@ -24,7 +24,7 @@ from simgrag.errors import LLMConnectionError, LLMTimeoutError
 from simgrag.llm.base import ChatMessage
 from simgrag.llm.llamacpp import LlamaCppLLM, llama_cpp_available
 from simgrag.llm.openai_compat import OpenAICompatLLM
-from simgrag.testing.processes import free_port
+from simgrag.testing.loopback import free_port
 
 pytestmark = [
     pytest.mark.llm,

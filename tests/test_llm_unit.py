@@ -38,7 +38,7 @@ from simgrag.llm.openai_compat import OpenAICompatLLM
 from simgrag.llm.registry import list_llms, parse_llm_spec, resolve_llm
 from simgrag.llm.retry import RetryPolicy, TransientLLMError, call_with_retries
 from simgrag.testing.llm import FakeLLM, FakeLLMExhaustedError
-from simgrag.testing.processes import free_port
+from simgrag.testing.loopback import free_port
 
 MSGS = [ChatMessage("system", "You are terse."), ChatMessage("user", "Who directed Alien?")]
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}

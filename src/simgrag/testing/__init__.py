@@ -22,8 +22,9 @@ _EXPORTS = {
     "synthetic_movie_kg": "simgrag.testing.synthetic",
     "synthetic_questions": "simgrag.testing.synthetic",
     "brute_force_top_k": "simgrag.testing.brute_force",
-    "free_port": "simgrag.testing.processes",
-    "stop_process": "simgrag.testing.processes",
+    "free_port": "simgrag.testing.loopback",
+    "stop_process": "simgrag.testing.loopback",
+    "uvicorn_in_thread": "simgrag.testing.loopback",
 }
 
 __all__ = sorted(_EXPORTS)
