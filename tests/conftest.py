@@ -13,7 +13,7 @@ from simgrag.llm.llamacpp import llama_cpp_available
 from simgrag.llm.models import pull_default_model
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.rdf import write_rdf
-from simgrag.testing.toy import TOY_TRIPLES
+from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
 
 
 @pytest.fixture(scope="session")
@@ -51,4 +51,12 @@ def toy_rdf_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("toy-rdf")
     write_rdf(TOY_TRIPLES, root / "toy.ttl", "turtle")
     build_index_dir(root / "toy.ttl", root / "toy.idx", embedder=HashEmbedder(dim=64), show_progress=False)
+    return root / "toy.idx"
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy movie KG indexed with the 64-dimensional hash embedder (one per test module)."""
+    root = tmp_path_factory.mktemp("toy")
+    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
     return root / "toy.idx"

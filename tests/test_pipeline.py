@@ -19,15 +19,7 @@ from simgrag.llm.registry import resolve_llm
 from simgrag.match.retrieve import RetrievalSettings
 from simgrag.pipeline import SimGRAG
 from simgrag.retrievers.kaping import KapingRetriever
-from simgrag.testing import FakeLLM, HashEmbedder, write_toy_kg
-
-
-@pytest.fixture(scope="module")
-def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("pipe")
-    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
-    return root / "toy.idx"
-
+from simgrag.testing import FakeLLM, HashEmbedder
 
 PATTERN = json.dumps({"triples": [["Titanic", "directed by", "UNKNOWN director 1"]]})
 

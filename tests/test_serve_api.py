@@ -18,14 +18,12 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from simgrag.errors import ConfigError, LLMConnectionError
-from simgrag.index.directory import build_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.pipeline import SimGRAG
 from simgrag.serve import LLMQueue, ServeSettings, create_app
 from simgrag.serve.queue import DeadlineExceededError, QueueFullError, QueueTimeoutError
-from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
-from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
+from simgrag.testing.toy import TOY_TRIPLES
 
 PATTERNS = {
     "who directed Titanic?": [["Titanic", "directed by", "UNKNOWN director 1"]],
@@ -44,13 +42,6 @@ def scripted(messages: list[ChatMessage]) -> str:
     if "Supported" in messages[0].content:
         return "Supported"
     return "answer: James Cameron"
-
-
-@pytest.fixture(scope="module")
-def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("serve")
-    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
-    return root / "toy.idx"
 
 
 def make_engine(toy_dir: Path, llm: FakeLLM | None = None) -> SimGRAG:
