@@ -25,6 +25,7 @@ _EXPORTS = {
     "free_port": "simgrag.testing.loopback",
     "stop_process": "simgrag.testing.loopback",
     "uvicorn_in_thread": "simgrag.testing.loopback",
+    "run_in_threads": "simgrag.testing.threads",
 }
 
 __all__ = sorted(_EXPORTS)
