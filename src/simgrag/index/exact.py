@@ -13,7 +13,6 @@ from simgrag.index.manifest import open_index_file, save_index_manifest
 
 __all__ = ["ExactIndex"]
 
-
 _VECTORS_FILE = "vectors.npy"
 # Cap the (queries x vectors) distance block at about 64 MiB of float32.
 _BLOCK_ELEMENTS = 1 << 24

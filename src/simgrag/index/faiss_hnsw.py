@@ -14,7 +14,6 @@ from simgrag.index.manifest import open_index_file, save_index_manifest
 
 __all__ = ["FaissHNSWIndex"]
 
-
 _INDEX_FILE = "faiss.index"
 #: batches up to this size are searched one query at a time: FAISS runs a batch on OpenMP threads, whose
 #: start-up and spinning cost more than the search for a handful of queries, and on cores busy with
