@@ -144,6 +144,8 @@ def llm_options(command: Callable[..., R]) -> Callable[..., R]:
     ``--llm-cache``) in place of its ``llm: LLMChoice`` parameter, which receives them as one
     :class:`LLMChoice`: one declaration of the group for every command that calls an LLM."""
     signature = inspect.signature(command, eval_str=True)
+    if "llm" not in signature.parameters:
+        raise TypeError(f"{command.__name__} has no llm: LLMChoice parameter for @llm_options to fill")
     params: list[inspect.Parameter] = []
     for param in signature.parameters.values():
         if param.name != "llm":
