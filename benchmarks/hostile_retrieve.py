@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -31,11 +30,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from simgrag.testing.loopback import free_port
 
 
 def hostile(hub: str, hops: int) -> dict[str, Any]:

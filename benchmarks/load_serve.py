@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -33,13 +32,10 @@ from typing import Any
 import httpx
 import numpy as np
 
+from simgrag.testing.loopback import free_port, stop_process
+
 logger = logging.getLogger("load_serve")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def rss_kib(pid: int, field: str) -> int:
@@ -229,11 +225,7 @@ def main() -> None:
                   "server_peak_rss_mib": rss_kib(proc.pid, "VmHWM") / 1024, "phases": phases,
                   "health_after": httpx.get(f"{url}/v1/health", timeout=5).json()}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(table(report))
 

@@ -519,20 +519,10 @@ def test_index_command_attaches_a_given_examples_file(tmp_path: Path) -> None:
 # -- the real model ------------------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.llm
-def test_real_model_bootstraps_examples(tmp_path: Path) -> None:
+def test_real_model_bootstraps_examples(tmp_path: Path, embedded_model: Path) -> None:
     """The embedded llama.cpp model and MiniLM: two one-hop samples over two relations (about ten calls)."""
-    import importlib.util
-
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed (make install builds it)")
-    from simgrag.errors import ModelError
-    from simgrag.llm.models import pull_default_model
     from simgrag.llm.registry import resolve_llm
 
-    try:
-        pull_default_model()
-    except ModelError as exc:
-        pytest.skip(f"embedded model unavailable: {exc}")
     kg = tmp_path / "geo.txt"
     kg.write_text("\n".join("|".join(t) for t in geo_triples() if t[1] in ("capital", "currency")) + "\n",
                   encoding="utf-8")

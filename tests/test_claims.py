@@ -21,13 +21,11 @@ from simgrag.eval.claims import (
     save_claims,
 )
 from simgrag.eval.claims_bench import format_claims_summary, run_claims_bench
-from simgrag.index.directory import build_index_dir
 from simgrag.kg.store import KGStore
 from simgrag.llm.base import ChatMessage
 from simgrag.pipeline import SimGRAG
-from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
-from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
+from simgrag.testing.toy import TOY_TRIPLES
 
 METAQA = metaqa_dir() or Path("MetaQA-not-found")
 _PATH_SHAPES = {"two_hop_path", "three_hop_path"}
@@ -130,13 +128,6 @@ def test_metaqa_generation(metaqa: tuple[KGStore, list[str]]) -> None:
 
 
 # ------------------------------------------------------------------------------------------ runner
-@pytest.fixture(scope="module")
-def toy_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("claims")
-    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
-    return root / "toy.idx"
-
-
 RUN_CLAIMS = [
     Claim("Titanic was directed by James Cameron.", "Supported", "one_hop",
           (("Titanic", "directed_by", "James Cameron"),)),
@@ -163,8 +154,8 @@ def scripted(messages: list[ChatMessage]) -> str:
     return json.dumps({"triples": [[h, r.replace("_", " "), t] for h, r, t in claim.facts]})
 
 
-def test_runner_writes_jsonl_and_summary(toy_index: Path, tmp_path: Path) -> None:
-    engine = SimGRAG(toy_index, llm=FakeLLM(scripted))
+def test_runner_writes_jsonl_and_summary(toy_dir: Path, tmp_path: Path) -> None:
+    engine = SimGRAG(toy_dir, llm=FakeLLM(scripted))
     out = tmp_path / "run.jsonl"
     summary = run_claims_bench(engine, RUN_CLAIMS, out_path=out, progress=False)
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
@@ -191,14 +182,14 @@ def test_runner_writes_jsonl_and_summary(toy_index: Path, tmp_path: Path) -> Non
     assert "| all | 5 | 3 | 0.600 |" in table and "pattern: 1" in table and "| total_s |" in table
 
 
-def test_runner_can_score_errors_as_wrong(toy_index: Path, tmp_path: Path) -> None:
-    engine = SimGRAG(toy_index, llm=FakeLLM(scripted))
+def test_runner_can_score_errors_as_wrong(toy_dir: Path, tmp_path: Path) -> None:
+    engine = SimGRAG(toy_dir, llm=FakeLLM(scripted))
     summary = run_claims_bench(engine, RUN_CLAIMS[2:3], out_path=tmp_path / "r.jsonl", progress=False,
                                errors_as="wrong")
     assert summary["correct"] == 0 and summary["errors"] == {"pattern": 1}
 
 
-def test_generated_claims_run_end_to_end(toy_index: Path, toy_store: KGStore, toy_topics: list[str],
+def test_generated_claims_run_end_to_end(toy_dir: Path, toy_store: KGStore, toy_topics: list[str],
                                          tmp_path: Path) -> None:
     claims = generate_claims(toy_store, toy_topics, n=10, seed=0)
 
@@ -208,6 +199,6 @@ def test_generated_claims_run_end_to_end(toy_index: Path, toy_store: KGStore, to
             return f"verdict: {claim.label}"
         return json.dumps({"triples": [[h, r.replace("_", " "), t] for h, r, t in claim.facts]})
 
-    summary = run_claims_bench(SimGRAG(toy_index, llm=FakeLLM(answer)), claims, out_path=tmp_path / "g.jsonl",
+    summary = run_claims_bench(SimGRAG(toy_dir, llm=FakeLLM(answer)), claims, out_path=tmp_path / "g.jsonl",
                                progress=False)
     assert summary["accuracy"] == 1.0 and summary["n"] == len(claims) and not summary["errors"]

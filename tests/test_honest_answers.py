@@ -20,14 +20,11 @@ from simgrag.answer.calibration import (
 )
 from simgrag.errors import ConfigError, DatasetError
 from simgrag.eval.calibrate import fit_calibration
-from simgrag.index.directory import build_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.match.answers import names_match
 from simgrag.match.retrieve import RetrievalSettings
 from simgrag.pipeline import SimGRAG
-from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
-from simgrag.testing.toy import write_toy_kg
 
 PATTERNS = {
     "which films did Christopher Nolan direct": [["UNKNOWN movie 1", "directed by", "Christopher Nolan"]],
@@ -51,20 +48,13 @@ def scripted(messages: list[ChatMessage]) -> str:
     return "answer: James Cameron"
 
 
-@pytest.fixture(scope="module")
-def toy_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("honest")
-    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
-    return root / "toy.idx"
-
-
 def engine(index: Path, **options: object) -> SimGRAG:
     return SimGRAG(index, llm=FakeLLM(scripted), claim_examples=None, ground_patterns=False,
                    **options)  # type: ignore[arg-type]
 
 
-def test_auto_mode_answers_with_the_whole_answer_set_not_only_top_k(toy_index: Path) -> None:
-    result = engine(toy_index, retrieval=RetrievalSettings(k=1)).ask("which films did Christopher Nolan direct")
+def test_auto_mode_answers_with_the_whole_answer_set_not_only_top_k(toy_dir: Path) -> None:
+    result = engine(toy_dir, retrieval=RetrievalSettings(k=1)).ask("which films did Christopher Nolan direct")
     assert len(result.evidence.evidence) == 1  # type: ignore[union-attr]
     assert set(result.answer.entities) == {"Inception", "Memento"}  # both, though k = 1
     found = result.evidence.answer_set  # type: ignore[union-attr]
@@ -77,9 +67,9 @@ def test_auto_mode_answers_with_the_whole_answer_set_not_only_top_k(toy_index: P
     assert set(result.context.answer_candidates[:2]) == {"Inception", "Memento"}
 
 
-def test_substitution_is_said_in_text_json_and_prompt(toy_index: Path) -> None:
+def test_substitution_is_said_in_text_json_and_prompt(toy_dir: Path) -> None:
     PROMPTS.clear()
-    result = engine(toy_index, calibration="off").ask("who directed Titanc")
+    result = engine(toy_dir, calibration="off").ask("who directed Titanc")
     subs = result.answer.substitutions
     assert [(s.pattern_node, s.entity) for s in subs] == [("Titanc", "Titanic")] and subs[0].distance > 0
     assert "nearest match for 'Titanc': Titanic" in result.answer.text
@@ -88,16 +78,16 @@ def test_substitution_is_said_in_text_json_and_prompt(toy_index: Path) -> None:
     assert PROMPTS and "note: nearest match for 'Titanc': Titanic" in PROMPTS[-1]  # the reader is told
 
 
-def test_exact_names_are_no_substitution(toy_index: Path) -> None:
-    result = engine(toy_index).ask("who directed Titanic")
+def test_exact_names_are_no_substitution(toy_dir: Path) -> None:
+    result = engine(toy_dir).ask("who directed Titanic")
     assert result.answer.substitutions == () and result.answer.entities == ("James Cameron",)
     assert result.evidence.evidence[0].nodes[0].distance == 0.0  # type: ignore[union-attr]
     assert names_match("the Matrix", "The Matrix!") and not names_match("Doom", "Doomsday")
 
 
-def test_calibrated_abstention_says_not_found_with_the_nearest_evidence(toy_index: Path) -> None:
+def test_calibrated_abstention_says_not_found_with_the_nearest_evidence(toy_dir: Path) -> None:
     strict = Calibration(named=0.01)
-    result = engine(toy_index, calibration=strict).ask("who directed Titanc")
+    result = engine(toy_dir, calibration=strict).ask("who directed Titanc")
     answer = result.answer
     assert answer.abstained and answer.entities == () and answer.short_answer is None
     assert answer.text.startswith("not found in the KG")
@@ -105,22 +95,22 @@ def test_calibrated_abstention_says_not_found_with_the_nearest_evidence(toy_inde
     assert "(Titanic, directed_by, James Cameron)" in answer.text
     assert "named" in answer.reason and answer.features is not None and answer.features.named > 0.01
     # the same question on the exact name is answered: the rule reads the evidence, not the question
-    assert not engine(toy_index, calibration=strict).ask("who directed Titanic").answer.abstained
+    assert not engine(toy_dir, calibration=strict).ask("who directed Titanic").answer.abstained
 
 
-def test_calibration_resolution_index_file_bundled_and_off(toy_index: Path, tmp_path: Path) -> None:
-    assert resolve_calibration("off", toy_index, "hash-64") is NO_ABSTENTION
-    assert resolve_calibration("auto", toy_index, "hash-64") is NO_ABSTENTION  # nothing for this embedder
+def test_calibration_resolution_index_file_bundled_and_off(toy_dir: Path, tmp_path: Path) -> None:
+    assert resolve_calibration("off", toy_dir, "hash-64") is NO_ABSTENTION
+    assert resolve_calibration("auto", toy_dir, "hash-64") is NO_ABSTENTION  # nothing for this embedder
     bundled = resolve_calibration("auto", None, "sentence-transformers/all-MiniLM-L6-v2")
     assert bundled.info.get("fitted_on") == "MetaQA dev" and bundled.info.get("patterns") == "llm"
     assert any(getattr(bundled, name) is not None for name in ("named", "relation", "relation_excess", "gsd"))
     path = save_calibration(Calibration(named=0.5, gsd=1.0, info={"note": "t"}), tmp_path / "c.json")
     assert load_calibration(path).named == 0.5 and load_calibration(path).gsd == 1.0
-    (toy_index / "calibration.json").write_text(path.read_text())
+    (toy_dir / "calibration.json").write_text(path.read_text())
     try:
-        assert engine(toy_index).answerer.calibration.named == 0.5  # type: ignore[union-attr]
+        assert engine(toy_dir).answerer.calibration.named == 0.5  # type: ignore[union-attr]
     finally:
-        (toy_index / "calibration.json").unlink()
+        (toy_dir / "calibration.json").unlink()
     (tmp_path / "bad.json").write_text('{"named": 1, "bogus": 2}')
     with pytest.raises(ConfigError, match="bogus"):
         load_calibration(tmp_path / "bad.json")
@@ -161,7 +151,7 @@ def test_fit_abstains_on_removed_within_the_answerable_budget() -> None:
         fit_calibration([])
 
 
-def test_run_calibration_on_dev_fits_and_the_engine_applies_it(toy_index: Path, tmp_path: Path,
+def test_run_calibration_on_dev_fits_and_the_engine_applies_it(toy_dir: Path, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole fit on a MetaQA-shaped DEV split over the toy KG (gold patterns, no LLM): the rows of
     both KGs, a calibration that abstains on the removed KG and not on the full one, and an engine
@@ -175,7 +165,7 @@ def test_run_calibration_on_dev_fits_and_the_engine_applies_it(toy_index: Path, 
                  ("who directed [Memento]", "Christopher Nolan"), ("who directed [Avatar]", "James Cameron")]
     (metaqa / "1-hop" / "vanilla" / "qa_dev.txt").write_text("".join(f"{q}\t{a}\n" for q, a in questions))
     (metaqa / "1-hop" / "qa_dev_qtype.txt").write_text("movie_to_director\n" * len(questions))
-    base = SimGRAG(toy_index, llm=None)
+    base = SimGRAG(toy_dir, llm=None)
     fitted = run_calibration(base, metaqa, tmp_path / "calib", hops=(1,), sample=4, patterns="gold", alpha=0.0,
                              progress=False)
     rows = [json.loads(line) for line in (tmp_path / "calib" / "rows.jsonl").read_text().splitlines()]
@@ -183,14 +173,14 @@ def test_run_calibration_on_dev_fits_and_the_engine_applies_it(toy_index: Path, 
     assert all(not r["removed"]["gold"] for r in rows)  # the removed KG no longer says who directed them
     assert fitted.info["full"]["abstain"] == 0.0 and fitted.info["removed"]["abstain"] == 1.0
     assert "| removed | 100.0 |" in (tmp_path / "calib" / "calibration.md").read_text()
-    applied = engine(toy_index, calibration=tmp_path / "calib" / "calibration.json")
+    applied = engine(toy_dir, calibration=tmp_path / "calib" / "calibration.json")
     assert applied.answerer.calibration == fitted
     assert not applied.ask("who directed Titanic").answer.abstained
     with pytest.raises(DatasetError):
         run_calibration(base, metaqa, tmp_path / "x", hops=(1,), sample=4, patterns="mixed")
 
 
-def test_a_question_bent_to_the_kg_by_the_pattern_stage_counts_as_missing(toy_index: Path) -> None:
+def test_a_question_bent_to_the_kg_by_the_pattern_stage_counts_as_missing(toy_dir: Path) -> None:
     """The KG judge (grounding, on by default) finds that Titanic has no written_by edge and rebinds or
     leaves it unresolved; its note is what the ``missing`` feature counts, and a calibration with
     ``missing=0`` then abstains instead of answering from the bent pattern."""
@@ -201,11 +191,11 @@ def test_a_question_bent_to_the_kg_by_the_pattern_stage_counts_as_missing(toy_in
             return json.dumps({"triples": [["Titanic", "written by", "UNKNOWN writer 1"]]})
         return "answer: James Cameron"
 
-    grounded = SimGRAG(toy_index, llm=FakeLLM(llm), claim_examples=None, calibration="off")
+    grounded = SimGRAG(toy_dir, llm=FakeLLM(llm), claim_examples=None, calibration="off")
     result = grounded.ask("who wrote Titanic")
     notes = result.context.pattern.kg_repairs  # type: ignore[union-attr]
     assert missing_edges(notes) >= 1, notes
     assert result.answer.features is not None and result.answer.features.missing >= 1
-    strict = SimGRAG(toy_index, llm=FakeLLM(llm), claim_examples=None, calibration=Calibration(missing=0))
+    strict = SimGRAG(toy_dir, llm=FakeLLM(llm), claim_examples=None, calibration=Calibration(missing=0))
     assert strict.ask("who wrote Titanic").answer.abstained
     assert missing_edges(["unresolved: the question asks for 'films', but the answer node is 'X'"]) == 0

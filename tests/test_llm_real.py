@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,11 +20,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from simgrag.errors import LLMConnectionError, LLMTimeoutError, ModelError
+from simgrag.errors import LLMConnectionError, LLMTimeoutError
 from simgrag.llm.base import ChatMessage
 from simgrag.llm.llamacpp import LlamaCppLLM, llama_cpp_available
-from simgrag.llm.models import pull_default_model
 from simgrag.llm.openai_compat import OpenAICompatLLM
+from simgrag.testing.loopback import free_port
 
 pytestmark = [
     pytest.mark.llm,
@@ -48,16 +47,8 @@ SERVER_DEPS = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pyda
 
 
 @pytest.fixture(scope="session")
-def model_path() -> Path:
-    try:
-        return pull_default_model(show_progress=False)
-    except ModelError as exc:
-        pytest.skip(f"the default model cannot be obtained: {exc}")
-
-
-@pytest.fixture(scope="session")
-def local_llm(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppLLM]:
-    llm = LlamaCppLLM(model_path, n_ctx=2048, kv_cache_dir=tmp_path_factory.mktemp("llama-kv"))
+def local_llm(embedded_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppLLM]:
+    llm = LlamaCppLLM(embedded_model, n_ctx=2048, kv_cache_dir=tmp_path_factory.mktemp("llama-kv"))
     yield llm
     llm.close()
 
@@ -86,17 +77,17 @@ def test_embedded_model_reuses_prompt_prefix(local_llm: LlamaCppLLM) -> None:
     assert local_llm.prefix_stats["evaluated"] == before["evaluated"], local_llm.prefix_stats
 
 
-def test_embedded_model_loads_saved_prefix_state(model_path: Path, tmp_path: Path) -> None:
+def test_embedded_model_loads_saved_prefix_state(embedded_model: Path, tmp_path: Path) -> None:
     """A new model instance (as in a new process) loads the prefix's KV state from disk instead of
     evaluating it, and answers exactly as the instance that evaluated it."""
     facts = " ".join(f"Fact {i}: the film number {i} was directed by person number {i}." for i in range(12))
     shots = [ChatMessage("system", "Answer with the person only. " + facts),
              ChatMessage("user", "Who directed film 2?"), ChatMessage("assistant", "person number 2")]
     ask = [*shots, ChatMessage("user", "Who directed film 5?")]
-    first = LlamaCppLLM(model_path, n_ctx=1024, kv_cache_dir=tmp_path)
+    first = LlamaCppLLM(embedded_model, n_ctx=1024, kv_cache_dir=tmp_path)
     a = first.complete(ask, max_tokens=8)
     first.close()
-    second = LlamaCppLLM(model_path, n_ctx=1024, kv_cache_dir=tmp_path)
+    second = LlamaCppLLM(embedded_model, n_ctx=1024, kv_cache_dir=tmp_path)
     b = second.complete(ask, max_tokens=8)
     c = second.complete([*ask[:-1], ChatMessage("user", "Who directed film 9?")], max_tokens=8)
     second.close()
@@ -106,7 +97,7 @@ def test_embedded_model_loads_saved_prefix_state(model_path: Path, tmp_path: Pat
     assert len(list(tmp_path.glob("*.kv"))) == 1
 
 
-def test_embedded_model_lookup_decoding_matches_plain_greedy(model_path: Path, tmp_path: Path) -> None:
+def test_embedded_model_lookup_decoding_matches_plain_greedy(embedded_model: Path, tmp_path: Path) -> None:
     """Prompt-lookup decoding writes what llama.cpp's own greedy sampling writes, in fewer model steps,
     and honours stop strings and max_tokens."""
     shot = '{"triples":[["Heat","directed by","UNKNOWN director 1"],["UNKNOWN movie 1","directed by",' \
@@ -115,8 +106,8 @@ def test_embedded_model_lookup_decoding_matches_plain_greedy(model_path: Path, t
            ChatMessage("user", "the director of Heat also directed which movies"),
            ChatMessage("assistant", shot),
            ChatMessage("user", "the director of Alien also directed which movies")]
-    plain = LlamaCppLLM(model_path, n_ctx=1024, kv_cache=False, lookup_decoding=False)
-    lookup = LlamaCppLLM(model_path, n_ctx=1024, kv_cache=False)
+    plain = LlamaCppLLM(embedded_model, n_ctx=1024, kv_cache=False, lookup_decoding=False)
+    lookup = LlamaCppLLM(embedded_model, n_ctx=1024, kv_cache=False)
     try:
         a, b = plain.complete(ask, max_tokens=60), lookup.complete(ask, max_tokens=60)
         assert a.text == b.text and '"Alien"' in b.text
@@ -135,11 +126,6 @@ def test_embedded_model_lookup_decoding_matches_plain_greedy(model_path: Path, t
 # -- a real llama.cpp OpenAI-compatible server --------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def _wait_ready(proc: subprocess.Popen[bytes], url: str, deadline_s: float) -> None:
     deadline = time.monotonic() + deadline_s
@@ -156,13 +142,13 @@ def _wait_ready(proc: subprocess.Popen[bytes], url: str, deadline_s: float) -> N
 
 
 @pytest.fixture(scope="module")
-def server_url(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server_url(embedded_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     missing = [m for m in SERVER_DEPS if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"llama-cpp-python[server] extras missing: {', '.join(missing)}")
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", "2048", "--n_threads", str(os.cpu_count() or 1)]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -196,7 +182,7 @@ def test_server_json_schema_completion(server_url: str) -> None:
 
 
 def test_server_down_is_a_connection_error() -> None:
-    llm = OpenAICompatLLM("local", base_url=f"http://127.0.0.1:{_free_port()}/v1")
+    llm = OpenAICompatLLM("local", base_url=f"http://127.0.0.1:{free_port()}/v1")
     with pytest.raises(LLMConnectionError, match="is the server running"):
         llm.complete(ASK)
 

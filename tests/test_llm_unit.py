@@ -7,7 +7,6 @@ import hashlib
 import io
 import json
 import re
-import socket
 import sys
 import threading
 import time
@@ -39,6 +38,8 @@ from simgrag.llm.openai_compat import OpenAICompatLLM
 from simgrag.llm.registry import list_llms, parse_llm_spec, resolve_llm
 from simgrag.llm.retry import RetryPolicy, TransientLLMError, call_with_retries
 from simgrag.testing.llm import FakeLLM, FakeLLMExhaustedError
+from simgrag.testing.loopback import free_port
+from simgrag.testing.threads import run_in_threads
 
 MSGS = [ChatMessage("system", "You are terse."), ChatMessage("user", "Who directed Alien?")]
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
@@ -132,45 +133,23 @@ def test_cache_errors_are_not_cached(tmp_path: Path) -> None:
 
 def test_cache_concurrent_writers(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
-    errors: list[BaseException] = []
 
     def work(worker: int) -> None:
-        try:
-            llm = CachedLLM(FakeLLM(lambda m: m[-1].content), path)
-            for i in range(20):
-                llm.complete([ChatMessage("user", f"q{i % 10}")])  # half shared between workers
-                llm.complete([ChatMessage("user", f"w{worker}-{i}")])
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        llm = CachedLLM(FakeLLM(lambda m: m[-1].content), path)
+        for i in range(20):
+            llm.complete([ChatMessage("user", f"q{i % 10}")])  # half shared between workers
+            llm.complete([ChatMessage("user", f"w{worker}-{i}")])
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_in_threads(work, 6)
     assert len(CachedLLM(FakeLLM([]), path)) == 10 + 6 * 20
 
 
 def test_cache_many_openers_of_a_new_file(tmp_path: Path) -> None:
     # Opening a brand-new cache file from several threads at once races on the switch to WAL,
     # which SQLite reports as "database is locked" without waiting; CI once failed on it.
-    errors: list[BaseException] = []
     for trial in range(200):
         path = tmp_path / f"c{trial}.sqlite3"
-
-        def work(path: Path = path) -> None:
-            try:
-                CachedLLM(FakeLLM(lambda m: "x"), path).complete(MSGS)
-            except BaseException as exc:  # pragma: no cover - reported below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=work) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    assert not errors
+        run_in_threads(lambda _, path=path: CachedLLM(FakeLLM(lambda m: "x"), path).complete(MSGS), 8)
 
 
 # -- registry ---------------------------------------------------------------------------------------
@@ -383,11 +362,6 @@ def test_openai_bad_body_is_a_response_error(stub: Any) -> None:
     with pytest.raises(LLMResponseError, match=r"without 'choices\.0'"):
         openai_client(server.url).complete(MSGS)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_connection_refused() -> None:

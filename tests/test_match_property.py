@@ -59,36 +59,39 @@ def pattern_edges(draw: st.DrawFn) -> list[tuple[int, int]]:
     return [(a, b) if draw(st.booleans()) else (b, a) for a, b in edges + extra]
 
 
-@st.composite
-def case(draw: st.DrawFn) -> tuple[KGStore, Pattern, CandidateTable]:
-    store = draw(kg_strategy())
-    edges = pattern_edges_value = draw(pattern_edges())
-    n_nodes = 1 + max(max(a, b) for a, b in pattern_edges_value)
-    names = []
-    node_cands = []
+def draw_pattern(draw: st.DrawFn, store: KGStore, edges: list[tuple[int, int]], dists: st.SearchStrategy[float],
+                 *, unknown_relations: int) -> tuple[Pattern, CandidateTable]:
+    """A pattern over ``edges`` with candidates drawn from ``store``: a node is UNKNOWN 3 times in 10, a relation
+    ``unknown_relations`` times in 10; the others get some candidates at distances drawn from ``dists``."""
+    n_nodes = 1 + max(max(a, b) for a, b in edges)
+    names, nodes = [], []
     for i in range(n_nodes):
         if draw(st.integers(0, 9)) < 3:
             names.append(f"UNKNOWN thing {i}")
-            node_cands.append(NodeCandidates.anything())
+            nodes.append(NodeCandidates.anything())
         else:
             names.append(f"node {i}")
             ids = draw(st.lists(st.integers(0, store.num_entities - 1), min_size=1, max_size=store.num_entities,
                                 unique=True))
-            node_cands.append(NodeCandidates.from_pairs(ids, [draw(DISTS) for _ in ids]))
-    rel_cands = []
-    rel_names = []
-    for j in range(len(edges)):
-        if draw(st.integers(0, 9)) < 2:
-            rel_names.append(f"UNKNOWN relation {j}")
-            rel_cands.append(None)
+            nodes.append(NodeCandidates.from_pairs(ids, [draw(dists) for _ in ids]))
+    rels: list[tuple[list[int], list[float]] | None] = []
+    for _ in edges:
+        if draw(st.integers(0, 9)) < unknown_relations:
+            rels.append(None)
         else:
-            rel_names.append(f"rel {j}")
             ids = draw(st.lists(st.integers(0, store.num_relations - 1), min_size=1, unique=True,
                                 max_size=store.num_relations))
-            rel_cands.append((ids, [draw(DISTS) for _ in ids]))
+            rels.append((ids, [draw(dists) for _ in ids]))
+    rel_names = [f"rel {j}" if rels[j] is not None else f"UNKNOWN relation {j}" for j in range(len(edges))]
     pattern = Pattern.from_triples([[names[a], rel_names[j], names[b]] for j, (a, b) in enumerate(edges)])
     assert len(pattern.nodes) == n_nodes
-    table = CandidateTable.from_relation_pairs(node_cands, rel_cands, store.num_relations)
+    return pattern, CandidateTable.from_relation_pairs(nodes, rels, store.num_relations)
+
+
+@st.composite
+def case(draw: st.DrawFn) -> tuple[KGStore, Pattern, CandidateTable]:
+    store = draw(kg_strategy())
+    pattern, table = draw_pattern(draw, store, draw(pattern_edges()), DISTS, unknown_relations=2)
     return store, pattern, table
 
 

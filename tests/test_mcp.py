@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,35 +17,23 @@ import pytest
 pytest.importorskip("mcp")
 pytest.importorskip("pyoxigraph")
 
-import uvicorn
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from simgrag.index.directory import build_index_dir
 from simgrag.llm.llamacpp import llama_cpp_available
 from simgrag.pipeline import SimGRAG
 from simgrag.serve.mcp_server import create_mcp_server, mcp_http_app
-from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
-from simgrag.testing.rdf import entity_iri, write_rdf
-from simgrag.testing.toy import TOY_TRIPLES
+from simgrag.testing.loopback import uvicorn_in_thread
+from simgrag.testing.rdf import entity_iri
 from test_serve_api import scripted
-from test_serve_live import free_port
 
 TESTS = Path(__file__).parent
 SRC = TESTS.parent / "src"
 KEY = "mcp-test-key"
 TOOLS = {"ask", "verify", "retrieve", "kg_stats"}
-
-
-@pytest.fixture(scope="module")
-def toy_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mcp")
-    write_rdf(TOY_TRIPLES, root / "toy.ttl", "turtle")
-    build_index_dir(root / "toy.ttl", root / "toy.idx", embedder=HashEmbedder(dim=64), show_progress=False)
-    return root / "toy.idx"
 
 
 def _env() -> dict[str, str]:
@@ -95,8 +81,8 @@ def _check(results: dict[str, Any]) -> None:
     assert unparsable.is_error and "PatternParseError" in unparsable.content[0].text
 
 
-def test_stdio_with_the_sdk_client(toy_index: Path) -> None:
-    params = StdioServerParameters(command=sys.executable, args=[str(TESTS / "mcp_fake_server.py"), str(toy_index)],
+def test_stdio_with_the_sdk_client(toy_rdf_index: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=[str(TESTS / "mcp_fake_server.py"), str(toy_rdf_index)],
                                    env=_env())
 
     async def main() -> dict[str, Any]:
@@ -107,19 +93,10 @@ def test_stdio_with_the_sdk_client(toy_index: Path) -> None:
 
 
 @pytest.fixture
-def http_server(toy_index: Path) -> Iterator[str]:
-    engine = SimGRAG(toy_index, llm=FakeLLM(scripted), claim_examples=None)
-    port = free_port()
-    app = mcp_http_app(create_mcp_server(engine), api_key=KEY)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.should_exit = True
-    thread.join(10)
+def http_server(toy_rdf_index: Path) -> Iterator[str]:
+    engine = SimGRAG(toy_rdf_index, llm=FakeLLM(scripted), claim_examples=None)
+    with uvicorn_in_thread(mcp_http_app(create_mcp_server(engine), api_key=KEY)) as url:
+        yield f"{url}/mcp"
 
 
 def test_streamable_http_with_the_sdk_client(http_server: str) -> None:
@@ -134,8 +111,8 @@ def test_streamable_http_with_the_sdk_client(http_server: str) -> None:
     assert denied.status_code == 401
 
 
-def test_the_cli_over_stdio_without_an_llm(toy_index: Path) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "simgrag.cli", "mcp", str(toy_index),
+def test_the_cli_over_stdio_without_an_llm(toy_rdf_index: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "simgrag.cli", "mcp", str(toy_rdf_index),
                                                                  "--llm", "none"], env=_env())
 
     async def main() -> tuple[Any, Any, Any]:

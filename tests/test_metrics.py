@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -123,7 +123,8 @@ def _engines(index: IndexDir, llm: FakeLLM, specs: dict[str, str | Retriever]) -
     return {name: SimGRAG(index, llm=llm, retriever=spec) for name, spec in specs.items()}
 
 
-def test_run_retriever_comparison_writes_everything(toy_index: IndexDir, tmp_path: Path) -> None:
+def test_run_retriever_comparison_writes_everything(toy_index: IndexDir, tmp_path: Path,
+                                                     assert_drawn_png: Callable[[Path], None]) -> None:
     retrievers: dict[str, str | Retriever] = {"kaping": "kaping", "pcst": "pcst", "none": "none",
                                               "flaky": FailsOnAvatar()}
     llm = FakeLLM(_reply)
@@ -170,14 +171,3 @@ def test_run_retriever_comparison_resumes(toy_index: IndexDir, tmp_path: Path) -
                              plots=False, resume=False)
     assert len(fresh.calls) == 3
 
-
-def assert_drawn_png(path: Path) -> None:
-    """A real plot: decodes as a PNG of reasonable size with more than a few colours drawn."""
-    from PIL import Image
-
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    with Image.open(path) as image:
-        image.load()
-        assert image.format == "PNG" and image.width >= 300 and image.height >= 200
-        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
-        assert colours is not None and len(colours) > 8, "the image is blank"

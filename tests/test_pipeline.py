@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -11,18 +13,13 @@ from typer.testing import CliRunner
 from simgrag.cli import app
 from simgrag.errors import ConfigError, PatternError
 from simgrag.index.directory import build_index_dir
+from simgrag.llm.base import LLM, ChatMessage, LLMResponse
+from simgrag.llm.counting import CountingLLM
+from simgrag.llm.registry import resolve_llm
 from simgrag.match.retrieve import RetrievalSettings
 from simgrag.pipeline import SimGRAG
 from simgrag.retrievers.kaping import KapingRetriever
-from simgrag.testing import FakeLLM, HashEmbedder, write_toy_kg
-
-
-@pytest.fixture(scope="module")
-def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("pipe")
-    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
-    return root / "toy.idx"
-
+from simgrag.testing import FakeLLM, HashEmbedder
 
 PATTERN = json.dumps({"triples": [["Titanic", "directed by", "UNKNOWN director 1"]]})
 
@@ -39,6 +36,34 @@ def test_ask_answers_from_evidence(toy_dir: Path) -> None:
     assert "James Cameron" in llm.calls[1].prompt  # the evidence reached the answer prompt
     payload = result.to_dict()
     assert payload["evidence"]["matches"][0]["edges"][0]["triple"] == ["Titanic", "directed_by", "James Cameron"]
+
+
+class PlainLLM:
+    """A user's own model: no simgrag base class, only ``name`` and a ``complete`` of the protocol's shape."""
+
+    name = "mine:plain"
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+        self.seen: list[tuple[str, Any]] = []
+
+    def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None,
+                 max_tokens: int = 256, temperature: float = 0.0, stop: Sequence[str] | None = None) -> LLMResponse:
+        self.seen.append((messages[-1].content, json_schema))
+        return LLMResponse(self.answers.pop(0))
+
+
+def test_a_plain_llm_class_works_through_the_facade_and_the_wrappers(toy_dir: Path, tmp_path: Path) -> None:
+    plain = PlainLLM([PATTERN, "answer: James Cameron"])
+    assert isinstance(plain, LLM)
+    cached = resolve_llm(plain, cache=tmp_path / "calls.sqlite3")
+    counted = CountingLLM(cached)
+    result = SimGRAG(toy_dir, llm=counted, answer_mode="llm").ask("who directed Titanic?")
+    assert result.answer.short_answer == "James Cameron"
+    assert counted.calls == 2 and len(plain.seen) == 2 and "Titanic" in plain.seen[0][0]
+    again = CountingLLM(resolve_llm(PlainLLM([]), cache=tmp_path / "calls.sqlite3"))
+    assert SimGRAG(toy_dir, llm=again, answer_mode="llm").ask("who directed Titanic?").answer.short_answer \
+        == "James Cameron"  # both calls answered from the cache file, keyed the same way
 
 
 def test_ask_repairs_bad_pattern_once_then_fails_typed(toy_dir: Path) -> None:

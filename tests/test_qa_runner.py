@@ -40,10 +40,8 @@ def scripted(messages: list[ChatMessage]) -> str:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> SimGRAG:
-    root = tmp_path_factory.mktemp("runner")
-    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
-    return SimGRAG(root / "toy.idx", llm=FakeLLM(scripted), answer_mode="auto")
+def engine(toy_dir: Path) -> SimGRAG:
+    return SimGRAG(toy_dir, llm=FakeLLM(scripted), answer_mode="auto")
 
 
 def test_runner_scores_and_records_every_question(engine: SimGRAG, tmp_path: Path) -> None:

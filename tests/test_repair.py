@@ -3,21 +3,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from simgrag.index.directory import build_index_dir, open_index_dir
+from simgrag.index.directory import open_index_dir
 from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.graph import Pattern
 from simgrag.testing.embedders import HashEmbedder
-from simgrag.testing.toy import write_toy_kg
 
 
 @pytest.fixture(scope="module")
-def retriever(tmp_path_factory: pytest.TempPathFactory) -> SubgraphRetriever:
-    root = tmp_path_factory.mktemp("repair")
-    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
-    return SubgraphRetriever(open_index_dir(root / "toy.idx", embedder=HashEmbedder(dim=64)))
+def retriever(toy_dir: Path) -> SubgraphRetriever:
+    return SubgraphRetriever(open_index_dir(toy_dir, embedder=HashEmbedder(dim=64)))
 
 
 def test_person_in_a_movie_role_is_repaired(retriever: SubgraphRetriever) -> None:

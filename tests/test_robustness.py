@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -124,7 +125,8 @@ def test_parse_perturb_specs() -> None:
             parse_perturb_specs([bad])
 
 
-def test_perturb_bench_writes_sub_runs_table_and_curves(toy: IndexDir, tmp_path: Path) -> None:
+def test_perturb_bench_writes_sub_runs_table_and_curves(toy: IndexDir, tmp_path: Path,
+                                                         assert_drawn_png: Callable[[Path], None]) -> None:
     llm = FakeLLM(_reader)
     engine = SimGRAG(toy, llm=llm)
     out, cache = tmp_path / "rob", tmp_path / "cache"
@@ -308,14 +310,3 @@ def test_trained_models_read_an_index_derived_from_their_kg(toy: IndexDir, tmp_p
     with pytest.raises(ModelError, match="trained on a different KG"):
         read_model_dir(tmp_path / "m2", kind="subgraphrag", index=unrelated)
 
-
-def assert_drawn_png(path: Path) -> None:
-    """A real plot: decodes as a PNG of reasonable size with more than a few colours drawn."""
-    from PIL import Image
-
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    with Image.open(path) as image:
-        image.load()
-        assert image.format == "PNG" and image.width >= 300 and image.height >= 200
-        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
-        assert colours is not None and len(colours) > 8, "the image is blank"

@@ -18,6 +18,7 @@ from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.search import Match, search_subgraphs
 from simgrag.pattern.graph import Pattern
 from simgrag.testing.brute_force import brute_force_top_k
+from test_match_property import draw_pattern
 
 DISTS = st.sampled_from([0.0, 0.25, 0.5, 0.1, 0.3])
 
@@ -49,27 +50,8 @@ def case(draw: st.DrawFn) -> tuple[KGStore, Pattern, CandidateTable]:
         shape = draw(st.sampled_from(COMPONENT_SHAPES))
         edges += [(a + offset, b + offset) for a, b in shape]
         offset += 1 + max(max(e) for e in shape)
-    names, nodes = [], []
-    for i in range(offset):
-        if draw(st.integers(0, 9)) < 3:
-            names.append(f"UNKNOWN thing {i}")
-            nodes.append(NodeCandidates.anything())
-        else:
-            names.append(f"node {i}")
-            ids = draw(st.lists(st.integers(0, store.num_entities - 1), min_size=1, max_size=store.num_entities,
-                                unique=True))
-            nodes.append(NodeCandidates.from_pairs(ids, [draw(DISTS) for _ in ids]))
-    rels: list[tuple[list[int], list[float]] | None] = []
-    for _ in edges:
-        if draw(st.integers(0, 9)) < 3:
-            rels.append(None)
-        else:
-            ids = draw(st.lists(st.integers(0, store.num_relations - 1), min_size=1, unique=True,
-                                max_size=store.num_relations))
-            rels.append((ids, [draw(DISTS) for _ in ids]))
-    rel_names = [f"rel {j}" if rels[j] is not None else f"UNKNOWN relation {j}" for j in range(len(edges))]
-    pattern = Pattern.from_triples([[names[a], rel_names[j], names[b]] for j, (a, b) in enumerate(edges)])
-    return store, pattern, CandidateTable.from_relation_pairs(nodes, rels, store.num_relations)
+    pattern, table = draw_pattern(draw, store, edges, DISTS, unknown_relations=3)
+    return store, pattern, table
 
 
 def oracle_gsds(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, injective: bool) -> list[float]:

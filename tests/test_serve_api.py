@@ -9,8 +9,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,14 +19,12 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from simgrag.errors import ConfigError, LLMConnectionError
-from simgrag.index.directory import build_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.pipeline import SimGRAG
 from simgrag.serve import LLMQueue, ServeSettings, create_app
 from simgrag.serve.queue import DeadlineExceededError, QueueFullError, QueueTimeoutError
-from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
-from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
+from simgrag.testing.toy import TOY_TRIPLES
 
 PATTERNS = {
     "who directed Titanic?": [["Titanic", "directed by", "UNKNOWN director 1"]],
@@ -44,13 +43,6 @@ def scripted(messages: list[ChatMessage]) -> str:
     if "Supported" in messages[0].content:
         return "Supported"
     return "answer: James Cameron"
-
-
-@pytest.fixture(scope="module")
-def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("serve")
-    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
-    return root / "toy.idx"
 
 
 def make_engine(toy_dir: Path, llm: FakeLLM | None = None) -> SimGRAG:
@@ -181,17 +173,39 @@ def slow_llm(release: threading.Event) -> FakeLLM:
     return FakeLLM(answer)
 
 
-def test_full_llm_queue_answers_429_and_retrieval_still_works(toy_dir: Path,
-                                                              client_for: Callable[..., TestClient]) -> None:
-    release = threading.Event()
-    client = client_for(make_engine(toy_dir, slow_llm(release)), max_waiting=1)
-    ask = {"question": "who directed Titanic?"}
+ASK = {"question": "who directed Titanic?"}
+
+
+def _llm_queue(client: TestClient) -> dict[str, int]:
+    return dict(client.get("/v1/health").json()["llm_queue"])
+
+
+def _ask_until(pool: ThreadPoolExecutor, client: TestClient, state: str) -> Future[Any]:
+    """An /v1/ask sent from ``pool``, returned once the LLM queue counts one request ``state`` (running,
+    waiting)."""
+    future = pool.submit(client.post, "/v1/ask", json=ASK)
+    _wait_until(lambda: _llm_queue(client)[state] == 1)
+    return future
+
+
+@pytest.fixture
+def blocked_client(toy_dir: Path, client_for: Callable[..., TestClient]
+                   ) -> Callable[..., tuple[TestClient, threading.Event]]:
+    """``blocked_client(**settings)``: a client whose LLM answers only once the returned event is set."""
+    def make(**settings: object) -> tuple[TestClient, threading.Event]:
+        release = threading.Event()
+        return client_for(make_engine(toy_dir, slow_llm(release)), **settings), release
+
+    return make
+
+
+def test_full_llm_queue_answers_429_and_retrieval_still_works(
+        blocked_client: Callable[..., tuple[TestClient, threading.Event]]) -> None:
+    client, release = blocked_client(max_waiting=1)
     with ThreadPoolExecutor(3) as pool:
-        first = pool.submit(client.post, "/v1/ask", json=ask)
-        _wait_until(lambda: client.get("/v1/health").json()["llm_queue"]["running"] == 1)
-        second = pool.submit(client.post, "/v1/ask", json=ask)
-        _wait_until(lambda: client.get("/v1/health").json()["llm_queue"]["waiting"] == 1)
-        third = client.post("/v1/ask", json=ask)
+        first = _ask_until(pool, client, "running")
+        second = _ask_until(pool, client, "waiting")
+        third = client.post("/v1/ask", json=ASK)
         assert third.status_code == 429 and third.headers["Retry-After"]
         # retrieval does not wait behind the LLM
         pattern = {"pattern": [["Titanic", "directed by", "UNKNOWN director 1"]]}
@@ -201,19 +215,16 @@ def test_full_llm_queue_answers_429_and_retrieval_still_works(toy_dir: Path,
     assert client.get("/v1/health").json()["llm_queue"]["rejected"] == 1
 
 
-def test_deadline_while_running_is_504_and_while_queued_503(toy_dir: Path,
-                                                            client_for: Callable[..., TestClient]) -> None:
-    release = threading.Event()
-    client = client_for(make_engine(toy_dir, slow_llm(release)), timeout_s=0.5)
-    ask = {"question": "who directed Titanic?"}
+def test_deadline_while_running_is_504_and_while_queued_503(
+        blocked_client: Callable[..., tuple[TestClient, threading.Event]]) -> None:
+    client, release = blocked_client(timeout_s=0.5)
     with ThreadPoolExecutor(2) as pool:
-        running = pool.submit(client.post, "/v1/ask", json=ask)
-        _wait_until(lambda: client.get("/v1/health").json()["llm_queue"]["running"] == 1)
-        queued = client.post("/v1/ask", json=ask)
+        running = _ask_until(pool, client, "running")
+        queued = client.post("/v1/ask", json=ASK)
         assert queued.status_code == 503 and queued.json()["error"] == "queue_timeout"
         assert running.result().status_code == 504
     release.set()
-    _wait_until(lambda: client.get("/v1/health").json()["llm_queue"]["running"] == 0)
+    _wait_until(lambda: _llm_queue(client)["running"] == 0)
 
 
 def test_not_ready_then_ready(toy_dir: Path, client_for: Callable[..., TestClient]) -> None:

@@ -4,6 +4,7 @@ models list, and the server's API key, LLM queue and body limit applied to chat 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,15 +21,12 @@ pytest.importorskip("openai")
 import openai
 import uvicorn
 
-from simgrag.index.directory import build_index_dir
 from simgrag.pipeline import SimGRAG
 from simgrag.serve import ServeSettings, create_app
-from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
-from simgrag.testing.rdf import entity_iri, relation_iri, write_rdf
-from simgrag.testing.toy import TOY_TRIPLES
+from simgrag.testing.loopback import free_port, uvicorn_in_thread
+from simgrag.testing.rdf import entity_iri, relation_iri
 from test_serve_api import scripted, slow_llm
-from test_serve_live import free_port
 
 KEY = "chat-test-key"
 QUESTION = [{"role": "system", "content": "You are helpful."},
@@ -37,43 +35,26 @@ QUESTION = [{"role": "system", "content": "You are helpful."},
             {"role": "user", "content": "who directed Titanic?"}]
 
 
-@pytest.fixture(scope="module")
-def toy_rdf_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The toy KG as Turtle (so the evidence has IRIs), indexed with the hash embedder."""
-    root = tmp_path_factory.mktemp("chat")
-    write_rdf(TOY_TRIPLES, root / "toy.ttl", "turtle")
-    build_index_dir(root / "toy.ttl", root / "toy.idx", embedder=HashEmbedder(dim=64), show_progress=False)
-    return root / "toy.idx"
-
-
 @pytest.fixture
 def serve(toy_rdf_index: Path) -> Iterator[Callable[..., str]]:
     """Start the app under uvicorn on 127.0.0.1 (in a thread); returns the base URL."""
-    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+    with contextlib.ExitStack() as servers:
 
-    def start(llm: FakeLLM | None = None, **settings: object) -> str:
-        engine = SimGRAG(toy_rdf_index, llm=llm or FakeLLM(scripted), claim_examples=None)
-        app = create_app(engine, ServeSettings(api_key=KEY, **settings))  # type: ignore[arg-type]
-        port = free_port()
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        servers.append((server, thread))
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url + "/v1/health").status_code == 200:
-                    return url
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError("the server did not become ready")
+        def start(llm: FakeLLM | None = None, **settings: object) -> str:
+            engine = SimGRAG(toy_rdf_index, llm=llm or FakeLLM(scripted), claim_examples=None)
+            app = create_app(engine, ServeSettings(api_key=KEY, **settings))  # type: ignore[arg-type]
+            url = servers.enter_context(uvicorn_in_thread(app))
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    if httpx.get(url + "/v1/health").status_code == 200:
+                        return url
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)
+            raise AssertionError("the server did not become ready")
 
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(10)
+        yield start
 
 
 def client(url: str, key: str = KEY) -> openai.OpenAI:

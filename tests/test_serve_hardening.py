@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,6 @@ import httpx
 import pytest
 
 pytest.importorskip("fastapi")
-import uvicorn
 from fastapi.testclient import TestClient
 
 from simgrag.errors import ConfigError
@@ -29,6 +27,7 @@ from simgrag.serve import ServeSettings, create_app
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.hostile import hostile_pattern, hub_kg, normal_pattern, unanchored_pattern
 from simgrag.testing.llm import FakeLLM
+from simgrag.testing.loopback import uvicorn_in_thread
 
 EMBEDDER = HashEmbedder(dim=32)
 
@@ -143,30 +142,14 @@ def test_retrieval_pool_is_bounded(hub_index: Path) -> None:
 # -- a real server on loopback ----------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @contextmanager
 def serving(index: Path, settings: ServeSettings, **config: object) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(engine_for(index), settings), host="127.0.0.1",
-                                           port=port, log_level="warning", **config))  # type: ignore[arg-type]
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    url = f"http://127.0.0.1:{port}"
-    while httpx.get(f"{url}/v1/health").json()["status"] == "loading" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
+    with uvicorn_in_thread(create_app(engine_for(index), settings), **config) as url:
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{url}/v1/health").json()["status"] == "loading" and time.monotonic() < deadline:
+            time.sleep(0.05)
         yield url
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 @pytest.fixture

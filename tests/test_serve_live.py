@@ -14,10 +14,8 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +24,6 @@ import httpx
 import pytest
 
 pytest.importorskip("fastapi")
-import uvicorn
 
 from simgrag.answer.calibration import Calibration
 from simgrag.index.directory import build_index_dir
@@ -36,6 +33,7 @@ from simgrag.pipeline import SimGRAG
 from simgrag.serve import ServeSettings, create_app
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
+from simgrag.testing.loopback import free_port, stop_process, uvicorn_in_thread
 from simgrag.testing.toy import write_toy_kg
 from test_serve_api import scripted
 
@@ -43,11 +41,6 @@ ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "web"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def artifacts_dir(tmp_path: Path) -> Path:
@@ -59,19 +52,8 @@ def artifacts_dir(tmp_path: Path) -> Path:
 @contextlib.contextmanager
 def serving(engine: SimGRAG) -> Iterator[str]:
     """``engine`` behind the app, served by uvicorn on loopback in a thread."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(engine, ServeSettings()), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with uvicorn_in_thread(create_app(engine, ServeSettings())) as url:
+        yield url
 
 
 @pytest.fixture
@@ -214,11 +196,7 @@ def test_serve_process_answers_with_the_embedded_model(tmp_path: Path) -> None:
             report = run_browser(url, "Who directed Inception?", ["Inception", "Christopher Nolan"], screenshot)
             assert "Christopher Nolan" in str(report["answer"])
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         log.close()
 
 

@@ -22,7 +22,7 @@ table = CandidateTable.from_relation_pairs([NodeCandidates.from_pairs(ids, [0.0,
 restrict.MIN_CANDIDATES = 0
 result = search_subgraphs(store, pattern, table, k=1)
 stats = {f.__name__: (sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()))
-         for f in (_kernel.run_search, restrict._consistency_pass, restrict._fill_entries)}
+         for f in (_kernel.run_search, restrict._consistency_pass, restrict._entries)}
 print(json.dumps({"stats": stats, "gsd": result.matches[0].gsd}))
 """
 

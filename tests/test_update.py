@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ from simgrag.index.update import update_index_dir
 from simgrag.index.verify import verify_index
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern
+from simgrag.testing.threads import run_in_threads
 from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
 
 Triple3 = tuple[str, str, str]
@@ -279,21 +279,8 @@ def test_milvus_indexes_are_refused(tmp_path: Path) -> None:
 
 def test_concurrent_updates_take_turns(tmp_path: Path) -> None:
     build(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "kb.idx", "exact")
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            update_index_dir(tmp_path / "kb.idx", add=[(f"Film {i}", "directed_by", f"Person {i}")],
-                             show_progress=False)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_in_threads(lambda i: update_index_dir(tmp_path / "kb.idx", add=[(f"Film {i}", "directed_by", f"Person {i}")],
+                                              show_progress=False), 4)
     index = open_index_dir(tmp_path / "kb.idx")
     assert index.manifest["updates"]["count"] == 4 and index.store.num_triples == len(TOY_TRIPLES) + 4
     assert verify_index(index).ok

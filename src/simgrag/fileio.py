@@ -8,8 +8,12 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["atomic_path", "write_bytes_atomic"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["atomic_path", "write_bytes_atomic", "write_npy_atomic"]
 
 # the permission bits a plain open() would give a new file (mkstemp's are 0600: private)
 _UMASK = os.umask(0o022)
@@ -41,3 +45,11 @@ def write_bytes_atomic(target: Path, data: bytes) -> None:
     """Write ``data`` to ``target`` through a temporary file and a rename."""
     with atomic_path(target) as tmp:
         tmp.write_bytes(data)
+
+
+def write_npy_atomic(target: Path, array: np.ndarray) -> None:
+    """Write ``array`` as ``.npy`` (no pickles) to ``target`` through a temporary file and a rename."""
+    import numpy as np
+
+    with atomic_path(target) as tmp, tmp.open("wb") as fh:
+        np.save(fh, array, allow_pickle=False)

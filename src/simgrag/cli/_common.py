@@ -9,11 +9,13 @@ the SimGRAG settings go through the facade, which refuses options a retriever ca
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -128,6 +130,39 @@ class LLMChoice:
                                                      ("timeout", self.timeout)) if v}
         options["cache"] = False if self.cache == "none" else (True if self.cache == "default" else self.cache)
         return options
+
+
+DEFAULT_LLM_CHOICE = LLMChoice()  # the ``llm`` default of a command decorated with :func:`llm_options`
+#: the command-line options of :class:`LLMChoice` (name, option type, default), in help order
+_LLM_OPTIONS = (("llm", LLMOpt, DEFAULT_LLM), ("base_url", BaseUrl, None), ("api_key", ApiKey, None),
+                ("llm_timeout", LLMTimeout, None), ("llm_cache", LLMCache, DEFAULT_LLM_CACHE))
+R = TypeVar("R")
+
+
+def llm_options(command: Callable[..., R]) -> Callable[..., R]:
+    """Gives a command the LLM options (``--llm``, ``--base-url``, ``--api-key``, ``--llm-timeout``,
+    ``--llm-cache``) in place of its ``llm: LLMChoice`` parameter, which receives them as one
+    :class:`LLMChoice`: one declaration of the group for every command that calls an LLM."""
+    signature = inspect.signature(command, eval_str=True)
+    if "llm" not in signature.parameters:
+        raise TypeError(f"{command.__name__} has no llm: LLMChoice parameter for @llm_options to fill")
+    params: list[inspect.Parameter] = []
+    for param in signature.parameters.values():
+        if param.name != "llm":
+            params.append(param)
+            continue
+        params += [inspect.Parameter(name, param.kind, default=default, annotation=annotation)
+                   for name, annotation, default in _LLM_OPTIONS]
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> R:
+        given = {name: kwargs.pop(name) for name, _, _ in _LLM_OPTIONS}
+        choice = LLMChoice(given["llm"], given["base_url"], given["api_key"], given["llm_cache"], given["llm_timeout"])
+        return command(*args, llm=choice, **kwargs)
+
+    run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params} | {"return": signature.return_annotation}
+    return run
 
 
 def llm_for(choice: LLMChoice) -> str | LLM | None:

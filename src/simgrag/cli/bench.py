@@ -7,6 +7,7 @@ ask`` runs it; a comparison asks one engine per retriever, all sharing the LLM.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,23 +17,17 @@ from simgrag.cli._common import (
     DEFAULT_ANSWER_MODE,
     DEFAULT_ANSWER_TOLERANCE,
     DEFAULT_CALIBRATION,
-    DEFAULT_LLM,
-    DEFAULT_LLM_CACHE,
+    DEFAULT_LLM_CHOICE,
     DEFAULT_RETRIEVER,
     AbstainGsd,
     AnswerMode,
     AnswerTolerance,
-    ApiKey,
-    BaseUrl,
     CalibrationOpt,
     Examples,
     Grounding,
     IndexOpt,
     K,
-    LLMCache,
     LLMChoice,
-    LLMOpt,
-    LLMTimeout,
     Quiet,
     ReaderMaxPromptTokens,
     ReaderMaxTriples,
@@ -41,6 +36,7 @@ from simgrag.cli._common import (
     _fail,
     _setup_logging,
     app,
+    llm_options,
     make_engine,
     out,
     parse_model_dirs,
@@ -81,13 +77,13 @@ def _hops(hops: str) -> list[int]:
 
 
 @bench_app.command("metaqa")
+@llm_options
 def bench_metaqa(
     metaqa_dir: MetaQADir,
     output: Annotated[Path, typer.Option("-o", "--output", help="JSONL, one line per question (the summary goes "
                                                                 "beside it); a directory with --retriever/--perturb")],
     hops: Hops = "1,2,3", sample: Sample = 300, seed: Seed = 0, split: Split = "test", index: IndexOpt = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
     answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE, grounding: Grounding = True,
@@ -114,8 +110,7 @@ def bench_metaqa(
 
     try:
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
-        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
-        engine = _bench_engine(index, metaqa_dir, llm_choice, examples=examples,
+        engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
                                k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader,
                                calibration=calibration, answer_tolerance=answer_tolerance, grounding=grounding)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
@@ -153,6 +148,7 @@ def _bench_robustness(engine: Any, items: Any, names: list[str], models: dict[st
 
 
 @bench_app.command("calibrate")
+@llm_options
 def bench_calibrate(
     metaqa_dir: MetaQADir,
     output: Annotated[Path, typer.Option("-o", "--output", help="output directory (calibration.json/.md, rows.jsonl)")],
@@ -168,8 +164,8 @@ def bench_calibrate(
     add_rows: Annotated[list[Path] | None, typer.Option("--add-rows", help="rows.jsonl of an earlier calibration "
                                                                           "run to fit together with this one "
                                                                           "(repeatable)")] = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE, examples: Examples = None,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
+   examples: Examples = None,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Fit the abstention and substitution thresholds on MetaQA DEV: answerable questions against the same
@@ -180,7 +176,7 @@ def bench_calibrate(
     from simgrag.eval.calibrate import format_calibration, run_calibration
 
     try:
-        choice = LLMChoice("none" if patterns == "gold" else llm, base_url, api_key, llm_cache, llm_timeout)
+        choice = replace(llm, spec="none") if patterns == "gold" else llm
         engine = _bench_engine(index, metaqa_dir, choice, examples=examples, calibration="off")
         calibration = run_calibration(engine, metaqa_dir, output, hops=_hops(hops), sample=sample, seed=seed,
                                       patterns=patterns, alpha=alpha, add_rows=add_rows or [])
@@ -192,6 +188,7 @@ def bench_calibrate(
 
 
 @bench_app.command("abstain")
+@llm_options
 def bench_abstain(
     metaqa_dir: MetaQADir,
     output: Annotated[Path, typer.Option("-o", "--output", help="output directory (abstention.md/.json/.jsonl, "
@@ -200,8 +197,7 @@ def bench_abstain(
     hops: Hops = "1,2", sample: Annotated[int, typer.Option("--sample", help="questions per hop, among those the KG "
                                                                              "answers (0 = all)")] = 50,
     seed: Seed = 0, split: Split = "test", index: IndexOpt = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     calibration: CalibrationOpt = DEFAULT_CALIBRATION, answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE,
     answerable: Annotated[bool, typer.Option("--answerable/--removed-only", help="also ask the same questions on "
@@ -217,8 +213,7 @@ def bench_abstain(
 
     try:
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
-        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
-        engine = _bench_engine(index, metaqa_dir, llm_choice, examples=examples,
+        engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
                                k=k, answer_mode=answer_mode, reader_options=reader, calibration=calibration,
                                answer_tolerance=answer_tolerance)
         items = sample_answerable(engine.index.store, metaqa_dir, _hops(hops), sample or None, seed, split)
@@ -261,12 +256,12 @@ def bench_summarize(
 
 
 @bench_app.command("qa")
+@llm_options
 def bench_qa(
     index: Annotated[Path, typer.Option("--index", help="index directory from `simgrag index`")],
     questions: Annotated[Path, typer.Option("--questions", help='JSONL: {"question": …, "answers": […]} per line')],
     output: Annotated[Path, typer.Option("-o", "--output", help="JSONL results; the summary goes beside it")],
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION, verbose: Verbose = 0,
     quiet: Quiet = False,
@@ -278,8 +273,7 @@ def bench_qa(
     from simgrag.eval.runner import format_summary, load_qa_file, run_qa_bench
 
     try:
-        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
-        engine = _bench_engine(index, None, llm_choice, examples=examples, k=k,
+        engine = _bench_engine(index, None, llm, examples=examples, k=k,
                                answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration)
         summary = run_qa_bench(engine, load_qa_file(questions), output)
     except SimGRAGError as exc:
@@ -288,6 +282,7 @@ def bench_qa(
 
 
 @bench_app.command("claims")
+@llm_options
 def bench_claims(
     metaqa_dir: Annotated[Path, typer.Option("--metaqa-dir", help="MetaQA folder: claims come from kb.txt, topics "
                                                                   "from DEV questions")],
@@ -295,8 +290,7 @@ def bench_claims(
                                                                 "beside it")],
     n: Annotated[int, typer.Option("--n", help="claims to generate (balanced over shapes and labels)")] = 300,
     seed: Seed = 0, index: IndexOpt = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, abstain_gsd: AbstainGsd = None, verbose: Verbose = 0,
     quiet: Quiet = False,
 ) -> None:
@@ -307,8 +301,7 @@ def bench_claims(
     from simgrag.eval.metaqa import load_metaqa
 
     try:
-        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
-        engine = _bench_engine(index, metaqa_dir, llm_choice, examples=examples,
+        engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
                                k=k, abstain_gsd=abstain_gsd)
         topics = sorted({q.topic for hop in (1, 2, 3) for q in load_metaqa(metaqa_dir, hop, "dev")})
         claims = generate_claims(engine.index.store, topics, n=n, seed=seed)
@@ -320,6 +313,7 @@ def bench_claims(
 
 
 @bench_app.command("factscore")
+@llm_options
 def bench_factscore(
     metaqa_dir: MetaQADir,
     output: Annotated[Path, typer.Option("-o", "--output", help="directory: <retriever>.jsonl, factscore.md, "
@@ -331,8 +325,7 @@ def bench_factscore(
     retriever_model: RetrieverModel = None,
     max_claims: Annotated[int, typer.Option("--max-claims", help="atomic claims checked per answer, at most")] = 8,
     index: IndexOpt = None,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """KG-grounded FActScore: open answers split into atomic claims, each checked with SimGRAG's verify.
@@ -344,8 +337,7 @@ def bench_factscore(
     from simgrag.eval.subrun import engines_for
 
     try:
-        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
-        engine = _bench_engine(index, metaqa_dir, llm_choice, examples=examples,
+        engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
                                k=k)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         engines = engines_for(engine, split_names(retriever), parse_model_dirs(retriever_model or []))

@@ -11,16 +11,10 @@ from rich.console import Console
 
 from simgrag.cli import _common
 from simgrag.cli._common import (
-    DEFAULT_LLM,
-    DEFAULT_LLM_CACHE,
-    ApiKey,
+    DEFAULT_LLM_CHOICE,
     AsJson,
-    BaseUrl,
     IndexArg,
-    LLMCache,
     LLMChoice,
-    LLMOpt,
-    LLMTimeout,
     Output,
     Quiet,
     Verbose,
@@ -28,6 +22,7 @@ from simgrag.cli._common import (
     _setup_logging,
     app,
     console,
+    llm_options,
     out,
 )
 from simgrag.errors import ConfigError, SimGRAGError
@@ -157,22 +152,21 @@ def bootstrap_after_build(index_dir: Path, choice: LLMChoice, *, aliases: bool, 
 
 
 @examples_app.command("bootstrap")
+@llm_options
 def examples_bootstrap(
     index_dir: IndexArg, output: Output, install: Install = False, per_shape: PerShape = 8,
     questions_per_sample: QuestionsPerSample = 3, shapes: Shapes = ALL_SHAPES, seed: Seed = 0, check_top: CheckTop = 1,
     max_llm_calls: MaxLLMCalls = None, exclude_entities: ExcludeEntities = None, resume: Resume = True,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Write an editable few-shot examples file for an index: subgraphs sampled from its KG (1-3 hop chains,
     stars, conjunctions), natural questions by the LLM, kept when the engine's pattern for them finds the
     subgraph's answer. LLM calls: at most 2 per relation + per sample 1 + 2 x questions."""
     _setup_logging(verbose, quiet)
-    llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
     try:
         report = run_examples_bootstrap(
-            index_dir, output, resolve_choice(llm_choice), install=install,
+            index_dir, output, resolve_choice(llm), install=install,
             resume=resume, max_llm_calls=max_llm_calls, shapes=tuple(shapes.split(",")), per_shape=per_shape,
             questions_per_sample=questions_per_sample, seed=seed, check_top=check_top,
             exclude=read_names(exclude_entities), say=console if as_json else out)
@@ -199,19 +193,18 @@ def examples_install(index_dir: IndexArg, file: FileArg,
 
 
 @aliases_app.command("bootstrap")
+@llm_options
 def aliases_bootstrap(
     index_dir: IndexArg, output: Output, install: Install = False, per_relation: PerRelation = 8,
     margin: Margin = 0.1, max_distance: MaxDistance = None, seed: Seed = 0, resume: Resume = True,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Write an editable relation-aliases file for an index: the LLM's everyday phrases for each relation, kept
     when they embed near it and farther from every other relation. One LLM call per relation."""
     _setup_logging(verbose, quiet)
     try:
-        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
-        report = run_aliases_bootstrap(index_dir, output, resolve_choice(llm_choice),
+        report = run_aliases_bootstrap(index_dir, output, resolve_choice(llm),
                                        install=install, resume=resume, per_relation=per_relation, margin=margin,
                                        max_distance=max_distance, seed=seed, say=console if as_json else out)
     except SimGRAGError as exc:

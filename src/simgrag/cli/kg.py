@@ -10,18 +10,12 @@ from typing import Annotated, Any
 import typer
 
 from simgrag.cli._common import (
-    DEFAULT_LLM,
-    DEFAULT_LLM_CACHE,
-    ApiKey,
+    DEFAULT_LLM_CHOICE,
     AsJson,
-    BaseUrl,
     IndexArg,
     K,
     KGFormat,
-    LLMCache,
     LLMChoice,
-    LLMOpt,
-    LLMTimeout,
     OptionalOutput,
     Quiet,
     SkipBadLines,
@@ -30,6 +24,7 @@ from simgrag.cli._common import (
     _setup_logging,
     app,
     console,
+    llm_options,
     models_app,
     out,
 )
@@ -38,6 +33,7 @@ from simgrag.errors import ConfigError, SimGRAGError
 
 
 @app.command()
+@llm_options
 def index(
     output: Annotated[Path, typer.Option("-o", "--output", help="index directory to write")],
     kg_file: KGFileArg = None,
@@ -64,8 +60,7 @@ def index(
     bootstrap_aliases: Annotated[bool, typer.Option(
         "--bootstrap-aliases", help="then bootstrap relation aliases with the LLM (INDEX_DIR.aliases.yaml, "
                                     "editable) and embed them; see `simgrag aliases bootstrap`")] = False,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     skip_bad_lines: SkipBadLines = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing index directory")] = False,
     verbose: Verbose = 0, quiet: Quiet = False,
@@ -91,8 +86,7 @@ def index(
         kg = built.manifest["kg"]
         out.print(f"Indexed {kg['triples']:,} triples, {kg['entities']:,} entities, {kg['relations']:,} relations "
                   f"({kg['duplicates_removed']:,} duplicates removed) → {output}")
-        llm_choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
-        bootstrap_after_build(output, llm_choice, aliases=bootstrap_aliases,
+        bootstrap_after_build(output, llm, aliases=bootstrap_aliases,
                               examples=bootstrap_examples)
     except SimGRAGError as exc:
         raise _fail(exc) from exc

@@ -10,24 +10,18 @@ import typer
 from simgrag.cli._common import (
     DEFAULT_ANSWER_MODE,
     DEFAULT_CALIBRATION,
-    DEFAULT_LLM,
-    DEFAULT_LLM_CACHE,
+    DEFAULT_LLM_CHOICE,
     DEFAULT_RETRIEVER,
     AbstainGsd,
     AnswerMode,
-    ApiKey,
     AsJson,
-    BaseUrl,
     CalibrationOpt,
     Deadline,
     Examples,
     Grounding,
     IndexArg,
     K,
-    LLMCache,
     LLMChoice,
-    LLMOpt,
-    LLMTimeout,
     Quiet,
     RetrieverModel,
     RetrieverOpt,
@@ -36,6 +30,7 @@ from simgrag.cli._common import (
     _setup_logging,
     app,
     console,
+    llm_options,
     make_engine,
     out,
     parse_model_dirs,
@@ -95,11 +90,11 @@ def _run(index_dir: Path | None, text: str, llm: LLMChoice, *, verdict: bool, as
 
 
 @app.command()
+@llm_options
 def ask(
     index_dir: IndexArg,
     question: Annotated[str, typer.Argument(help="the question")],
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
     examples: Examples = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, abstain_gsd: AbstainGsd = None,
     calibration: CalibrationOpt = DEFAULT_CALIBRATION,
@@ -111,50 +106,50 @@ def ask(
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
     _setup_logging(verbose, quiet)
-    _run(index_dir, question, LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout), verdict=False, as_json=as_json,
+    _run(index_dir, question, llm, verdict=False, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
          abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, calibration=calibration,
          deadline=deadline, grounding=grounding)
 
 
 @app.command()
+@llm_options
 def verify(
     index_dir: IndexArg,
     claim: Annotated[str, typer.Argument(help="the claim to check")],
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
     examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, grounding: Grounding = True,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
     _setup_logging(verbose, quiet)
-    _run(index_dir, claim, LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout), verdict=True, as_json=as_json,
+    _run(index_dir, claim, llm, verdict=True, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, abstain_gsd=abstain_gsd,
          deadline=deadline, grounding=grounding)
 
 
 @app.command()
+@llm_options
 def demo(
     question: Annotated[str, typer.Argument(help="a question about movies")] = "Who directed Inception?",
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, grounding: Grounding = True, as_json: AsJson = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
     _setup_logging(verbose, quiet)
-    _run(None, question, LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout), verdict=False, as_json=as_json,
+    _run(None, question, llm, verdict=False, as_json=as_json,
          answer_mode=answer_mode, grounding=grounding)
 
 
 @app.command()
+@llm_options
 def serve(
     index_dir: Annotated[Path | None, typer.Argument(help="index directory (default: the bundled sample KG)")] = None,
     host: Annotated[str, typer.Option(help="bind address; loopback by default")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
-    llm: LLMOpt = DEFAULT_LLM, base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
-    llm_cache: LLMCache = DEFAULT_LLM_CACHE,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None,
     examples: Examples = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, abstain_gsd: AbstainGsd = None,
     calibration: CalibrationOpt = DEFAULT_CALIBRATION,
@@ -182,7 +177,6 @@ def serve(
         console.print(f"[yellow]warning:[/] serving on {host} without --auth-key: anyone who can reach it can "
                       "use it", markup=True)
     name = retriever.strip().lower()
-    choice = LLMChoice(llm, base_url, api_key, llm_cache, llm_timeout)
     try:
         models = parse_model_dirs(retriever_model or [])
         own = {name: models[name]} if name in models else {}
@@ -193,7 +187,7 @@ def serve(
                                  retriever_options={n: {"model": d} for n, d in models.items()})
 
         def build() -> Any:
-            return make_engine(index_dir, choice, retriever=name, models=own, examples=examples,
+            return make_engine(index_dir, llm, retriever=name, models=own, examples=examples,
                                abstain_gsd=abstain_gsd, answer_mode=answer_mode, calibration=calibration)
 
         web_app = create_app(build, settings)

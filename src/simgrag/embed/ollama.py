@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 import numpy as np
 
-from simgrag.embed._http import make_client, post_json
-from simgrag.embed.batched import BatchedEmbedder
-from simgrag.errors import EmbedderError
+from simgrag.embed._http import HTTPEmbedder
 
 __all__ = ["DEFAULT_OLLAMA_URL", "OllamaEmbedder"]
 
@@ -21,12 +20,19 @@ DEFAULT_OLLAMA_URL = "http://localhost:11434"
 _KNOWN_DIMS = {"nomic-embed-text": 768, "mxbai-embed-large": 1024, "all-minilm": 384, "bge-m3": 1024}
 
 
-class OllamaEmbedder(BatchedEmbedder):
+class OllamaEmbedder(HTTPEmbedder):
     """An embedding model served by Ollama. ``name`` is ``ollama:<model>``.
 
     ``dim`` is known for common models (or pass it); otherwise the first access sends one probe text.
     ``transport`` is for tests (e.g. ``httpx.MockTransport``).
     """
+
+    service = "Ollama"
+    unreachable_hint = "Is `ollama serve` running, and is base_url (or SIMGRAG_EMBED_BASE_URL) right?"
+    rows_key = "embeddings"
+    no_rows = ("Ollama's answer has no 'embeddings' list of {expected} vectors; got {got}. "
+               "Is the server recent enough for /api/embed (Ollama ≥ 0.3)?")
+    bad_rows = "Ollama sent embeddings that are not numeric vectors of one width: {exc}"
 
     def __init__(
         self,
@@ -46,39 +52,16 @@ class OllamaEmbedder(BatchedEmbedder):
         self.name = f"ollama:{model}"
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self._client = make_client(timeout, transport=transport)
+        self._open(timeout, None, transport)
 
-    def __repr__(self) -> str:
-        return f"OllamaEmbedder({self.model!r}, base_url={self.base_url!r})"
+    def _url(self) -> str:
+        return f"{self.base_url}/api/embed"
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        answer = post_json(
-            self._client,
-            f"{self.base_url}/api/embed",
-            {"model": self.model, "input": texts},
-            service="Ollama",
-            unreachable_hint="Is `ollama serve` running, and is base_url (or SIMGRAG_EMBED_BASE_URL) right?",
-            status_hints={404: f"Pull the model first: `ollama pull {self.model}`."},
-        )
-        return _embeddings_from(answer, len(texts))
+    def _payload(self, texts: list[str]) -> dict[str, Any]:
+        return {"model": self.model, "input": texts}
 
-    def _detect_dim(self) -> int:
-        return int(self._encode_batch(["dimension probe"]).shape[1])
+    def _status_hints(self) -> Mapping[int, str]:
+        return {404: f"Pull the model first: `ollama pull {self.model}`."}
 
-    def close(self) -> None:
-        self._client.close()
-
-
-def _embeddings_from(answer: Any, expected: int) -> np.ndarray:
-    rows = answer.get("embeddings") if isinstance(answer, dict) else None
-    if not isinstance(rows, list) or len(rows) != expected:
-        raise EmbedderError(
-            f"Ollama's answer has no 'embeddings' list of {expected} vectors; got {str(answer)[:200]!r}. "
-            "Is the server recent enough for /api/embed (Ollama ≥ 0.3)?"
-        )
-    try:
+    def _vectors(self, rows: list[Any]) -> np.ndarray:
         return np.asarray(rows, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise EmbedderError(
-            f"Ollama sent embeddings that are not numeric vectors of one width: {exc}"
-        ) from exc

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
 
-from simgrag.embed._http import make_client, post_json
-from simgrag.embed.batched import BatchedEmbedder
-from simgrag.errors import EmbedderError
+from simgrag.embed._http import HTTPEmbedder
 
 __all__ = ["DEFAULT_OPENAI_URL", "OpenAICompatEmbedder"]
 
@@ -31,12 +30,18 @@ def _api_root(base_url: str) -> str:
     return root + "/v1" if urlsplit(root).path in ("", "/") else root
 
 
-class OpenAICompatEmbedder(BatchedEmbedder):
+class OpenAICompatEmbedder(HTTPEmbedder):
     """An OpenAI-compatible embeddings endpoint. ``name`` is ``openai:<model>``.
 
     ``api_key`` defaults to ``$OPENAI_API_KEY``; without one no ``Authorization`` header is sent
     (local servers need none). Texts go in batches of ``encode(batch_size=…)``.
     """
+
+    service = "OpenAI-compatible embeddings server"
+    unreachable_hint = "Is the server running, and is base_url (or SIMGRAG_EMBED_BASE_URL) right?"
+    rows_key = "data"
+    no_rows = "The embeddings answer has no 'data' list of {expected} items; got {got}."
+    bad_rows = "Malformed item in the embeddings answer ({exc!r})."
 
     def __init__(
         self,
@@ -55,42 +60,21 @@ class OpenAICompatEmbedder(BatchedEmbedder):
         self.name = f"openai:{model}"
         self.base_url = _api_root(base_url)
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = make_client(timeout, headers=headers, transport=transport)
+        self._open(timeout, {"Authorization": f"Bearer {key}"} if key else None, transport)
 
-    def __repr__(self) -> str:
-        return f"OpenAICompatEmbedder({self.model!r}, base_url={self.base_url!r})"
+    def _url(self) -> str:
+        return f"{self.base_url}/embeddings"
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        answer = post_json(
-            self._client,
-            f"{self.base_url}/embeddings",
-            {"model": self.model, "input": texts, "encoding_format": "float"},
-            service="OpenAI-compatible embeddings server",
-            unreachable_hint="Is the server running, and is base_url (or SIMGRAG_EMBED_BASE_URL) right?",
-            status_hints={
-                401: "Set OPENAI_API_KEY or pass api_key=.",
-                404: f"Check the model name {self.model!r} and that base_url ends in /v1.",
-                429: "Rate limited: retry later or use a smaller batch_size.",
-            },
-        )
-        return _embeddings_from(answer, len(texts))
+    def _payload(self, texts: list[str]) -> dict[str, Any]:
+        return {"model": self.model, "input": texts, "encoding_format": "float"}
 
-    def _detect_dim(self) -> int:
-        return int(self._encode_batch(["dimension probe"]).shape[1])
+    def _status_hints(self) -> Mapping[int, str]:
+        return {
+            401: "Set OPENAI_API_KEY or pass api_key=.",
+            404: f"Check the model name {self.model!r} and that base_url ends in /v1.",
+            429: "Rate limited: retry later or use a smaller batch_size.",
+        }
 
-    def close(self) -> None:
-        self._client.close()
-
-
-def _embeddings_from(answer: Any, expected: int) -> np.ndarray:
-    data = answer.get("data") if isinstance(answer, dict) else None
-    if not isinstance(data, list) or len(data) != expected:
-        raise EmbedderError(
-            f"The embeddings answer has no 'data' list of {expected} items; got {str(answer)[:200]!r}."
-        )
-    try:
-        ordered = sorted(data, key=lambda item: int(item.get("index", 0)))
+    def _vectors(self, rows: list[Any]) -> np.ndarray:
+        ordered = sorted(rows, key=lambda item: int(item.get("index", 0)))
         return np.asarray([item["embedding"] for item in ordered], dtype=np.float32)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise EmbedderError(f"Malformed item in the embeddings answer ({exc!r}).") from exc

@@ -180,8 +180,14 @@ def walk_path(pattern: Pattern, start: int) -> tuple[list[int], list[int]] | Non
 
 
 def pattern_fits_relations(pattern: Pattern, topic: str, relations: Sequence[str],
-                           kinds_of: Callable[[str], set[str]]) -> tuple[bool, str]:
-    """Does ``pattern`` have the structure of the chain ``relations`` from ``topic``? ``(ok, reason)``."""
+                           kinds_of: Callable[[str], set[str]],
+                           hint_kinds: Callable[[str], set[str]] | None = None) -> tuple[bool, str]:
+    """Does ``pattern`` have the structure of the chain ``relations`` from ``topic``? ``(ok, reason)``.
+
+    Strict on structure: exactly one edge per hop, a simple path starting at the topic entity node,
+    every other node ``UNKNOWN``. Lenient on wording: each edge's relation text (or, when it names no
+    kind, the type hints of its ends, read by ``hint_kinds``, default ``kinds_of``) must map to the
+    hop's relation."""
     if len(pattern.edges) != len(relations):
         return False, f"{len(pattern.edges)} triples for a {len(relations)}-hop question"
     start = find_topic_node(pattern, topic)
@@ -199,7 +205,7 @@ def pattern_fits_relations(pattern: Pattern, topic: str, relations: Sequence[str
         if not kinds:
             for v in (nodes[step - 1], nodes[step]):
                 hint = pattern.nodes[v].type_hint
-                kinds |= kinds_of(hint) if hint else set()
+                kinds |= (hint_kinds or kinds_of)(hint) if hint else set()
         if want not in kinds:
             return False, f"hop {step}: relation {relation!r} read as {sorted(kinds) or '?'}, want {want}"
     return True, "ok"

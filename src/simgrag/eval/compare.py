@@ -204,6 +204,23 @@ def _compared(row: dict[str, Any]) -> bool:
     return "error" not in row and "metrics" in row
 
 
+def rows_by_engine(engines: Mapping[str, Any], items: Sequence[QAItem], out: Path,
+                   compute: Callable[[str, Any], Callable[[QAItem], dict[str, Any]]], *, desc: str,
+                   progress: bool | None, resume: bool) -> dict[str, list[dict[str, Any]]]:
+    """Every engine's rows over ``items`` (``compute(name, engine)`` makes one item's row), each engine's kept
+    in ``out/<name>.jsonl`` and resumed from it (:func:`~simgrag.eval.resumable.resumable_rows`), with one
+    progress bar over all."""
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in engines}
+    with tqdm(total=len(engines) * len(items), desc=desc, disable=not progress_on(progress)) as bar:
+        for name, engine in engines.items():
+            path = out / f"{_file_stem(name)}.jsonl"
+            for row in resumable_rows(path, items, compute(name, engine), resume=resume, finished=_compared,
+                                      label=name):
+                rows[name].append(row)
+                bar.update(1)
+    return rows
+
+
 def run_retriever_comparison(
     engines: Mapping[str, SimGRAG],
     items: Sequence[QAItem],
@@ -219,15 +236,8 @@ def run_retriever_comparison(
     it stopped."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in engines}
-    bar = tqdm(total=len(engines) * len(items), desc="retrievers x questions", disable=not progress_on(progress))
-    with bar:
-        for name, engine in engines.items():
-            path = out / f"{_file_stem(name)}.jsonl"
-            compute = functools.partial(_one, name, engine)
-            for row in resumable_rows(path, items, compute, resume=resume, finished=_compared, label=name):
-                rows[name].append(row)
-                bar.update(1)
+    rows = rows_by_engine(engines, items, out, lambda name, engine: functools.partial(_one, name, engine),
+                          desc="retrievers x questions", progress=progress, resume=resume)
     summary = summarize_comparison(rows)
     (out / "summary.json").write_text(json.dumps(_no_nan(summary), indent=2) + "\n", encoding="utf-8")
     (out / "comparison.md").write_text(format_comparison(summary) + "\n", encoding="utf-8")

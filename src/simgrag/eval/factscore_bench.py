@@ -30,17 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from simgrag.errors import SimGRAGError
 from simgrag.eval import metrics as m
-from simgrag.eval.compare import _cell, _compared, _file_stem, _groups, _no_nan, summarize_comparison
+from simgrag.eval.compare import _cell, _groups, _no_nan, rows_by_engine, summarize_comparison
 from simgrag.eval.factscore import MAX_CLAIMS, ClaimVerdict, factscore, summarize_scores
-from simgrag.eval.resumable import resumable_rows
 from simgrag.eval.runner import QAItem
 from simgrag.llm.base import LLM
 from simgrag.pipeline import SimGRAG, VerifyResult
-from simgrag.progress import progress_on
 
 __all__ = ["COLUMNS", "format_factscore", "run_factscore_bench", "summarize_factscore", "summarize_factscore_rows"]
 
@@ -148,15 +144,11 @@ def run_factscore_bench(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     checker = _Checker(llm, verify, max_claims)
-    rows: dict[str, list[dict[str, Any]]] = {}
-    with tqdm(total=len(engines) * len(items), desc="factscore", disable=not progress_on(progress)) as bar:
-        for name, engine in engines.items():
-            path = out / f"{_file_stem(name)}.jsonl"
-            rows[name] = []
-            compute = functools.partial(_fact_row, name, engine.variant(reader_style="open"), checker=checker)
-            for row in resumable_rows(path, items, compute, resume=resume, finished=_compared, label=name):
-                rows[name].append(row)
-                bar.update(1)
+
+    def compute(name: str, engine: SimGRAG) -> Callable[[QAItem], dict[str, Any]]:
+        return functools.partial(_fact_row, name, engine.variant(reader_style="open"), checker=checker)
+
+    rows = rows_by_engine(engines, items, out, compute, desc="factscore", progress=progress, resume=resume)
     summary = summarize_factscore(rows)
     (out / "summary.json").write_text(json.dumps(_no_nan(summary), indent=2) + "\n", encoding="utf-8")
     (out / "factscore.md").write_text(format_factscore(summary) + "\n", encoding="utf-8")

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
 
 from simgrag.errors import IndexDirError, VectorIndexError
-from simgrag.fileio import atomic_path
+from simgrag.fileio import write_npy_atomic
 from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
-from simgrag.index.manifest import IndexManifest, read_manifest, write_manifest
+from simgrag.index.manifest import open_index_file, save_index_manifest
 
 __all__ = ["ExactIndex"]
-
-logger = logging.getLogger(__name__)
 
 _VECTORS_FILE = "vectors.npy"
 # Cap the (queries x vectors) distance block at about 64 MiB of float32.
@@ -88,17 +85,13 @@ class ExactIndex:
     def save(self, directory: Path) -> None:
         """Write ``vectors.npy`` and ``index.json`` into ``directory`` (each atomically)."""
         directory = Path(directory)
-        with atomic_path(directory / _VECTORS_FILE) as tmp, tmp.open("wb") as fh:
-            np.save(fh, self._vectors, allow_pickle=False)
-        write_manifest(directory, IndexManifest(self.kind, self.dim, self.ntotal, self.params))
-        logger.info("saved exact index (%d x %d) to %s", self.ntotal, self.dim, directory)
+        write_npy_atomic(directory / _VECTORS_FILE, self._vectors)
+        save_index_manifest(directory, self, "exact index")
 
     @classmethod
     def load(cls, directory: Path) -> ExactIndex:
         """Read an index written by :meth:`save`."""
-        directory = Path(directory)
-        manifest = read_manifest(directory, expect_kind=cls.kind)
-        path = directory / _VECTORS_FILE
+        manifest, path = open_index_file(directory, cls.kind, _VECTORS_FILE)
         try:
             vectors = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:

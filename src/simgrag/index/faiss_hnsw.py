@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +10,9 @@ import numpy as np
 from simgrag.errors import IndexDirError, VectorIndexError
 from simgrag.fileio import atomic_path
 from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
-from simgrag.index.manifest import IndexManifest, read_manifest, write_manifest
+from simgrag.index.manifest import open_index_file, save_index_manifest
 
 __all__ = ["FaissHNSWIndex"]
-
-logger = logging.getLogger(__name__)
 
 _INDEX_FILE = "faiss.index"
 #: batches up to this size are searched one query at a time: FAISS runs a batch on OpenMP threads, whose
@@ -108,15 +105,12 @@ class FaissHNSWIndex:
         directory = Path(directory)
         with atomic_path(directory / _INDEX_FILE) as tmp:
             _faiss().write_index(self._index, str(tmp))
-        write_manifest(directory, IndexManifest(self.kind, self.dim, self.ntotal, self.params))
-        logger.info("saved FAISS HNSW index (%d x %d) to %s", self.ntotal, self.dim, directory)
+        save_index_manifest(directory, self, "FAISS HNSW index")
 
     @classmethod
     def load(cls, directory: Path) -> FaissHNSWIndex:
         """Read an index written by :meth:`save`."""
-        directory = Path(directory)
-        manifest = read_manifest(directory, expect_kind=cls.kind)
-        path = directory / _INDEX_FILE
+        manifest, path = open_index_file(directory, cls.kind, _INDEX_FILE)
         if not path.is_file():
             raise IndexDirError(f"{path} is missing; rebuild the index.")
         params = {key: int(value) for key, value in manifest.params.items()}

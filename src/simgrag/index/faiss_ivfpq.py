@@ -42,10 +42,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from simgrag.errors import IndexDirError, VectorIndexError
-from simgrag.fileio import atomic_path
+from simgrag.fileio import atomic_path, write_npy_atomic
 from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
 from simgrag.index.faiss_hnsw import _faiss
-from simgrag.index.manifest import IndexManifest, read_manifest, write_manifest
+from simgrag.index.manifest import read_manifest, save_index_manifest
 from simgrag.progress import progress_on
 
 __all__ = ["FaissIVFPQIndex", "auto_nlist", "auto_pq_m"]
@@ -294,8 +294,7 @@ class FaissIVFPQIndex:
         directory = Path(directory)
         params = self.params
         if self.vectors_file is None:
-            with atomic_path(directory / _VECTORS_FILE) as tmp, tmp.open("wb") as fh:
-                np.save(fh, self.vectors(), allow_pickle=False)
+            write_npy_atomic(directory / _VECTORS_FILE, self.vectors())
         else:
             params["vectors_file"] = os.path.relpath(self.vectors_file, directory.resolve())
         if self._index is not None:
@@ -303,8 +302,7 @@ class FaissIVFPQIndex:
                 _faiss().write_index(self._index, str(tmp))
         if self._sq8 is not None:
             self._sq8.save(directory)
-        write_manifest(directory, IndexManifest(self.kind, self.dim, self._ntotal, params))
-        logger.info("saved FAISS IVF-PQ index (%d x %d, %s) to %s", self._ntotal, self.dim, params, directory)
+        save_index_manifest(directory, self, f"FAISS IVF-PQ index {params}", params)
 
     @classmethod
     def load(cls, directory: Path) -> FaissIVFPQIndex:
@@ -389,10 +387,8 @@ class _ScalarQuantizer:
         return out
 
     def save(self, directory: Path) -> None:
-        with atomic_path(directory / _SQ8_CODES_FILE) as tmp, tmp.open("wb") as fh:
-            np.save(fh, self.codes, allow_pickle=False)
-        with atomic_path(directory / _SQ8_RANGE_FILE) as tmp, tmp.open("wb") as fh:
-            np.save(fh, np.stack([self.lo, self.step]), allow_pickle=False)
+        write_npy_atomic(directory / _SQ8_CODES_FILE, self.codes)
+        write_npy_atomic(directory / _SQ8_RANGE_FILE, np.stack([self.lo, self.step]))
 
     @classmethod
     def load(cls, directory: Path) -> _ScalarQuantizer:

@@ -11,6 +11,7 @@ A saved index directory describes itself::
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +24,13 @@ __all__ = [
     "FORMAT_VERSION",
     "MANIFEST_NAME",
     "IndexManifest",
+    "open_index_file",
     "read_manifest",
+    "save_index_manifest",
     "write_manifest",
 ]
+
+logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 MANIFEST_NAME = "index.json"
@@ -61,6 +66,21 @@ def write_manifest(directory: Path, manifest: IndexManifest) -> Path:
     path = Path(directory) / MANIFEST_NAME
     _write_text_atomic(path, json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n")
     return path
+
+
+def save_index_manifest(directory: Path, index: Any, what: str, params: Mapping[str, Any] | None = None) -> Path:
+    """The last step of an index's ``save``: ``index.json`` describing ``index`` (its kind, dim, ntotal and
+    ``params``, default its own), then one log line naming it ``what``."""
+    path = write_manifest(directory, IndexManifest(index.kind, index.dim, index.ntotal,
+                                                   index.params if params is None else params))
+    logger.info("saved %s (%d x %d) to %s", what, index.ntotal, index.dim, directory)
+    return path
+
+
+def open_index_file(directory: Path, kind: str, data_file: str) -> tuple[IndexManifest, Path]:
+    """The first step of an index's ``load``: its checked ``index.json`` and the path of its ``data_file``."""
+    directory = Path(directory)
+    return read_manifest(directory, expect_kind=kind), directory / data_file
 
 
 def read_manifest(directory: Path, *, expect_kind: str | None = None) -> IndexManifest:

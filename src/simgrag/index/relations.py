@@ -21,10 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from simgrag.errors import IndexDirError
-from simgrag.fileio import atomic_path, write_bytes_atomic
+from simgrag.fileio import write_bytes_atomic, write_npy_atomic
 from simgrag.index.attach import put_attachment, read_manifest_json, write_manifest
 from simgrag.index.directory import IndexDir, _label_texts, load_aliases, open_index_dir
 from simgrag.index.exact import ExactIndex
@@ -52,8 +50,7 @@ def refresh_relation_aliases(index: IndexDir | str | Path, aliases: str | Path, 
     manifest = read_manifest_json(root)
     try:
         _replace_dir_contents(root / "relation_index", relation_index)
-        with atomic_path(root / "relation_owner.npy") as tmp, tmp.open("wb") as fh:
-            np.save(fh, owner)
+        write_npy_atomic(root / "relation_owner.npy", owner)
         write_bytes_atomic(root / "relation_texts.json", json.dumps(texts, ensure_ascii=False).encode("utf-8"))
         put_attachment(root, manifest, "relation_aliases", Path(aliases), info=info)
     except OSError as exc:

@@ -43,12 +43,13 @@ from tqdm.auto import tqdm
 from simgrag.embed.base import Embedder
 from simgrag.embed.registry import resolve_embedder
 from simgrag.errors import IndexDirError, KGError, SimGRAGError
+from simgrag.fetch import sha256_file
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index._append import Appending
 from simgrag.index.derive import _place
 from simgrag.index.directory import _CHUNK, _exact_index, _label_texts, _read_manifest, aliases_by_name
 from simgrag.index.swap import MANIFEST, recover_swap, replace_dir, work_dir
-from simgrag.index.verify import _data_files, _sha256, check_content_hash, raise_on_problems, verify_index
+from simgrag.index.verify import _data_files, check_content_hash, raise_on_problems, verify_index
 from simgrag.kg.delta import DeltaReport, StoreDelta, apply_delta
 from simgrag.kg.loader import load_kg
 from simgrag.kg.store import KGStore, Triple
@@ -351,6 +352,6 @@ def _manifest(base: _Base, delta: StoreDelta, work: Path, linked: set[str], dige
         elif rel in linked and rel in before:  # the same inode as the previous version's file
             files[rel] = before[rel]
         else:
-            files[rel] = _sha256(path)
+            files[rel] = sha256_file(path)
     manifest["files"] = files
     return manifest

@@ -18,7 +18,6 @@ content hash whatever the size. Milvus collections live outside the files and ar
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simgrag.errors import IndexDirError, SimGRAGError
+from simgrag.fetch import sha256_file
 from simgrag.index.attach import check_attachments
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ OPEN_HASH_MAX_BYTES = 64 * 1024 * 1024
 #: entity vector files up to this size are checked for NaN/inf at open (larger ones by ``simgrag check``)
 OPEN_FINITE_MAX_BYTES = 1024 * 1024 * 1024
 _UNHASHED = ("manifest.json",)
-_HASH_CHUNK = 1 << 22
 
 _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "kg": {"content_hash": str, "entities": int, "relations": int, "triples": int},
@@ -155,17 +154,9 @@ def _data_files(root: Path) -> Iterator[Path]:
             yield path  # a Milvus Lite file changes when opened: its collection is checked by its count
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def file_digests(root: Path) -> dict[str, str]:
     """sha256 of every data file under ``root`` (relative POSIX path → hex digest)."""
-    return {p.relative_to(root).as_posix(): _sha256(p) for p in _data_files(root)}
+    return {p.relative_to(root).as_posix(): sha256_file(p) for p in _data_files(root)}
 
 
 @dataclass

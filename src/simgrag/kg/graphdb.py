@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simgrag.errors import ConfigError, EmptyKGError, KGError
-from simgrag.kg.rdf import unique_names
+from simgrag.kg._ids import id_array, unique_names
 from simgrag.kg.store import KGStore
 
 if TYPE_CHECKING:
@@ -195,8 +195,7 @@ class KuzuSource:
     def _build(self, graph: _Graph) -> KGStore:
         if not graph.heads:
             raise EmptyKGError(f"{self.description}: no relationship found (nodes alone make no triple)")
-        heads = np.frombuffer(graph.heads, dtype=np.intc).astype(np.int32)
-        tails = np.frombuffer(graph.tails, dtype=np.intc).astype(np.int32)
+        heads, tails = id_array(graph.heads), id_array(graph.tails)
         used = np.zeros(len(graph.names), dtype=bool)
         used[heads] = True
         used[tails] = True
@@ -210,6 +209,6 @@ class KuzuSource:
                          dtype=np.int32).reshape(-1, 2)
         return KGStore.from_ids(
             unique_names([graph.names[i] for i in kept], [graph.fallbacks[i] for i in kept]),
-            list(graph.relations), new_id[heads], np.frombuffer(graph.rels, dtype=np.intc).astype(np.int32),
+            list(graph.relations), new_id[heads], id_array(graph.rels),
             new_id[tails], entity_types=labels or None, type_pairs=pairs if len(pairs) else None,
         )

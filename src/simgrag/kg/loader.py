@@ -23,6 +23,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from simgrag.errors import EmptyKGError, KGError
+from simgrag.kg._ids import drop_unlinked, id_array, unique_names
 from simgrag.kg.iris import TermIRIs
 from simgrag.kg.ntriples import term_fallback, term_name
 from simgrag.kg.readers import (
@@ -114,26 +115,19 @@ class _Builder:
             self.labels[entity] = (rank, label)
 
     def build(self, ntriples: bool) -> KGStore:
-        heads, tails = _ids(self.heads), _ids(self.tails)
-        pairs = _ids(self.type_pairs).reshape(-1, 2)
         keys = list(self.entities)
-        used = np.zeros(len(keys), dtype=bool)
-        used[heads] = True
-        used[tails] = True
-        if not used.all():
-            logger.info("%d entities have types or labels but no triple; left out", int((~used).sum()))
-            new_id = (np.cumsum(used) - 1).astype(np.int32)
-            heads, tails = new_id[heads], new_id[tails]
-            pairs = pairs[used[pairs[:, 0]]]
-            pairs[:, 0] = new_id[pairs[:, 0]]
+        heads, tails, pairs, used = drop_unlinked(
+            id_array(self.heads), id_array(self.tails), id_array(self.type_pairs).reshape(-1, 2), len(keys),
+            "entities have types or labels",
+        )
         if ntriples:
             entities = _entity_names(keys, self.labels, used)
-            relations = _unique_names([term_name(k) for k in self.relations], list(self.relations))
+            relations = unique_names([term_name(k) for k in self.relations], [term_fallback(k) for k in self.relations])
         else:
             entities = [k for k, u in zip(keys, used.tolist(), strict=True) if u]
             relations = list(self.relations)
         store = KGStore.from_ids(
-            entities, relations, heads, _ids(self.rels), tails,
+            entities, relations, heads, id_array(self.rels), tails,
             entity_types=list(self.types) if len(pairs) else None,
             type_pairs=pairs if len(pairs) else None,
         )
@@ -144,35 +138,10 @@ class _Builder:
         return store
 
 
-def _ids(buffer: array) -> np.ndarray:
-    return np.frombuffer(buffer, dtype=np.intc).astype(np.int32, copy=False) if len(buffer) else (
-        np.zeros(0, dtype=np.int32)
-    )
-
-
 def _entity_names(keys: list[str], labels: dict[int, tuple[int, str]], used: np.ndarray) -> list[str]:
     kept = [i for i, u in enumerate(used.tolist()) if u]
     preferred = [labels[i][1] if i in labels else term_name(keys[i]) for i in kept]
-    return _unique_names(preferred, [keys[i] for i in kept])
-
-
-def _unique_names(preferred: list[str], keys: list[str]) -> list[str]:
-    """``preferred`` made unique: first come keeps the name, later ones their full term, then ``(n)``."""
-    taken: set[str] = set()
-    names: list[str] = []
-    clashes = 0
-    for name, key in zip(preferred, keys, strict=True):
-        if name in taken:
-            clashes += 1
-            name = term_fallback(key)
-            n = 2
-            while name in taken:
-                name, n = f"{term_fallback(key)} ({n})", n + 1
-        taken.add(name)
-        names.append(name)
-    if clashes:
-        logger.info("%d terms share a readable name with another term; they keep their full IRI", clashes)
-    return names
+    return unique_names(preferred, [term_fallback(keys[i]) for i in kept])
 
 
 @contextmanager

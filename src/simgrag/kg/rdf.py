@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from simgrag.errors import ConfigError, EmptyKGError, KGError, KGFormatError
+from simgrag.kg._ids import drop_unlinked, id_array, unique_names
 from simgrag.kg.iris import TermIRIs
 from simgrag.kg.ntriples import RDF_TYPE, RDFS_LABEL, iri_label, term_fallback
 from simgrag.kg.store import KGStore
@@ -221,18 +221,12 @@ class RDFCollector:
         """The store (names from labels, IRIs kept); raises EmptyKGError without a triple."""
         if not self.heads:
             raise EmptyKGError("no RDF triple found (only labels, types or skipped statements)")
-        heads, tails = _ids(self.heads), _ids(self.tails)
-        pairs = _ids(self.type_pairs).reshape(-1, 2)
         keys = list(self.entities)
-        used = np.zeros(len(keys), dtype=bool)
-        used[heads] = True
-        used[tails] = True
+        heads, tails, pairs, used = drop_unlinked(
+            id_array(self.heads), id_array(self.tails), id_array(self.type_pairs).reshape(-1, 2), len(keys),
+            "RDF terms have types",
+        )
         if not used.all():
-            logger.info("%d RDF terms have types but no triple; left out", int((~used).sum()))
-            new_id = (np.cumsum(used) - 1).astype(np.int32)
-            heads, tails = new_id[heads], new_id[tails]
-            pairs = pairs[used[pairs[:, 0]]]
-            pairs[:, 0] = new_id[pairs[:, 0]]
             keys = [k for k, u in zip(keys, used.tolist(), strict=True) if u]
         blanks = 0
         preferred: list[str] = []
@@ -248,36 +242,12 @@ class RDFCollector:
         type_names = [self._name(k) for k in type_keys]
         store = KGStore.from_ids(
             unique_names(preferred, _fallbacks(keys, preferred)),
-            unique_names(rel_names, _fallbacks(rel_keys, rel_names)), heads, _ids(self.rels), tails,
+            unique_names(rel_names, _fallbacks(rel_keys, rel_names)), heads, id_array(self.rels), tails,
             entity_types=unique_names(type_names, _fallbacks(type_keys, type_names)) if len(pairs) else None,
             type_pairs=pairs if len(pairs) else None,
         )
         store.iris = TermIRIs.from_lists([k[1:] if k.startswith("<") else "" for k in keys], list(self.relations))
         return store
-
-
-def _ids(buffer: array) -> np.ndarray:
-    if not len(buffer):
-        return np.zeros(0, dtype=np.int32)
-    return np.frombuffer(buffer, dtype=np.intc).astype(np.int32, copy=False)
-
-
-def unique_names(preferred: list[str], fallbacks: list[str]) -> list[str]:
-    """``preferred`` made unique: the first keeps a name, later ones take their fallback, then ``(n)``."""
-    taken: set[str] = set()
-    names: list[str] = []
-    clashes = 0
-    for name, fallback in zip(preferred, fallbacks, strict=True):
-        if name in taken:
-            clashes += 1
-            name, n = fallback, 2
-            while name in taken:
-                name, n = f"{fallback} ({n})", n + 1
-        taken.add(name)
-        names.append(name)
-    if clashes:
-        logger.info("%d terms share a readable name with another; they are named by their full IRI or key", clashes)
-    return names
 
 
 def _fallbacks(keys: list[str], preferred: list[str]) -> list[str]:

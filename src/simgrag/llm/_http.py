@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from abc import abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -22,9 +24,10 @@ from simgrag.errors import (
     LLMTimeoutError,
     TransientLLMError,
 )
+from simgrag.llm.base import BaseLLM, CompletionRequest, LLMResponse, log_response
 from simgrag.llm.retry import RetryPolicy, call_with_retries
 
-__all__ = ["RETRY_STATUS", "post_json", "require", "server_message"]
+__all__ = ["RETRY_STATUS", "HTTPChatLLM", "post_json", "require", "server_message"]
 
 logger = logging.getLogger(__name__)
 
@@ -136,3 +139,55 @@ def require(body: Mapping[str, Any], path: str, url: str) -> Any:
             ) from exc
     return node
 
+
+
+_Self = TypeVar("_Self", bound="HTTPChatLLM")
+
+
+class HTTPChatLLM(BaseLLM):
+    """A chat model behind an HTTP server: one pooled client (``timeout`` s per request), 429/5xx
+    retried up to ``max_retries`` times; a call is payload → POST → parse, logged the same way for
+    every server. Subclasses set ``model`` and ``base_url`` and write the three steps."""
+
+    model: str
+    base_url: str
+
+    def __init__(self, *, name: str, timeout: float, max_retries: int) -> None:
+        self.name = name
+        self.retry = RetryPolicy(max_retries=max_retries)
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
+        log = logging.getLogger(type(self).__module__)  # the backend's own logger
+        payload = self._payload(request)
+        log.debug("%s prompt: %s", self.name, payload["messages"])
+        start = time.perf_counter()
+        body = self._send(payload, request)
+        response = self._parse(body, time.perf_counter() - start, request)
+        log_response(log, self.name, response)
+        return response
+
+    @abstractmethod
+    def _payload(self, request: CompletionRequest) -> dict[str, Any]:
+        """The request body (with a ``messages`` list)."""
+
+    @abstractmethod
+    def _send(self, payload: dict[str, Any], request: CompletionRequest) -> dict[str, Any]:
+        """POST the payload; the server's JSON answer."""
+
+    @abstractmethod
+    def _parse(self, body: Mapping[str, Any], latency: float, request: CompletionRequest) -> LLMResponse:
+        """The completion in the server's answer."""

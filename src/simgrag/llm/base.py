@@ -3,12 +3,17 @@ the optional capabilities some backends add, each a small protocol checked with 
 
 from __future__ import annotations
 
+import logging
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["LLM", "ChatMessage", "LLMResponse", "LoadsWeights", "SlowSchemaDecoding", "schema_by_default"]
+__all__ = [
+    "LLM", "BaseLLM", "ChatMessage", "CompletionRequest", "LLMResponse", "LoadsWeights", "SlowSchemaDecoding",
+    "log_response", "schema_by_default",
+]
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,61 @@ class LLM(Protocol):
         can (llama.cpp grammar, OpenAI ``response_format``, Ollama ``format``). Raises
         :class:`simgrag.errors.LLMError` subclasses on failure."""
         ...
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """One call of :meth:`LLM.complete`, its arguments as a value: ``stop`` is ``None`` when empty."""
+
+    messages: tuple[ChatMessage, ...]
+    json_schema: Mapping[str, Any] | None = None
+    max_tokens: int = 256
+    temperature: float = 0.0
+    stop: tuple[str, ...] | None = None
+
+    @property
+    def prompt(self) -> str:
+        """All message contents joined by newlines (handy for logs and ``in`` assertions)."""
+        return "\n".join(m.content for m in self.messages)
+
+    def send(self, llm: LLM) -> LLMResponse:
+        """This call made on ``llm`` (any :class:`LLM`: wrappers forward requests with it)."""
+        return llm.complete(self.messages, json_schema=self.json_schema, max_tokens=self.max_tokens,
+                            temperature=self.temperature, stop=self.stop)
+
+
+class BaseLLM(ABC):
+    """The bundled backends' and wrappers' common base: :meth:`complete` has the one public signature
+    of :class:`LLM` and hands a :class:`CompletionRequest` to :meth:`_complete`. Subclassing it is not
+    required: anything with ``name`` and a ``complete`` of that signature is an :class:`LLM`."""
+
+    name: str
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+    ) -> LLMResponse:
+        """One chat completion; see :class:`LLM`."""
+        stops = tuple(stop) if stop else None
+        return self._complete(CompletionRequest(tuple(messages), json_schema, max_tokens, temperature, stops))
+
+    @abstractmethod
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
+        """The completion of ``request``."""
+
+
+def log_response(logger: logging.Logger, name: str, response: LLMResponse) -> None:
+    """The backends' log lines of one completion: tokens and latency at INFO, the text at DEBUG."""
+    logger.info(
+        "%s: %d prompt + %d completion tokens in %.2f s",
+        name, response.prompt_tokens, response.completion_tokens, response.latency_s,
+    )
+    logger.debug("%s output: %s", name, response.text)
 
 
 @runtime_checkable

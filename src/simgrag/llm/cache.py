@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
-from simgrag.llm.base import LLM, ChatMessage, LLMResponse, LoadsWeights, schema_by_default
+from simgrag.llm.base import LLM, BaseLLM, ChatMessage, CompletionRequest, LLMResponse, LoadsWeights, schema_by_default
 from simgrag.llm.models import cache_dir
 
 __all__ = ["CachedLLM", "call_key", "default_cache_path"]
@@ -70,7 +70,7 @@ def call_key(
 _INIT_ATTEMPTS = 8
 
 
-class CachedLLM:
+class CachedLLM(BaseLLM):
     """Wraps an :class:`LLM`; answers repeated calls from an SQLite file with ``cached=True``.
 
     ``name`` is the wrapped model's, so results stay comparable. ``hits`` and ``misses`` count
@@ -101,23 +101,13 @@ class CachedLLM:
         """The wrapped model's (see :class:`~simgrag.llm.base.SlowSchemaDecoding`)."""
         return not schema_by_default(self.llm)
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        stop: Sequence[str] | None = None,
-    ) -> LLMResponse:
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
         """The cached answer when there is one, else the wrapped model's (then stored)."""
-        kwargs: dict[str, Any] = {
-            "json_schema": json_schema, "max_tokens": max_tokens, "temperature": temperature, "stop": stop,
-        }
-        if temperature != 0 and not self.cache_sampled:
-            return self.llm.complete(messages, **kwargs)
+        if request.temperature != 0 and not self.cache_sampled:
+            return request.send(self.llm)
         start = time.perf_counter()
-        key = call_key(self.name, messages, **kwargs)
+        key = call_key(self.name, request.messages, json_schema=request.json_schema,
+                       max_tokens=request.max_tokens, temperature=request.temperature, stop=request.stop)
         hit = self._get(key)
         if hit is not None:
             self.hits += 1
@@ -127,7 +117,7 @@ class CachedLLM:
                 latency_s=time.perf_counter() - start, cached=True,
             )
         self.misses += 1
-        response = self.llm.complete(messages, **kwargs)
+        response = request.send(self.llm)
         self._put(key, response)
         return response
 

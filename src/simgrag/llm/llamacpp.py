@@ -42,7 +42,7 @@ from simgrag.llm._llama_internals import (
     save_sequence_state,
     token_text,
 )
-from simgrag.llm.base import ChatMessage, LLMResponse
+from simgrag.llm.base import BaseLLM, ChatMessage, CompletionRequest, LLMResponse, log_response
 from simgrag.llm.kv_store import DEFAULT_MAX_BYTES, KVStateStore
 from simgrag.llm.lookup_decoding import DecodeResult, lookup_decode
 from simgrag.llm.models import DEFAULT_MODEL, pull_default_model
@@ -74,7 +74,7 @@ def llama_cpp_available() -> bool:
     return True
 
 
-class LlamaCppLLM:
+class LlamaCppLLM(BaseLLM):
     """A GGUF chat model run in-process; ``model_path=None`` means the default model (pulled on
     first use, see :func:`simgrag.llm.models.pull_default_model`).
 
@@ -145,40 +145,29 @@ class LlamaCppLLM:
                 self._spare.close()
                 self._spare = None
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        stop: Sequence[str] | None = None,
-    ) -> LLMResponse:
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
         """One chat completion; with ``json_schema`` decoding is constrained by a grammar."""
-        chat = [{"role": m.role, "content": m.content} for m in messages]
+        chat = [{"role": m.role, "content": m.content} for m in request.messages]
         logger.debug("%s prompt: %s", self.name, chat)
+        stop = list(request.stop or ())
         with self._lock:
-            llama = self._ensure_loaded(_context_key(messages))
+            llama = self._ensure_loaded(_context_key(request.messages))
             start = time.perf_counter()
             prompt, prefix_len = self._tokenize_chat(llama, chat)
             self._reuse_prefix(llama, prompt[:prefix_len])
             kwargs: dict[str, Any] = {
-                "max_tokens": max_tokens, "temperature": temperature, "seed": self.seed,
-                "stop": [*self._stop_strings(llama), *(stop or ())],
+                "max_tokens": request.max_tokens, "temperature": request.temperature, "seed": self.seed,
+                "stop": [*self._stop_strings(llama), *stop],
             }
-            if json_schema is not None:
-                kwargs["grammar"] = _grammar(json_schema)
-            if self.lookup_decoding and temperature == 0.0 and json_schema is None:
-                result = self._greedy(llama, prompt, max_tokens, list(stop or ()))
+            if request.json_schema is not None:
+                kwargs["grammar"] = _grammar(request.json_schema)
+            if self.lookup_decoding and request.temperature == 0.0 and request.json_schema is None:
+                result = self._greedy(llama, prompt, request.max_tokens, stop)
             else:
                 result = self._create(llama, prompt, kwargs)
             latency = time.perf_counter() - start
-        response = _to_response(result, latency, self.name, constrained=json_schema is not None)
-        logger.info(
-            "%s: %d prompt + %d completion tokens in %.2f s",
-            self.name, response.prompt_tokens, response.completion_tokens, latency,
-        )
-        logger.debug("%s output: %s", self.name, response.text)
+        response = _to_response(result, latency, self.name, constrained=request.json_schema is not None)
+        log_response(logger, self.name, response)
         return response
 
     # -- internals --------------------------------------------------------------------------------

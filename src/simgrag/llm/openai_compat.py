@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
-
-import httpx
 
 from simgrag.errors import ConfigError, HTTPStatusLLMError, LLMResponseError
 from simgrag.llm._http import RETRY_STATUS as _RETRY_STATUS
-from simgrag.llm._http import post_json, require
-from simgrag.llm.base import ChatMessage, LLMResponse
+from simgrag.llm._http import HTTPChatLLM, post_json, require
+from simgrag.llm.base import CompletionRequest, LLMResponse
 from simgrag.llm.retry import RetryPolicy
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAICompatLLM"]
@@ -30,7 +27,7 @@ DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 _NO_RETRY = RetryPolicy(max_retries=0)
 
 
-class OpenAICompatLLM:
+class OpenAICompatLLM(HTTPChatLLM):
     """Chat completions from an OpenAI-compatible server.
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL`` or the OpenAI API, ``api_key`` to
@@ -48,6 +45,7 @@ class OpenAICompatLLM:
     ) -> None:
         if not model:
             raise ConfigError("OpenAICompatLLM needs a model name, e.g. 'openai:gpt-4o-mini'")
+        super().__init__(name=f"openai:{model}", timeout=timeout, max_retries=max_retries)
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -56,63 +54,24 @@ class OpenAICompatLLM:
                 "the OpenAI API needs an API key: set OPENAI_API_KEY or pass --api-key "
                 "(or point --base-url / OPENAI_BASE_URL at a local OpenAI-compatible server)"
             )
-        self.name = f"openai:{model}"
-        self.retry = RetryPolicy(max_retries=max_retries)
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout))
         self._json_schema_ok = True  # flips to False once the server rejected "json_schema"
-
-    def __repr__(self) -> str:
-        return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r})"
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
-
-    def __enter__(self) -> OpenAICompatLLM:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        stop: Sequence[str] | None = None,
-    ) -> LLMResponse:
-        """One chat completion; see :class:`simgrag.llm.base.LLM`."""
-        payload = self._payload(messages, max_tokens, temperature, stop)
-        logger.debug("%s prompt: %s", self.name, payload["messages"])
-        start = time.perf_counter()
-        body = self._post_with_schema(payload, json_schema)
-        response = self._parse(body, time.perf_counter() - start, constrained=json_schema is not None)
-        logger.info(
-            "%s: %d prompt + %d completion tokens in %.2f s",
-            self.name, response.prompt_tokens, response.completion_tokens, response.latency_s,
-        )
-        logger.debug("%s output: %s", self.name, response.text)
-        return response
 
     # -- request ----------------------------------------------------------------------------------
 
-    def _payload(
-        self, messages: Sequence[ChatMessage], max_tokens: int, temperature: float, stop: Sequence[str] | None
-    ) -> dict[str, Any]:
+    def _payload(self, request: CompletionRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "max_tokens": max_tokens,
-            "temperature": temperature,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
             "stream": False,
         }
-        if stop:
-            payload["stop"] = list(stop)
+        if request.stop:
+            payload["stop"] = list(request.stop)
         return payload
 
-    def _post_with_schema(self, payload: dict[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _send(self, payload: dict[str, Any], request: CompletionRequest) -> dict[str, Any]:
+        schema = request.json_schema
         if schema is None:
             return self._post(payload)
         object_payload = {**payload, "response_format": _json_object_format(schema)}
@@ -140,7 +99,7 @@ class OpenAICompatLLM:
 
     # -- response ---------------------------------------------------------------------------------
 
-    def _parse(self, body: Mapping[str, Any], latency: float, *, constrained: bool) -> LLMResponse:
+    def _parse(self, body: Mapping[str, Any], latency: float, request: CompletionRequest) -> LLMResponse:
         url = f"{self.base_url}/chat/completions"
         choice = require(body, "choices.0", url)
         text = require(choice, "message", url).get("content")
@@ -149,7 +108,7 @@ class OpenAICompatLLM:
             why = f": {refusal}" if refusal else ""
             raise LLMResponseError(f"{self.name} returned no text content{why}")
         if choice.get("finish_reason") == "length":
-            level = logging.WARNING if constrained else logging.DEBUG
+            level = logging.WARNING if request.json_schema is not None else logging.DEBUG
             logger.log(level, "%s stopped at max_tokens; the output may be cut short", self.name)
         usage = body.get("usage") or {}
         return LLMResponse(

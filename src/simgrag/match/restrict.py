@@ -123,12 +123,13 @@ def _build(store: KGStore, table: CandidateTable, cand_ptr: np.ndarray, cand_ids
            mask: np.ndarray, e_src: np.ndarray, e_dst: np.ndarray, rel_ok: np.ndarray,
            scan_from: np.ndarray) -> RestrictedGraph:
     entities = np.unique(cand_ids[alive])
-    n = _count_entries(store.indptr, store.adj_nbr, store.adj_rel, mask, cand_ptr, cand_ids, alive,
-                       e_src, e_dst, rel_ok, scan_from)
+    graph = (store.indptr, store.adj_nbr, store.adj_rel, store.adj_tid, mask, cand_ptr, cand_ids, alive,
+             e_src, e_dst, rel_ok, scan_from)
+    none = np.empty(0, np.int64)
+    n = _entries(*graph, False, none, none, none, none)
     src, nbr = np.empty(n, np.int64), np.empty(n, np.int64)
     rel, tid = np.empty(n, np.int64), np.empty(n, np.int64)
-    _fill_entries(store.indptr, store.adj_nbr, store.adj_rel, store.adj_tid, mask, cand_ptr, cand_ids, alive,
-                  e_src, e_dst, rel_ok, scan_from, src, nbr, rel, tid)
+    _entries(*graph, True, src, nbr, rel, tid)
     src, nbr = np.searchsorted(entities, src), np.searchsorted(entities, nbr)
     order = np.lexsort((tid, rel, nbr, src))
     src, nbr, rel, tid = src[order], nbr[order], rel[order], tid[order]
@@ -216,8 +217,11 @@ def _consistency_pass(indptr, adj_nbr, adj_rel, mask, cand_ptr, cand_ids, alive,
 
 
 @njit(cache=True, nogil=True)
-def _count_entries(indptr, adj_nbr, adj_rel, mask, cand_ptr, cand_ids, alive,  # type: ignore[no-untyped-def]
-                   e_src, e_dst, rel_ok, scan_from):
+def _entries(indptr, adj_nbr, adj_rel, adj_tid, mask, cand_ptr, cand_ids, alive,  # type: ignore[no-untyped-def]
+             e_src, e_dst, rel_ok, scan_from, fill, src, nbr, rel, tid):
+    """How many entries: both directions of every triple joining live candidates of an edge's ends by a
+    candidate relation; with ``fill`` also written into ``src``, ``nbr``, ``rel``, ``tid`` (sized by a
+    counting call first)."""
     n = 0
     for e in range(e_src.shape[0]):
         s = scan_from[e]
@@ -228,24 +232,8 @@ def _count_entries(indptr, adj_nbr, adj_rel, mask, cand_ptr, cand_ids, alive,  #
                 for j in range(indptr[u], indptr[u + 1]):
                     w = adj_nbr[j]
                     if w != u and (mask[w] & o_bit) and rel_ok[e, adj_rel[j]]:
+                        if fill:
+                            src[n], nbr[n], rel[n], tid[n] = u, w, adj_rel[j], adj_tid[j]
+                            src[n + 1], nbr[n + 1], rel[n + 1], tid[n + 1] = w, u, adj_rel[j], adj_tid[j]
                         n += 2
     return n
-
-
-@njit(cache=True, nogil=True)
-def _fill_entries(indptr, adj_nbr, adj_rel, adj_tid, mask, cand_ptr, cand_ids, alive,  # type: ignore[no-untyped-def]
-                  e_src, e_dst, rel_ok, scan_from, src, nbr, rel, tid):
-    """Both directions of every triple joining live candidates of an edge's ends by a candidate relation."""
-    n = 0
-    for e in range(e_src.shape[0]):
-        s = scan_from[e]
-        o_bit = np.uint16(1 << (e_dst[e] if s == e_src[e] else e_src[e]))
-        for i in range(cand_ptr[s], cand_ptr[s + 1]):
-            if alive[i]:
-                u = cand_ids[i]
-                for j in range(indptr[u], indptr[u + 1]):
-                    w = adj_nbr[j]
-                    if w != u and (mask[w] & o_bit) and rel_ok[e, adj_rel[j]]:
-                        src[n], nbr[n], rel[n], tid[n] = u, w, adj_rel[j], adj_tid[j]
-                        src[n + 1], nbr[n + 1], rel[n + 1], tid[n + 1] = w, u, adj_rel[j], adj_tid[j]
-                        n += 2

@@ -35,8 +35,8 @@ from simgrag.errors import ModelError
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import KGStore, Triple
 from simgrag.retrievers._torch import nn, torch
-from simgrag.retrievers.base import RetrievedContext
-from simgrag.retrievers.linking import EntityLinker
+from simgrag.retrievers.base import RetrievedContext, TopicEntities
+from simgrag.retrievers.linking import EntityLinker, TopicRetriever
 from simgrag.retrievers.neighborhood import adjacency_of
 from simgrag.retrievers.training import kg_fingerprint, read_model_dir, write_model_dir
 
@@ -331,7 +331,7 @@ class GSRModel:
                    manifest.get("metrics", {}))
 
 
-class GSRRetriever:
+class GSRRetriever(TopicRetriever):
     """Decodes relation chains for a question and walks them from its topic entities.
 
     ``num_chains`` ≤ ``beam_size`` chains are kept (§4.3); ``max_triples``, ``max_answers`` and
@@ -343,7 +343,7 @@ class GSRRetriever:
     def __init__(self, index: IndexDir, model: GSRModel | str | Path, *, beam_size: int = 5, num_chains: int = 3,
                  max_triples: int = 200, max_answers: int = 100, max_paths: int = 50,
                  max_frontier: int = DEFAULT_MAX_FRONTIER, linker: EntityLinker | None = None) -> None:
-        self.index = index
+        super().__init__(index, linker)
         self.model = model if isinstance(model, GSRModel) else GSRModel.load(model, index)
         self.beam_size = beam_size
         self.num_chains = min(num_chains, beam_size)
@@ -351,7 +351,6 @@ class GSRRetriever:
         self.max_answers = max_answers
         self.max_paths = max_paths
         self.max_frontier = max_frontier
-        self.linker = linker or EntityLinker(index)
 
     def decode(self, question: str, topic_ids: Sequence[int]) -> list[DecodedChain]:
         """The executable chains of ``question`` from ``topic_ids``, best first (up to ``beam_size``)."""
@@ -361,9 +360,7 @@ class GSRRetriever:
                                        beam_size=self.beam_size, max_hops=self.model.config.max_hops,
                                        max_frontier=self.max_frontier)
 
-    def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
-        t0 = time.perf_counter()
-        topic = self.linker.link(question, topic_entities=list(topic_entities) if topic_entities else None)
+    def _retrieve_around(self, question: str, topic: TopicEntities) -> RetrievedContext:
         t1 = time.perf_counter()
         chains = self.decode(question, topic.ids)[: self.num_chains]
         t2 = time.perf_counter()
@@ -385,5 +382,5 @@ class GSRRetriever:
             retriever=self.name, question=question, triples=tuple(store.triple(t) for t, _ in kept), topic=topic,
             paths=tuple(paths), answer_candidates=tuple(store.entities[e] for e in list(answers)[: self.max_answers]),
             scores=tuple(p for _, p in kept),
-            timings={"link_s": t1 - t0, "decode_s": t2 - t1, "total_s": time.perf_counter() - t0},
+            timings={"decode_s": t2 - t1},
             info={"chains": info})

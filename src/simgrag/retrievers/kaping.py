@@ -12,42 +12,36 @@ The reader then lists them before the question (:mod:`simgrag.answer.reader`, st
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 from simgrag.index.directory import IndexDir
 from simgrag.retrievers._graph import DEFAULT_MAX_TRIPLES, TripleEncoder, k_hop, rank_triples
-from simgrag.retrievers.base import RetrievedContext
-from simgrag.retrievers.linking import EntityLinker
+from simgrag.retrievers.base import RetrievedContext, TopicEntities
+from simgrag.retrievers.linking import EntityLinker, TopicRetriever
 
 __all__ = ["KapingRetriever"]
 
 
-class KapingRetriever:
+class KapingRetriever(TopicRetriever):
     """Top-``k`` one-hop triples of the topic entities by similarity to the question."""
 
     name = "kaping"
 
     def __init__(self, index: IndexDir, k: int = 10, *, hops: int = 1, max_triples: int = DEFAULT_MAX_TRIPLES,
                  encoder: TripleEncoder | None = None, linker: EntityLinker | None = None) -> None:
-        self.index = index
+        super().__init__(index, linker)
         self.k = k
         self.hops = hops
         self.max_triples = max_triples
         self.encoder = encoder or TripleEncoder(index)
-        self.linker = linker or EntityLinker(index)
 
-    def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
+    def _retrieve_around(self, question: str, topic: TopicEntities) -> RetrievedContext:
         """The ``k`` best triples around the topic entities (see the module docstring)."""
-        t0 = time.perf_counter()
-        topic = self.linker.link(question, topic_entities=topic_entities)
-        t_link = time.perf_counter()
+        start = time.perf_counter()
         hood = k_hop(self.index.store, topic.ids, hops=self.hops, max_triples=self.max_triples)
         tids, sims = rank_triples(self.encoder, self.encoder.encode_question(question), hood.triple_ids, self.k)
-        end = time.perf_counter()
         return RetrievedContext(
             retriever=self.name, question=question,
             triples=tuple(self.index.store.triple(int(t)) for t in tids), topic=topic,
-            scores=tuple(float(s) for s in sims),
-            timings={"link_s": t_link - t0, "rank_s": end - t_link, "total_s": end - t0},
+            scores=tuple(float(s) for s in sims), timings={"rank_s": time.perf_counter() - start},
             info={"candidates": len(hood.triple_ids), "truncated": hood.truncated},
         )

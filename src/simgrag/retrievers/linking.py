@@ -11,16 +11,19 @@ search, and reported as ``source="given"``.
 
 from __future__ import annotations
 
+import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
 
 from simgrag.errors import MatchError
 from simgrag.index.directory import IndexDir
-from simgrag.retrievers.base import TopicEntities
+from simgrag.retrievers.base import RetrievedContext, TopicEntities
 
-__all__ = ["EntityLinker"]
+__all__ = ["EntityLinker", "TopicRetriever"]
 
 MAX_NGRAM = 8
 
@@ -100,3 +103,28 @@ class EntityLinker:
         if ids[best, 0] < 0:
             raise MatchError("entity linking found no entity (is the index empty?)")
         return int(ids[best, 0]), float(dists[best, 0])
+
+
+class TopicRetriever(ABC):
+    """A retriever that starts from the question's topic entities (KAPING, paths, PCST, GSR, SubgraphRAG):
+    :meth:`retrieve` links them (or takes the given ones) and hands them to :meth:`_retrieve_around`;
+    the context's ``timings`` get ``link_s`` first and ``total_s`` last around the subclass's own stages."""
+
+    name: str
+
+    def __init__(self, index: IndexDir, linker: EntityLinker | None = None) -> None:
+        self.index = index
+        self.linker = linker or EntityLinker(index)
+
+    def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
+        """The context around the question's topic entities (see the subclass)."""
+        start = time.perf_counter()
+        topic = self.linker.link(question, topic_entities=topic_entities)
+        linked = time.perf_counter()
+        context = self._retrieve_around(question, topic)
+        timings = {"link_s": linked - start, **context.timings, "total_s": time.perf_counter() - start}
+        return replace(context, timings=timings)
+
+    @abstractmethod
+    def _retrieve_around(self, question: str, topic: TopicEntities) -> RetrievedContext:
+        """The context of ``question`` around ``topic``, with the seconds of each own stage in ``timings``."""

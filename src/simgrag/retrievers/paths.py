@@ -33,9 +33,9 @@ from simgrag.retrievers._graph import (
     top_k,
     verbalize_triple,
 )
-from simgrag.retrievers.base import RetrievedContext
+from simgrag.retrievers.base import RetrievedContext, TopicEntities
 from simgrag.retrievers.kaping import KapingRetriever
-from simgrag.retrievers.linking import EntityLinker
+from simgrag.retrievers.linking import EntityLinker, TopicRetriever
 
 __all__ = ["PathRetriever", "ScoredPath", "TripletRetriever"]
 
@@ -61,7 +61,7 @@ class ScoredPath:
     nodes: tuple[int, ...]
 
 
-class PathRetriever:
+class PathRetriever(TopicRetriever):
     """OKGQA path retrieval: best-first search of paths of at most ``max_length`` triples."""
 
     name = "paths"
@@ -69,28 +69,24 @@ class PathRetriever:
     def __init__(self, index: IndexDir, k: int = 10, *, max_length: int = 3, branch: int = 8,
                  max_expansions: int = 64, max_fanout: int = 500, encoder: TripleEncoder | None = None,
                  linker: EntityLinker | None = None) -> None:
-        self.index = index
+        super().__init__(index, linker)
         self.k = k
         self.max_length = max_length
         self.branch = branch
         self.max_expansions = max_expansions
         self.max_fanout = max_fanout
         self.encoder = encoder or TripleEncoder(index)
-        self.linker = linker or EntityLinker(index)
 
-    def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
+    def _retrieve_around(self, question: str, topic: TopicEntities) -> RetrievedContext:
         """The ``k`` best paths; ``triples`` is their union in path order (see the module docstring)."""
-        t0 = time.perf_counter()
-        topic = self.linker.link(question, topic_entities=topic_entities)
-        t_link = time.perf_counter()
+        start = time.perf_counter()
         found = self.search(question, topic.ids)
         store = self.index.store
         paths = tuple(tuple(store.triple(t) for t in p.triple_ids) for p in found)
         triples, scores = _union_in_path_order(paths, [p.score for p in found])
-        end = time.perf_counter()
         return RetrievedContext(
             retriever=self.name, question=question, triples=triples, topic=topic, paths=paths,
-            scores=scores, timings={"link_s": t_link - t0, "search_s": end - t_link, "total_s": end - t0},
+            scores=scores, timings={"search_s": time.perf_counter() - start},
             info={"path_scores": [p.score for p in found]},
         )
 

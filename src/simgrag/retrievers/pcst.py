@@ -36,8 +36,8 @@ import numpy as np
 from simgrag.errors import ConfigError
 from simgrag.index.directory import IndexDir
 from simgrag.retrievers._graph import DEFAULT_MAX_TRIPLES, Neighbourhood, TripleEncoder, cosine, k_hop, top_k
-from simgrag.retrievers.base import RetrievedContext
-from simgrag.retrievers.linking import EntityLinker
+from simgrag.retrievers.base import RetrievedContext, TopicEntities
+from simgrag.retrievers.linking import EntityLinker, TopicRetriever
 
 __all__ = ["PCSTProblem", "PCSTRetriever", "build_problem", "pcst_solver", "rank_prizes"]
 
@@ -110,7 +110,7 @@ def solve(problem: PCSTProblem, root: int) -> np.ndarray:
     return np.unique(np.concatenate([chosen_edges, chosen_virtual]))
 
 
-class PCSTRetriever:
+class PCSTRetriever(TopicRetriever):
     """G-Retriever's PCST subgraph over the topic entities' neighbourhood (see the module docstring).
 
     Defaults follow G-Retriever's WebQSP setting: top-3 node prizes, top-5 edge prizes, edge cost 0.5.
@@ -121,19 +121,16 @@ class PCSTRetriever:
     def __init__(self, index: IndexDir, *, k_nodes: int = 3, k_edges: int = 5, cost_e: float = 0.5, hops: int = 2,
                  max_triples: int = DEFAULT_MAX_TRIPLES, encoder: TripleEncoder | None = None,
                  linker: EntityLinker | None = None) -> None:
-        self.index = index
+        super().__init__(index, linker)
         self.k_nodes = k_nodes
         self.k_edges = k_edges
         self.cost_e = cost_e
         self.hops = hops
         self.max_triples = max_triples
         self.encoder = encoder or TripleEncoder(index)
-        self.linker = linker or EntityLinker(index)
 
-    def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
+    def _retrieve_around(self, question: str, topic: TopicEntities) -> RetrievedContext:
         """The PCST subgraph's triples, most similar to the question first."""
-        t0 = time.perf_counter()
-        topic = self.linker.link(question, topic_entities=topic_entities)
         t_link = time.perf_counter()
         hood = k_hop(self.index.store, topic.ids, hops=self.hops, max_triples=self.max_triples)
         q = self.encoder.encode_question(question)
@@ -148,8 +145,7 @@ class PCSTRetriever:
             retriever=self.name, question=question,
             triples=tuple(store.triple(int(hood.triple_ids[i])) for i in picked), topic=topic,
             scores=tuple(float(triple_sims[i]) for i in picked),
-            timings={"link_s": t_link - t0, "prizes_s": t_prizes - t_link, "pcst_s": end - t_prizes,
-                     "total_s": end - t0},
+            timings={"prizes_s": t_prizes - t_link, "pcst_s": end - t_prizes},
             info=self._info(hood, problem),
         )
 

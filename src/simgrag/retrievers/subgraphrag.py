@@ -32,8 +32,8 @@ from simgrag.errors import ModelError
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.kg.store import KGStore
 from simgrag.retrievers._torch import nn, torch
-from simgrag.retrievers.base import RetrievedContext
-from simgrag.retrievers.linking import EntityLinker
+from simgrag.retrievers.base import RetrievedContext, TopicEntities
+from simgrag.retrievers.linking import EntityLinker, TopicRetriever
 from simgrag.retrievers.neighborhood import neighborhood_triples
 from simgrag.retrievers.training import kg_fingerprint, read_model_dir, write_model_dir
 
@@ -212,7 +212,7 @@ class SubgraphRAGModel:
 
 
 
-class SubgraphRAGRetriever:
+class SubgraphRAGRetriever(TopicRetriever):
     """Scores the candidates of a question with a trained :class:`SubgraphRAGModel`; returns the top-K.
 
     ``model``: a loaded model or the path of a saved one. ``top_k``: triples returned (the paper's
@@ -223,10 +223,9 @@ class SubgraphRAGRetriever:
 
     def __init__(self, index: IndexDir, model: SubgraphRAGModel | str | Path, *, top_k: int = 100,
                  linker: EntityLinker | None = None) -> None:
-        self.index = index
+        super().__init__(index, linker)
         self.model = model if isinstance(model, SubgraphRAGModel) else SubgraphRAGModel.load(model, index)
         self.top_k = top_k
-        self.linker = linker or EntityLinker(index)
         self.featurizer = Featurizer(index)
 
     def score(self, question: str, topic_ids: Sequence[int]) -> tuple[Candidates, np.ndarray]:
@@ -238,9 +237,7 @@ class SubgraphRAGRetriever:
         rows = self.featurizer.rows(qvec, cands.heads, cands.rels, cands.tails, cands.dde)
         return cands, self.model.logits(rows)
 
-    def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
-        t0 = time.perf_counter()
-        topic = self.linker.link(question, topic_entities=list(topic_entities) if topic_entities else None)
+    def _retrieve_around(self, question: str, topic: TopicEntities) -> RetrievedContext:
         t1 = time.perf_counter()
         cands, logits = self.score(question, topic.ids)
         t2 = time.perf_counter()
@@ -250,5 +247,5 @@ class SubgraphRAGRetriever:
         return RetrievedContext(
             retriever=self.name, question=question, triples=triples, topic=topic,
             scores=tuple(float(p) for p in probs),
-            timings={"link_s": t1 - t0, "score_s": t2 - t1, "total_s": time.perf_counter() - t0},
+            timings={"score_s": t2 - t1},
             info={"candidates": len(cands), "candidates_capped": cands.capped, "top_k": self.top_k})

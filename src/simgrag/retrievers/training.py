@@ -13,7 +13,6 @@ and the KG: a model trained on one KG refuses to score another (entity ids would
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 from simgrag import __version__
 from simgrag.errors import ConfigError, ModelError
+from simgrag.fetch import sha256_file
 from simgrag.fileio import atomic_path
 from simgrag.index.derive import is_derived_from
 from simgrag.index.directory import IndexDir
@@ -108,14 +108,6 @@ def kg_fingerprint(index: IndexDir) -> dict[str, Any]:
             "relations": store.num_relations, "triples": store.num_triples}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def write_model_dir(directory: str | Path, *, kind: str, state_dict: Mapping[str, Any], embedder: Mapping[str, Any],
                     kg: Mapping[str, Any], body: Mapping[str, Any]) -> Path:
     """Write ``weights.pt`` then ``manifest.json`` into ``directory``; ``embedder`` (name, dim) and ``kg``
@@ -128,7 +120,7 @@ def write_model_dir(directory: str | Path, *, kind: str, state_dict: Mapping[str
     manifest = {
         "format_version": MODEL_FORMAT_VERSION, "kind": kind, "simgrag_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "embedder": dict(embedder), "kg": dict(kg), "weights_sha256": _sha256(weights), **body,
+        "embedder": dict(embedder), "kg": dict(kg), "weights_sha256": sha256_file(weights), **body,
     }
     with atomic_path(root / MANIFEST) as tmp:
         tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -154,7 +146,7 @@ def read_model_dir(directory: str | Path, *, kind: str, index: IndexDir) -> tupl
             f"{here['triples']} triples); retrain it on this index (python benchmarks/train_retrievers.py "
             f"--index-dir {index.path} …).")
     weights = root / WEIGHTS
-    if not weights.is_file() or _sha256(weights) != manifest.get("weights_sha256"):
+    if not weights.is_file() or sha256_file(weights) != manifest.get("weights_sha256"):
         raise ModelError(f"{weights} is missing or does not match {root / MANIFEST} (an interrupted save?); "
                          "save or train the model again.")
     try:

@@ -260,25 +260,28 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
         result = await retrievals.run(run, limits.arrival(request) + settings.timeout_s)
         return RetrieveResponse.model_validate(result.to_dict())
 
+    async def on_llm_queue(request: Request, retriever: str | None, call: Callable[[SimGRAG, float], Any]) -> Any:
+        """``call(the chosen retriever's engine, search deadline)`` on the LLM queue, within the request's
+        deadline."""
+        engine = state.require()
+        name = pool.name_for(retriever)
+        left = limits.remaining(request, settings.timeout_s)
+        deadline = _search_deadline(engine, left)
+        return await llm_queue.run(lambda: call(pool.get(name), deadline), left)
+
     @app.post("/v1/ask", response_model=AskResponse, dependencies=guarded, responses=errors)
     async def ask(body: AskRequest, request: Request) -> AskResponse:
         """Question → the chosen retriever's context (SimGRAG: pattern (LLM) → top-k subgraphs) → the
         answer with its evidence."""
-        engine = state.require()
-        name = pool.name_for(body.retriever)
-        left = limits.remaining(request, settings.timeout_s)
-        deadline = _search_deadline(engine, left)
-        result = await llm_queue.run(lambda: pool.get(name).ask(body.question, k=body.k, deadline_s=deadline), left)
+        result = await on_llm_queue(request, body.retriever,
+                                    lambda engine, deadline: engine.ask(body.question, k=body.k, deadline_s=deadline))
         return AskResponse.model_validate(result.to_dict())
 
     @app.post("/v1/verify", response_model=VerifyResponse, dependencies=guarded, responses=errors)
     async def verify(body: VerifyRequest, request: Request) -> VerifyResponse:
         """Claim → the chosen retriever's context → Supported / Refuted with its evidence."""
-        engine = state.require()
-        name = pool.name_for(body.retriever)
-        left = limits.remaining(request, settings.timeout_s)
-        deadline = _search_deadline(engine, left)
-        result = await llm_queue.run(lambda: pool.get(name).verify(body.claim, k=body.k, deadline_s=deadline), left)
+        result = await on_llm_queue(request, body.retriever,
+                                    lambda engine, deadline: engine.verify(body.claim, k=body.k, deadline_s=deadline))
         return VerifyResponse.model_validate(result.to_dict())
 
     # OpenAI-compatible chat (/v1/chat/completions, /v1/models): same key, LLM queue and deadline

@@ -24,10 +24,8 @@ import asyncio
 import hmac
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from fastapi import Request
@@ -35,7 +33,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from simgrag.errors import ConfigError, QueueFullError, QueueTimeoutError
+from simgrag.errors import ConfigError, QueueTimeoutError
+from simgrag.serve.queue import BoundedPool
 
 __all__ = [
     "RequestGate",
@@ -196,34 +195,25 @@ async def internal_error_handler(request: Request, exc: Exception) -> JSONRespon
                         status_code=500)
 
 
-class RetrievalWorkers:
+class RetrievalWorkers(BoundedPool):
     """Retrievals on their own threads, bounded (see the module docstring)."""
 
     def __init__(self, max_running: int = 64, max_waiting: int = 64) -> None:
         if max_running < 1 or max_waiting < 0:
             raise ConfigError("the retrieval pool needs max_running >= 1 and max_waiting >= 0")
+        super().__init__(max_running, max_running + max_waiting, "simgrag-retrieve")
         self.max_running, self.max_waiting = max_running, max_waiting
-        self._executor = ThreadPoolExecutor(max_workers=max_running, thread_name_prefix="simgrag-retrieve")
-        self._lock = threading.Lock()
-        self._pending = 0
-        self.rejected = 0
-        self.timed_out = 0
 
     def stats(self) -> dict[str, int]:
-        with self._lock:
-            pending = self._pending
+        pending = self._pending_now()
         return {"running": min(pending, self.max_running), "waiting": max(0, pending - self.max_running),
                 "max_running": self.max_running, "max_waiting": self.max_waiting, "rejected": self.rejected,
                 "timed_out": self.timed_out}
 
     async def run(self, fn: Callable[[float], T], deadline: float) -> T:
         """``fn(seconds left)`` on a pool thread; ``deadline`` is a ``time.monotonic()`` instant."""
-        with self._lock:
-            if self._pending >= self.max_running + self.max_waiting:
-                self.rejected += 1
-                raise QueueFullError(f"{self._pending} retrievals are running or waiting (limit "
-                                     f"{self.max_running} + {self.max_waiting}); retry later")
-            self._pending += 1
+        self._admit(lambda pending: f"{pending} retrievals are running or waiting (limit "
+                                    f"{self.max_running} + {self.max_waiting}); retry later")
 
         def job() -> T:
             left = deadline - time.monotonic()
@@ -232,20 +222,7 @@ class RetrievalWorkers:
                 raise QueueTimeoutError("the request's deadline passed while it waited for a retrieval worker")
             return fn(left)
 
-        try:
-            future = self._executor.submit(job)
-        except BaseException:
-            self._release()
-            raise
-        future.add_done_callback(lambda _: self._release())
-        return await asyncio.wrap_future(future)
-
-    def _release(self) -> None:
-        with self._lock:
-            self._pending -= 1
-
-    def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        return await asyncio.wrap_future(self._submit(job))
 
 
 def redacted_health(error: str | None, index_label: str, authorized: bool) -> tuple[str, str | None]:

@@ -1,6 +1,6 @@
 """Fakes shipped as API, for your tests too: a scripted :class:`FakeLLM`, the deterministic
 :class:`HashEmbedder`, a toy movie KG whose answers can be checked by hand, a generated KG with
-template questions, and a brute-force oracle for the subgraph search.
+template questions, a brute-force oracle for the subgraph search, and loopback-server helpers.
 
 >>> from simgrag.testing import FakeLLM, HashEmbedder, write_toy_kg   # doctest: +SKIP
 
@@ -22,6 +22,10 @@ _EXPORTS = {
     "synthetic_movie_kg": "simgrag.testing.synthetic",
     "synthetic_questions": "simgrag.testing.synthetic",
     "brute_force_top_k": "simgrag.testing.brute_force",
+    "free_port": "simgrag.testing.loopback",
+    "stop_process": "simgrag.testing.loopback",
+    "uvicorn_in_thread": "simgrag.testing.loopback",
+    "run_in_threads": "simgrag.testing.threads",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from simgrag.llm.base import ChatMessage, LLMResponse
+from simgrag.llm.base import BaseLLM, ChatMessage, CompletionRequest, LLMResponse
 
 __all__ = ["FakeCall", "FakeLLM", "FakeLLMExhaustedError"]
 
@@ -18,23 +16,12 @@ class FakeLLMExhaustedError(AssertionError):
     bug in the test, and code under test that handles ``SimGRAGError`` must not swallow it."""
 
 
-@dataclass(frozen=True)
-class FakeCall:
-    """One recorded call to a :class:`FakeLLM`."""
-
-    messages: tuple[ChatMessage, ...]
-    json_schema: Mapping[str, Any] | None
-    max_tokens: int
-    temperature: float
-    stop: tuple[str, ...] | None
-
-    @property
-    def prompt(self) -> str:
-        """All message contents joined by newlines (handy for ``in`` assertions)."""
-        return "\n".join(m.content for m in self.messages)
+#: One recorded call to a :class:`FakeLLM` (``messages``, ``json_schema``, ``max_tokens``, ``temperature``,
+#: ``stop``, and ``prompt``: the message contents joined by newlines).
+FakeCall = CompletionRequest
 
 
-class FakeLLM:
+class FakeLLM(BaseLLM):
     """Answers with ``responses`` in order, or with ``responses(messages)`` when it is a function.
 
     An exception instance in the list is raised instead of answered (to script failures). Token
@@ -56,19 +43,11 @@ class FakeLLM:
         """Answers left in a list script (0 for a function)."""
         return max(0, len(self._script) - len(self.calls)) if self._fn is None else 0
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        stop: Sequence[str] | None = None,
-    ) -> LLMResponse:
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
         """Record the call and return the next scripted answer."""
-        call = FakeCall(tuple(messages), json_schema, max_tokens, temperature, tuple(stop) if stop else None)
+        messages = request.messages
         index = len(self.calls)
-        self.calls.append(call)
+        self.calls.append(request)
         answer = self._answer(index, list(messages))
         return LLMResponse(
             text=answer,

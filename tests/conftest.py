@@ -1,0 +1,63 @@
+"""Fixtures shared by several test modules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from simgrag.errors import ModelError
+from simgrag.index.directory import build_index_dir
+from simgrag.llm.llamacpp import llama_cpp_available
+from simgrag.llm.models import pull_default_model
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.rdf import write_rdf
+from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
+
+
+@pytest.fixture(scope="session")
+def embedded_model() -> Path:
+    """The embedded LLM's GGUF file (pulled on first use); the test is skipped when llama-cpp-python is not
+    installed or the model cannot be obtained."""
+    if not llama_cpp_available():
+        pytest.skip("llama-cpp-python is not installed (make install builds it)")
+    try:
+        return pull_default_model(show_progress=False)
+    except ModelError as exc:
+        pytest.skip(f"embedded model unavailable: {exc}")
+
+
+def _assert_drawn_png(path: Path) -> None:
+    from PIL import Image
+
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with Image.open(path) as image:
+        image.load()
+        assert image.format == "PNG" and image.width >= 300 and image.height >= 200
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+        assert colours is not None and len(colours) > 8, "the image is blank"
+
+
+@pytest.fixture
+def assert_drawn_png() -> Callable[[Path], None]:
+    """Checks a real plot: the file decodes as a PNG of reasonable size with more than a few colours drawn."""
+    return _assert_drawn_png
+
+
+@pytest.fixture(scope="module")
+def toy_rdf_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy KG as Turtle (so the evidence has IRIs), indexed with the hash embedder."""
+    root = tmp_path_factory.mktemp("toy-rdf")
+    write_rdf(TOY_TRIPLES, root / "toy.ttl", "turtle")
+    build_index_dir(root / "toy.ttl", root / "toy.idx", embedder=HashEmbedder(dim=64), show_progress=False)
+    return root / "toy.idx"
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy movie KG indexed with the 64-dimensional hash embedder (one per test module)."""
+    root = tmp_path_factory.mktemp("toy")
+    build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
+    return root / "toy.idx"
+
