@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -81,32 +82,40 @@ def _answer(verdict: Judgement, node: str) -> str | None:
     return None if binding is None else binding.entity
 
 
-def test_a_named_entity_without_the_relation_gets_the_hop_its_neighbours_have(judge: PatternJudge) -> None:
-    shortcut = Candidate((("Maracaibo", "official language", "UNKNOWN language 1"),))
-    reading = judge.read("What language is spoken in Maracaibo?")
-    assert any("has no 'official_language' edge" in p for p in judge.judge(reading, shortcut).problems)
-    bridged = bridge_named(shortcut, judge)
-    assert [c.triples for c in bridged] == [(("Maracaibo", "located in", "UNKNOWN country 1"),
-                                             ("UNKNOWN country 1", "official language", "UNKNOWN language 1"))]
+def _bridged(judge: PatternJudge, edit: Callable[[Candidate, PatternJudge], list[Candidate]], question: str,
+             shortcut: tuple[str, str, str], problem: str, asked: str) -> tuple[Candidate, str | None]:
+    """The LLM's one-triple shortcut judged (``problem`` among its problems), bridged by ``edit`` into
+    exactly one candidate that has no problem and matches exactly; that candidate and its answer."""
+    reading = judge.read(question)
+    assert problem in judge.judge(reading, Candidate((shortcut,))).problems
+    bridged = edit(Candidate((shortcut,)), judge)
+    assert len(bridged) == 1
     verdict = judge.judge(reading, bridged[0])
     assert not verdict.problems and verdict.gsd == 0.0
-    assert _answer(verdict, "UNKNOWN language 1") == "Spanish"
+    return bridged[0], _answer(verdict, asked)
+
+
+def test_a_named_entity_without_the_relation_gets_the_hop_its_neighbours_have(judge: PatternJudge) -> None:
+    bridged, answer = _bridged(judge, bridge_named, "What language is spoken in Maracaibo?",
+                               ("Maracaibo", "official language", "UNKNOWN language 1"),
+                               "'Maracaibo' has no 'official_language' edge in the KG", "UNKNOWN language 1")
+    assert bridged.triples == (("Maracaibo", "located in", "UNKNOWN country 1"),
+                               ("UNKNOWN country 1", "official language", "UNKNOWN language 1"))
+    assert answer == "Spanish"
     # an entity that has the relation, or whose neighbours do not, is left alone
     assert bridge_named(Candidate((("Spain", "official language", "UNKNOWN language 1"),)), judge) == []
     assert bridge_named(Candidate((("Maracaibo", "borders", "UNKNOWN country 1"),)), judge) == []
 
 
 def test_an_unknown_of_the_wrong_type_gets_the_hop_the_examples_show(judge: PatternJudge) -> None:
-    shortcut = Candidate((("Porto", "located in", "UNKNOWN currency 1"),))
+    bridged, answer = _bridged(judge, bridge_typed, "What currency do they use in Porto?",
+                               ("Porto", "located in", "UNKNOWN currency 1"),
+                               "'UNKNOWN currency 1' is the tail of 'located in', where a country belongs: a hop is "
+                               "missing ('Portugal' is no currency)", "UNKNOWN currency 1")
+    assert bridged.triples == (("Porto", "located in", "UNKNOWN country 1"),
+                               ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"))
+    assert answer == "Euro"
     reading = judge.read("What currency do they use in Porto?")
-    problems = judge.judge(reading, shortcut).problems
-    assert "'UNKNOWN currency 1' is the tail of 'located in', where a country belongs: a hop is missing" in problems
-    bridged = bridge_typed(shortcut, judge)
-    assert [c.triples for c in bridged] == [(("Porto", "located in", "UNKNOWN country 1"),
-                                             ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"))]
-    verdict = judge.judge(reading, bridged[0])
-    assert not verdict.problems and verdict.gsd == 0.0
-    assert _answer(verdict, "UNKNOWN currency 1") == "Euro"
     # types the examples put there, types they never name, and untyped unknowns are no clash
     for fine in ((("Porto", "located in", "UNKNOWN country 1"),), (("Porto", "located in", "UNKNOWN place 1"),),
                  (("Porto", "located in", "UNKNOWN 1"),)):

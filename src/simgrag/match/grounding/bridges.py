@@ -72,23 +72,19 @@ def bridge_named(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
     relation ``r0`` whose neighbours of K do have ``r`` (module docstring)."""
     triples = list(candidate.triples)
     out: list[Candidate] = []
-    for i, (head, relation, tail) in enumerate(triples):
-        rel = None if is_unknown(relation) else judge.retriever.nearest_relation(relation)
-        if rel is None:
+    for i, rel, named, side in judge.lexicon.relation_ends(triples):
+        entity = None if is_unknown(named) else judge.entity_of(named)
+        if entity is None or rel in kg_roles(judge.retriever, entity):
             continue
-        for named, side in ((head, "head"), (tail, "tail")):
-            entity = None if is_unknown(named) else judge.entity_of(named)
-            if entity is None or rel in kg_roles(judge.retriever, entity):
-                continue
-            for r0, own in _hops(judge, entity, rel, side):
-                far = "tail" if own == "head" else "head"
-                middle = unknown_name(triples, _middle_type(judge.lexicon.schema, (rel, side), (r0, far)))
-                r0_text = _relation_text(judge, r0)
-                hop = (named, r0_text, middle) if own == "head" else (middle, r0_text, named)
-                moved = (middle, relation, tail) if side == "head" else (head, relation, middle)
-                new = [*triples[:i], hop, moved, *triples[i + 1:]]
-                out.append(candidate.edited(new, f"{list(triples[i])} -> {list(hop)} + {list(moved)}: {named!r} "
-                                                 f"has no {relation!r} edge in the KG, its {r0_text!r} neighbours do"))
+        head, relation, tail = triples[i]
+        for r0, own in _hops(judge, entity, rel, side):
+            far = "tail" if own == "head" else "head"
+            middle = unknown_name(triples, _middle_type(judge.lexicon.schema, (rel, side), (r0, far)))
+            r0_text = _relation_text(judge, r0)
+            hop = (named, r0_text, middle) if own == "head" else (middle, r0_text, named)
+            moved = (middle, relation, tail) if side == "head" else (head, relation, middle)
+            out.append(candidate.split(i, hop, moved, f"{named!r} has no {relation!r} edge in the KG, its "
+                                                      f"{r0_text!r} neighbours do"))
     return out
 
 
@@ -103,9 +99,8 @@ def bridge_typed(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
         moved = (head, relation, middle) if side == "tail" else (middle, relation, tail)
         r2_text = _relation_text(judge, r2)
         link = (middle, r2_text, node) if s2 == "head" else (node, r2_text, middle)
-        new = [*triples[:i], moved, link, *triples[i + 1:]]
-        out.append(candidate.edited(new, f"{list(triples[i])} -> {list(moved)} + {list(link)}: a {fit} is at the "
-                                         f"{side} of {relation!r}, and {r2_text!r} links it to {node!r}"))
+        out.append(candidate.split(i, moved, link, f"a {fit} is at the {side} of {relation!r}, and {r2_text!r} "
+                                                   f"links it to {node!r}"))
     return out
 
 

@@ -128,9 +128,8 @@ def expand_roles(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
             hop = unknown_name(triples, "entity")
             first = (named, relation, hop) if side == "tail" else (hop, relation, named)
             second = (other, relation, hop) if side == "tail" else (hop, relation, other)
-            new = [*triples[:i], first, second, *triples[i + 1:]]
-            out.append(candidate.edited(new, f"{list(triples[i])} -> {list(first)} + {list(second)}: "
-                                             f"{named!r} is only the {sorted(sides)[0]} of {relation!r} in the KG"))
+            out.append(candidate.split(i, first, second,
+                                       f"{named!r} is only the {sorted(sides)[0]} of {relation!r} in the KG"))
     return out
 
 

@@ -36,7 +36,7 @@ from simgrag.errors import PatternError
 from simgrag.match.grounding.lexicon import Lexicon, kg_roles, singular
 from simgrag.match.grounding.question import STOPWORDS, QuestionReading, phrases_of
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
-from simgrag.pattern.graph import Pattern, is_unknown
+from simgrag.pattern.graph import Pattern, is_unknown, type_hint
 from simgrag.pattern.validate import validate_pattern
 
 __all__ = ["Candidate", "Judgement", "PatternJudge", "QuestionView", "Triple3", "kg_roles", "unknown_name"]
@@ -69,6 +69,12 @@ class Candidate:
 
     def edited(self, triples: Sequence[Triple3], note: str) -> Candidate:
         return Candidate(tuple(triples), self.origin, (*self.edits, note), self.asked)
+
+    def split(self, i: int, first: Triple3, second: Triple3, why: str) -> Candidate:
+        """Triple ``i`` replaced by ``first`` and ``second`` (a hop made explicit), noted with ``why``."""
+        old = self.triples[i]
+        new = [*self.triples[:i], first, second, *self.triples[i + 1:]]
+        return self.edited(new, f"{list(old)} -> {list(first)} + {list(second)}: {why}")
 
 
 @dataclass(frozen=True)
@@ -188,8 +194,7 @@ class PatternJudge:
         except PatternError as exc:
             return Judgement(candidate, None, (f"invalid pattern: {str(exc).splitlines()[0]}",), (), math.inf)
         view = self.view(reading, pattern)
-        problems = [*self._structure_problems(reading, pattern), *self._role_problems(pattern),
-                    *self._type_problems(pattern)]
+        problems = self._structure_problems(reading, pattern) + self._role_problems(pattern)
         focus, focus_problem, wanted = self._focus(reading, pattern, view)
         problems += focus_problem + self._uncovered(pattern, view)
         word = reading.clean_words()[view.focus] if view.focus is not None else None
@@ -197,6 +202,7 @@ class PatternJudge:
         retrieval = None
         if max_problems is None or len(problems) <= max_problems:
             retrieval = self.retriever.retrieve(pattern, self.settings)
+            problems += self._type_problems(pattern, retrieval)
             if not retrieval.evidence:
                 problems.append("no subgraph of the KG matches it")
         gsd = retrieval.evidence[0].gsd if retrieval is not None and retrieval.evidence else math.inf
@@ -239,13 +245,21 @@ class PatternJudge:
                     problems.append(f"{text!r} is never the {side} of {relation!r} in the KG, only its {other}")
         return problems
 
-    def _type_problems(self, pattern: Pattern) -> list[str]:
+    def _type_problems(self, pattern: Pattern, retrieval: Retrieval) -> list[str]:
         """Typed unknowns where the examples put another type that a relation links to theirs
-        (:meth:`~simgrag.match.grounding.lexicon.Lexicon.type_clashes`): a hop left out."""
-        triples = pattern.triples()
-        seen = dict.fromkeys((i, node, side, fit) for i, node, side, fit, _, _ in self.lexicon.type_clashes(triples))
-        return [f"{node!r} is the {side} of {triples[i][1]!r}, where a {fit} belongs: a hop is missing"
-                for i, node, side, fit in seen]
+        (:meth:`~simgrag.match.grounding.lexicon.Lexicon.type_clashes`) and whose entity in the best
+        subgraph is not of their type by the KG: no edge the examples give that type (Portugal for
+        ``UNKNOWN currency 1``: never the tail of ``currency``). A hop was left out, or the type word is wrong."""
+        if not retrieval.evidence:
+            return []
+        triples, best = pattern.triples(), retrieval.evidence[0]
+        problems: dict[str, None] = {}
+        for i, node, side, fit, _, _ in self.lexicon.type_clashes(triples):
+            binding = best.binding(node)
+            if binding is not None and not self.lexicon.is_of_type(binding.entity_id, type_hint(node) or ""):
+                problems[f"{node!r} is the {side} of {triples[i][1]!r}, where a {fit} belongs: a hop is missing "
+                         f"({binding.entity!r} is no {singular((type_hint(node) or '').lower())})"] = None
+        return list(problems)
 
     def _focus(self, reading: QuestionReading, pattern: Pattern,
                view: QuestionView) -> tuple[Focus, list[str], int | None]:

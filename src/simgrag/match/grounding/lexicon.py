@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 
 import numpy as np
@@ -97,6 +97,25 @@ class Lexicon:
         known = {hint for hint, _, _ in schema}
         return sum(1 for use in self._uses(pattern) if use[0] in known and use not in schema)
 
+    def is_of_type(self, entity: int, hint: str) -> bool:
+        """Whether the KG gives ``entity`` an edge the examples give nodes of type ``hint`` (``Euro`` is
+        the tail of ``currency``, as ``UNKNOWN currency 1`` is in the examples); true for types the
+        examples do not use."""
+        uses = {(r, s) for t, r, s in self.schema if t == singular(hint.lower())}
+        if not uses:
+            return True
+        roles = kg_roles(self.retriever, entity)
+        return any(side in roles.get(rel, set()) for rel, side in uses)
+
+    def relation_ends(self, triples: Sequence[Sequence[str]]) -> Iterator[tuple[int, int, str, str]]:
+        """(triple index, KG relation, node text, its side) for both ends of every triple whose
+        relation reads as a KG relation."""
+        for i, (head, relation, tail) in enumerate(triples):
+            rel = None if is_unknown(relation) else self.retriever.nearest_relation(relation)
+            if rel is not None:
+                yield i, rel, head, "head"
+                yield i, rel, tail, "tail"
+
     def type_clashes(self, triples: Sequence[Sequence[str]]) -> list[Clash]:
         """Each typed unknown at an end of a relation where the examples never put its type but put
         another type that a second relation links to it (``[Porto, located in, UNKNOWN currency 1]``:
@@ -104,18 +123,14 @@ class Lexicon:
         schema = self.schema
         known = {t for t, _, _ in schema}
         clashes: list[Clash] = []
-        for i, (head, relation, tail) in enumerate(triples):
-            rel = None if is_unknown(relation) else self.retriever.nearest_relation(relation)
-            if rel is None:
+        for i, rel, node, side in self.relation_ends(triples):
+            hint = type_hint(node)
+            wanted = singular(hint.lower()) if hint else None
+            if wanted is None or wanted not in known or (wanted, rel, side) in schema:
                 continue
-            for node, side in ((head, "head"), (tail, "tail")):
-                hint = type_hint(node)
-                wanted = singular(hint.lower()) if hint else None
-                if wanted is None or wanted not in known or (wanted, rel, side) in schema:
-                    continue
-                for fit in sorted({t for t, r, s in schema if r == rel and s == side and t != wanted}):
-                    clashes += [(i, node, side, fit, r2, s2) for t, r2, s2 in sorted(schema) if t == fit
-                                and r2 != rel and (wanted, r2, "tail" if s2 == "head" else "head") in schema]
+            for fit in sorted({t for t, r, s in schema if r == rel and s == side and t != wanted}):
+                clashes += [(i, node, side, fit, r2, s2) for t, r2, s2 in sorted(schema) if t == fit
+                            and r2 != rel and (wanted, r2, "tail" if s2 == "head" else "head") in schema]
         return clashes
 
     # ------------------------------------------------------------------ the question
