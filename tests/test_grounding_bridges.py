@@ -123,28 +123,24 @@ def test_an_unknown_of_the_wrong_type_gets_the_hop_the_examples_show(judge: Patt
         assert not any("a hop is missing" in p for p in judge.judge(reading, Candidate(fine)).problems)
 
 
-def test_the_grounded_stage_bridges_the_llms_shortcut(retriever: SubgraphRetriever) -> None:
-    examples = parse_examples(EXAMPLES)
-    shortcut = {"triples": [["Porto", "located in", "UNKNOWN currency 1"]]}
-    llm = FakeLLM([json.dumps(shortcut)] * 3)
-    stage = GroundedPatterns(PatternGenerator(llm, examples=examples), retriever)
-    result = stage.generate("What currency do they use in Porto?")
-    assert result.pattern.triples() == [("Porto", "located in", "UNKNOWN country 1"),
-                                        ("UNKNOWN country 1", "currency", "UNKNOWN currency 1")]
-    assert any("a country is at the tail of 'located in'" in note for note in result.kg_repairs)
+@pytest.mark.parametrize(("question", "llm_triples", "chosen", "note"), [
+    # the shortcut through `located in`: the hop to the country is added
+    ("What currency do they use in Porto?", [["Porto", "located in", "UNKNOWN currency 1"]],
+     [("Porto", "located in", "UNKNOWN country 1"), ("UNKNOWN country 1", "currency", "UNKNOWN currency 1")],
+     "a country is at the tail of 'located in'"),
+    # "the capitals of …" with the answer typed as a country: the structure is right, the node is renamed
+    # rather than given a hop to a country
+    ("What are the capitals of the countries bordering Spain?",
+     [["Spain", "borders", "UNKNOWN country 1"], ["UNKNOWN country 1", "capital", "UNKNOWN country 2"]],
+     [("Spain", "borders", "UNKNOWN country 1"), ("UNKNOWN country 1", "capital", "UNKNOWN city 1")],
+     "to be a city"),
+])
+def test_the_grounded_stage_mends_the_llms_type_clash(retriever: SubgraphRetriever, question: str,
+                                                      llm_triples: list[list[str]], chosen: list[tuple[str, ...]],
+                                                      note: str) -> None:
+    llm = FakeLLM([json.dumps({"triples": llm_triples})] * 3)
+    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(EXAMPLES)), retriever)
+    result = stage.generate(question)
+    assert result.pattern.triples() == chosen
+    assert any(note in n for n in result.kg_repairs)
     assert len(llm.calls) == 1  # the edit was enough: no revision
-
-
-
-def test_a_wrong_type_word_on_the_right_structure_is_renamed_not_bridged(retriever: SubgraphRetriever) -> None:
-    """"the capitals of …" written with the answer typed as a country: the focus word (capitals) says
-    the structure is right, so the node is renamed rather than given a hop to a country."""
-    examples = parse_examples(EXAMPLES)
-    mislabelled = {"triples": [["Spain", "borders", "UNKNOWN country 1"],
-                               ["UNKNOWN country 1", "capital", "UNKNOWN country 2"]]}
-    llm = FakeLLM([json.dumps(mislabelled)] * 3)
-    stage = GroundedPatterns(PatternGenerator(llm, examples=examples), retriever)
-    result = stage.generate("What are the capitals of the countries bordering Spain?")
-    assert result.pattern.triples() == [("Spain", "borders", "UNKNOWN country 1"),
-                                        ("UNKNOWN country 1", "capital", "UNKNOWN city 1")]
-    assert any("to be a city" in note for note in result.kg_repairs)
