@@ -91,6 +91,47 @@ def test_query_cache_makes_repeats_free_and_skips_bulk() -> None:
     assert len(emb.cache) == 2
 
 
+def test_bulk_encoding_batches_like_encode_without_the_query_cache() -> None:
+    emb = CountingEmbedder()
+    texts = ["directed by", "starred actors"]
+    np.testing.assert_allclose(emb.encode_bulk(texts, batch_size=1), emb.encode(texts), atol=1e-6)
+    assert [len(b) for b in emb.batches] == [1, 1, 2]  # bulk batches as asked; encode's call went via the cache
+    assert emb.cache.hits == 0 and len(emb.cache) == 2  # bulk neither read nor filled it
+    assert emb.encode_bulk([]).shape == (0, 8)
+    with pytest.raises(EmbedderError, match="batch_size"):
+        emb.encode_bulk(texts, batch_size=0)
+    with pytest.raises(EmbedderError, match="not one string"):
+        emb.encode_bulk("Heat")
+
+
+def test_encode_bulk_falls_back_to_encode_for_plain_embedders() -> None:
+    from simgrag.embed import BulkEncoder, encode_bulk
+
+    class Plain:
+        name, dim = "plain", 8
+
+        def encode(self, texts: Any, *, batch_size: int = 64, show_progress: bool | None = None) -> np.ndarray:
+            return HashEmbedder(8).encode(texts)
+
+    assert not isinstance(Plain(), BulkEncoder) and isinstance(CountingEmbedder(), BulkEncoder)
+    np.testing.assert_array_equal(encode_bulk(Plain(), ["a", "b"]), HashEmbedder(8).encode(["a", "b"]))
+
+
+def test_bulk_precision_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simgrag.embed.sentence_transformers import BULK_PRECISION_ENV, SentenceTransformerEmbedder
+
+    with pytest.raises(EmbedderError, match="bulk_precision must be one of auto, float32, bfloat16; got 'half'"):
+        SentenceTransformerEmbedder(bulk_precision="half")
+    monkeypatch.setenv(BULK_PRECISION_ENV, "fp8")
+    with pytest.raises(EmbedderError, match=r"\$SIMGRAG_BULK_PRECISION must be one of .*'fp8'"):
+        SentenceTransformerEmbedder()
+    monkeypatch.setenv(BULK_PRECISION_ENV, "Float32")
+    assert not SentenceTransformerEmbedder().bulk_bfloat16
+    monkeypatch.setenv(BULK_PRECISION_ENV, "bfloat16")
+    assert SentenceTransformerEmbedder().bulk_bfloat16
+    assert not SentenceTransformerEmbedder(library=True).bulk_bfloat16  # the library path has no bf16 switch
+
+
 def test_dim_is_detected_lazily_and_checked() -> None:
     assert CountingEmbedder(dim=None, width=12).dim == 12
     with pytest.raises(EmbedderError, match="dim is 8"):
@@ -273,3 +314,21 @@ def test_minilm_without_the_library_gives_the_librarys_vectors() -> None:
     assert isinstance(fast.model, MiniBert) and not isinstance(library.model, MiniBert)
     assert fast.name == library.name  # indexes built either way open with either
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_minilm_bulk_bfloat16_stays_near_float32() -> None:
+    """Index builds embed entity names in bfloat16 where the CPU has it: near float32, never the query path."""
+    from simgrag.embed.sentence_transformers import SentenceTransformerEmbedder
+
+    texts = ["Inception", "The Dark Knight Rises", "Ünïcödé — “quotes”", "", *[f"Movie {i}" for i in range(60)]]
+    fast = SentenceTransformerEmbedder(bulk_precision="bfloat16")
+    exact = SentenceTransformerEmbedder(bulk_precision="float32")
+    reference = exact.encode(texts, batch_size=16)
+    np.testing.assert_array_equal(exact.encode_bulk(texts, batch_size=16), reference)
+    bulk = fast.encode_bulk(texts, batch_size=16)
+    assert bulk.dtype == np.float32 and bulk.shape == reference.shape
+    np.testing.assert_allclose(np.linalg.norm(bulk, axis=1), 1.0, rtol=1e-5)
+    cosines = (bulk * reference).sum(axis=1)
+    assert cosines.min() > 0.999 and not np.array_equal(bulk, reference)
+    np.testing.assert_allclose(fast.encode(texts, batch_size=16), reference, atol=1e-5)  # queries: float32

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -172,3 +173,25 @@ def test_atomic_writes_get_a_plain_files_permissions(tmp_path: Path) -> None:
     shared.chmod(0o664)
     fileio.write_bytes_atomic(shared, b"{}")
     assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and shared.read_bytes() == b"{}"
+
+
+def test_entity_names_take_the_embedders_bulk_path_relation_texts_do_not(tmp_path: Path) -> None:
+    """Index builds embed entity names with ``encode_bulk`` (bfloat16 for MiniLM where the
+    CPU has it); relation texts keep ``encode``, so a pattern's relation phrase can match at distance 0."""
+
+    class Recording(HashEmbedder):
+        def __init__(self) -> None:
+            super().__init__(dim=64)
+            self.bulk: list[str] = []
+
+        def encode_bulk(self, texts: Sequence[str], *, batch_size: int = 64,
+                        show_progress: bool | None = None) -> np.ndarray:
+            self.bulk.extend(texts)
+            return self.encode(texts)
+
+    emb = Recording()
+    kg = write_toy_kg(tmp_path / "toy.txt")
+    build_index_dir(kg, tmp_path / "toy.idx", embedder=emb)
+    index = open_index_dir(tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
+    assert sorted(emb.bulk) == sorted(index.store.entities[i] for i in range(index.store.num_entities))
+    assert not set(emb.bulk) & {relation_text(r) for r in index.store.relations}

@@ -6,7 +6,7 @@ Concrete adapters (sentence-transformers, Ollama, OpenAI-compatible) are importe
 
 from __future__ import annotations
 
-from simgrag.embed.base import Embedder
+from simgrag.embed.base import BulkEncoder, Embedder, encode_bulk
 from simgrag.embed.batched import BatchedEmbedder, QueryCache
 from simgrag.embed.registry import BASE_URL_ENV, EMBEDDERS, list_embedders, resolve_embedder
 
@@ -14,8 +14,10 @@ __all__ = [
     "BASE_URL_ENV",
     "EMBEDDERS",
     "BatchedEmbedder",
+    "BulkEncoder",
     "Embedder",
     "QueryCache",
+    "encode_bulk",
     "list_embedders",
     "resolve_embedder",
 ]

@@ -121,6 +121,22 @@ class BatchedEmbedder(ABC):
         show = progress_on(show_progress)
         return self._encode_all(items, batch_size, show)
 
+    def encode_bulk(
+        self, texts: Sequence[str], *, batch_size: int = 64, show_progress: bool | None = None
+    ) -> np.ndarray:
+        """:meth:`encode` for many texts at once (an index's entity names), through
+        :meth:`_encode_bulk_batch`: a subclass may trade the last digits for speed there. No query cache."""
+        items = _as_text_list(texts)
+        if batch_size <= 0:
+            raise EmbedderError(f"batch_size must be positive; got {batch_size}.")
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._encode_all(items, batch_size, progress_on(show_progress), bulk=True)
+
+    def _encode_bulk_batch(self, texts: list[str]) -> np.ndarray:
+        """One batch of :meth:`encode_bulk`; the same as :meth:`_encode_batch` unless overridden."""
+        return self._encode_batch(texts)
+
     def _encode_cached(self, texts: list[str], batch_size: int) -> np.ndarray:
         found = {text: vec for text in dict.fromkeys(texts) if (vec := self.cache.get(text)) is not None}
         missing = [text for text in dict.fromkeys(texts) if text not in found]
@@ -131,14 +147,15 @@ class BatchedEmbedder(ABC):
                 found[text] = vector
         return np.stack([found[text] for text in texts]).astype(np.float32, copy=False)
 
-    def _encode_all(self, texts: list[str], batch_size: int, show: bool) -> np.ndarray:
+    def _encode_all(self, texts: list[str], batch_size: int, show: bool, *, bulk: bool = False) -> np.ndarray:
         start = time.perf_counter()
+        encode_batch = self._encode_bulk_batch if bulk else self._encode_batch
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths share a batch
         out: np.ndarray | None = None
         with tqdm(total=len(texts), desc=f"Embedding ({self.name})", unit="text", disable=not show) as bar:
             for begin in range(0, len(order), batch_size):
                 rows = order[begin : begin + batch_size]
-                vectors = self._checked(self._encode_batch([texts[i] for i in rows]), len(rows))
+                vectors = self._checked(encode_batch([texts[i] for i in rows]), len(rows))
                 if out is None:
                     out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
                 out[rows] = vectors

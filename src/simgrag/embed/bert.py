@@ -9,10 +9,16 @@ rounding (``tests/test_embedders.py`` compares them) and indexes built either wa
 
 Used by :class:`~simgrag.embed.sentence_transformers.SentenceTransformerEmbedder` for the bundled
 default model; any other sentence-transformers model goes through the library.
+
+``encode(texts, bfloat16=True)`` runs the matrix products in bfloat16 (torch autocast): 2.35x the
+names per second on this project's 2-core machine (AMX), vectors within cosine 0.9999 of float32's.
+It is used for an index's entity names only, and only on a CPU that multiplies bfloat16 natively
+(:func:`native_bfloat16`); elsewhere autocast would emulate it, slower than float32.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -22,7 +28,7 @@ import numpy as np
 
 from simgrag.errors import EmbedderError
 
-__all__ = ["MiniBert", "is_plain_bert"]
+__all__ = ["MiniBert", "is_plain_bert", "native_bfloat16"]
 
 _MAX_TOKENS = 256  # sentence_bert_config.json's max_seq_length of the bundled model
 
@@ -44,6 +50,18 @@ def is_plain_bert(model_dir: Path) -> bool:
                         if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens")
             and kinds == ["Transformer", "Pooling", "Normalize"]
             and (model_dir / "model.safetensors").is_file() and (model_dir / "tokenizer.json").is_file())
+
+
+@functools.cache
+def native_bfloat16() -> bool:
+    """Whether torch multiplies bfloat16 natively on this CPU (AVX512-BF16 or AMX tiles); probed once."""
+    try:
+        import torch
+
+        cpu: Any = torch.cpu
+        return bool(cpu._is_avx512_bf16_supported() or cpu._is_amx_tile_supported())
+    except (ImportError, AttributeError, RuntimeError):  # older torch, or probes missing on this build
+        return False
 
 
 class MiniBert:
@@ -72,14 +90,16 @@ class MiniBert:
         if missing:
             raise EmbedderError(f"{model_dir}/model.safetensors lacks {missing[0]}: not a BERT checkpoint")
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], *, bfloat16: bool = False) -> np.ndarray:
+        """Unit vectors of ``texts``; ``bfloat16``: matrix products in bfloat16 (see the module doc)."""
         torch = self.torch
         encodings = self.tokenizer.encode_batch(texts)
         ids = torch.tensor([e.ids for e in encodings], dtype=torch.long, device=self.device)
         mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.float32, device=self.device)
         types = torch.tensor([e.type_ids for e in encodings], dtype=torch.long, device=self.device)
-        with torch.inference_mode():
-            hidden = self._forward(ids, types, mask)
+        autocast = torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16, enabled=bfloat16)
+        with torch.inference_mode(), autocast:
+            hidden = self._forward(ids, types, mask).float()
             weights = mask.unsqueeze(-1)
             pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
             pooled = torch.nn.functional.normalize(pooled, p=2.0, dim=1)

@@ -7,6 +7,10 @@ loaded on the first ``encode`` call. The bundled model (a plain BERT with mean p
 :class:`~simgrag.embed.bert.MiniBert` — same vectors, without importing sentence-transformers and
 transformers (a fresh process embeds its first text in ~1 s instead of ~5 s); ``library=True``
 forces the library.
+
+Index builds embed entity names through :meth:`SentenceTransformerEmbedder.encode_bulk`, in bfloat16
+where the CPU multiplies it natively (``bulk_precision="auto"``; ``SIMGRAG_BULK_PRECISION=float32`` or
+``bfloat16`` decides for a whole process); queries, relation texts and types stay float32.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from simgrag.embed.batched import BatchedEmbedder
-from simgrag.embed.bert import MiniBert, is_plain_bert
+from simgrag.embed.bert import MiniBert, is_plain_bert, native_bfloat16
 from simgrag.embed.bundled import bundled_model_dir
 from simgrag.errors import EmbedderError, ModelError
 from simgrag.progress import progress_on
@@ -33,11 +37,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Takes effect only if torch is imported after this module; an explicit setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = ["DEFAULT_MODEL", "SentenceTransformerEmbedder"]
+__all__ = ["BULK_PRECISION_ENV", "DEFAULT_MODEL", "SentenceTransformerEmbedder"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+BULK_PRECISION_ENV = "SIMGRAG_BULK_PRECISION"
+_PRECISIONS = ("auto", "float32", "bfloat16")
 _DEFAULT_ALIASES = {"minilm", DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
 _DEFAULT_DIM = 384
 
@@ -78,9 +84,11 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
         dim: int | None = None,
         cache_size: int = 4096,
         library: bool = False,
+        bulk_precision: str | None = None,
     ) -> None:
         self.model_ref = str(model)
         self.library = library
+        self.bulk_precision = _bulk_precision(bulk_precision)
         if dim is None and _is_default(self.model_ref):
             dim = _DEFAULT_DIM
         super().__init__(dim=dim, normalize=normalize, cache_size=cache_size)
@@ -141,14 +149,39 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
         return int(dim)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        return self._run(texts, bfloat16=False)
+
+    def _encode_bulk_batch(self, texts: list[str]) -> np.ndarray:
+        return self._run(texts, bfloat16=self.bulk_bfloat16)
+
+    @property
+    def bulk_bfloat16(self) -> bool:
+        """Whether :meth:`encode_bulk` runs in bfloat16: the bundled model on our own BERT, and
+        ``bulk_precision`` ``bfloat16``, or ``auto`` on a CPU with native bfloat16 and no GPU device."""
+        if self.library or not _is_default(self.model_ref) or self.bulk_precision == "float32":
+            return False
+        if self.bulk_precision == "bfloat16":
+            return True
+        return self.device == "cpu" and native_bfloat16()
+
+    def _run(self, texts: list[str], *, bfloat16: bool) -> np.ndarray:
         model = self.model
         try:
             if isinstance(model, MiniBert):
-                return model.encode(texts)
+                return model.encode(texts, bfloat16=bfloat16)
             vectors = model.encode(texts, batch_size=len(texts), show_progress_bar=False, convert_to_numpy=True)
         except RuntimeError as exc:
             raise EmbedderError(f"{self.name} failed to encode {len(texts)} texts: {exc}") from exc
         return np.asarray(vectors)
+
+
+def _bulk_precision(given: str | None) -> str:
+    """``given``, else ``$SIMGRAG_BULK_PRECISION``, else ``auto``; checked."""
+    value = (given if given is not None else os.environ.get(BULK_PRECISION_ENV, "auto")).strip().lower()
+    if value not in _PRECISIONS:
+        where = "bulk_precision" if given is not None else f"${BULK_PRECISION_ENV}"
+        raise EmbedderError(f"{where} must be one of {', '.join(_PRECISIONS)}; got {value!r}")
+    return value
 
 
 def _hf_progress_bars(on: bool) -> None:

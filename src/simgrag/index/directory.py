@@ -41,7 +41,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from simgrag import __version__
-from simgrag.embed.base import Embedder, Respecifiable
+from simgrag.embed.base import Embedder, Respecifiable, encode_bulk
 from simgrag.embed.registry import resolve_embedder
 from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
 from simgrag.fileio import write_bytes_atomic
@@ -170,7 +170,8 @@ def _embed_entities(store: KGStore, embedder: Embedder, work: Path, show_progres
     with tqdm(total=n, initial=done, desc="embedding entities", unit="ent", disable=not show) as bar:
         for start in range(done, n, _CHUNK):
             names = [store.entities[i] for i in range(start, min(n, start + _CHUNK))]
-            vectors[start:start + len(names)] = embedder.encode(names, batch_size=batch_size, show_progress=False)
+            vectors[start:start + len(names)] = encode_bulk(embedder, names, batch_size=batch_size,
+                                                           show_progress=False)
             vectors.flush()
             write_bytes_atomic(progress_path, str(start + len(names)).encode())
             bar.update(len(names))
@@ -209,7 +210,7 @@ def build_index_dir(
     examples: str | Path | None = None,
     skip_bad_lines: bool = False,
     overwrite: bool = False,
-    batch_size: int = 128,
+    batch_size: int = 256,
     show_progress: bool | None = None,
 ) -> IndexDir:
     """Load ``kg_path``, embed entities/relations/types, build vector indexes, write ``out_dir``.

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from simgrag.embed.base import Embedder
+from simgrag.embed.base import Embedder, encode_bulk
 from simgrag.embed.registry import resolve_embedder
 from simgrag.errors import IndexDirError, KGError, SimGRAGError
 from simgrag.fetch import sha256_file
@@ -177,7 +177,7 @@ def update_index_dir(
     skip_bad_lines: bool = False,
     embedder: str | Embedder | None = None,
     verify: bool = False,
-    batch_size: int = 128,
+    batch_size: int = 256,
     show_progress: bool | None = None,
     sources: Mapping[str, str] | None = None,
 ) -> UpdateResult:
@@ -263,8 +263,8 @@ def _embed_new(base: _Base, delta: StoreDelta, batch_size: int, show_progress: b
     with tqdm(total=n - first, desc="embedding new entities", unit="ent", disable=not show) as bar:
         for start in range(first, n, _CHUNK):
             names = delta.store.entities.take(np.arange(start, min(n, start + _CHUNK)))
-            out[start - first: start - first + len(names)] = emb.encode(names, batch_size=batch_size,
-                                                                        show_progress=False)
+            out[start - first: start - first + len(names)] = encode_bulk(emb, names, batch_size=batch_size,
+                                                                         show_progress=False)
             bar.update(len(names))
     if not np.isfinite(out).all():
         raise IndexDirError(f"the embedder {emb.name} returned NaN or infinite values for new entity names; "
