@@ -310,3 +310,18 @@ def test_trained_models_read_an_index_derived_from_their_kg(toy: IndexDir, tmp_p
     with pytest.raises(ModelError, match="trained on a different KG"):
         read_model_dir(tmp_path / "m2", kind="subgraphrag", index=unrelated)
 
+
+
+def test_derived_copies_of_one_kg_indexed_two_ways_do_not_evict_each_other(toy: IndexDir, tmp_path: Path,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    from simgrag.eval.abstention import reduced_index
+
+    other = build_index_dir(write_toy_kg(tmp_path / "toy2.txt"), tmp_path / "toy64.idx", embedder=HashEmbedder(dim=64))
+    removed = np.array([0, 1], dtype=np.int64)
+    cache = tmp_path / "cache"
+    first, second = reduced_index(toy, removed, cache=cache), reduced_index(other, removed, cache=cache)
+    assert first.path != second.path and first.embedder.name == "hash-32" and second.embedder.name == "hash-64"
+    with caplog.at_level("WARNING"):
+        again = reduced_index(toy, removed, cache=cache), reduced_index(other, removed, cache=cache)
+    assert [d.path for d in again] == [first.path, second.path] and "rebuilding" not in caplog.text
+    assert again[0].store.num_triples == toy.store.num_triples - 2

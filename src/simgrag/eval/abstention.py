@@ -53,7 +53,6 @@ from typing import Any
 
 import numpy as np
 
-from simgrag.config import cache_dir
 from simgrag.errors import DatasetError, IndexDirError
 from simgrag.eval.answerable import chain_targets, is_answerable
 from simgrag.eval.compare import _file_stem
@@ -62,7 +61,7 @@ from simgrag.eval.metrics import answers_match
 from simgrag.eval.runner import QAItem
 from simgrag.eval.subrun import run_sub_comparison
 from simgrag.fileio import write_bytes_atomic
-from simgrag.index.derive import derive_index_dir, same_tables_store
+from simgrag.index.derive import derive_index_dir, derived_cache_path, same_tables_store
 from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.kg.store import KGStore
 from simgrag.pipeline import SimGRAG
@@ -131,10 +130,11 @@ def reduced_store(store: KGStore, removed: np.ndarray) -> KGStore:
 
 def reduced_index(base: IndexDir, removed: np.ndarray, *, cache: str | Path | None = None,
                   derivation: Mapping[str, Any] | None = None) -> IndexDir:
-    """The index of ``base``'s KG less ``removed``, derived once and cached by the removed set."""
+    """The index of ``base``'s KG less ``removed``, derived once and cached by the removed set
+    (:func:`~simgrag.index.derive.derived_cache_path`)."""
     kg_hash = base.manifest["kg"]["content_hash"]
     key = hashlib.sha256(np.asarray(removed, dtype=np.int64).tobytes()).hexdigest()[:16]
-    path = cache_dir(cache) / "derived" / f"{kg_hash[:16]}-abstain-{key}.idx"
+    path = derived_cache_path(base, f"abstain-{key}", cache)
     if (path / "manifest.json").is_file():
         try:
             cached = open_index_dir(path, embedder=base.embedder)

@@ -20,6 +20,7 @@ with the base: simgrag never writes an index file in place, so neither directory
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -45,7 +46,7 @@ from simgrag.index.swap import MANIFEST, replace_dir
 from simgrag.index.verify import file_digests
 from simgrag.kg.store import KGStore
 
-__all__ = ["derive_index_dir", "is_derived_from", "same_tables_store"]
+__all__ = ["derive_index_dir", "derived_cache_path", "is_derived_from", "same_tables_store"]
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +127,17 @@ def _types(base: IndexDir, store: KGStore, work: Path) -> str:
     _exact_index(base.embedder, texts, work / "type_index")
     np.save(work / "type_owner.npy", owner)
     return "re-embedded"
+
+
+def derived_cache_path(base: IndexDir, name: str, cache: str | Path | None = None) -> Path:
+    """Where the derived index ``name`` of ``base`` is cached: keyed by the base KG's content and by the
+    base index's build (embedder and vector-index settings), so two indexes of one KG built two ways do
+    not evict each other's derived copies."""
+    from simgrag.config import cache_dir
+
+    kg_hash = str(base.manifest["kg"]["content_hash"])
+    build = str(base.manifest.get("build_key") or base.manifest["embedder"]["name"])
+    return cache_dir(cache) / "derived" / f"{kg_hash[:16]}-{hashlib.sha256(build.encode()).hexdigest()[:8]}-{name}.idx"
 
 
 def derive_index_dir(

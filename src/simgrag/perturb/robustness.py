@@ -38,7 +38,7 @@ from simgrag.eval.plots import pyplot
 from simgrag.eval.runner import QAItem
 from simgrag.eval.subrun import run_sub_comparison
 from simgrag.fileio import write_bytes_atomic
-from simgrag.index.derive import derive_index_dir, same_tables_store
+from simgrag.index.derive import derive_index_dir, derived_cache_path, same_tables_store
 from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.perturb.base import TripleScorer
 from simgrag.perturb.methods import METHODS, perturb
@@ -114,7 +114,7 @@ def perturbed_index(base: IndexDir, spec: PerturbSpec, *, seed: int = 0, cache: 
     Its manifest's ``derived_from`` holds the perturbation summary and SD2/SC2D against the base.
     """
     kg_hash = base.manifest["kg"]["content_hash"]
-    path = cache_dir(cache) / "derived" / f"{kg_hash[:16]}-{spec.key}-s{seed}.idx"
+    path = derived_cache_path(base, f"{spec.key}-s{seed}", cache)
     if (path / "manifest.json").is_file():
         try:
             cached = open_index_dir(path, embedder=base.embedder)
