@@ -38,11 +38,12 @@ class FaissHNSWIndex:
     vectors exactly instead (same cost, no missed neighbours, complete rows when ``k >= ntotal``).
     FAISS reports squared L2; this class returns plain L2 (the square root).
 
-    Defaults (BENCHMARKS.md §10): on MetaQA's 42,718 MiniLM name vectors, recall@16 against exact
-    search is 0.991 with ``ef_construction=100, ef_search=128`` (0.998 with 200 / 256), the build takes
-    6.4 s instead of 11 s and a query 0.41 ms instead of 0.81 ms, and MetaQA TEST Hits@1 (900 questions
-    end to end) is the same on every question. On isotropic Gaussian data (the hard case, 20,000 x 64)
-    recall@10 is 0.98 with ef_search=128 and 0.997 with 256: raise it with ``--index-param ef_search=256``.
+    Defaults (BENCHMARKS.md §10, ``benchmarks/hnsw_settings.py``): on MetaQA's 42,718 MiniLM name
+    vectors, recall@16 against exact search is 0.990 with ``ef_construction=100, ef_search=128`` (0.998
+    with 200 / 256); the build takes 5.4 s instead of 10.9 s and a query 0.37 ms instead of 0.71 ms, and
+    MetaQA TEST Hits@1 (900 questions end to end) is the same on every question. On isotropic Gaussian
+    data (the hard case, 20,000 x 64) recall@10 is 0.973 with ef_search=128 and 0.995 with 256: raise it
+    with ``--index-param ef_search=256``.
     """
 
     kind = "faiss-hnsw"
