@@ -8,11 +8,17 @@ and the graph's build time. Used to choose ``FaissHNSWIndex``'s defaults (BENCHM
 
     python benchmarks/hnsw_settings.py --index-dir ~/.cache/simgrag/metaqa-minilm-….idx \\
         --metaqa-dir ../shared/data/MetaQA --settings 32x200,32x100,16x100
+
+On a ``benchmarks/scale.py`` work directory the queries are instead the paraphrased names of its planted
+queries (``queries.jsonl``; typos, word order, case):
+
+    python benchmarks/hnsw_settings.py --scale-work runs/scale-1000000-faiss --settings 32x100,32x200
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import time
 from pathlib import Path
@@ -36,6 +42,14 @@ def _topic_names(metaqa_dir: Path, per_hop: int, seed: int) -> list[str]:
     return names
 
 
+def _planted_names(work: Path, limit: int) -> list[str]:
+    names: dict[str, None] = {}
+    for line in (work / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        for head, _, tail in json.loads(line)["pattern"]:
+            names.update((x, None) for x in (head, tail) if not x.startswith("UNKNOWN"))
+    return list(names)[:limit]
+
+
 def _typo(name: str, rng: random.Random) -> str:
     if len(name) < 4:
         return name.lower()
@@ -47,8 +61,9 @@ def main() -> None:
     import faiss
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--index-dir", type=Path, required=True)
-    parser.add_argument("--metaqa-dir", type=Path, required=True)
+    parser.add_argument("--index-dir", type=Path, help="an index directory (default: WORK/index with --scale-work)")
+    parser.add_argument("--metaqa-dir", type=Path, help="queries from MetaQA TEST topic names")
+    parser.add_argument("--scale-work", type=Path, help="queries from a scale.py work directory's planted names")
     parser.add_argument("--settings", default="32x200,32x100,16x100", help="MxEF_CONSTRUCTION, comma-separated")
     parser.add_argument("--ef-search", default="32,64,128,256")
     parser.add_argument("--per-hop", type=int, default=200)
@@ -56,11 +71,19 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    index = open_index_dir(args.index_dir)
-    vectors = np.ascontiguousarray(np.load(args.index_dir / "entity_vectors.npy"), dtype=np.float32)
+    if (args.metaqa_dir is None) == (args.scale_work is None):
+        parser.error("give one of --metaqa-dir and --scale-work")
+    index_dir = args.index_dir or (args.scale_work / "index" if args.scale_work else None)
+    if index_dir is None:
+        parser.error("give --index-dir")
+    index = open_index_dir(index_dir)
+    vectors = np.ascontiguousarray(np.load(index_dir / "entity_vectors.npy"), dtype=np.float32)
     rng = random.Random(args.seed)
-    names = _topic_names(args.metaqa_dir, args.per_hop, args.seed)
-    texts = names + [_typo(n, rng) for n in names[: len(names) // 2]] + TYPE_WORDS
+    if args.scale_work is not None:
+        texts = _planted_names(args.scale_work, 3 * args.per_hop)
+    else:
+        names = _topic_names(args.metaqa_dir, args.per_hop, args.seed)
+        texts = names + [_typo(n, rng) for n in names[: len(names) // 2]] + TYPE_WORDS
     queries = index.embedder.encode(texts, show_progress=False)
     flat = faiss.IndexFlatL2(vectors.shape[1])
     flat.add(vectors)

@@ -195,3 +195,19 @@ def test_entity_names_take_the_embedders_bulk_path_relation_texts_do_not(tmp_pat
     index = open_index_dir(tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
     assert sorted(emb.bulk) == sorted(index.store.entities[i] for i in range(index.store.num_entities))
     assert not set(emb.bulk) & {relation_text(r) for r in index.store.relations}
+
+
+def test_hnsw_gets_the_faster_settings_on_small_kgs_unless_given(tmp_path: Path) -> None:
+    from simgrag.index.registry import HNSW_FAST_MAX_VECTORS, default_index_params
+
+    assert default_index_params("hnsw", HNSW_FAST_MAX_VECTORS) == {"ef_construction": 100, "ef_search": 128}
+    assert default_index_params("faiss-hnsw", HNSW_FAST_MAX_VECTORS + 1) == {}  # large: the class defaults
+    assert default_index_params("exact", 10) == {}
+    kg = write_toy_kg(tmp_path / "toy.txt")
+    build_index_dir(kg, tmp_path / "a.idx", embedder=HashEmbedder(dim=16), index_kind="faiss-hnsw")
+    build_index_dir(kg, tmp_path / "b.idx", embedder=HashEmbedder(dim=16), index_kind="hnsw",
+                    index_params={"ef_search": 256})
+    params = [json.loads((tmp_path / n / "manifest.json").read_text())["entity_index"]["params"]
+              for n in ("a.idx", "b.idx")]
+    assert params == [{"M": 32, "ef_construction": 100, "ef_search": 128},
+                      {"M": 32, "ef_construction": 100, "ef_search": 256}]

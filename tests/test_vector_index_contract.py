@@ -225,9 +225,7 @@ def test_exact_load_detects_inconsistent_directory(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["clustered", "gaussian"])
 def test_faiss_hnsw_recall_at_default_parameters(kind: str) -> None:
     """Recall@10 vs exact on 20,000 x 64 random vectors: drawn around 200 centres (embedding-like
-    data), and isotropic Gaussian, HNSW's worst case. The defaults (ef_construction 100, ef_search 128)
-    were chosen on real name embeddings (MetaQA, BENCHMARKS §10); on the worst case they give 0.97 and
-    the documented remedy, ``ef_search=256``, gives 0.99."""
+    data), and isotropic Gaussian, HNSW's worst case."""
     rng = np.random.default_rng(0)
     if kind == "clustered":
         centres = rng.normal(size=(200, 64))
@@ -248,10 +246,7 @@ def test_faiss_hnsw_recall_at_default_parameters(kind: str) -> None:
     search_s = time.perf_counter() - start
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got, want, strict=True)])
     print(f"FAISS HNSW recall@10={recall:.4f} build={build_s:.2f}s search(200 q)={search_s * 1e3:.1f}ms")
-    assert recall >= (0.99 if kind == "clustered" else 0.97)
-    hnsw.ef_search = 256
-    _, wider = hnsw.search(queries, 10)
-    assert np.mean([len(set(a) & set(b)) / 10 for a, b in zip(wider, want, strict=True)]) >= 0.99
+    assert recall >= 0.99
 
 
 def test_milvus_lite_persists_across_reopen(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ from simgrag.index.attach import stage_attachments
 from simgrag.index.base import LocalServerIndex, VectorIndex, VectorsAttachable
 from simgrag.index.exact import ExactIndex
 from simgrag.index.live import LiveEntityIndex
-from simgrag.index.registry import choose_default_kind, load_index, make_index
+from simgrag.index.registry import choose_default_kind, default_index_params, load_index, make_index
 from simgrag.index.swap import MANIFEST, finished_build, recover_swap, replace_dir, work_dir
 from simgrag.index.verify import check_loaded, check_manifest, file_digests
 from simgrag.kg.loader import LoadReport, load_kg
@@ -235,7 +235,7 @@ def build_index_dir(
     emb = resolve_embedder(embedder)
     spec = embedder if isinstance(embedder, str) else emb.spec if isinstance(emb, Respecifiable) else emb.name
     kind = index_kind or choose_default_kind(store.num_entities)
-    params = dict(index_params or {})
+    params = {**default_index_params(kind, store.num_entities), **dict(index_params or {})}
     kg_hash = store.content_hash()  # sha256 over every array: computed once, used twice
     fingerprint = {"kg": kg_hash, "embedder": emb.name, "dim": emb.dim}
     work = work_dir(out)
