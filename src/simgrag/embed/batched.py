@@ -111,9 +111,7 @@ class BatchedEmbedder(ABC):
 
         ``show_progress=None`` shows a tqdm bar at INFO level (:func:`simgrag.progress.show_progress`).
         """
-        items = _as_text_list(texts)
-        if batch_size <= 0:
-            raise EmbedderError(f"batch_size must be positive; got {batch_size}.")
+        items = _checked_input(texts, batch_size)
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.cache.accepts(items):
@@ -126,9 +124,7 @@ class BatchedEmbedder(ABC):
     ) -> np.ndarray:
         """:meth:`encode` for many texts at once (an index's entity names), through
         :meth:`_encode_bulk_batch`: a subclass may trade the last digits for speed there. No query cache."""
-        items = _as_text_list(texts)
-        if batch_size <= 0:
-            raise EmbedderError(f"batch_size must be positive; got {batch_size}.")
+        items = _checked_input(texts, batch_size)
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._encode_all(items, batch_size, progress_on(show_progress), bulk=True)
@@ -182,6 +178,14 @@ class BatchedEmbedder(ABC):
             norms = np.linalg.norm(array, axis=1, keepdims=True)
             array = (array / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
         return array
+
+
+def _checked_input(texts: Sequence[str], batch_size: int) -> list[str]:
+    """The texts of an ``encode``/``encode_bulk`` call as a checked list; the batch size checked too."""
+    items = _as_text_list(texts)
+    if batch_size <= 0:
+        raise EmbedderError(f"batch_size must be positive; got {batch_size}.")
+    return items
 
 
 def _as_text_list(texts: Sequence[str]) -> list[str]:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from simgrag import __version__
+from simgrag.config import cache_dir
 from simgrag.errors import IndexDirError
 from simgrag.fileio import atomic_path
 from simgrag.index.directory import (
@@ -133,8 +134,6 @@ def derived_cache_path(base: IndexDir, name: str, cache: str | Path | None = Non
     """Where the derived index ``name`` of ``base`` is cached: keyed by the base KG's content and by the
     base index's build (embedder and vector-index settings), so two indexes of one KG built two ways do
     not evict each other's derived copies."""
-    from simgrag.config import cache_dir
-
     kg_hash = str(base.manifest["kg"]["content_hash"])
     build = str(base.manifest.get("build_key") or base.manifest["embedder"]["name"])
     return cache_dir(cache) / "derived" / f"{kg_hash[:16]}-{hashlib.sha256(build.encode()).hexdigest()[:8]}-{name}.idx"
