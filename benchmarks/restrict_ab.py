@@ -7,6 +7,9 @@ share that stopped at the deadline, search steps, planted Hits@1; and whether bo
 same top-k where both completed (they must).
 
     python benchmarks/restrict_ab.py --work runs/scale-1000000-faiss [--queries 300] [--deadline 0.8]
+
+``--arms off`` or ``--arms on`` runs one arm only, so that each arm's peak RSS (reported as
+``peak_rss_mb``, this process's ``ru_maxrss``) is its own; the top-k comparison needs both arms.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -50,8 +54,12 @@ def main() -> None:
     p.add_argument("--k-n", type=int, default=16384)
     p.add_argument("--k-r", type=int, default=512)
     p.add_argument("--k-t", type=int, default=16)
+    p.add_argument("--arms", default="off,on", help="which arms to run: off,on (alternating), off, or on")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
+    arm_names = tuple(a.strip() for a in args.arms.split(",") if a.strip())
+    if not arm_names or set(arm_names) - {"off", "on"}:
+        p.error(f"--arms must name off and/or on, got {args.arms!r}")
     logging.basicConfig(level=logging.WARNING)
     index = open_index_dir(args.work / "index", embedder="static")
     retriever = SubgraphRetriever(index)
@@ -62,14 +70,14 @@ def main() -> None:
     queries = queries[: args.queries]
     settings = RetrievalSettings(k=3, k_n=args.k_n, k_r=args.k_r, k_t=args.k_t)
     arms: dict[str, dict[str, list[Any]]] = {a: {"s": [], "complete": [], "steps": [], "hit": []}
-                                             for a in ("off", "on")}
+                                             for a in arm_names}
     same = differ = 0
     default_min = restrict_module.MIN_CANDIDATES
     for i, q in enumerate([queries[0], *queries]):  # the first run warms the compiled code
         pattern = Pattern.from_triples(q.pattern)
         table = retriever.candidates(pattern, settings)
         results = {}
-        for arm in (("off", "on") if i % 2 else ("on", "off")):
+        for arm in (arm_names if i % 2 else arm_names[::-1]):
             restrict_module.MIN_CANDIDATES = default_min if arm == "on" else 1 << 62
             t = time.perf_counter()
             results[arm] = search_subgraphs(store, pattern, table, k=3, deadline_s=args.deadline)
@@ -81,14 +89,17 @@ def main() -> None:
             a["steps"].append(results[arm].steps)
             a["hit"].append(_hit(results[arm], pattern, q, store.entities))
         restrict_module.MIN_CANDIDATES = default_min
-        if i and results["on"].complete and results["off"].complete:
+        if i and len(results) == 2 and results["on"].complete and results["off"].complete:
             keys = [[m.key() for m in results[a].matches] for a in ("off", "on")]
             same, differ = (same + 1, differ) if keys[0] == keys[1] else (same, differ + 1)
     report = {"work": str(args.work), "queries": len(queries), "deadline_s": args.deadline,
               "both_complete_same_topk": same, "both_complete_different_topk": differ}
     for arm, a in arms.items():
         report[arm] = {"graph_ms": _pct(a["s"]), "deadline_stops": round(1 - float(np.mean(a["complete"])), 4),
-                       "steps_p50": int(np.median(a["steps"])), "hits1": round(float(np.mean(a["hit"])), 4)}
+                       "steps_p50": int(np.median(a["steps"])), "hits1": round(float(np.mean(a["hit"])), 4),
+                       "hits1_where_complete": round(float(np.mean([h for h, c in zip(a["hit"], a["complete"],
+                                                                                      strict=True) if c] or [0])), 4)}
+    report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
