@@ -46,6 +46,20 @@ def _hit(result: SearchResult, pattern: Pattern, q: PlantedQuery, names: Any) ->
     return all(top.get(text) == name for text, name in (q.answers | q.entities).items())
 
 
+def _planted_in_candidates(pattern: Pattern, table: Any, q: PlantedQuery, store: Any) -> bool:
+    """Whether every planted entity is among its pattern node's candidates (vector recall of the query);
+    a miss with the planted subgraph among the candidates and a complete search is a distance confusion."""
+    planted = q.answers | q.entities
+    for node, cands in zip(pattern.nodes, table.nodes, strict=True):
+        name = planted.get(node.text)
+        if name is None or cands.any_entity:
+            continue
+        eid = store.entity_id(name)
+        if eid is None or not np.isin(eid, cands.ids):
+            return False
+    return True
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, required=True, help="a scale.py work directory (index/, queries.jsonl)")
@@ -69,13 +83,14 @@ def main() -> None:
                for d in map(json.loads, (args.work / "queries.jsonl").read_text(encoding="utf-8").splitlines())]
     queries = queries[: args.queries]
     settings = RetrievalSettings(k=3, k_n=args.k_n, k_r=args.k_r, k_t=args.k_t)
-    arms: dict[str, dict[str, list[Any]]] = {a: {"s": [], "complete": [], "steps": [], "hit": []}
+    arms: dict[str, dict[str, list[Any]]] = {a: {"s": [], "complete": [], "steps": [], "hit": [], "recalled": []}
                                              for a in arm_names}
     same = differ = 0
     default_min = restrict_module.MIN_CANDIDATES
     for i, q in enumerate([queries[0], *queries]):  # the first run warms the compiled code
         pattern = Pattern.from_triples(q.pattern)
         table = retriever.candidates(pattern, settings)
+        recalled = _planted_in_candidates(pattern, table, q, store)
         results = {}
         for arm in (arm_names if i % 2 else arm_names[::-1]):
             restrict_module.MIN_CANDIDATES = default_min if arm == "on" else 1 << 62
@@ -88,6 +103,7 @@ def main() -> None:
             a["complete"].append(results[arm].complete)
             a["steps"].append(results[arm].steps)
             a["hit"].append(_hit(results[arm], pattern, q, store.entities))
+            a["recalled"].append(recalled)
         restrict_module.MIN_CANDIDATES = default_min
         if i and len(results) == 2 and results["on"].complete and results["off"].complete:
             keys = [[m.key() for m in results[a].matches] for a in ("off", "on")]
@@ -99,6 +115,11 @@ def main() -> None:
                        "steps_p50": int(np.median(a["steps"])), "hits1": round(float(np.mean(a["hit"])), 4),
                        "hits1_where_complete": round(float(np.mean([h for h, c in zip(a["hit"], a["complete"],
                                                                                       strict=True) if c] or [0])), 4)}
+        hit, complete, recalled = (np.asarray(a[key], dtype=bool) for key in ("hit", "complete", "recalled"))
+        report[arm]["misses"] = {  # each miss once: vector recall, then deadline, then the distances
+            "planted_not_in_candidates": int((~hit & ~recalled).sum()),
+            "deadline_stop": int((~hit & recalled & ~complete).sum()),
+            "complete_other_subgraph_nearer": int((~hit & recalled & complete).sum())}
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(json.dumps(report, indent=2))
     if args.out:
