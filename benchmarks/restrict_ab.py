@@ -68,6 +68,7 @@ def main() -> None:
     p.add_argument("--k-n", type=int, default=16384)
     p.add_argument("--k-r", type=int, default=512)
     p.add_argument("--k-t", type=int, default=16)
+    p.add_argument("--no-name-words", action="store_true", help="candidates from the vector index only")
     p.add_argument("--arms", default="off,on", help="which arms to run: off,on (alternating), off, or on")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
@@ -82,7 +83,7 @@ def main() -> None:
                                "triples": [tuple(x) for x in d["triples"]]})
                for d in map(json.loads, (args.work / "queries.jsonl").read_text(encoding="utf-8").splitlines())]
     queries = queries[: args.queries]
-    settings = RetrievalSettings(k=3, k_n=args.k_n, k_r=args.k_r, k_t=args.k_t)
+    settings = RetrievalSettings(k=3, k_n=args.k_n, k_r=args.k_r, k_t=args.k_t, name_words=not args.no_name_words)
     arms: dict[str, dict[str, list[Any]]] = {a: {"s": [], "complete": [], "steps": [], "hit": [], "recalled": []}
                                              for a in arm_names}
     same = differ = 0
@@ -109,6 +110,7 @@ def main() -> None:
             keys = [[m.key() for m in results[a].matches] for a in ("off", "on")]
             same, differ = (same + 1, differ) if keys[0] == keys[1] else (same, differ + 1)
     report = {"work": str(args.work), "queries": len(queries), "deadline_s": args.deadline,
+              "name_words": not args.no_name_words,
               "both_complete_same_topk": same, "both_complete_different_topk": differ}
     for arm, a in arms.items():
         report[arm] = {"graph_ms": _pct(a["s"]), "deadline_stops": round(1 - float(np.mean(a["complete"])), 4),

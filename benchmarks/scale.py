@@ -192,7 +192,8 @@ def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                                "triples": [tuple(x) for x in d["triples"]]})
                for d in map(json.loads, (work / "queries.jsonl").read_text(encoding="utf-8").splitlines())]
     queries = queries[: args.queries]
-    settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r, k_t=args.k_t, deadline_s=args.deadline)
+    settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r, k_t=args.k_t, deadline_s=args.deadline,
+                                 name_words=not args.no_name_words)
     retriever.retrieve(Pattern.from_triples(queries[0].pattern), settings)  # warm-up (caches, page faults)
     vector, graph, total, hits, complete = [], [], [], [], []
     by_shape: dict[str, list[bool]] = {}
@@ -219,6 +220,7 @@ def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "peak_rss_mb_with_recall": round(peak_rss_mb(), 1),
             "evicted_gib": round(evicted_gib, 2), "warmed_gib": round(warmed_gib, 2), "deadline_s": args.deadline,
             "search_params": json.loads(args.search_params or "{}"), "restricted_search": not args.no_restrict,
+            "name_words": not args.no_name_words,
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
 
 
@@ -264,6 +266,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--deadline", type=float, default=None, help="per-query graph-search deadline (s)")
     p.add_argument("--no-restrict", action="store_true",
                    help="search the whole KG, not the candidate-restricted graph (match/restrict.py): the 'before'")
+    p.add_argument("--no-name-words", action="store_true",
+                   help="named nodes' candidates from the vector index only (no entities found by name words)")
     p.add_argument("--recall-sample", type=int, default=100, help="queries whose names measure vector recall")
     p.add_argument("--work", type=Path, default=None, help="default: runs/scale-<N>")
     p.add_argument("--phase", choices=("all", "build", "query", "quantize"), default="all")

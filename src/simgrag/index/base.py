@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["LocalServerIndex", "VectorIndex", "VectorsAttachable"]
+__all__ = ["LocalServerIndex", "StoredVectors", "VectorIndex", "VectorsAttachable"]
 
 
 @runtime_checkable
@@ -46,6 +46,19 @@ class VectorsAttachable(Protocol):
     (compressed kinds: IVF-PQ)."""
 
     def attach_vectors(self, vectors: np.ndarray, path: Path) -> None: ...
+
+
+@runtime_checkable
+class StoredVectors(Protocol):
+    """An index that can give back its vectors by row from memory (``holds_vectors``), e.g. IVF-PQ's
+    8-bit re-ranking copy: cheaper than reading rows of the vectors file at random."""
+
+    @property
+    def holds_vectors(self) -> bool: ...
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """float32 vectors of ``rows`` (ascending ids)."""
+        ...
 
 
 @runtime_checkable

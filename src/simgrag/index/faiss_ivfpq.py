@@ -228,6 +228,15 @@ class FaissIVFPQIndex:
             quantizer.add(vectors[i: i + _SQ8_BLOCK])
         self._sq8, self.rerank = quantizer, "sq8"
 
+    @property
+    def holds_vectors(self) -> bool:
+        """Whether :meth:`vectors_of` reads memory (the 8-bit copy) rather than the vectors file."""
+        return self._sq8 is not None
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of ``rows`` (ascending) as re-ranking sees them (8-bit rounded with ``sq8``)."""
+        return self._rerank_rows(np.asarray(rows, dtype=np.int64))
+
     def _rerank_rows(self, rows: np.ndarray) -> np.ndarray:
         """Float32 vectors of ``rows`` (ascending) from the re-ranking store."""
         if self._sq8 is None:

@@ -39,6 +39,16 @@ class NameTable(Sequence[str]):
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
+    @property
+    def blob(self) -> np.ndarray:
+        """Every name's UTF-8 bytes, back to back (uint8; read-only by convention)."""
+        return np.asarray(self._blob)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Name ``i`` is ``blob[offsets[i]:offsets[i + 1]]`` (int64, ``len(self) + 1`` values)."""
+        return np.asarray(self._offsets)
+
     def __getitem__(self, i: int) -> str:  # type: ignore[override]
         if i < 0:
             i += len(self)

@@ -18,7 +18,9 @@ from typing import Any, Literal
 import numpy as np
 
 from simgrag.errors import MatchError, VectorIndexError
+from simgrag.index.base import StoredVectors
 from simgrag.index.directory import IndexDir
+from simgrag.index.lexical import NameTokenIndex
 from simgrag.kg.store import Triple
 from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set
 from simgrag.match.candidates import CandidateTable, NodeCandidates
@@ -47,6 +49,11 @@ class RetrievalSettings:
     deadline_s: seconds of graph search before the best matches so far are returned (``None``: no
     deadline). Invalid values raise :class:`~simgrag.errors.ConfigError` (see :mod:`simgrag.match.limits`).
 
+    ``name_words``: a named node's candidates also include the entities whose names share its rare words
+    (:mod:`simgrag.index.lexical`), at their embedding distances, where they are nearer than the vector
+    index's ``k_n``-th: what an approximate index (IVF-PQ at millions of entities) overlooks (an exact
+    index overlooks nothing: not used there).
+
     ``answer_tolerance``: also collect the answer set, every match whose GSD is within this of the best
     (:mod:`simgrag.match.answers`; ``None``: top-k only), at most ``answer_cap`` matches."""
 
@@ -58,6 +65,7 @@ class RetrievalSettings:
     algorithm: Literal["optimized", "naive"] = "optimized"
     deadline_s: float | None = DEFAULT_DEADLINE_S
     exact_names: bool = True
+    name_words: bool = True
     answer_tolerance: float | None = ANSWER_TOLERANCE
     answer_cap: int = WITHIN_CAP
 
@@ -155,6 +163,8 @@ class SubgraphRetriever:
         self._relation_cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._relation_cache_size = relation_cache_size
         self._relation_lock = threading.Lock()
+        self._name_words: NameTokenIndex | None = None
+        self._name_words_lock = threading.Lock()
 
     # ------------------------------------------------------------------ candidates
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -162,10 +172,23 @@ class SubgraphRetriever:
             return np.zeros((0, self.index.embedder.dim), dtype=np.float32)
         return self.index.embedder.encode(list(texts), show_progress=False)
 
+    def name_words(self) -> NameTokenIndex:
+        """The words of the KG's entity names (built on first use: ~1 s per million names)."""
+        with self._name_words_lock:
+            if self._name_words is None or self._name_words.num_names != self.store.num_entities:
+                t0 = time.perf_counter()
+                self._name_words = NameTokenIndex.build(self.store.entities)
+                logger.info("name words of %d entities indexed in %.2f s (%.0f MB)", self.store.num_entities,
+                            time.perf_counter() - t0, self._name_words.nbytes / 1e6)
+            return self._name_words
+
     def _node_candidates(self, text: str, vector: np.ndarray, dists: np.ndarray, ids: np.ndarray,
-                         exact_names: bool) -> NodeCandidates:
-        ids_list, dist_list = list(ids[ids >= 0]), list(dists[ids >= 0])
-        if exact_names and self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
+                         settings: RetrievalSettings) -> NodeCandidates:
+        ids, dists = ids[ids >= 0], dists[ids >= 0]
+        if settings.name_words and len(ids) and self.index.entity_index.kind != "exact":  # exact: nothing to add
+            ids, dists = self._with_name_words(text, vector, ids, dists, settings.k_n)
+        ids_list, dist_list = list(ids), list(dists)
+        if settings.exact_names and self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
             exact = self.store.entity_id(text)
             if exact is not None:  # the entity named exactly so is an exact match: distance 0
                 ids_list.append(exact)
@@ -174,6 +197,26 @@ class SubgraphRetriever:
             raise VectorIndexError(f"The entity index answered {text!r} with ids outside the KG or NaN distances: "
                                    "it is corrupt; run `simgrag check INDEX_DIR` and rebuild the index")
         return NodeCandidates.from_pairs(ids_list, dist_list)
+
+    def _with_name_words(self, text: str, vector: np.ndarray, ids: np.ndarray, dists: np.ndarray,
+                         k_n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k_n`` nearest of the vector index's candidates and the name-word ones (which only enter
+        nearer than the vector index's last when it returned ``k_n``)."""
+        extra = self.name_words().lookup(text)
+        extra = extra[(extra < len(self.index.entity_vectors)) & ~np.isin(extra, ids)]
+        if len(extra) == 0:
+            return ids, dists
+        indptr = self.store.indptr
+        extra = extra[indptr[extra + 1] > indptr[extra]]  # retired entities (live updates) have no triples
+        rows = _entity_rows(self.index, extra)
+        near = np.linalg.norm(rows - vector[None, :].astype(np.float32), axis=1)
+        keep = near < float(dists.max()) if len(ids) >= k_n else np.ones(len(near), dtype=bool)
+        if not keep.any():
+            return ids, dists
+        merged_ids = np.concatenate([ids, extra[keep]])
+        merged = np.concatenate([dists.astype(np.float64), near[keep].astype(np.float64)])
+        order = np.lexsort((merged_ids, merged))[: max(k_n, len(ids))]
+        return merged_ids[order], merged[order]
 
     def _relation_candidates(self, vectors: np.ndarray, k_r: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query vector: the k_r nearest relations (a relation's distance: its nearest text)."""
@@ -242,7 +285,7 @@ class SubgraphRetriever:
             dists, ids = self.index.entity_index.search(vectors[: len(known_nodes)], k_n)
             for row, i in enumerate(known_nodes):
                 nodes[i] = self._node_candidates(pattern.nodes[i].text, vectors[row], dists[row], ids[row],
-                                                 settings.exact_names)
+                                                 settings)
         rel_vecs = vectors[len(known_nodes): len(known_nodes) + len(known_edges)]
         rel_found = self._cached_relation_candidates([pattern.edges[j].relation for j in known_edges], rel_vecs,
                                                      settings.k_r)
@@ -318,3 +361,12 @@ class SubgraphRetriever:
             return None
         return (iris.entity(int(self.store.heads[tid])), iris.relation(int(self.store.rels[tid])),
                 iris.entity(int(self.store.tails[tid])))
+
+
+def _entity_rows(index: IndexDir, ids: np.ndarray) -> np.ndarray:
+    """The embeddings of entities ``ids`` (ascending): from the entity index's in-memory copy when it
+    keeps one (IVF-PQ's 8-bit re-ranking codes: no reads of the vectors file), else the vectors file."""
+    entity_index = getattr(index.entity_index, "inner", index.entity_index)  # a LiveEntityIndex wraps one
+    if isinstance(entity_index, StoredVectors) and entity_index.holds_vectors:
+        return entity_index.vectors_of(ids)
+    return np.asarray(index.entity_vectors[ids], dtype=np.float32)
