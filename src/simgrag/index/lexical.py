@@ -77,9 +77,9 @@ def _scan(blob, offsets, min_bytes, fill, hashes, owners):  # type: ignore[no-un
 
 def _words(blob: np.ndarray, offsets: np.ndarray, min_bytes: int) -> tuple[np.ndarray, np.ndarray]:
     blob, offsets = np.ascontiguousarray(blob, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64)
-    none_h, none_o = np.empty(0, np.uint64), np.empty(0, np.int64)
+    none_h, none_o = np.empty(0, np.uint64), np.empty(0, np.int32)
     n = _scan(blob, offsets, min_bytes, False, none_h, none_o)
-    hashes, owners = np.empty(n, np.uint64), np.empty(n, np.int64)
+    hashes, owners = np.empty(n, np.uint64), np.empty(n, np.int32 if len(offsets) <= 2**31 else np.int64)
     _scan(blob, offsets, min_bytes, True, hashes, owners)
     return hashes, owners
 
@@ -103,16 +103,16 @@ class NameTokenIndex:
     @classmethod
     def build(cls, names: NameTable, *, min_bytes: int = MIN_WORD_BYTES) -> NameTokenIndex:
         hashes, owners = _words(names.blob, names.offsets, min_bytes)
-        order = np.lexsort((owners, hashes))
+        order = np.argsort(hashes, kind="stable")  # owners come ascending, and stay so within a word
         hashes, owners = hashes[order], owners[order]
+        del order
         if len(hashes):  # a word twice in one name is one posting
             keep = np.ones(len(hashes), dtype=bool)
             keep[1:] = (hashes[1:] != hashes[:-1]) | (owners[1:] != owners[:-1])
             hashes, owners = hashes[keep], owners[keep]
         words, starts = np.unique(hashes, return_index=True)
         indptr = np.append(starts, len(hashes)).astype(np.int64)
-        entities = owners.astype(np.int32 if len(names) < 2**31 else np.int64)
-        return cls(words, indptr, entities, len(names))
+        return cls(words, indptr, owners, len(names))
 
     @property
     def nbytes(self) -> int:
