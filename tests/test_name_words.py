@@ -50,28 +50,84 @@ def test_a_common_word_alone_adds_nothing_but_two_together_do() -> None:
     assert len(found) == 1 and table[int(found[0])] in {"Alexander Lang", "Alexander Max Lang"}
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet="abcAB é-,.", min_size=0, max_size=14), min_size=1, max_size=30, unique=True),
-       st.text(alphabet="abcAB é-,.", max_size=14))
-def test_lookup_equals_a_plain_python_reading(names: list[str], query: str) -> None:
-    """Oracle: words are runs of letters/digits/non-ASCII, ASCII lower-cased, ≥ 3 UTF-8 bytes."""
-    def words(text: str) -> set[str]:
-        runs, run = [], ""
+def test_typos_and_initials() -> None:
+    table = NameTable.from_names(["Ledburg (town 30)", "Rudham Gallery (museum)", "Tate Gallery", "Dalton science",
+                                  "Hartwald", "Caroline Underwood", "Tom Underwood", "Faith"])
+    index = NameTokenIndex.build(table)
+    assert _names(index, table, "Ldburg") == {"Ledburg (town 30)"}  # a byte dropped
+    assert _names(index, table, "dalton sciehce") == {"Dalton science"}  # replaced
+    assert _names(index, table, "east hatrwald") == {"Hartwald"}  # swapped
+    assert _names(index, table, "faiith") == {"Faith"}  # inserted
+    common = {"max_postings": 1}
+    assert _names(index, table, "C. Underwood", **common) == {"Caroline Underwood"}  # the initial is a word
+    assert _names(index, table, "r. gallery", **common) == {"Rudham Gallery (museum)"}
+    assert _names(index, table, "gallery", **common) == set()
+    assert _names(index, table, "Led") == set()  # too short to correct, and no name has "led"
+
+
+_ALPHABET = "abcAB é-,."
+
+
+def _oracle(names: list[str], query: str, max_postings: int, max_shared: int) -> set[str] | None:
+    """A plain-Python reading of the lookup's contract (``None``: over the correction cap)."""
+    def words(text: str) -> list[bytes]:
+        out, run = [], b""
         for ch in text + " ":
             if ch.isascii() and not ch.isalnum():
-                runs.append(run)
-                run = ""
+                out.append(run)
+                run = b""
             else:
-                run += ch.lower() if ch.isascii() else ch
-        return {r for r in runs if len(r.encode("utf-8")) >= 3}
+                run += (ch.lower() if ch.isascii() else ch).encode("utf-8")
+        return [w for w in out if w]
 
-    table = NameTable.from_names(names)
-    index = NameTokenIndex.build(table)
-    qw = words(query)
-    holders = {w: {n for n in names if w in words(n)} for w in qw}
-    expected = {n for w, ns in holders.items() if len(ns) <= 2 for n in ns}
-    expected |= {n for n in names if sum(n in ns for w, ns in holders.items() if len(ns) <= 5) >= 2}
-    assert _names(index, table, query, max_postings=2, max_shared=5) == expected
+    def dels(w: bytes) -> set[bytes]:
+        return {w[:i] + w[i + 1:] for i in range(len(w))}
+
+    held = {n: {w for w in words(n) if len(w) >= 3} for n in names}
+    vocab = set().union(*held.values())
+    groups, initials = [], set()
+    for w in dict.fromkeys(words(query)):
+        if len(w) == 1 and w.isalpha():
+            initials.add(w)
+            continue
+        if len(w) < 3:
+            continue
+        if w in vocab:
+            alts = {w}
+        elif 5 <= len(w) <= 32:
+            alts = (dels(w) & vocab) | {v for v in vocab if 5 <= len(v) <= 32 and (w in dels(v) or dels(v) & dels(w))}
+            if len(alts) > 16:
+                return None
+        else:
+            alts = set()
+        if not alts or sum(sum(a in h for h in held.values()) for a in alts) > max_shared:
+            continue
+        groups.append({n for n, h in held.items() if h & alts})
+    pool = set().union(*groups) if groups else set()
+    found = set()
+    for n in pool:
+        shared = sum(n in g for g in groups) + sum(any(w[:1] == i for w in words(n)) for i in initials)
+        if shared >= 2 or any(n in g and len(g) <= max_postings for g in groups):
+            found.add(n)
+    return found
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.text(alphabet=_ALPHABET, min_size=0, max_size=14), min_size=1, max_size=30, unique=True),
+       st.text(alphabet=_ALPHABET, max_size=14))
+def test_lookup_equals_a_plain_python_reading(names: list[str], query: str) -> None:
+    expected = _oracle(names, query, max_postings=2, max_shared=5)
+    if expected is not None:
+        table = NameTable.from_names(names)
+        assert _names(NameTokenIndex.build(table), table, query, max_postings=2, max_shared=5) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(max_size=40))
+def test_query_words_hash_as_the_names_do(text: str) -> None:
+    from simgrag.index.lexical import _fnv, query_words
+
+    assert sorted({_fnv(w) for w in query_words(text) if len(w) >= 3}) == word_hashes(text).tolist()
 
 
 # ---------------------------------------------------------------- in the retriever

@@ -17,9 +17,19 @@ index overlooked get in, and only when they are nearer than its ``k_n``-th.
 
 Words: maximal runs of ASCII letters and digits and of non-ASCII characters (UTF-8 bytes ≥ 0x80),
 ASCII letters lower-cased, at least :data:`MIN_WORD_BYTES` bytes long; each is stored as a 64-bit
-FNV-1a hash (a collision only adds a candidate whose distance is then computed exactly). The index
-is built in memory from the KG's name table (no file: about 2 s per million names on one core) and
-holds 12 bytes per word occurrence.
+FNV-1a hash (a collision only adds a candidate whose distance is then computed exactly). Two things
+people type are read too:
+
+- **typos**: a query word of :data:`FUZZY_MIN_BYTES` or more that no name holds stands for the names'
+  words that become equal to it when at most one byte is left out of each (which covers a byte
+  inserted, dropped or replaced and two neighbours swapped: "Ldburg" → *ledburg*, "sciehce" →
+  *science*), found through a table of every word with one byte left out (the symmetric-delete
+  method of spelling correctors);
+- **initials**: a one-letter word ("C. Underwood") counts as a shared word for names with a word
+  starting with that letter, among the names the other words found.
+
+The index is built in memory from the KG's name table (no file: about 1 s per million names on one
+core) and holds 12 bytes per word occurrence plus 12 per deleted-byte variant of each distinct word.
 """
 
 from __future__ import annotations
@@ -29,8 +39,8 @@ from numba import njit
 
 from simgrag.kg.names import NameTable
 
-__all__ = ["MAX_LEXICAL_CANDIDATES", "MAX_POSTINGS", "MAX_SHARED_POSTINGS", "MIN_WORD_BYTES", "NameTokenIndex",
-           "word_hashes"]
+__all__ = ["FUZZY_MIN_BYTES", "MAX_LEXICAL_CANDIDATES", "MAX_POSTINGS", "MAX_SHARED_POSTINGS", "MIN_WORD_BYTES",
+           "NameTokenIndex", "query_words", "word_hashes"]
 
 #: words shorter than this (in UTF-8 bytes) are ignored: "of", "la", initials
 MIN_WORD_BYTES = 3
@@ -38,8 +48,14 @@ MIN_WORD_BYTES = 3
 MAX_POSTINGS = 2048
 #: ... but two such words together may ("Alexander" and "Lang"), up to this many names each ("the": never)
 MAX_SHARED_POSTINGS = 65536
-#: at most this many entities per lookup (rarest words first)
+#: at most this many entities per lookup (those sharing most words first)
 MAX_LEXICAL_CANDIDATES = 4096
+#: a query word this long that no name holds is read as a typo of the names' words one edit away
+FUZZY_MIN_BYTES = 5
+#: ... and words longer than this are not given deleted-byte variants (nor corrected)
+FUZZY_MAX_BYTES = 32
+#: at most this many corrections per query word
+MAX_CORRECTIONS = 16
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -84,6 +100,104 @@ def _words(blob: np.ndarray, offsets: np.ndarray, min_bytes: int) -> tuple[np.nd
     return hashes, owners
 
 
+@njit(cache=True, nogil=True)
+def _locate(blob, offsets, owners, hashes, first):  # type: ignore[no-untyped-def]
+    """For each distinct word (first posting ``first[w]``): where it starts in its first name, its length."""
+    where = np.empty(first.shape[0], dtype=np.int64)
+    length = np.zeros(first.shape[0], dtype=np.int64)
+    for w in range(first.shape[0]):
+        i = owners[first[w]]
+        want = hashes[first[w]]
+        where[w] = -1
+        h = _FNV_OFFSET
+        n = 0
+        for j in range(offsets[i], offsets[i + 1] + 1):
+            b = blob[j] if j < offsets[i + 1] else 32
+            if _is_word_byte(b):
+                if 65 <= b <= 90:
+                    b += 32
+                h = (h ^ np.uint64(b)) * _FNV_PRIME
+                n += 1
+            else:
+                if n > 0 and h == want:
+                    where[w], length[w] = j - n, n
+                    break
+                h = _FNV_OFFSET
+                n = 0
+    return where, length
+
+
+@njit(cache=True, nogil=True)
+def _deleted_byte_hashes(blob, where, length, lo, hi, fill, out_hash, out_word):  # type: ignore[no-untyped-def]
+    """Hashes of each word of ``lo`` to ``hi`` bytes with one byte left out (count, or also fill)."""
+    n = 0
+    for w in range(where.shape[0]):
+        if where[w] < 0 or length[w] < lo or length[w] > hi:
+            continue
+        for skip in range(length[w]):
+            if fill:
+                h = _FNV_OFFSET
+                for j in range(length[w]):
+                    if j != skip:
+                        b = blob[where[w] + j]
+                        if 65 <= b <= 90:
+                            b += 32
+                        h = (h ^ np.uint64(b)) * _FNV_PRIME
+                out_hash[n], out_word[n] = h, w
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _initials_held(blob, offsets, ids, letters):  # type: ignore[no-untyped-def]
+    """For each name ``ids[i]``: how many of ``letters`` (lower-case ASCII) start one of its words."""
+    out = np.zeros(ids.shape[0], dtype=np.int64)
+    for k in range(ids.shape[0]):
+        i = ids[k]
+        seen = np.zeros(letters.shape[0], dtype=np.bool_)
+        at_start = True
+        for j in range(offsets[i], offsets[i + 1]):
+            b = blob[j]
+            if _is_word_byte(b):
+                if at_start:
+                    if 65 <= b <= 90:
+                        b += 32
+                    for m in range(letters.shape[0]):
+                        if letters[m] == b:
+                            seen[m] = True
+                at_start = False
+            else:
+                at_start = True
+        out[k] = seen.sum()
+    return out
+
+
+def _fnv(word: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for b in word:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def query_words(text: str) -> list[bytes]:
+    """The words of ``text`` as the index reads names (lower-cased ASCII, UTF-8 bytes), every length."""
+    out, run = [], bytearray()
+    for b in text.encode("utf-8") + b" ":
+        if 48 <= b <= 57 or 97 <= b <= 122 or b >= 128:
+            run.append(b)
+        elif 65 <= b <= 90:
+            run.append(b + 32)
+        else:
+            if run:
+                out.append(bytes(run))
+            run = bytearray()
+    return out
+
+
+def _one_byte_out(word: bytes) -> list[bytes]:
+    return [word[:i] + word[i + 1:] for i in range(len(word))]
+
+
 def word_hashes(text: str, min_bytes: int = MIN_WORD_BYTES) -> np.ndarray:
     """The distinct word hashes of ``text``, as :class:`NameTokenIndex` stores names' words."""
     data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
@@ -94,15 +208,20 @@ def word_hashes(text: str, min_bytes: int = MIN_WORD_BYTES) -> np.ndarray:
 class NameTokenIndex:
     """Entity ids by the words of their names (module docstring)."""
 
-    def __init__(self, words: np.ndarray, indptr: np.ndarray, entities: np.ndarray, num_names: int) -> None:
+    def __init__(self, names: NameTable, words: np.ndarray, indptr: np.ndarray, entities: np.ndarray,
+                 deleted: np.ndarray, deleted_word: np.ndarray) -> None:
+        self.names = names
         self.words = words  # sorted unique word hashes (uint64)
         self.indptr = indptr  # entities[indptr[w]:indptr[w + 1]]: the names holding word w (ascending ids)
         self.entities = entities
-        self.num_names = num_names
+        self.deleted = deleted  # sorted hashes of the words with one byte left out ...
+        self.deleted_word = deleted_word  # ... and which word each came from
+        self.num_names = len(names)
 
     @classmethod
     def build(cls, names: NameTable, *, min_bytes: int = MIN_WORD_BYTES) -> NameTokenIndex:
-        hashes, owners = _words(names.blob, names.offsets, min_bytes)
+        blob, offsets = np.ascontiguousarray(names.blob), np.ascontiguousarray(names.offsets, dtype=np.int64)
+        hashes, owners = _words(blob, offsets, min_bytes)
         order = np.argsort(hashes, kind="stable")  # owners come ascending, and stay so within a word
         hashes, owners = hashes[order], owners[order]
         del order
@@ -110,32 +229,72 @@ class NameTokenIndex:
             keep = np.ones(len(hashes), dtype=bool)
             keep[1:] = (hashes[1:] != hashes[:-1]) | (owners[1:] != owners[:-1])
             hashes, owners = hashes[keep], owners[keep]
-        words, starts = np.unique(hashes, return_index=True)
-        indptr = np.append(starts, len(hashes)).astype(np.int64)
-        return cls(words, indptr, owners, len(names))
+        words, first = np.unique(hashes, return_index=True)
+        indptr = np.append(first, len(hashes)).astype(np.int64)
+        where, length = _locate(blob, offsets, owners, hashes, first.astype(np.int64))
+        del hashes
+        lo, hi = FUZZY_MIN_BYTES, FUZZY_MAX_BYTES + 1
+        n = _deleted_byte_hashes(blob, where, length, lo, hi, False, np.empty(0, np.uint64), np.empty(0, np.int32))
+        deleted, deleted_word = np.empty(n, np.uint64), np.empty(n, np.int32)
+        _deleted_byte_hashes(blob, where, length, lo, hi, True, deleted, deleted_word)
+        order = np.argsort(deleted, kind="stable")
+        return cls(names, words, indptr, owners, deleted[order], deleted_word[order])
 
     @property
     def nbytes(self) -> int:
-        return int(self.words.nbytes + self.indptr.nbytes + self.entities.nbytes)
+        return int(self.words.nbytes + self.indptr.nbytes + self.entities.nbytes + self.deleted.nbytes
+                   + self.deleted_word.nbytes)
+
+    def _slot(self, word: bytes) -> int | None:
+        h = np.uint64(_fnv(word))
+        slot = int(np.searchsorted(self.words, h))
+        return slot if slot < len(self.words) and self.words[slot] == h else None
+
+    def corrections(self, word: bytes) -> list[int]:
+        """Slots of the names' words that a typo may have turned into ``word`` (which no name holds):
+        ``word`` with a byte left out, and the words (of :data:`FUZZY_MIN_BYTES` to
+        :data:`FUZZY_MAX_BYTES` bytes) that with a byte left out equal ``word`` or ``word`` with a byte
+        left out; at most :data:`MAX_CORRECTIONS`."""
+        if not FUZZY_MIN_BYTES <= len(word) <= FUZZY_MAX_BYTES:
+            return []
+        variants = _one_byte_out(word)
+        found = {s for s in map(self._slot, variants) if s is not None}
+        for h in np.unique(np.array([_fnv(v) for v in [word, *variants]], dtype=np.uint64)):
+            lo, hi = np.searchsorted(self.deleted, h, "left"), np.searchsorted(self.deleted, h, "right")
+            found.update(int(w) for w in self.deleted_word[lo:hi])
+        return sorted(found)[:MAX_CORRECTIONS]
 
     def lookup(self, text: str, *, max_postings: int = MAX_POSTINGS, max_shared: int = MAX_SHARED_POSTINGS,
                limit: int = MAX_LEXICAL_CANDIDATES) -> np.ndarray:
         """Entities whose names share with ``text`` a word held by at most ``max_postings`` names, or two
-        words held by at most ``max_shared`` names each; those sharing more words first, at most
-        ``limit`` of them (ascending ids, int64)."""
-        found = word_hashes(text)
-        slots = np.searchsorted(self.words, found)
-        known = slots < len(self.words)
-        known[known] = self.words[slots[known]] == found[known]
-        slots = slots[known]
-        sizes = self.indptr[slots + 1] - self.indptr[slots]
-        usable = slots[sizes <= max_shared]
-        if len(usable) == 0:
+        words (an initial counts) held by at most ``max_shared`` names each; those sharing more words
+        first, at most ``limit`` of them (ascending ids, int64). A word no name holds stands for its
+        :meth:`corrections`."""
+        groups: list[np.ndarray] = []
+        initials: list[int] = []
+        for word in dict.fromkeys(query_words(text)):
+            if len(word) == 1 and 97 <= word[0] <= 122:
+                initials.append(word[0])
+                continue
+            if len(word) < MIN_WORD_BYTES:
+                continue
+            slot = self._slot(word)
+            slots = [slot] if slot is not None else self.corrections(word)
+            if not slots:
+                continue
+            sizes = [int(self.indptr[s + 1] - self.indptr[s]) for s in slots]
+            if sum(sizes) > max_shared:
+                continue
+            parts = [self.entities[self.indptr[s]:self.indptr[s + 1]] for s in slots]
+            groups.append(parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts)))
+        if not groups:
             return np.empty(0, dtype=np.int64)
-        postings = [self.entities[self.indptr[s]:self.indptr[s + 1]] for s in usable]
-        ids, shared = np.unique(np.concatenate(postings), return_counts=True)
-        rare = [p for p, s in zip(postings, usable, strict=True) if self.indptr[s + 1] - self.indptr[s] <= max_postings]
+        ids, shared = np.unique(np.concatenate(groups), return_counts=True)
+        if initials:
+            shared = shared + _initials_held(self.names.blob, self.names.offsets, ids.astype(np.int64),
+                                             np.array(sorted(set(initials)), dtype=np.uint8))
         keep = shared >= 2
+        rare = [g for g in groups if len(g) <= max_postings]
         if rare:
             keep |= np.isin(ids, np.concatenate(rare))
         ids, shared = ids[keep], shared[keep]
