@@ -181,6 +181,7 @@ def main() -> None:
     parser.add_argument("--aliases", choices=["none", "metaqa"], default="metaqa")
     parser.add_argument("--allow-reuse", action="store_true", help="homomorphism instead of injective matching")
     parser.add_argument("--answer-tolerance", type=float, default=1e-3, help="answer-set GSD tolerance (<0: off)")
+    parser.add_argument("--no-name-words", action="store_true", help="candidates from the vector index only")
     parser.add_argument("--ef-search", type=int, default=None, help="HNSW search beam (default: the index's)")
     parser.add_argument("--out", type=Path, default=Path("runs/retrieval_metaqa.json"))
     args = parser.parse_args()
@@ -202,7 +203,7 @@ def main() -> None:
     report["build_timings"] = json.loads((args.index_dir / "manifest.json").read_text())["timings"]
     tolerance = None if args.answer_tolerance < 0 else args.answer_tolerance
     settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r, injective=not args.allow_reuse,
-                                 answer_tolerance=tolerance)
+                                 answer_tolerance=tolerance, name_words=not args.no_name_words)
     wide = RetrievalSettings(k=args.k, k_n=args.wide, k_r=args.wide)
     for hop in (1, 2, 3):
         questions = load_metaqa(args.metaqa_dir, hop, "test")

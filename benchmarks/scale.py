@@ -192,8 +192,10 @@ def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                                "triples": [tuple(x) for x in d["triples"]]})
                for d in map(json.loads, (work / "queries.jsonl").read_text(encoding="utf-8").splitlines())]
     queries = queries[: args.queries]
+    tolerance = {} if args.answer_tolerance is None else {
+        "answer_tolerance": None if args.answer_tolerance < 0 else args.answer_tolerance}
     settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r, k_t=args.k_t, deadline_s=args.deadline,
-                                 name_words=not args.no_name_words)
+                                 name_words=not args.no_name_words, **tolerance)
     retriever.retrieve(Pattern.from_triples(queries[0].pattern), settings)  # warm-up (caches, page faults)
     vector, graph, total, hits, complete = [], [], [], [], []
     by_shape: dict[str, list[bool]] = {}
@@ -220,7 +222,7 @@ def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "peak_rss_mb_with_recall": round(peak_rss_mb(), 1),
             "evicted_gib": round(evicted_gib, 2), "warmed_gib": round(warmed_gib, 2), "deadline_s": args.deadline,
             "search_params": json.loads(args.search_params or "{}"), "restricted_search": not args.no_restrict,
-            "name_words": not args.no_name_words,
+            "name_words": not args.no_name_words, "answer_tolerance": settings.answer_tolerance,
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
 
 
@@ -268,6 +270,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="search the whole KG, not the candidate-restricted graph (match/restrict.py): the 'before'")
     p.add_argument("--no-name-words", action="store_true",
                    help="named nodes' candidates from the vector index only (no entities found by name words)")
+    p.add_argument("--answer-tolerance", type=float, default=None,
+                   help="answer-set GSD tolerance (default: the library's; < 0: top-k only, no answer set)")
     p.add_argument("--recall-sample", type=int, default=100, help="queries whose names measure vector recall")
     p.add_argument("--work", type=Path, default=None, help="default: runs/scale-<N>")
     p.add_argument("--phase", choices=("all", "build", "query", "quantize"), default="all")

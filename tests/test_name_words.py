@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from simgrag.index.directory import IndexDir, build_index_dir
 from simgrag.index.lexical import NameTokenIndex, word_hashes
 from simgrag.kg.names import NameTable
+from simgrag.match import retrieve as retrieve_module
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern
 from simgrag.testing import HashEmbedder
@@ -168,6 +169,12 @@ def people(tmp_path_factory: pytest.TempPathFactory) -> IndexDir:
     return build_index_dir(kg, kg.parent / "kg.idx", embedder=HashEmbedder(dim=32))
 
 
+@pytest.fixture(autouse=True)
+def _any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These KGs are small; name words are looked up from 100K entities on."""
+    monkeypatch.setattr(retrieve_module, "NAME_WORDS_MIN_ENTITIES", 0)
+
+
 def test_name_words_bring_back_what_the_approximate_index_missed(people: IndexDir) -> None:
     store = people.store
     target = next(i for i in range(store.num_entities) if store.entities[i].startswith("Alexander"))
@@ -185,11 +192,15 @@ def test_name_words_bring_back_what_the_approximate_index_missed(people: IndexDi
         dict(zip(exact.ids.tolist(), exact.dists.round(5).tolist(), strict=True))
 
 
-def test_an_exact_index_is_left_alone(people: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
-    retriever = SubgraphRetriever(people)
-    monkeypatch.setattr(retriever, "name_words", lambda: pytest.fail("exact indexes miss nothing"))
+def test_exact_indexes_and_small_kgs_are_left_alone(people: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
     pattern = Pattern.from_triples([("Alexander Lang", "born in", "UNKNOWN city 1")])
-    assert len(retriever.candidates(pattern, RetrievalSettings(k_n=4)).nodes[0].ids) == 4
+    exact = SubgraphRetriever(people)
+    monkeypatch.setattr(exact, "name_words", lambda: pytest.fail("exact indexes miss nothing"))
+    assert len(exact.candidates(pattern, RetrievalSettings(k_n=4)).nodes[0].ids) == 4
+    monkeypatch.setattr(retrieve_module, "NAME_WORDS_MIN_ENTITIES", people.store.num_entities)
+    small = SubgraphRetriever(dataclasses.replace(people, entity_index=_Forgetful(people.entity_index, 0)))
+    monkeypatch.setattr(small, "name_words", lambda: pytest.fail("not looked up for a KG this small"))
+    assert len(small.candidates(pattern, RetrievalSettings(k_n=4)).nodes[0].ids) == 4
 
 
 def test_retired_entities_are_not_brought_back(people: IndexDir, tmp_path: Path) -> None:

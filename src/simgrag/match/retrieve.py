@@ -38,6 +38,10 @@ from simgrag.pattern.validate import validate_pattern
 __all__ = ["EdgeBinding", "Evidence", "NodeBinding", "Retrieval", "RetrievalSettings", "SubgraphRetriever"]
 
 EXACT_NAME_MAX_ENTITIES = 2_000_000
+#: name words (RetrievalSettings.name_words) are looked up only for KGs with more entities than this: on
+#: MetaQA (43K names, HNSW recall@16 0.99) they cost 0.3 ms per query and changed no answer; at 10M
+#: (IVF-PQ) they took planted Hits@1 from 0.71 to 0.89 (BENCHMARKS §10; the crossover is not measured)
+NAME_WORDS_MIN_ENTITIES = 100_000
 JSON_ANSWERS = 200  # answers listed with their witness triples in JSON (every name is listed)
 
 logger = logging.getLogger(__name__)
@@ -52,7 +56,7 @@ class RetrievalSettings:
     ``name_words``: a named node's candidates also include the entities whose names share its rare words
     (:mod:`simgrag.index.lexical`), at their embedding distances, where they are nearer than the vector
     index's ``k_n``-th: what an approximate index (IVF-PQ at millions of entities) overlooks (an exact
-    index overlooks nothing: not used there).
+    index overlooks nothing: not used there; nor for KGs of up to ``NAME_WORDS_MIN_ENTITIES``).
 
     ``answer_tolerance``: also collect the answer set, every match whose GSD is within this of the best
     (:mod:`simgrag.match.answers`; ``None``: top-k only), at most ``answer_cap`` matches."""
@@ -185,7 +189,8 @@ class SubgraphRetriever:
     def _node_candidates(self, text: str, vector: np.ndarray, dists: np.ndarray, ids: np.ndarray,
                          settings: RetrievalSettings) -> NodeCandidates:
         ids, dists = ids[ids >= 0], dists[ids >= 0]
-        if settings.name_words and len(ids) and self.index.entity_index.kind != "exact":  # exact: nothing to add
+        if (settings.name_words and len(ids) and self.index.entity_index.kind != "exact"  # exact: nothing to add
+                and self.store.num_entities > NAME_WORDS_MIN_ENTITIES):
             ids, dists = self._with_name_words(text, vector, ids, dists, settings.k_n)
         ids_list, dist_list = list(ids), list(dists)
         if settings.exact_names and self.store.num_entities <= EXACT_NAME_MAX_ENTITIES:
