@@ -281,6 +281,26 @@ def test_within_set_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTa
     assert _keys(result.matches) == _keys(brute_force_top_k(store, pattern, table, k, injective=injective))
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case(), st.sampled_from([1, 3]), WITHIN, st.integers(1, 40))
+def test_within_set_on_the_restricted_graph_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable],
+                                                               k: int, within: float, cap: int) -> None:
+    """Answer sets searched on the candidate-restricted graph (forced on small KGs) carry global entity
+    ids and are the brute-force set, capped or not."""
+    store, pattern, table = data
+    expected = brute_force_within(store, pattern, table, within)
+    with mock.patch.object(restrict_module, "MIN_CANDIDATES", 0):
+        result = search_subgraphs(store, pattern, table, k=k, within=within, within_cap=cap)
+    assert result.within is not None and result.within.capped == (len(expected) > cap)
+    got = result.within.matches()
+    assert set(_keys(got)) <= set(_keys(expected))
+    if len(expected) <= cap:
+        assert _keys(got) == _keys(expected)
+        for have, want in zip(got, expected, strict=True):
+            assert have.node_dists == want.node_dists and have.edge_dists == want.edge_dists
+    assert _keys(result.matches) == _keys(brute_force_top_k(store, pattern, table, k))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case(), WITHIN, st.integers(1, 4))
 def test_within_set_capped_keeps_true_members(data: tuple[KGStore, Pattern, CandidateTable], within: float,

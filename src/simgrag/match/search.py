@@ -33,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -347,13 +347,11 @@ class _Limits:
 def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, injective: bool,
                       algorithm: Algorithm, limits: _Limits, within: tuple[float, int] | None = None,
                       ) -> tuple[tuple[Match, ...], bool, float, int, MatchSet | None]:
-    # a within set reads global ids from the table: those searches run on the whole KG
     small = (restrict(store, pattern, table, injective=injective, deadline=limits.deadline)
-             if algorithm == "optimized" and within is None else None)
-    if small is not None:  # the same matches, searched on the KG cut down to the candidates' triples
-        run = _Run(small, pattern, small.table, k, injective, algorithm, limits.stack_size)
-    else:
-        run = _Run(store, pattern, table, k, injective, algorithm, limits.stack_size, *(within or (None,)))
+             if algorithm == "optimized" else None)
+    # on a restricted graph: the same matches, searched on the KG cut down to the candidates' triples
+    graph, local_table = (store, table) if small is None else (small, small.table)
+    run = _Run(graph, pattern, local_table, k, injective, algorithm, limits.stack_size, *(within or (None,)))
     budget, deadline = limits.max_steps, limits.deadline
     while not run.done:
         if deadline is not None and time.perf_counter() >= deadline:
@@ -371,7 +369,10 @@ def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k
     matches = run.matches(table) if small is None else _global(run.matches(small.table), small.entities)
     kth = matches[-1].gsd if len(matches) == k else float("inf")
     lower = min(kth, run.frontier_bound())
-    return matches, run.done, lower, run.steps, run.within_set(table)
+    found = run.within_set(local_table)
+    if small is not None and found is not None:  # local ids follow global ids: the set's order is kept
+        found = replace(found, nodes=small.entities[found.nodes].astype(np.int64))
+    return matches, run.done, lower, run.steps, found
 
 
 def _global(matches: tuple[Match, ...], entities: np.ndarray) -> tuple[Match, ...]:
