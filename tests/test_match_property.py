@@ -164,6 +164,34 @@ def test_hub_centred_star_is_searched_on_a_small_graph() -> None:
     assert restrict_module.restrict(store, pattern, table, deadline=time.perf_counter() + 60) is not None
 
 
+def test_a_path_between_two_typed_nodes_is_restricted_through_its_cheap_edges_first() -> None:
+    """named – typed – typed – named: the middle edge joins two large candidate sets and costs more
+    than a pass may scan, so the first pass scans the two named ends' edges only; they shrink the
+    typed nodes, the middle edge becomes affordable, and the search runs on the small graph."""
+    rng = np.random.default_rng(5)
+    n = 20_000
+    triples = [(f"e{h}", f"r{r}", f"e{t}") for h, r, t in
+               zip(rng.integers(0, n, 80_000), rng.integers(0, 3, 80_000), rng.integers(0, n, 80_000), strict=True)
+               if h != t]
+    store = KGStore.from_triples(triples)
+    ids = np.arange(store.num_entities)
+    typed = [NodeCandidates.from_pairs(ids[ids % 2 == p], np.zeros(int((ids % 2 == p).sum()))) for p in (0, 1)]
+    named = [NodeCandidates.from_pairs(rng.choice(ids, 40, replace=False), rng.random(40)) for _ in range(2)]
+    pattern = Pattern.from_triples([["a", "rel a", "UNKNOWN x 1"], ["UNKNOWN x 1", "rel m", "UNKNOWN y 1"],
+                                    ["UNKNOWN y 1", "rel b", "b"]])
+    table = CandidateTable.from_relation_pairs([named[0], typed[0], typed[1], named[1]],
+                                               [([0], [0.0]), ([1, 2], [0.0, 0.1]), ([2], [0.0])], store.num_relations)
+    middle = int(sum(store.degree(int(v)) for v in typed[0].ids))
+    with mock.patch.object(restrict_module, "MAX_SCAN_ENTRIES", middle // 4):
+        small = restrict_module.restrict(store, pattern, table)
+        assert small is not None and len(small.table.nodes[1]) < len(typed[0]) // 20
+        got = search_subgraphs(store, pattern, table, k=5)
+    want = search_subgraphs(store, pattern, table, k=5, algorithm="naive")  # unrestricted (brute force: too slow)
+    assert got.complete and want.complete and _keys(got.matches) == _keys(want.matches) and len(want.matches) > 0
+    with mock.patch.object(restrict_module, "MAX_SCAN_ENTRIES", 10):  # not even the cheap edges: the whole KG
+        assert restrict_module.restrict(store, pattern, table) is None
+
+
 def _chain_kg() -> KGStore:
     # movie -directed_by-> director, movie -starred_actors-> actor, plus a second film per person
     triples = [("Inception", "directed_by", "Nolan"), ("Inception", "starred_actors", "DiCaprio"),

@@ -7,9 +7,12 @@ search:
 
 1. **arc consistency**: a candidate of ``a`` that has no such triple towards any live candidate of
    ``b`` (for some edge ``(a, b)``) is in no match and is dropped; the pass repeats until nothing
-   changes. For a star whose centre is a typed unknown with millions of entities, this keeps the
-   centres adjacent to a candidate of *every* named leaf: the leaves' neighbourhoods intersected
-   before the search expands anything. Each edge is scanned from its side with the smaller adjacency
+   changes. A pass scans the edges it can afford (cheapest first, within :data:`MAX_SCAN_ENTRIES`
+   and the time left): on a path ``named – typed – typed – named`` the two named ends' edges prune the
+   typed nodes first, and the edge between them is scanned once they are small. For a star whose
+   centre is a typed unknown with millions of entities, this keeps the centres adjacent to a
+   candidate of *every* named leaf: the leaves' neighbourhoods intersected before the search expands
+   anything. Each edge is scanned from its side with the smaller adjacency
    total, so a hub is scanned only when it is on the cheap side.
 2. **the restricted graph**: the triples that join live candidates of the two ends of some pattern
    edge through one of its candidate relations, in a small CSR over *local* ids (the live candidates,
@@ -91,31 +94,43 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
     mask = np.zeros(store.num_entities, dtype=np.uint16)  # bit p: a live candidate of node p
     _mark(mask, cand_ptr, cand_ids, alive)
     scan_from = np.zeros(len(edges), dtype=np.int64)
-    scan = 0
+    everything = np.arange(len(edges))
     for _ in range(_MAX_PASSES):
         degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
         scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
-        scan = int(degrees[scan_from].sum())
-        if scan > MAX_SCAN_ENTRIES or not _in_time(scan, give_up):
+        chosen = _affordable(degrees[scan_from], give_up)
+        if len(chosen) == 0:
             return None
         removed = _consistency_pass(store.indptr, store.adj_nbr, store.adj_rel, mask, cand_ptr, cand_ids, alive,
-                                    e_src, e_dst, rel_ok, scan_from)
+                                    e_src[chosen], e_dst[chosen], np.ascontiguousarray(rel_ok[chosen]),
+                                    scan_from[chosen])
         if removed == 0:
-            break
+            if len(chosen) == len(edges):
+                break
+            return None  # the edges left out are too costly to scan, and scanning the rest changed nothing
         # later passes and the build walk the survivors only (a typed centre shrinks from millions)
         owner = np.repeat(np.arange(len(nodes)), np.diff(cand_ptr))[alive]
         cand_ptr[1:] = np.cumsum(np.bincount(owner, minlength=len(nodes)))
         cand_ids, origin = cand_ids[alive], origin[alive]
         alive = np.ones(len(cand_ids), dtype=np.bool_)
-    if not _in_time(scan, give_up):  # the build scans at most what the last pass scanned
+    degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
+    scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
+    if len(_affordable(degrees[scan_from], give_up)) < len(everything):  # the build scans every edge
         return None
     dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
     return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from)
 
 
-def _in_time(scan_entries: int, give_up: float | None) -> bool:
-    """Whether scanning ``scan_entries`` adjacency entries is expected to end before ``give_up``."""
-    return give_up is None or time.perf_counter() + scan_entries / SCAN_ENTRIES_PER_S < give_up
+def _affordable(costs: np.ndarray, give_up: float | None) -> np.ndarray:
+    """The edges (cheapest first) one pass can scan: at most ``MAX_SCAN_ENTRIES`` adjacency entries in
+    all, ending before ``give_up``. Pruning through the cheap edges first (a named end's few candidates)
+    shrinks the typed nodes between them, so the costly edges become affordable in a later pass."""
+    order = np.argsort(costs, kind="stable")
+    total = np.cumsum(costs[order])
+    fits = total <= MAX_SCAN_ENTRIES
+    if give_up is not None:
+        fits &= time.perf_counter() + total / SCAN_ENTRIES_PER_S < give_up
+    return np.sort(order[: int(np.argmin(fits)) if not fits.all() else len(order)])
 
 
 def _build(store: KGStore, table: CandidateTable, cand_ptr: np.ndarray, cand_ids: np.ndarray, dists: np.ndarray,
