@@ -67,6 +67,14 @@ def _is_word_byte(b):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
+def _mix(h, b):  # type: ignore[no-untyped-def]
+    """FNV-1a step with byte ``b``, ASCII upper case read as lower case."""
+    if 65 <= b <= 90:
+        b += 32
+    return (h ^ np.uint64(b)) * _FNV_PRIME
+
+
+@njit(cache=True, nogil=True)
 def _scan(blob, offsets, min_bytes, fill, hashes, owners):  # type: ignore[no-untyped-def]
     """Count the words of every name (``fill`` False) or also write their hashes and owners."""
     n = 0
@@ -76,9 +84,7 @@ def _scan(blob, offsets, min_bytes, fill, hashes, owners):  # type: ignore[no-un
         for j in range(offsets[i], offsets[i + 1] + 1):  # one step past the end closes the last word
             b = blob[j] if j < offsets[i + 1] else 32
             if _is_word_byte(b):
-                if 65 <= b <= 90:
-                    b += 32
-                h = (h ^ np.uint64(b)) * _FNV_PRIME
+                h = _mix(h, b)
                 length += 1
             else:
                 if length >= min_bytes:
@@ -114,9 +120,7 @@ def _locate(blob, offsets, owners, hashes, first):  # type: ignore[no-untyped-de
         for j in range(offsets[i], offsets[i + 1] + 1):
             b = blob[j] if j < offsets[i + 1] else 32
             if _is_word_byte(b):
-                if 65 <= b <= 90:
-                    b += 32
-                h = (h ^ np.uint64(b)) * _FNV_PRIME
+                h = _mix(h, b)
                 n += 1
             else:
                 if n > 0 and h == want:
@@ -139,10 +143,7 @@ def _deleted_byte_hashes(blob, where, length, lo, hi, fill, out_hash, out_word):
                 h = _FNV_OFFSET
                 for j in range(length[w]):
                     if j != skip:
-                        b = blob[where[w] + j]
-                        if 65 <= b <= 90:
-                            b += 32
-                        h = (h ^ np.uint64(b)) * _FNV_PRIME
+                        h = _mix(h, blob[where[w] + j])
                 out_hash[n], out_word[n] = h, w
             n += 1
     return n
