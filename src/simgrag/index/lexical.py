@@ -40,7 +40,7 @@ from numba import njit
 from simgrag.kg.names import NameTable
 
 __all__ = ["FUZZY_MIN_BYTES", "MAX_LEXICAL_CANDIDATES", "MAX_POSTINGS", "MAX_SHARED_POSTINGS", "MIN_WORD_BYTES",
-           "NameTokenIndex", "query_words", "word_hashes"]
+           "NameTokenIndex", "query_words"]
 
 #: words shorter than this (in UTF-8 bytes) are ignored: "of", "la", initials
 MIN_WORD_BYTES = 3
@@ -50,7 +50,7 @@ MAX_POSTINGS = 2048
 MAX_SHARED_POSTINGS = 65536
 #: at most this many entities per lookup (those sharing most words first)
 MAX_LEXICAL_CANDIDATES = 4096
-#: a query word this long that no name holds is read as a typo of the names' words one edit away
+#: a query word this long that no name holds is read as a typo of the names' words (NameTokenIndex.corrections)
 FUZZY_MIN_BYTES = 5
 #: ... and words longer than this are not given deleted-byte variants (nor corrected)
 FUZZY_MAX_BYTES = 32
@@ -197,13 +197,6 @@ def query_words(text: str) -> list[bytes]:
 
 def _one_byte_out(word: bytes) -> list[bytes]:
     return [word[:i] + word[i + 1:] for i in range(len(word))]
-
-
-def word_hashes(text: str, min_bytes: int = MIN_WORD_BYTES) -> np.ndarray:
-    """The distinct word hashes of ``text``, as :class:`NameTokenIndex` stores names' words."""
-    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    hashes, _ = _words(data, np.array([0, len(data)], dtype=np.int64), min_bytes)
-    return np.unique(hashes)
 
 
 class NameTokenIndex:

@@ -94,7 +94,7 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
     mask = np.zeros(store.num_entities, dtype=np.uint16)  # bit p: a live candidate of node p
     _mark(mask, cand_ptr, cand_ids, alive)
     scan_from = np.zeros(len(edges), dtype=np.int64)
-    everything = np.arange(len(edges))
+    converged = False
     for _ in range(_MAX_PASSES):
         degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
         scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
@@ -106,6 +106,7 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
                                     scan_from[chosen])
         if removed == 0:
             if len(chosen) == len(edges):
+                converged = True
                 break
             return None  # the edges left out are too costly to scan, and scanning the rest changed nothing
         # later passes and the build walk the survivors only (a typed centre shrinks from millions)
@@ -113,9 +114,10 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injecti
         cand_ptr[1:] = np.cumsum(np.bincount(owner, minlength=len(nodes)))
         cand_ids, origin = cand_ids[alive], origin[alive]
         alive = np.ones(len(cand_ids), dtype=np.bool_)
-    degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
-    scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
-    if len(_affordable(degrees[scan_from], give_up)) < len(everything):  # the build scans every edge
+    if not converged:  # the last pass dropped candidates: the build scans the survivors' sides
+        degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
+        scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
+    if len(_affordable(degrees[scan_from], give_up)) < len(edges):  # the build scans every edge
         return None
     dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
     return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from)

@@ -366,7 +366,9 @@ def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k
             run.advance(chunk)
         finally:
             SEARCH_SLOTS.release()
-    matches = run.matches(table) if small is None else _global(run.matches(small.table), small.entities)
+    matches = run.matches(local_table)
+    if small is not None:
+        matches = _global(matches, small.entities)
     kth = matches[-1].gsd if len(matches) == k else float("inf")
     lower = min(kth, run.frontier_bound())
     found = run.within_set(local_table)
