@@ -35,6 +35,8 @@ def test_words_are_case_blind_and_short_words_ignored() -> None:
     assert _names(index, table, "café") == {"Café Müller"}  # non-ASCII bytes are word characters
     assert _names(index, table, "of a") == set()  # words under 3 bytes
     assert _names(index, table, "") == set() and _names(index, table, "zzz") == set()
+    assert _names(index, table, "\ud800 heat") == {"Heat", "The Heat"}  # a lone surrogate (JSON allows it)
+    assert _names(index, table, "x" * 100_000 + " \x00 Café") == {"Café Müller"}
     assert list(_stored_words("Lang lang LANG")) == list(_stored_words("lang"))
 
 

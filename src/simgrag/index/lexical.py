@@ -183,7 +183,7 @@ def _fnv(word: bytes) -> int:
 def query_words(text: str) -> list[bytes]:
     """The words of ``text`` as the index reads names (lower-cased ASCII, UTF-8 bytes), every length."""
     out, run = [], bytearray()
-    for b in text.encode("utf-8") + b" ":
+    for b in text.encode("utf-8", "replace") + b" ":  # a lone surrogate (valid in JSON) is no name's
         if 48 <= b <= 57 or 97 <= b <= 122 or b >= 128:
             run.append(b)
         elif 65 <= b <= 90:
