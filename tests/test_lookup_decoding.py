@@ -52,11 +52,37 @@ def plain_greedy(context: list[int], table: dict[tuple[int, int], int], max_toke
 
 def test_find_draft_takes_the_latest_longest_match() -> None:
     tokens = [5, 6, 7, 8, 1, 5, 6, 9, 2, 5, 6]
-    assert find_draft(tokens, max_ngram=2, max_draft=3) == [9, 2, 5]  # latest earlier "5 6"
+    # latest earlier "5 6" is followed by 9 2 5 6; the one before by 7 8 …: they disagree at once, so the
+    # two trusted tokens are sent, filled up to a batch of 4 (pending token + 3)
+    assert find_draft(tokens, max_ngram=2, max_draft=10) == [9, 2, 5]
+    assert find_draft(tokens, max_ngram=2, max_draft=10, batch_sizes=()) == [9, 2]
     assert find_draft([1, 2, 3, 4, 9, 3, 4], max_ngram=3, max_draft=2) == [9, 3]
     assert find_draft([1, 2, 3], max_ngram=3, max_draft=5) == []
     assert find_draft([], max_ngram=3, max_draft=5) == []
     assert find_draft([4, 4], max_ngram=3, max_draft=5) == [4]
+
+
+def test_a_single_earlier_occurrence_is_drafted_to_its_end_or_max_draft() -> None:
+    tokens = [1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2]
+    assert find_draft(tokens, max_ngram=2, max_draft=40) == [3, 4, 5, 6, 7, 8, 9, 1, 2]
+    assert find_draft(tokens, max_ngram=2, max_draft=4) == [3, 4, 5, 6]
+
+
+def test_draft_is_cut_after_the_end_token() -> None:
+    tokens = [1, 2, 3, END, 7, 7, 1, 2]
+    assert find_draft(tokens, max_ngram=2, is_end=lambda t: t == END) == [3, END]
+    assert find_draft(tokens, max_ngram=2) == [3, END, 7, 7, 1, 2]
+
+
+def test_agreed_part_is_filled_up_to_a_cheap_batch() -> None:
+    # "1 2" occurs twice before the end; the continuations agree on 3 4 5 6 7, then differ (8 vs 9)
+    common = [3, 4, 5, 6, 7]
+    tokens = [1, 2, *common, 8, 8, 8, 8, 8, 8, 8, 8, 1, 2, *common, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 1, 2]
+    # 5 trusted + the pending token = 6 → the batch of 8: 7 draft tokens from the latest occurrence
+    assert find_draft(tokens, max_ngram=2, batch_sizes=(1, 2, 4, 8, 16)) == [*common, 9, 9]
+    assert find_draft(tokens, max_ngram=2, batch_sizes=()) == common
+    # sizes too small for the trusted part: the largest one
+    assert find_draft(tokens, max_ngram=2, batch_sizes=(1, 4)) == [3, 4, 5]
 
 
 def test_copying_a_previous_span_takes_few_steps() -> None:
