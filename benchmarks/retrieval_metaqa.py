@@ -179,7 +179,8 @@ def main() -> None:
     parser.add_argument("--wide", type=int, default=64, help="k_n = k_r for the naive-vs-optimized comparison")
     parser.add_argument("--naive-sample", type=int, default=100, help="questions per hop for naive-vs-optimized")
     parser.add_argument("--aliases", choices=["none", "metaqa"], default="metaqa")
-    parser.add_argument("--allow-reuse", action="store_true", help="homomorphism instead of injective matching")
+    parser.add_argument("--matching", choices=("injective", "typed", "homomorphic"), default=None,
+                        help="how pattern nodes may share entities (default: RetrievalSettings')")
     parser.add_argument("--answer-tolerance", type=float, default=1e-3, help="answer-set GSD tolerance (<0: off)")
     parser.add_argument("--no-name-words", action="store_true", help="candidates from the vector index only")
     parser.add_argument("--ef-search", type=int, default=None, help="HNSW search beam (default: the index's)")
@@ -202,7 +203,8 @@ def main() -> None:
         index = with_relation_aliases(index, builtin_aliases_path("metaqa"))
     report["build_timings"] = json.loads((args.index_dir / "manifest.json").read_text())["timings"]
     tolerance = None if args.answer_tolerance < 0 else args.answer_tolerance
-    settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r, injective=not args.allow_reuse,
+    matching = {} if args.matching is None else {"matching": args.matching}
+    settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r, **matching,
                                  answer_tolerance=tolerance, name_words=not args.no_name_words)
     wide = RetrievalSettings(k=args.k, k_n=args.wide, k_r=args.wide)
     for hop in (1, 2, 3):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from simgrag.kg.store import KGStore
 from simgrag.match import restrict as restrict_module
 from simgrag.match.candidates import CandidateTable, NodeCandidates
-from simgrag.match.search import search_subgraphs
+from simgrag.match.search import Distinct, search_subgraphs, typed_pairs
 from simgrag.pattern.graph import Pattern
 from simgrag.testing.brute_force import brute_force_top_k, brute_force_within
 
@@ -95,15 +95,24 @@ def case(draw: st.DrawFn) -> tuple[KGStore, Pattern, CandidateTable]:
     return store, pattern, table
 
 
+#: the three matching semantics: injective, homomorphic, walks (pairs of typed_pairs kept apart)
+MODES = st.sampled_from([True, False, "typed"])
+
+
+def _distinct(mode: bool | str, pattern: Pattern) -> Distinct:
+    return typed_pairs(pattern) if mode == "typed" else bool(mode)
+
+
 def _keys(matches: object) -> list[tuple[float, tuple[int, ...], tuple[int, ...]]]:
     return [m.key() for m in matches]  # type: ignore[attr-defined]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case(), st.sampled_from([1, 2, 3, 5, 20]), st.booleans())
+@given(case(), st.sampled_from([1, 2, 3, 5, 20]), MODES)
 def test_optimized_equals_naive_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable], k: int,
-                                                   injective: bool) -> None:
+                                                   mode: bool | str) -> None:
     store, pattern, table = data
+    injective = _distinct(mode, pattern)
     expected = brute_force_top_k(store, pattern, table, k, injective=injective)
     naive = search_subgraphs(store, pattern, table, k=k, injective=injective, algorithm="naive")
     optimized = search_subgraphs(store, pattern, table, k=k, injective=injective, algorithm="optimized")
@@ -117,14 +126,16 @@ def test_optimized_equals_naive_equals_brute_force(data: tuple[KGStore, Pattern,
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case(), st.sampled_from([1, 2, 3, 5, 20]), st.booleans())
+@given(case(), st.sampled_from([1, 2, 3, 5, 20]), MODES)
 def test_search_on_the_restricted_graph_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable], k: int,
-                                                            injective: bool) -> None:
-    """Arc consistency + the candidate-restricted graph (match/restrict.py), forced on small KGs."""
+                                                            mode: bool | str) -> None:
+    """Arc consistency + the candidate-restricted graph (match/restrict.py), forced on small KGs; not
+    injective, it applies only to a KG without self-loops."""
     store, pattern, table = data
+    injective = _distinct(mode, pattern)
     expected = brute_force_top_k(store, pattern, table, k, injective=injective)
     with mock.patch.object(restrict_module, "MIN_CANDIDATES", 0):
-        eligible = (injective and not any(c.any_entity for c in table.nodes)
+        eligible = ((injective is True or not store.has_self_loops) and not any(c.any_entity for c in table.nodes)
                     and all(e.source != e.target for e in pattern.edges) and len(pattern.components()) == 1)
         applied = restrict_module.restrict(store, pattern, table, injective=injective)
         assert (applied is not None) == eligible
@@ -293,10 +304,11 @@ WITHIN = st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0, 10.0])
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case(), st.sampled_from([1, 3, 20]), st.booleans(), WITHIN, st.sampled_from(["optimized", "naive"]))
-def test_within_set_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable], k: int, injective: bool,
+@given(case(), st.sampled_from([1, 3, 20]), MODES, WITHIN, st.sampled_from(["optimized", "naive"]))
+def test_within_set_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable], k: int, mode: bool | str,
                                        within: float, algorithm: str) -> None:
     store, pattern, table = data
+    injective = _distinct(mode, pattern)
     result = search_subgraphs(store, pattern, table, k=k, injective=injective, algorithm=algorithm,  # type: ignore[arg-type]
                               within=within)
     expected = brute_force_within(store, pattern, table, within, injective=injective)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -154,14 +155,14 @@ def _print_retrieval(result: Any) -> None:
     out.print(format_retrieval(result), highlight=False, markup=False)
 
 
-def _settings(k: int, k_n: int, k_r: int, k_t: int | None, naive: bool, allow_reuse: bool,
+def _settings(k: int, k_n: int, k_r: int, k_t: int | None, naive: bool, matching: str | None,
               deadline: float | None) -> Any:
     from simgrag.match.limits import DEFAULT_DEADLINE_S
     from simgrag.match.retrieve import RetrievalSettings
 
-    return RetrievalSettings(k=k, k_n=k_n, k_r=k_r, k_t=k_t, injective=not allow_reuse,
-                             algorithm="naive" if naive else "optimized",
-                             deadline_s=DEFAULT_DEADLINE_S if deadline is None else deadline)
+    settings = RetrievalSettings(k=k, k_n=k_n, k_r=k_r, k_t=k_t, algorithm="naive" if naive else "optimized",
+                                 deadline_s=DEFAULT_DEADLINE_S if deadline is None else deadline)
+    return settings if matching is None else replace(settings, matching=matching)  # type: ignore[arg-type]
 
 
 PATTERN_HELP = 'JSON list of triples, e.g. \'[["UNKNOWN director 1","directed","Inception"]]\''
@@ -179,8 +180,10 @@ def retrieve(
     k_r: Annotated[int, typer.Option("--k-r", help="candidate relations per pattern edge")] = 16,
     k_t: Annotated[int | None, typer.Option("--k-t", help="candidate types per typed UNKNOWN node")] = None,
     naive: Annotated[bool, typer.Option("--naive", help="use Algorithm 1 without pruning (for comparison)")] = False,
-    allow_reuse: Annotated[bool, typer.Option("--allow-reuse", help="allow two pattern nodes to map to one entity")]
-    = False,
+    matching: Annotated[str | None, typer.Option(
+        "--matching", help="typed (default: nodes of one kind take distinct entities, and the answer is never a "
+                           "named entity), injective (all nodes distinct) or homomorphic (no constraint)")] = None,
+    allow_reuse: Annotated[bool, typer.Option("--allow-reuse", help="the same as --matching homomorphic")] = False,
     deadline: Annotated[float | None, typer.Option("--deadline", help="seconds of graph search, then the best "
                                                                       "matches so far (default 10; inf: none)")] = None,
     as_json: AsJson = False,
@@ -195,7 +198,8 @@ def retrieve(
     if output is not None and patterns is None:
         raise _fail(SimGRAGError("-o/--output goes with --patterns (one JSON line per pattern); --pattern prints"))
     try:
-        settings = _settings(3 if k is None else k, k_n, k_r, k_t, naive, allow_reuse, deadline)
+        settings = _settings(3 if k is None else k, k_n, k_r, k_t, naive, "homomorphic" if allow_reuse else matching,
+                             deadline)
         engine = SimGRAG(index_dir, llm=None)
         if patterns is not None:
             _retrieve_batch(engine, patterns, output, settings)

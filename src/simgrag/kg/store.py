@@ -14,6 +14,7 @@ Layout (all numpy, persisted as ``.npy`` and memory-mapped on load):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -213,6 +214,11 @@ class KGStore:
             self.relations[int(self.rels[tid])],
             self.entities[int(self.tails[tid])],
         )
+
+    @functools.cached_property
+    def has_self_loops(self) -> bool:
+        """Whether some triple joins an entity to itself (computed once)."""
+        return bool(np.any(self.heads == self.tails))
 
     def degree(self, node: int) -> int:
         return int(self.indptr[node + 1] - self.indptr[node])

@@ -190,7 +190,7 @@ def _keep_within(gsd, f, tids, rels, res_gsd, state, within, set_gsd, set_nodes,
 @njit(cache=True, nogil=True)
 def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, edge_tid,
               node_any, cand_ptr, cand_ids, cand_dist, rel_dist, rest, part,
-              stk_j, stk_c, lo, hi, cur, state, thr, injective, prune, greedy):
+              stk_j, stk_c, lo, hi, cur, state, thr, distinct, edge_distinct, prune, greedy):
     """Push the candidate (relation, node) expansions of depth d onto the stack, sorted by cost.
 
     Returns the number of steps the scan is worth (adjacency entries scanned / ``SCAN_PER_STEP``),
@@ -237,9 +237,9 @@ def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, ed
             nd = _node_dist(b, v, node_any, cand_ptr, cand_ids, cand_dist)
             if nd < 0.0:
                 continue
-            if injective and _node_taken(v, d, plan, f):
+            if _node_taken(v, d, plan, f, distinct):
                 continue
-        if injective and _edge_taken(adj_tid[j], d, plan, edge_tid):
+        if edge_distinct and _edge_taken(adj_tid[j], d, plan, edge_tid):
             continue
         cost = rd + nd
         if prune and part[d] + cost + rest[d + 1] > limit:
@@ -261,12 +261,15 @@ def _generate(d, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, ed
 
 
 @njit(cache=True, nogil=True)
-def _node_taken(v, d, plan, f):
-    """Is entity v already bound to a pattern node mapped before depth d? (injectivity)"""
-    if f[plan[4, 0]] == v:  # plan[4, 0] holds the start node
+def _node_taken(v, d, plan, f, distinct):
+    """Is entity v already bound to a pattern node mapped before depth d that the node of depth d must
+    differ from (``distinct[a, b]``: pattern nodes a and b take distinct entities)?"""
+    b = plan[2, d]
+    s = plan[4, 0]  # the start node
+    if distinct[b, s] and f[s] == v:
         return True
     for dd in range(d):  # noqa: SIM110 (a plain loop compiles best in numba)
-        if plan[3, dd] == 1 and f[plan[2, dd]] == v:
+        if plan[3, dd] == 1 and distinct[b, plan[2, dd]] and f[plan[2, dd]] == v:
             return True
     return False
 
@@ -283,7 +286,7 @@ def _edge_taken(tid, d, plan, edge_tid):
 @njit(cache=True, nogil=True)
 def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
                node_any, cand_ptr, cand_ids, cand_dist, rel_dist,
-               root_ids, root_cost, k, injective, prune, greedy, max_steps,
+               root_ids, root_cost, k, distinct, edge_distinct, prune, greedy, max_steps,
                f, edge_tid, edge_rel, part, stk_j, stk_c, lo, hi, cur,
                res_gsd, res_nodes, res_tids, res_rels, state,
                within, set_gsd, set_nodes, set_tids, set_rels, set_f):
@@ -293,6 +296,8 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
     4 (column 0) the start node. GROW asks the caller for a stack of ``state[S_NEED]`` entries;
     CORRUPT reports an id or CSR span outside the store arrays (``state[S_NEED]``: the offender).
     ``within`` >= 0 turns within mode on (module docstring); below 0 the ``set_*`` buffers are unused.
+    ``distinct`` (n_nodes x n_nodes, uint8): pattern nodes a and b must take distinct entities where
+    ``distinct[a, b]``; ``edge_distinct``: distinct pattern edges take distinct triples.
     """
     n_edges = plan.shape[1]
     n_adj = adj_nbr.shape[0]
@@ -330,7 +335,7 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
             state[S_DEPTH] = 0
             scanned = _generate(0, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, edge_tid, node_any,
                                 cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
-                                lo, hi, cur, state, thr, injective, prune, greedy)
+                                lo, hi, cur, state, thr, distinct, edge_distinct, prune, greedy)
             if scanned < 0:
                 state[S_STEPS] += steps
                 return CORRUPT
@@ -377,7 +382,7 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
             if d + 1 < n_edges:
                 scanned = _generate(d + 1, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, edge_tid,
                                     node_any, cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
-                                    lo, hi, cur, state, thr, injective, prune, greedy)
+                                    lo, hi, cur, state, thr, distinct, edge_distinct, prune, greedy)
                 if scanned < 0:
                     state[S_STEPS] += steps
                     return CORRUPT

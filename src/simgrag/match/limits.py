@@ -58,6 +58,8 @@ def check_settings(settings: Any) -> None:
     _count("k_t", settings.k_t, MAX_K_CANDIDATES, optional=True)
     if settings.algorithm not in ("optimized", "naive"):
         raise ConfigError(f"algorithm must be 'optimized' or 'naive', got {settings.algorithm!r}")
+    if settings.matching not in ("injective", "typed", "homomorphic"):
+        raise ConfigError(f"matching must be 'injective', 'typed' or 'homomorphic', got {settings.matching!r}")
     deadline_of(settings.deadline_s)
 
 

@@ -68,19 +68,23 @@ class RestrictedGraph:
         return len(self.entities)
 
 
-def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *, injective: bool = True,
+def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
+             injective: bool | frozenset[tuple[int, int]] = True,
              deadline: float | None = None) -> RestrictedGraph | None:
     """The restricted graph for a connected ``pattern``, or ``None`` when it does not apply
-    (homomorphic matching, a node that matches any entity, a self-loop edge, more than 16 nodes or
-    32 edges, no large candidate set, or too much to scan). Injective matching never maps an edge
-    between two pattern nodes to a KG self-loop, so the restricted graph has none.
+    (non-injective matching on a KG with self-loops, a node that matches any entity, a self-loop
+    edge, more than 16 nodes or 32 edges, no large candidate set, or too much to scan). Injective
+    matching never maps an edge between two pattern nodes to a KG self-loop, and a KG without
+    self-loops has none to map to, so the restricted graph has none. ``injective`` as in
+    :func:`~simgrag.match.search.search_subgraphs`.
 
     ``deadline`` (a ``time.perf_counter()`` value) is the search's: restricting may use at most half
     of the time left to it; past that it gives up (``None``) and the search runs on the whole KG with
     the other half."""
     give_up = None if deadline is None else (time.perf_counter() + deadline) / 2
     nodes, edges = table.nodes, pattern.edges
-    if (not injective or any(c.any_entity for c in nodes) or len(nodes) > 16 or len(edges) > 32 or not edges
+    if ((injective is not True and store.has_self_loops) or any(c.any_entity for c in nodes) or len(nodes) > 16
+            or len(edges) > 32 or not edges
             or any(e.source == e.target for e in edges) or max(len(c.ids) for c in nodes) <= MIN_CANDIDATES):
         return None
     cand_ptr = np.zeros(len(nodes) + 1, dtype=np.int64)

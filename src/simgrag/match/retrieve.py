@@ -31,11 +31,16 @@ from simgrag.match.limits import (
     deadline_of,
     unanchored_parts,
 )
-from simgrag.match.search import WITHIN_CAP, Match, SearchResult, search_subgraphs
+from simgrag.match.search import WITHIN_CAP, Distinct, Match, SearchResult, search_subgraphs, typed_pairs
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.validate import validate_pattern
 
-__all__ = ["EdgeBinding", "Evidence", "NodeBinding", "Retrieval", "RetrievalSettings", "SubgraphRetriever"]
+__all__ = ["EdgeBinding", "Evidence", "Matching", "NodeBinding", "Retrieval", "RetrievalSettings", "SubgraphRetriever",
+           "distinct_of"]
+
+#: how pattern nodes may share entities (RetrievalSettings.matching)
+Matching = Literal["injective", "typed", "homomorphic"]
+MATCHINGS: tuple[str, ...] = ("injective", "typed", "homomorphic")
 
 EXACT_NAME_MAX_ENTITIES = 2_000_000
 #: name words (RetrievalSettings.name_words) are looked up only for KGs with more entities than this: on
@@ -59,13 +64,21 @@ class RetrievalSettings:
     index overlooks nothing: not used there; nor for KGs of up to ``NAME_WORDS_MIN_ENTITIES``).
 
     ``answer_tolerance``: also collect the answer set, every match whose GSD is within this of the best
-    (:mod:`simgrag.match.answers`; ``None``: top-k only), at most ``answer_cap`` matches."""
+    (:mod:`simgrag.match.answers`; ``None``: top-k only), at most ``answer_cap`` matches.
+
+    ``matching``: ``"typed"`` (the default: nodes of one kind take distinct entities — a chain does not
+    come back to the film it started from — while nodes of different kinds may share one, e.g. a
+    writer who also directed; named nodes stay apart and the asked node is never an entity the
+    question names: :func:`~simgrag.match.search.typed_pairs`), ``"injective"`` (all pattern nodes
+    distinct: subgraph isomorphism, the paper's §4.2) or ``"homomorphic"`` (no constraint). On MetaQA's
+    gold-structure patterns typed matching took 3-hop Hits@1 from 96.0 to 98.0 and answer recall from
+    89.7 to 92.9 % (BENCHMARKS.md §9)."""
 
     k: int = 3
     k_n: int = 16
     k_r: int = 16
     k_t: int | None = None
-    injective: bool = True
+    matching: Matching = "typed"
     algorithm: Literal["optimized", "naive"] = "optimized"
     deadline_s: float | None = DEFAULT_DEADLINE_S
     exact_names: bool = True
@@ -325,7 +338,8 @@ class SubgraphRetriever:
         deadline = None if limit is None else max(0.0, limit - (time.perf_counter() - t0))
         t1 = time.perf_counter()
         within = settings.answer_tolerance if pattern.asked_node() is not None else None
-        result = search_subgraphs(self.store, pattern, table, k=settings.k, injective=settings.injective,
+        result = search_subgraphs(self.store, pattern, table, k=settings.k,
+                                  injective=distinct_of(settings, pattern, table),
                                   algorithm=settings.algorithm, deadline_s=deadline,
                                   max_steps=UNANCHORED_MAX_STEPS if loose else None, within=within,
                                   within_cap=settings.answer_cap)
@@ -366,6 +380,16 @@ class SubgraphRetriever:
             return None
         return (iris.entity(int(self.store.heads[tid])), iris.relation(int(self.store.rels[tid])),
                 iris.entity(int(self.store.tails[tid])))
+
+
+def distinct_of(settings: RetrievalSettings, pattern: Pattern, table: CandidateTable) -> Distinct:
+    """The search's ``injective`` argument for ``settings.matching`` on ``pattern``; typed matching reads
+    an edge's relation as its nearest candidate relation (``table``), so paraphrases agree."""
+    if settings.matching == "typed":
+        keys: list[object] = [edge.relation.lower() if edge.unknown or not np.isfinite(table.rel_dists[e]).any()
+                               else int(np.argmin(table.rel_dists[e])) for e, edge in enumerate(pattern.edges)]
+        return typed_pairs(pattern, keys)
+    return settings.matching == "injective"
 
 
 def _entity_rows(index: IndexDir, ids: np.ndarray) -> np.ndarray:

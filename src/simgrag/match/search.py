@@ -13,7 +13,10 @@ Matching semantics:
 - ``injective=True`` (default): distinct pattern nodes map to distinct entities and distinct
   pattern edges to distinct triples (so two parallel pattern edges need two KG triples);
   ``injective=False`` is the reference implementation's homomorphism: entities and triples may
-  repeat;
+  repeat; a set of node-index pairs keeps exactly those pairs of pattern nodes apart (distinct pattern
+  edges still take distinct triples) — with :func:`typed_pairs`, *typed* matching: nodes of one kind
+  stay apart (a chain does not come back to the film it started from) but one person may be the
+  writer and the director, and the answer is never an entity the question names;
 - results are ordered by (GSD, entity ids in pattern-node order, triple ids in pattern-edge order);
 - a disconnected pattern is matched per connected component; the combined matches are the k best
   sums of one match per component (entities may repeat across components), and the result lists
@@ -45,11 +48,14 @@ from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.limits import MAX_K
 from simgrag.match.matches import Match, MatchSet
 from simgrag.match.restrict import RestrictedGraph, restrict
-from simgrag.pattern.graph import Pattern
+from simgrag.pattern.graph import Pattern, singular
 
-__all__ = ["WITHIN_CAP", "Match", "MatchSet", "SearchResult", "search_subgraphs"]
+__all__ = ["WITHIN_CAP", "Distinct", "Match", "MatchSet", "SearchResult", "search_subgraphs", "typed_pairs"]
 
 Algorithm = Literal["optimized", "naive"]
+#: which pattern nodes take distinct entities: all (``True``), none (``False``: homomorphism, triples may
+#: repeat too), or the given node-index pairs (distinct pattern edges still take distinct triples)
+Distinct = bool | frozenset[tuple[int, int]]
 CHUNK_STEPS = 2_000  # steps between two deadline checks (~4 ms on a hub; 99.9 % of MetaQA searches need fewer)
 STACK_SIZE = 4096  # initial entries of the candidate stack (it grows on demand)
 WITHIN_CAP = 10_000  # matches a within set holds at most
@@ -174,6 +180,69 @@ def _plan(pattern: Pattern, counts: Sequence[int], node_min: Sequence[float], re
     return _Plan(start, order, rest)
 
 
+def typed_pairs(pattern: Pattern, relation_keys: Sequence[object] | None = None) -> frozenset[tuple[int, int]]:
+    """The node pairs *typed* matching keeps apart: nodes of one kind, every two named nodes, and the
+    asked node (when the pattern has one) from every named node.
+
+    Two nodes are of one kind when their ``UNKNOWN`` type words agree (singular, lower case) or when
+    they take the same side of the same relation (``Basquiat`` and ``UNKNOWN movie 2`` are both
+    heads of ``written by``); kinds are closed under both rules. ``relation_keys`` (one per edge) say
+    which edges have the same relation — e.g. each edge's nearest KG relation, so that "writer of" and
+    "written by" agree —; by default, the same relation text. So a writer may also be the director,
+    and a chain may not come back to the film it started from."""
+    n = len(pattern.nodes)
+    parent = list(range(n))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def union(a: int, b: int) -> None:
+        parent[find(a)] = find(b)
+
+    first_type: dict[str, int] = {}
+    for i, pattern_node in enumerate(pattern.nodes):
+        if pattern_node.type_hint:
+            union(i, first_type.setdefault(singular(pattern_node.type_hint.lower()), i))
+    first_slot: dict[tuple[object, str], int] = {}
+    for e, edge in enumerate(pattern.edges):
+        relation = relation_keys[e] if relation_keys is not None else " ".join(edge.relation.lower().split())
+        for end, side in ((edge.source, "head"), (edge.target, "tail")):
+            union(end, first_slot.setdefault((relation, side), end))
+    named = [i for i, p_node in enumerate(pattern.nodes) if not p_node.unknown]
+    asked = pattern.asked_node()
+    pairs = {(a, b) for a in range(n) for b in range(a + 1, n) if find(a) == find(b)}
+    pairs |= {(a, b) for a in named for b in named if a < b}
+    if asked is not None:
+        pairs |= {(min(asked, v), max(asked, v)) for v in named if v != asked}
+    return frozenset(pairs)
+
+
+def _distinct_arrays(n_nodes: int, injective: Distinct) -> tuple[np.ndarray, bool]:
+    """The kernel's (n_nodes x n_nodes) ``distinct`` matrix and ``edge_distinct`` flag for ``injective``."""
+    if isinstance(injective, bool):
+        matrix = np.full((n_nodes, n_nodes), 1 if injective else 0, dtype=np.uint8)
+        np.fill_diagonal(matrix, 0)
+        return matrix, injective
+    matrix = np.zeros((n_nodes, n_nodes), dtype=np.uint8)
+    for a, b in injective:
+        if not (0 <= a < n_nodes and 0 <= b < n_nodes):
+            raise MatchError(f"distinct node pair {(a, b)} is outside the pattern's {n_nodes} nodes")
+        if a != b:
+            matrix[a, b] = matrix[b, a] = 1
+    return matrix, True
+
+
+def _sub_distinct(injective: Distinct, node_ids: Sequence[int]) -> Distinct:
+    """``injective`` for the subpattern of ``node_ids`` (pairs renumbered; pairs across parts dropped)."""
+    if isinstance(injective, bool):
+        return injective
+    local = {p: i for i, p in enumerate(node_ids)}
+    return frozenset((local[a], local[b]) for a, b in injective if a in local and b in local)
+
+
 def _candidate_arrays(nodes: Sequence[NodeCandidates]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     node_any = np.array([c.any_entity for c in nodes], dtype=np.bool_)
     sizes = [0 if c.any_entity else len(c.ids) for c in nodes]
@@ -198,10 +267,10 @@ class _Run:
     """State of one resumable search over a connected pattern."""
 
     def __init__(self, store: KGStore | RestrictedGraph, pattern: Pattern, table: CandidateTable, k: int,
-                 injective: bool, algorithm: Algorithm, stack_size: int = STACK_SIZE,
+                 injective: Distinct, algorithm: Algorithm, stack_size: int = STACK_SIZE,
                  within: float | None = None, within_cap: int = WITHIN_CAP) -> None:
         self.store, self.pattern, self.k = store, pattern, k
-        self.injective = injective
+        self.distinct, self.edge_distinct = _distinct_arrays(len(pattern.nodes), injective)
         self.prune = self.greedy = algorithm == "optimized"
         n_nodes, n_edges = len(pattern.nodes), len(pattern.edges)
         counts = [c.count(store.num_entities) for c in table.nodes]
@@ -244,7 +313,8 @@ class _Run:
         status = _kernel.run_search(
             s.indptr, s.adj_nbr, s.adj_rel, s.adj_tid, s.num_triples, self.plan.order, self.plan.rest,
             self.node_any, self.cand_ptr, self.cand_ids, self.cand_dist, self.rel_dist,
-            self.root_ids, self.root_cost, self.k, self.injective, self.prune, self.greedy, max_steps,
+            self.root_ids, self.root_cost, self.k, self.distinct, self.edge_distinct, self.prune, self.greedy,
+            max_steps,
             self.f, self.edge_tid, self.edge_rel, self.part, self.stk_j, self.stk_c,
             self.lo, self.hi, self.cur, self.res_gsd, self.res_nodes, self.res_tids, self.res_rels,
             self.state, -1.0 if self.within is None else self.within,
@@ -344,7 +414,7 @@ class _Limits:
     stack_size: int
 
 
-def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, injective: bool,
+def _search_connected(store: KGStore, pattern: Pattern, table: CandidateTable, k: int, injective: Distinct,
                       algorithm: Algorithm, limits: _Limits, within: tuple[float, int] | None = None,
                       ) -> tuple[tuple[Match, ...], bool, float, int, MatchSet | None]:
     small = (restrict(store, pattern, table, injective=injective, deadline=limits.deadline)
@@ -390,7 +460,7 @@ def search_subgraphs(
     candidates: CandidateTable,
     *,
     k: int = 3,
-    injective: bool = True,
+    injective: Distinct = True,
     algorithm: Algorithm = "optimized",
     deadline_s: float | None = None,
     max_steps: int | None = None,
@@ -428,7 +498,8 @@ def search_subgraphs(
     for node_ids, edge_ids in comps:
         sub = pattern.subpattern(node_ids, edge_ids)
         sub_table = CandidateTable(tuple(candidates.nodes[i] for i in node_ids), candidates.rel_dists[edge_ids])
-        parts.append(_search_connected(store, sub, sub_table, k, injective, algorithm, limits, mode))
+        parts.append(_search_connected(store, sub, sub_table, k, _sub_distinct(injective, node_ids), algorithm,
+                                       limits, mode))
     combined = _combine(pattern, comps, [p[0] for p in parts], k)
     found = None if mode is None else _combine_within(pattern, comps, [p[4] for p in parts], *mode)  # type: ignore[misc]
     complete = all(p[1] for p in parts)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from simgrag.errors import PatternError
 
-__all__ = ["MAX_TEXT_CHARS", "Pattern", "PatternEdge", "PatternNode", "is_unknown", "normalize_text", "type_hint"]
+__all__ = ["MAX_TEXT_CHARS", "Pattern", "PatternEdge", "PatternNode", "is_unknown", "normalize_text", "singular",
+           "type_hint"]
 
 _UNKNOWN = re.compile(r"^\s*unknown\b", re.IGNORECASE)
 _UNKNOWN_CAPS = re.compile(r"^\s*UNKNOWN\b")
@@ -37,6 +38,13 @@ def type_hint(text: str) -> str | None:
     rest = _UNKNOWN.sub("", text, count=1)
     rest = _TRAILING_ID.sub("", rest).strip()
     return rest or None
+
+
+def singular(word: str) -> str:
+    """A plural type word made singular ("countries" → "country", "tags" → "tag"; "class" stays)."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
 
 
 def normalize_text(text: str) -> str:

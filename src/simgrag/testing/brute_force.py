@@ -11,7 +11,7 @@ import itertools
 
 from simgrag.kg.store import KGStore
 from simgrag.match.candidates import CandidateTable
-from simgrag.match.search import Match
+from simgrag.match.search import Distinct, Match
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["brute_force_all", "brute_force_top_k", "brute_force_within"]
@@ -28,20 +28,20 @@ def _edge_options(store: KGStore, table: CandidateTable, edge: int, a: int, b: i
 
 
 def brute_force_top_k(store: KGStore, pattern: Pattern, table: CandidateTable, k: int,
-                      *, injective: bool = True) -> list[Match]:
+                      *, injective: Distinct = True) -> list[Match]:
     """Exactly the top-k matches, by (GSD, entity ids, triple ids)."""
     return brute_force_all(store, pattern, table, injective=injective)[:k]
 
 
 def brute_force_within(store: KGStore, pattern: Pattern, table: CandidateTable, within: float,
-                       *, injective: bool = True) -> list[Match]:
+                       *, injective: Distinct = True) -> list[Match]:
     """Every match whose GSD is at most the best GSD plus ``within``, by (GSD, entity ids, triple ids)."""
     found = brute_force_all(store, pattern, table, injective=injective)
     return [m for m in found if m.gsd <= found[0].gsd + within] if found else []
 
 
 def brute_force_all(store: KGStore, pattern: Pattern, table: CandidateTable,
-                    *, injective: bool = True) -> list[Match]:
+                    *, injective: Distinct = True) -> list[Match]:
     """Every match, by (GSD, entity ids, triple ids)."""
     domains = []
     for cand in table.nodes:
@@ -52,13 +52,15 @@ def brute_force_all(store: KGStore, pattern: Pattern, table: CandidateTable,
     found: list[Match] = []
     for choice in itertools.product(*domains):
         nodes = tuple(v for v, _ in choice)
-        if injective and len(set(nodes)) != len(nodes):
+        if injective is True and len(set(nodes)) != len(nodes):
+            continue
+        if not isinstance(injective, bool) and any(nodes[a] == nodes[b] for a, b in injective):
             continue
         options = [_edge_options(store, table, e, nodes[edge.source], nodes[edge.target])
                    for e, edge in enumerate(pattern.edges)]
         for assign in itertools.product(*options):
             tids = tuple(t for t, _ in assign)
-            if injective and len(set(tids)) != len(tids):
+            if injective is not False and len(set(tids)) != len(tids):
                 continue
             gsd = 0.0
             for _, d in choice:

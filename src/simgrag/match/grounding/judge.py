@@ -33,10 +33,10 @@ from typing import Literal
 import numpy as np
 
 from simgrag.errors import PatternError
-from simgrag.match.grounding.lexicon import Lexicon, kg_roles, singular
+from simgrag.match.grounding.lexicon import Lexicon, kg_roles
 from simgrag.match.grounding.question import STOPWORDS, QuestionReading, phrases_of
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
-from simgrag.pattern.graph import Pattern, is_unknown, type_hint
+from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 from simgrag.pattern.validate import validate_pattern
 
 __all__ = ["Candidate", "Judgement", "PatternJudge", "QuestionView", "Triple3", "kg_roles", "unknown_name"]

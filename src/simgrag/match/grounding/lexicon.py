@@ -19,7 +19,7 @@ import numpy as np
 from simgrag.errors import PatternError
 from simgrag.match.grounding.question import QuestionReading, normalize_name, read_question
 from simgrag.match.retrieve import EXACT_NAME_MAX_ENTITIES, SubgraphRetriever
-from simgrag.pattern.graph import Pattern, is_unknown, type_hint
+from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 
 __all__ = ["SUPPORT_DISTANCE", "TYPE_DISTANCE", "Clash", "Lexicon", "Use", "kg_roles", "singular"]
 
@@ -213,12 +213,6 @@ def _same_word(word: str, hint: str) -> bool:
     """``word`` is ``hint`` or its plural ("tags"/"tag", "countries"/"country")."""
     word, hint = word.lower(), hint.lower()
     return word in (hint, hint + "s", hint + "es") or (hint.endswith("y") and word == hint[:-1] + "ies")
-
-
-def singular(word: str) -> str:
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
 
 
 def _distances(vectors: np.ndarray, targets: np.ndarray) -> np.ndarray:
