@@ -40,13 +40,14 @@ def answer_node_text(q: MetaQAQuestion) -> str:
     return f"UNKNOWN {types[-1]} {len(types) - 1}"
 
 
-def gold_pattern(q: MetaQAQuestion, rng: random.Random) -> Pattern:
-    """The question's chain as a pattern (module docstring); ``rng`` picks the phrases."""
+def gold_pattern(q: MetaQAQuestion, rng: random.Random, *, exact_relations: bool = False) -> Pattern:
+    """The question's chain as a pattern (module docstring); ``rng`` picks the phrases, or with
+    ``exact_relations`` each edge is the KG relation's own name (``directed_by``)."""
     types = _types(q)
     names = [q.topic] + [f"UNKNOWN {t} {i}" for i, t in enumerate(types[1:], start=1)]
     triples = []
     for i, rel in enumerate(chain_relations(q.chain)):
         a, b = names[i], names[i + 1]
         head, tail = (a, b) if types[i] == "movie" else (b, a)
-        triples.append([head, rng.choice(PHRASES[rel]), tail])
+        triples.append([head, rel if exact_relations else rng.choice(PHRASES[rel]), tail])
     return Pattern.from_triples(triples)
