@@ -205,6 +205,17 @@ def test_an_edit_without_evidence_does_not_replace_the_llm_pattern(judge: Patter
     assert best.candidate == llm
 
 
+def test_a_copied_leaf_of_a_foreign_relation_is_dropped_without_a_focus_word(judge: PatternJudge) -> None:
+    # "What has X played in?" has no focus word; the LLM copied a shot's release-year leaf: no words for it,
+    # and no kept triple has its relation, so the pattern without it wins (the co-star hop above stays)
+    reading = judge.read("What has Kate Winslet played in?")
+    llm = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Kate Winslet"),
+                             ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")))
+    best, _ = best_candidate(judge, reading, judge.judge_all(reading, [llm]))
+    assert best.candidate.triples == (("UNKNOWN movie 1", "starred actors", "Kate Winslet"),)
+    assert best.candidate.edits and best.candidate.edits[0].startswith("dropped")
+
+
 def _generator(responses: list[str], retriever: SubgraphRetriever) -> tuple[FakeLLM, GroundedPatterns]:
     llm = FakeLLM(responses)
     generator = PatternGenerator(llm, parse_examples(EXAMPLES), n_static_shots=2, n_dynamic_shots=1,

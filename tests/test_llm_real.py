@@ -91,10 +91,36 @@ def test_embedded_model_loads_saved_prefix_state(embedded_model: Path, tmp_path:
     b = second.complete(ask, max_tokens=8)
     c = second.complete([*ask[:-1], ChatMessage("user", "Who directed film 9?")], max_tokens=8)
     second.close()
-    assert first.prefix_stats == {"in_context": 0, "loaded": 0, "evaluated": 1}
-    assert second.prefix_stats == {"in_context": 1, "loaded": 1, "evaluated": 0}
+    assert first.prefix_stats == {"in_context": 0, "loaded": 0, "partial": 0, "evaluated": 1}
+    assert second.prefix_stats == {"in_context": 1, "loaded": 1, "partial": 0, "evaluated": 0}
     assert a.text == b.text and "5" in a.text and "9" in c.text
     assert len(list(tmp_path.glob("*.kv"))) == 1
+
+
+def test_embedded_model_loads_the_shared_part_of_a_new_prefix(embedded_model: Path, tmp_path: Path) -> None:
+    """Prompts that share a fixed part and differ in a dynamic shot: the state at the message boundary where
+    they part is saved once, and a new instance asking with a shot never seen loads it and evaluates only
+    the rest — answering as an instance without any cache does."""
+    facts = " ".join(f"Fact {i}: the film number {i} was directed by person number {i}." for i in range(12))
+    fixed = [ChatMessage("system", "Answer with the person only. " + facts),
+             ChatMessage("user", "Who directed film 2?"), ChatMessage("assistant", "person number 2")]
+
+    def ask(shot: int, film: int) -> list[ChatMessage]:
+        return [*fixed, ChatMessage("user", f"Who directed film {shot}?"),
+                ChatMessage("assistant", f"person number {shot}"), ChatMessage("user", f"Who directed film {film}?")]
+
+    first = LlamaCppLLM(embedded_model, n_ctx=1024, kv_cache_dir=tmp_path)
+    first.complete(ask(3, 5), max_tokens=8)
+    first.complete(ask(4, 6), max_tokens=8)  # parts from the first prompt after `fixed`: that state is saved
+    first.close()
+    assert len(list(tmp_path.glob("*.kv"))) == 3  # two whole prefixes and the shared part
+    second = LlamaCppLLM(embedded_model, n_ctx=1024, kv_cache_dir=tmp_path)
+    warm = second.complete(ask(8, 9), max_tokens=8)
+    second.close()
+    assert second.prefix_stats == {"in_context": 0, "loaded": 0, "partial": 1, "evaluated": 1}
+    cold = LlamaCppLLM(embedded_model, n_ctx=1024, kv_cache=False)
+    assert cold.complete(ask(8, 9), max_tokens=8).text == warm.text and "9" in warm.text
+    cold.close()
 
 
 def test_embedded_model_lookup_decoding_matches_plain_greedy(embedded_model: Path, tmp_path: Path) -> None:

@@ -71,6 +71,10 @@ class KVStateStore:
             os.utime(path)  # least-recently-used bookkeeping
         return state
 
+    def contains(self, tokens: Sequence[int]) -> bool:
+        """Whether a state for ``tokens`` is saved (its file exists; :meth:`get` still checks it)."""
+        return self.path_for(tokens).is_file()
+
     def put(self, tokens: Sequence[int], state: bytes) -> None:
         """Save ``state`` for ``tokens`` atomically, then trim the store to ``max_bytes``."""
         blob = _pack(tokens, state)

@@ -79,8 +79,12 @@ class LlamaCppLLM(BaseLLM):
     first use, see :func:`simgrag.llm.models.pull_default_model`).
 
     ``kv_cache_dir`` is where prompt-prefix KV states are kept (default ``<cache dir>/llama-kv``,
-    trimmed to ``kv_cache_max_bytes``); ``kv_cache=False`` turns that off. ``prefix_stats`` counts,
-    per call, whether the prefix was already in the live context, loaded from disk or evaluated.
+    trimmed to ``kv_cache_max_bytes``); ``kv_cache=False`` turns that off. Besides a prompt's whole
+    prefix, the state at the message boundary where a prompt parts from the previous one in its context
+    (the end of the fixed few-shot part, when only the dynamic shots differ) is saved once, so that a new
+    process asking a new question loads the fixed part and evaluates only what follows it.
+    ``prefix_stats`` counts, per call, whether the prefix was already in the live context, loaded from
+    disk (whole, or ``partial``: up to a saved boundary) or evaluated.
 
     ``lookup_decoding`` (on by default) decodes greedy calls (temperature 0, no JSON schema) with
     prompt-lookup drafts (:mod:`simgrag.llm.lookup_decoding`): the same output in fewer model steps;
@@ -117,7 +121,7 @@ class LlamaCppLLM(BaseLLM):
         if kv_cache:
             directory = kv_cache_dir if kv_cache_dir is not None else cache_dir() / "llama-kv"
             self._kv_store = KVStateStore(directory, max_bytes=kv_cache_max_bytes)
-        self.prefix_stats = {"in_context": 0, "loaded": 0, "evaluated": 0}
+        self.prefix_stats = {"in_context": 0, "loaded": 0, "partial": 0, "evaluated": 0}
         self.lookup_decoding = lookup_decoding
         self.decode_stats = {"tokens": 0, "steps": 0}
 
@@ -153,8 +157,8 @@ class LlamaCppLLM(BaseLLM):
         with self._lock:
             llama = self._ensure_loaded(_context_key(request.messages))
             start = time.perf_counter()
-            prompt, prefix_len = self._tokenize_chat(llama, chat)
-            self._reuse_prefix(llama, prompt[:prefix_len])
+            prompt, prefix_len, boundaries = self._tokenize_chat(llama, chat)
+            self._reuse_prefix(llama, prompt[:prefix_len], boundaries)
             kwargs: dict[str, Any] = {
                 "max_tokens": request.max_tokens, "temperature": request.temperature, "seed": self.seed,
                 "stop": [*self._stop_strings(llama), *stop],
@@ -194,21 +198,29 @@ class LlamaCppLLM(BaseLLM):
         return {"choices": [{"text": text, "finish_reason": "stop" if cut else decoded.finish_reason}],
                 "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(decoded.tokens)}}
 
-    def _tokenize_chat(self, llama: Llama, chat: list[dict[str, str]]) -> tuple[list[int], int]:
-        """The prompt's tokens (chat template applied) and the length of its reusable prefix: the
-        tokens before the final user message, or 0 when they do not tokenize as a prefix."""
-        with_prompt, without_prompt = self._chat_formatters(llama)
+    def _tokenize_chat(self, llama: Llama, chat: list[dict[str, str]]) -> tuple[list[int], int, list[int]]:
+        """The prompt's tokens (chat template applied), the length of its reusable prefix (the tokens
+        before the final user message, or 0 when they do not tokenize as a prefix) and the token offsets
+        of the message boundaries inside that prefix (ascending)."""
+        with_prompt, _ = self._chat_formatters(llama)
         text = with_prompt(messages=chat).prompt  # type: ignore[arg-type]
         tokens = llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         if len(chat) < 2 or chat[-1]["role"] != "user":
-            return tokens, 0
-        head = without_prompt(messages=chat[:-1]).prompt  # type: ignore[arg-type]
+            return tokens, 0, []
+        offsets = [self._prefix_tokens(llama, chat[:i], text, tokens) for i in range(1, len(chat))]
+        if offsets[-1] is None:
+            return tokens, 0, []
+        return tokens, offsets[-1], [n for n in offsets[:-1] if n is not None]
+
+    def _prefix_tokens(self, llama: Llama, messages: list[dict[str, str]], text: str,
+                       tokens: list[int]) -> int | None:
+        """How many of ``tokens`` (the whole prompt, ``text``) are the rendering of ``messages``, or
+        ``None`` when that rendering does not tokenize as a prefix of the prompt."""
+        head = self._chat_formatters(llama)[1](messages=messages).prompt  # type: ignore[arg-type]
         if not text.startswith(head):
-            return tokens, 0
+            return None
         head_tokens = llama.tokenize(head.encode("utf-8"), add_bos=False, special=True)
-        if tokens[: len(head_tokens)] != head_tokens:
-            return tokens, 0
-        return tokens, len(head_tokens)
+        return len(head_tokens) if tokens[: len(head_tokens)] == head_tokens else None
 
     def _chat_formatters(self, llama: Llama) -> tuple[Jinja2ChatFormatter, Jinja2ChatFormatter]:
         """The GGUF's chat template, rendering with and without the assistant generation prompt."""
@@ -229,9 +241,12 @@ class LlamaCppLLM(BaseLLM):
     def _stop_strings(llama: Llama) -> list[str]:
         return [token_text(llama, llama.token_eos())]
 
-    def _reuse_prefix(self, llama: Llama, prefix: list[int]) -> None:
+    def _reuse_prefix(self, llama: Llama, prefix: list[int], boundaries: Sequence[int] = ()) -> None:
         """Make the context hold ``prefix``: already there, loaded from the KV store, or evaluated
-        (and then saved). Errors from llama.cpp's state API turn the store off, not the call."""
+        (and then saved) after what the context shares with it or the longest saved state at one of
+        the message ``boundaries``; the state at the boundary where the prefix parts from the previous
+        prompt is saved too (class docstring). Errors from llama.cpp's state API turn the store off,
+        not the call."""
         if self._kv_store is None or len(prefix) < MIN_SAVED_PREFIX_TOKENS:
             return
         held = _common_prefix(held_tokens(llama), prefix)
@@ -246,6 +261,7 @@ class LlamaCppLLM(BaseLLM):
             if state is not None and load_sequence_state(llama, prefix, state):
                 self.prefix_stats["loaded"] += 1
                 return
+            held = self._resume_at_boundary(llama, store, prefix, boundaries, held)
             llama.n_tokens = held  # keep what the context already holds, evaluate the rest
             llama.eval(prefix[held:])
             store.put(prefix, save_sequence_state(llama))
@@ -254,6 +270,24 @@ class LlamaCppLLM(BaseLLM):
             logger.warning("prompt-prefix KV cache turned off: %s", exc)
             self._kv_store = None
             llama.reset()
+
+    def _resume_at_boundary(self, llama: Llama, store: KVStateStore, prefix: list[int], boundaries: Sequence[int],
+                            held: int) -> int:
+        """Where to start evaluating ``prefix``: the longest saved boundary state beyond what the context
+        holds (loaded), else what it holds; the state at the last boundary within that is saved first
+        when the store lacks it (the part consecutive prompts share). Returns the tokens now held."""
+        usable = [b for b in boundaries if MIN_SAVED_PREFIX_TOKENS <= b < len(prefix)]
+        for b in sorted((b for b in usable if b > held), reverse=True):
+            state = store.get(prefix[:b])
+            if state is not None and load_sequence_state(llama, prefix[:b], state):
+                self.prefix_stats["partial"] += 1
+                return b
+        shared = max((b for b in usable if b <= held), default=None)
+        if shared is not None and not store.contains(prefix[:shared]):
+            drop_cache_from(llama, shared)
+            store.put(prefix[:shared], save_sequence_state(llama))
+            return shared
+        return held
 
     def _model_identity(self) -> str:
         import llama_cpp

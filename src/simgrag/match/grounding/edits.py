@@ -161,7 +161,7 @@ def collapse_echo(candidate: Candidate, retriever: SubgraphRetriever) -> list[Ca
     fixed, notes = repair_echoed_roles(pattern, retriever)
     if not notes:
         return []
-    return [Candidate(tuple(fixed.triples()), candidate.origin, (*candidate.edits, *notes))]
+    return [Candidate(tuple(fixed.triples()), candidate.origin, (*candidate.edits, *notes), candidate.asked)]
 
 
 def drop_leaf(candidate: Candidate) -> list[Candidate]:

@@ -107,11 +107,12 @@ class Judgement:
     @property
     def key(self) -> tuple[float, ...]:
         """Lower is better: problems, unsupported triples, GSD bucket, schema misses, whether the answer
-        node is another than the LLM's, edits, GSD."""
+        node is another than the LLM's, edits, triples (of two otherwise equal readings, the simpler
+        one), GSD."""
         gsd = self.gsd if math.isfinite(self.gsd) else 1e9
         moved = 0 if self.asked is None or self.asked == self.candidate.asked else 1
         return (len(self.problems), len(self.unsupported), 0 if gsd <= GOOD_GSD else 1, self.schema_misses,
-                moved, len(self.candidate.edits), gsd)
+                moved, len(self.candidate.edits), len(self.candidate.triples), gsd)
 
     @property
     def sound(self) -> bool:
