@@ -97,13 +97,16 @@ def test_embedded_model_loads_saved_prefix_state(embedded_model: Path, tmp_path:
     assert len(list(tmp_path.glob("*.kv"))) == 1
 
 
-def test_embedded_model_loads_the_shared_part_of_a_new_prefix(embedded_model: Path, tmp_path: Path) -> None:
-    """Prompts that share a fixed part and differ in a dynamic shot: the state at the message boundary where
-    they part is saved once, and a new instance asking with a shot never seen loads it and evaluates only
-    the rest — answering as an instance without any cache does."""
+@pytest.mark.parametrize("hinted", [True, False])
+def test_embedded_model_loads_the_shared_part_of_a_new_prefix(embedded_model: Path, tmp_path: Path,
+                                                              hinted: bool) -> None:
+    """Prompts that share a fixed part and differ in a dynamic shot. The state at the end of the fixed part
+    is saved once — at once when its last message is marked ``cache_after``, else when a second prompt parts
+    from the first there — and a new instance asking with a shot never seen loads it and evaluates only the
+    rest, answering as an instance without any cache does."""
     facts = " ".join(f"Fact {i}: the film number {i} was directed by person number {i}." for i in range(12))
     fixed = [ChatMessage("system", "Answer with the person only. " + facts),
-             ChatMessage("user", "Who directed film 2?"), ChatMessage("assistant", "person number 2")]
+             ChatMessage("user", "Who directed film 2?"), ChatMessage("assistant", "person number 2", hinted)]
 
     def ask(shot: int, film: int) -> list[ChatMessage]:
         return [*fixed, ChatMessage("user", f"Who directed film {shot}?"),
@@ -111,7 +114,8 @@ def test_embedded_model_loads_the_shared_part_of_a_new_prefix(embedded_model: Pa
 
     first = LlamaCppLLM(embedded_model, n_ctx=1024, kv_cache_dir=tmp_path)
     first.complete(ask(3, 5), max_tokens=8)
-    first.complete(ask(4, 6), max_tokens=8)  # parts from the first prompt after `fixed`: that state is saved
+    assert len(list(tmp_path.glob("*.kv"))) == (2 if hinted else 1)  # the whole prefix (and the fixed part)
+    first.complete(ask(4, 6), max_tokens=8)  # parts from the first prompt after `fixed`: that state is kept
     first.close()
     assert len(list(tmp_path.glob("*.kv"))) == 3  # two whole prefixes and the shared part
     second = LlamaCppLLM(embedded_model, n_ctx=1024, kv_cache_dir=tmp_path)

@@ -542,9 +542,10 @@ def test_llamacpp_maps_arguments_and_usage(tmp_path: Path, monkeypatch: pytest.M
 def test_llamacpp_prefix_ends_before_the_last_user_message(tmp_path: Path) -> None:
     llm = LlamaCppLLM(tmp_path / "m.gguf", kv_cache=False)
     chat = [{"role": m.role, "content": m.content} for m in MSGS]
-    tokens, prefix_len = llm._tokenize_chat(FakeLlama(), chat)  # type: ignore[arg-type]
+    tokens, prefix_len, boundaries = llm._tokenize_chat(FakeLlama(), chat)  # type: ignore[arg-type]
     assert bytes(tokens[:prefix_len]).decode() == "<system>You are terse.</s>"
-    _, no_prefix = llm._tokenize_chat(FakeLlama(), chat[:1])  # type: ignore[arg-type]
+    assert boundaries == []  # one message before the question: its end is the prefix's
+    _, no_prefix, _ = llm._tokenize_chat(FakeLlama(), chat[:1])  # type: ignore[arg-type]
     assert no_prefix == 0
 
 

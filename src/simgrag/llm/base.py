@@ -18,8 +18,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ChatMessage:
+    """One chat message. ``cache_after``: the prompt up to and including this message is shared by many
+    calls (the fixed few-shot part): a backend that keeps prompt states may keep this one (the embedded
+    llama.cpp backend saves it to its KV store; others ignore the hint)."""
+
     role: str  # "system" | "user" | "assistant"
     content: str
+    cache_after: bool = False
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

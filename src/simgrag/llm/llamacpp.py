@@ -158,7 +158,8 @@ class LlamaCppLLM(BaseLLM):
             llama = self._ensure_loaded(_context_key(request.messages))
             start = time.perf_counter()
             prompt, prefix_len, boundaries = self._tokenize_chat(llama, chat)
-            self._reuse_prefix(llama, prompt[:prefix_len], boundaries)
+            hinted = [b for b, m in zip(boundaries, request.messages, strict=False) if m.cache_after]
+            self._reuse_prefix(llama, prompt[:prefix_len], boundaries, hinted)
             kwargs: dict[str, Any] = {
                 "max_tokens": request.max_tokens, "temperature": request.temperature, "seed": self.seed,
                 "stop": [*self._stop_strings(llama), *stop],
@@ -200,17 +201,17 @@ class LlamaCppLLM(BaseLLM):
 
     def _tokenize_chat(self, llama: Llama, chat: list[dict[str, str]]) -> tuple[list[int], int, list[int]]:
         """The prompt's tokens (chat template applied), the length of its reusable prefix (the tokens
-        before the final user message, or 0 when they do not tokenize as a prefix) and the token offsets
-        of the message boundaries inside that prefix (ascending)."""
+        before the final user message, or 0 when they do not tokenize as a prefix) and, per message
+        before the final one, the token offset of its end (0 where it does not tokenize as a prefix)."""
         with_prompt, _ = self._chat_formatters(llama)
         text = with_prompt(messages=chat).prompt  # type: ignore[arg-type]
         tokens = llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         if len(chat) < 2 or chat[-1]["role"] != "user":
             return tokens, 0, []
-        offsets = [self._prefix_tokens(llama, chat[:i], text, tokens) for i in range(1, len(chat))]
-        if offsets[-1] is None:
+        offsets = [self._prefix_tokens(llama, chat[:i], text, tokens) or 0 for i in range(1, len(chat))]
+        if offsets[-1] == 0:
             return tokens, 0, []
-        return tokens, offsets[-1], [n for n in offsets[:-1] if n is not None]
+        return tokens, offsets[-1], offsets[:-1]
 
     def _prefix_tokens(self, llama: Llama, messages: list[dict[str, str]], text: str,
                        tokens: list[int]) -> int | None:
@@ -241,12 +242,13 @@ class LlamaCppLLM(BaseLLM):
     def _stop_strings(llama: Llama) -> list[str]:
         return [token_text(llama, llama.token_eos())]
 
-    def _reuse_prefix(self, llama: Llama, prefix: list[int], boundaries: Sequence[int] = ()) -> None:
+    def _reuse_prefix(self, llama: Llama, prefix: list[int], boundaries: Sequence[int] = (),
+                      hinted: Sequence[int] = ()) -> None:
         """Make the context hold ``prefix``: already there, loaded from the KV store, or evaluated
         (and then saved) after what the context shares with it or the longest saved state at one of
-        the message ``boundaries``; the state at the boundary where the prefix parts from the previous
-        prompt is saved too (class docstring). Errors from llama.cpp's state API turn the store off,
-        not the call."""
+        the message ``boundaries``; the states at the ``hinted`` boundaries (messages marked
+        ``cache_after``) and at the boundary where the prefix parts from the previous prompt are saved
+        too (class docstring). Errors from llama.cpp's state API turn the store off, not the call."""
         if self._kv_store is None or len(prefix) < MIN_SAVED_PREFIX_TOKENS:
             return
         held = _common_prefix(held_tokens(llama), prefix)
@@ -261,7 +263,7 @@ class LlamaCppLLM(BaseLLM):
             if state is not None and load_sequence_state(llama, prefix, state):
                 self.prefix_stats["loaded"] += 1
                 return
-            held = self._resume_at_boundary(llama, store, prefix, boundaries, held)
+            held = self._resume_at_boundary(llama, store, prefix, boundaries, hinted, held)
             llama.n_tokens = held  # keep what the context already holds, evaluate the rest
             llama.eval(prefix[held:])
             store.put(prefix, save_sequence_state(llama))
@@ -272,21 +274,29 @@ class LlamaCppLLM(BaseLLM):
             llama.reset()
 
     def _resume_at_boundary(self, llama: Llama, store: KVStateStore, prefix: list[int], boundaries: Sequence[int],
-                            held: int) -> int:
-        """Where to start evaluating ``prefix``: the longest saved boundary state beyond what the context
-        holds (loaded), else what it holds; the state at the last boundary within that is saved first
-        when the store lacks it (the part consecutive prompts share). Returns the tokens now held."""
+                            hinted: Sequence[int], held: int) -> int:
+        """Where to go on evaluating ``prefix``: the longest saved boundary state beyond what the context
+        holds (loaded), else what it holds. Then the states the store lacks are saved, in order: at each
+        hinted boundary (evaluated up to it first) and at the last boundary within what the context
+        shares with the prefix (the part consecutive prompts share). Returns the tokens now held."""
         usable = [b for b in boundaries if MIN_SAVED_PREFIX_TOKENS <= b < len(prefix)]
         for b in sorted((b for b in usable if b > held), reverse=True):
             state = store.get(prefix[:b])
             if state is not None and load_sequence_state(llama, prefix[:b], state):
                 self.prefix_stats["partial"] += 1
-                return b
-        shared = max((b for b in usable if b <= held), default=None)
-        if shared is not None and not store.contains(prefix[:shared]):
-            drop_cache_from(llama, shared)
-            store.put(prefix[:shared], save_sequence_state(llama))
-            return shared
+                held = b
+                break
+        shared = [b] if (b := max((x for x in usable if x <= held), default=0)) else []
+        for b in sorted({*(h for h in hinted if h in usable), *shared}):
+            if store.contains(prefix[:b]):
+                continue
+            if b > held:
+                llama.n_tokens = held
+                llama.eval(prefix[held:b])
+            else:
+                drop_cache_from(llama, b)
+            held = b
+            store.put(prefix[:b], save_sequence_state(llama))
         return held
 
     def _model_identity(self) -> str:

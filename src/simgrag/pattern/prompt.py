@@ -96,10 +96,12 @@ class PromptBuilder:
         return "\n".join(parts)
 
     def fixed_messages(self) -> list[ChatMessage]:
-        """The part shared by every question (system + static shots)."""
+        """The part shared by every question (system + static shots); its last message is marked
+        ``cache_after`` (a backend may keep the prompt state there for every later question)."""
         messages = [ChatMessage("system", self.system_text())]
         for example in self.static_examples:
             messages.extend(self._shot(example))
+        messages[-1] = ChatMessage(messages[-1].role, messages[-1].content, cache_after=True)
         return messages
 
     def dynamic_examples(self, question: str) -> list[Example]:
