@@ -13,6 +13,7 @@ from simgrag.match.grounding.question import read_question
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
+from simgrag.pattern.prompt import PromptBuilder
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
 from simgrag.testing.toy import write_toy_kg
@@ -303,3 +304,30 @@ def test_a_noun_naming_the_entitys_kind_belongs_to_the_mention(judge: PatternJud
     assert view.covered[words.index("film")] and view.covered[words.index("inception")]
     assert not view.covered[words.index("directed")]
     assert all("film" not in phrase for phrase in view.phrases)
+
+
+# ---------------------------------------------------------------- typed bindings and structural shots
+def test_a_typed_unknown_bound_to_an_entity_of_another_kind_is_a_problem(judge: PatternJudge) -> None:
+    # "UNKNOWN director 1" at the head of "directed by" binds a film: the KG makes it no director
+    reading = judge.read("Which directors worked with James Cameron?")
+    wrong = judge.judge(reading, Candidate(_triples(("UNKNOWN director 1", "directed by", "James Cameron"))))
+    assert any("which the KG does not make a director" in p for p in wrong.problems), wrong.problems
+    right = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "directed by", "James Cameron"))))
+    assert not any("does not make" in p for p in right.problems), right.problems
+
+
+def test_shots_are_ranked_by_the_structure_the_question_needs(judge: PatternJudge) -> None:
+    from simgrag.match.grounding.shots import ShotRanker
+
+    examples = parse_examples(EXAMPLES).examples
+    ranker = ShotRanker(judge, examples)
+    # Jason Reitman is only ever the tail of directed_by: "movies directed by X" fits, "the director of X" not
+    scores = ranker.scores("When did Jason Reitman's films come out?")
+    by_question = dict(zip((e.question for e in examples), scores, strict=True))
+    assert by_question["when were the movies directed by Jason Reitman released"] == max(scores)
+    assert (by_question["when were the movies directed by Jason Reitman released"]
+            > by_question["the director of Juno also directed which movies"])
+    # the prompt takes the structural scores: the best one is the last dynamic shot
+    builder = PromptBuilder(parse_examples(EXAMPLES), n_static_shots=1, n_dynamic_shots=1)
+    chosen = builder.dynamic_examples("When did Jason Reitman's films come out?", scores)
+    assert [e.question for e in chosen] == ["when were the movies directed by Jason Reitman released"]

@@ -88,7 +88,9 @@ class LlamaCppLLM(BaseLLM):
 
     ``lookup_decoding`` (on by default) decodes greedy calls (temperature 0, no JSON schema) with
     prompt-lookup drafts (:mod:`simgrag.llm.lookup_decoding`): the same output in fewer model steps;
-    ``decode_stats`` counts the tokens generated and the batches it took.
+    ``decode_stats`` counts the tokens generated and the batches it took, and sums the seconds spent
+    making the context hold the prompt's prefix (``prefix_s``), evaluating the rest of the prompt
+    (``prompt_tokens``, ``prompt_s``) and decoding (``decode_s``).
     """
 
     def __init__(
@@ -123,7 +125,8 @@ class LlamaCppLLM(BaseLLM):
             self._kv_store = KVStateStore(directory, max_bytes=kv_cache_max_bytes)
         self.prefix_stats = {"in_context": 0, "loaded": 0, "partial": 0, "evaluated": 0}
         self.lookup_decoding = lookup_decoding
-        self.decode_stats = {"tokens": 0, "steps": 0}
+        self.decode_stats: dict[str, float] = {"tokens": 0, "steps": 0, "prefix_s": 0.0, "prompt_tokens": 0,
+                                               "prompt_s": 0.0, "decode_s": 0.0}
 
     def __repr__(self) -> str:
         where = str(self.model_path) if self.model_path is not None else "<default model>"
@@ -160,6 +163,7 @@ class LlamaCppLLM(BaseLLM):
             prompt, prefix_len, boundaries = self._tokenize_chat(llama, chat)
             hinted = [b for b, m in zip(boundaries, request.messages, strict=False) if m.cache_after]
             self._reuse_prefix(llama, prompt[:prefix_len], boundaries, hinted)
+            self.decode_stats["prefix_s"] += time.perf_counter() - start
             kwargs: dict[str, Any] = {
                 "max_tokens": request.max_tokens, "temperature": request.temperature, "seed": self.seed,
                 "stop": [*self._stop_strings(llama), *stop],
@@ -189,7 +193,7 @@ class LlamaCppLLM(BaseLLM):
     def _greedy(self, llama: Llama, prompt: list[int], max_tokens: int, stop: list[str]) -> dict[str, Any]:
         """Greedy decoding with prompt-lookup drafts, answering like ``create_completion``."""
         try:
-            decoded = _greedy_decode(llama, prompt, max_tokens, stop)
+            decoded = _greedy_decode(llama, prompt, max_tokens, stop, self.decode_stats)
         except RuntimeError as exc:  # llama_decode failed
             llama.reset()
             raise LLMError(f"{self.name} failed: {exc}") from exc
@@ -384,12 +388,17 @@ class _LlamaGreedy:
         drop_cache_from(self.llama, n_past)
 
 
-def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[str]) -> DecodeResult:
+def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[str],
+                   stats: dict[str, float]) -> DecodeResult:
     """Evaluate what the context lacks of ``prompt`` (at least its last token, for fresh logits), then
-    decode greedily with prompt-lookup drafts."""
+    decode greedily with prompt-lookup drafts; ``stats`` gets the seconds and tokens of each part."""
     held = min(_common_prefix(held_tokens(llama), prompt), len(prompt) - 1)
+    start = time.perf_counter()
     llama.n_tokens = held
     llama.eval(prompt[held:])  # drops the cache after ``held`` first
+    evaluated = time.perf_counter()
+    stats["prompt_tokens"] += len(prompt) - held
+    stats["prompt_s"] += evaluated - start
 
     def should_stop(tokens: list[int]) -> bool:
         return _cut_at_stop(_detokenize(llama, tokens), stop)[1]
@@ -399,6 +408,7 @@ def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[
         is_end=lambda token: is_end_of_generation(llama, token),
         should_stop=should_stop if stop else None,
     )
+    stats["decode_s"] += time.perf_counter() - evaluated
     llama.n_tokens = result.n_past
     return result
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from simgrag.errors import PatternError, PatternParseError
+from simgrag.errors import ConfigError, PatternError, PatternParseError
 from simgrag.llm.base import LLM, ChatMessage, LLMResponse, schema_by_default
 from simgrag.pattern.copies import cut_runaway_chains, merge_unknown_copies
 from simgrag.pattern.examples import ExampleSet, builtin_examples
@@ -44,6 +46,9 @@ class PatternGenerator:
     ``examples`` is an :class:`ExampleSet` (see :func:`~simgrag.pattern.examples.load_examples`) or
     the name of a built-in one. With ``use_json_schema`` the LLM is asked for schema-constrained output
     (default: yes, except for the embedded llama.cpp model, where it costs ~40 % of decoding speed).
+    ``shot_selection``: ``"structure"`` lets a pattern stage that knows the KG (the grounding,
+    :class:`~simgrag.match.grounding.stage.GroundedPatterns`) choose the dynamic shots by the question's
+    structure as well as its words; ``"words"``: by words only (what a generator alone always does).
     """
 
     def __init__(
@@ -59,6 +64,7 @@ class PatternGenerator:
         require_connected: bool = False,
         max_triples: int = MAX_TRIPLES,
         max_attempts: int = 2,
+        shot_selection: Literal["structure", "words"] = "structure",
     ) -> None:
         if isinstance(examples, str):
             examples = builtin_examples(examples)
@@ -70,21 +76,27 @@ class PatternGenerator:
         self.require_connected = require_connected
         self.max_triples = max_triples
         self.max_attempts = max(1, max_attempts)
+        if shot_selection not in ("structure", "words"):
+            raise ConfigError(f"shot_selection must be 'structure' or 'words', got {shot_selection!r}")
+        self.shot_selection = shot_selection
 
-    def generate(self, question: str) -> PatternResult:
-        """The pattern for ``question``; raises :class:`PatternParseError` / :class:`PatternError`."""
+    def generate(self, question: str, shot_scores: Sequence[float] | None = None) -> PatternResult:
+        """The pattern for ``question``; raises :class:`PatternParseError` / :class:`PatternError`.
+        ``shot_scores``: added to the dynamic shots' similarity (:meth:`PromptBuilder.dynamic_examples`)."""
         if not question or not question.strip():
             raise PatternError("The question is empty")
-        return self._run(question, self.prompt.messages(question))
+        return self._run(question, self.prompt.messages(question, shot_scores), shot_scores)
 
-    def revise(self, question: str, previous: str, reason: str) -> PatternResult:
+    def revise(self, question: str, previous: str, reason: str,
+               shot_scores: Sequence[float] | None = None) -> PatternResult:
         """A second pattern for ``question``, the LLM told what was wrong with its ``previous`` output
         (e.g. by the KG judge: "the triples are not connected"); raises like :meth:`generate`."""
         if not question or not question.strip():
             raise PatternError("The question is empty")
-        return self._run(question, self.prompt.repair_messages(question, previous, reason))
+        return self._run(question, self.prompt.repair_messages(question, previous, reason, shot_scores), shot_scores)
 
-    def _run(self, question: str, messages: list[ChatMessage]) -> PatternResult:
+    def _run(self, question: str, messages: list[ChatMessage],
+             shot_scores: Sequence[float] | None = None) -> PatternResult:
         start = time.perf_counter()
         prompt_tokens = completion_tokens = 0
         error: PatternError | None = None
@@ -97,7 +109,7 @@ class PatternGenerator:
             except PatternError as exc:
                 error = exc
                 logger.info("pattern attempt %d failed for %r: %s", attempt, question, _first_line(exc))
-                messages = self.prompt.repair_messages(question, response.text, _first_line(exc))
+                messages = self.prompt.repair_messages(question, response.text, _first_line(exc), shot_scores)
                 continue
             return PatternResult(
                 pattern=pattern, raw_text=response.text, attempts=attempt,

@@ -104,8 +104,11 @@ class PromptBuilder:
         messages[-1] = ChatMessage(messages[-1].role, messages[-1].content, cache_after=True)
         return messages
 
-    def dynamic_examples(self, question: str) -> list[Example]:
-        """The ``n_dynamic_shots`` non-static examples most similar to ``question`` (best last)."""
+    def dynamic_examples(self, question: str, shot_scores: Sequence[float] | None = None) -> list[Example]:
+        """The ``n_dynamic_shots`` non-static examples most similar to ``question`` (best last).
+
+        ``shot_scores`` (one per example, in the examples' order) are added to the word similarity: e.g.
+        how well each example's structure fits the question (:class:`~simgrag.match.grounding.shots.ShotRanker`)."""
         if self.n_dynamic_shots <= 0:
             return []
         words = set(question_tokens(question)) & self._vocab
@@ -113,22 +116,24 @@ class PromptBuilder:
         for i in range(self.n_static_shots, len(self.examples.examples)):
             other = self._masked[i]
             union = words | other
-            scored.append((len(words & other) / len(union) if union else 0.0, i))
+            extra = float(shot_scores[i]) if shot_scores is not None and i < len(shot_scores) else 0.0
+            scored.append(((len(words & other) / len(union) if union else 0.0) + extra, i))
         scored.sort(key=lambda s: (-s[0], s[1]))
         chosen = [self.examples.examples[i] for _, i in scored[: self.n_dynamic_shots]]
         return list(reversed(chosen))  # the most similar sits right before the question
 
-    def messages(self, question: str) -> list[ChatMessage]:
+    def messages(self, question: str, shot_scores: Sequence[float] | None = None) -> list[ChatMessage]:
         """All messages for ``question``: fixed part, dynamic shots, then the question."""
         messages = self.fixed_messages()
-        for example in self.dynamic_examples(question):
+        for example in self.dynamic_examples(question, shot_scores):
             messages.extend(self._shot(example))
         messages.append(ChatMessage("user", " ".join(question.split())))
         return messages
 
-    def repair_messages(self, question: str, bad_output: str, error: str) -> list[ChatMessage]:
+    def repair_messages(self, question: str, bad_output: str, error: str,
+                        shot_scores: Sequence[float] | None = None) -> list[ChatMessage]:
         """The first attempt's messages plus its output and the error, asking for a corrected answer."""
-        messages = self.messages(question)
+        messages = self.messages(question, shot_scores)
         messages.append(ChatMessage("assistant", bad_output))
         messages.append(ChatMessage(
             "user",

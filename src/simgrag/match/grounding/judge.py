@@ -250,16 +250,26 @@ class PatternJudge:
         """Typed unknowns where the examples put another type that a relation links to theirs
         (:meth:`~simgrag.match.grounding.lexicon.Lexicon.type_clashes`) and whose entity in the best
         subgraph is not of their type by the KG: no edge the examples give that type (Portugal for
-        ``UNKNOWN currency 1``: never the tail of ``currency``). A hop was left out, or the type word is wrong."""
+        ``UNKNOWN currency 1``: never the tail of ``currency``). A hop was left out, or the type word is wrong.
+        Any other typed unknown (of a type the examples use) bound to an entity not of its type is a problem
+        too: ``[UNKNOWN actor 1, starred actors, Russ Conway]`` binds the "actor" to a film."""
         if not retrieval.evidence:
             return []
         triples, best = pattern.triples(), retrieval.evidence[0]
         problems: dict[str, None] = {}
+        clashed: set[str] = set()
         for i, node, side, fit, _, _ in self.lexicon.type_clashes(triples):
             binding = best.binding(node)
             if binding is not None and not self.lexicon.is_of_type(binding.entity_id, type_hint(node) or ""):
+                clashed.add(node)
                 problems[f"{node!r} is the {side} of {triples[i][1]!r}, where a {fit} belongs: a hop is missing "
                          f"({binding.entity!r} is no {singular((type_hint(node) or '').lower())})"] = None
+        for typed in pattern.nodes:
+            binding = (best.binding(typed.text) if typed.unknown and typed.type_hint and typed.text not in clashed
+                       else None)
+            if binding is not None and not self.lexicon.is_of_type(binding.entity_id, typed.type_hint or ""):
+                kind = singular((typed.type_hint or "").lower())
+                problems[f"{typed.text!r} is bound to {binding.entity!r}, which the KG does not make a {kind}"] = None
         return list(problems)
 
     def _focus(self, reading: QuestionReading, pattern: Pattern,

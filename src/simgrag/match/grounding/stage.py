@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from simgrag.errors import PatternError
 from simgrag.match.grounding import anchors, bridges, edits
 from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
 from simgrag.match.grounding.question import QuestionReading
+from simgrag.match.grounding.shots import ShotRanker
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 
@@ -130,6 +131,8 @@ class GroundedPatterns:
         self.generator = generator
         examples = [e.triples for e in generator.prompt.examples.examples]
         self.judge = PatternJudge(retriever, asks=asks, examples=examples)
+        self.shots = (ShotRanker(self.judge, generator.prompt.examples.examples)
+                      if generator.shot_selection == "structure" and generator.prompt.n_dynamic_shots > 0 else None)
         self.max_revisions = max(0, max_revisions)
         self.on_report = on_report
         self.last_report: GroundingReport | None = None
@@ -141,7 +144,8 @@ class GroundedPatterns:
     def generate(self, question: str) -> PatternResult:
         """The chosen pattern for ``question`` (raises :class:`PatternError` only when the LLM produced
         no usable pattern at all)."""
-        result = self.generator.generate(question)
+        scores = self.shots.scores(question) if self.shots is not None else None
+        result = self.generator.generate(question, scores)
         results = [result]
         t0 = time.perf_counter()
         reading = self.judge.read(question)
@@ -151,7 +155,7 @@ class GroundedPatterns:
         for _ in range(self.max_revisions):
             if not best.problems:
                 break
-            revised = self._revise(question, result.raw_text, best)
+            revised = self._revise(question, result.raw_text, best, scores)
             if revised is None:
                 break
             results.append(revised)
@@ -162,11 +166,12 @@ class GroundedPatterns:
             judge_s += time.perf_counter() - t0
         return self._result(question, results, best, considered, judge_s)
 
-    def _revise(self, question: str, previous: str, best: Judgement) -> PatternResult | None:
+    def _revise(self, question: str, previous: str, best: Judgement,
+                scores: Sequence[float] | None) -> PatternResult | None:
         reason = best.describe()
         logger.info("pattern for %r revised by the LLM: %s", question, reason)
         try:
-            return self.generator.revise(question, previous, reason)
+            return self.generator.revise(question, previous, reason, scores)
         except PatternError as exc:
             logger.info("the revision of %r failed: %s", question, str(exc).splitlines()[0])
             return None
