@@ -206,17 +206,6 @@ def test_an_edit_without_evidence_does_not_replace_the_llm_pattern(judge: Patter
     assert best.candidate == llm
 
 
-def test_a_copied_leaf_of_a_foreign_relation_is_dropped_without_a_focus_word(judge: PatternJudge) -> None:
-    # "What has X played in?" has no focus word; the LLM copied a shot's release-year leaf: no words for it,
-    # and no kept triple has its relation, so the pattern without it wins (the co-star hop above stays)
-    reading = judge.read("What has Kate Winslet played in?")
-    llm = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Kate Winslet"),
-                             ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")))
-    best, _ = best_candidate(judge, reading, judge.judge_all(reading, [llm]))
-    assert best.candidate.triples == (("UNKNOWN movie 1", "starred actors", "Kate Winslet"),)
-    assert best.candidate.edits and best.candidate.edits[0].startswith("dropped")
-
-
 def _generator(responses: list[str], retriever: SubgraphRetriever) -> tuple[FakeLLM, GroundedPatterns]:
     llm = FakeLLM(responses)
     generator = PatternGenerator(llm, parse_examples(EXAMPLES), n_static_shots=2, n_dynamic_shots=1,
@@ -311,9 +300,9 @@ def test_a_typed_unknown_bound_to_an_entity_of_another_kind_is_a_problem(judge: 
     # "UNKNOWN director 1" at the head of "directed by" binds a film: the KG makes it no director
     reading = judge.read("Which directors worked with James Cameron?")
     wrong = judge.judge(reading, Candidate(_triples(("UNKNOWN director 1", "directed by", "James Cameron"))))
-    assert any("which the KG does not make a director" in p for p in wrong.problems), wrong.problems
+    assert any("which the KG makes a movie, not a director" in p for p in wrong.problems), wrong.problems
     right = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "directed by", "James Cameron"))))
-    assert not any("does not make" in p for p in right.problems), right.problems
+    assert not any("which the KG makes" in p for p in right.problems), right.problems
 
 
 def test_shots_are_ranked_by_the_structure_the_question_needs(judge: PatternJudge) -> None:

@@ -251,8 +251,9 @@ class PatternJudge:
         (:meth:`~simgrag.match.grounding.lexicon.Lexicon.type_clashes`) and whose entity in the best
         subgraph is not of their type by the KG: no edge the examples give that type (Portugal for
         ``UNKNOWN currency 1``: never the tail of ``currency``). A hop was left out, or the type word is wrong.
-        Any other typed unknown (of a type the examples use) bound to an entity not of its type is a problem
-        too: ``[UNKNOWN actor 1, starred actors, Russ Conway]`` binds the "actor" to a film."""
+        Any other typed unknown bound to an entity the examples' uses make of other types only is a problem
+        too: ``[UNKNOWN actor 1, starred actors, Russ Conway]`` binds the "actor" to a film (an entity none
+        of whose edges the examples show for any type says nothing: the examples file may be incomplete)."""
         if not retrieval.evidence:
             return []
         triples, best = pattern.triples(), retrieval.evidence[0]
@@ -267,9 +268,11 @@ class PatternJudge:
         for typed in pattern.nodes:
             binding = (best.binding(typed.text) if typed.unknown and typed.type_hint and typed.text not in clashed
                        else None)
-            if binding is not None and not self.lexicon.is_of_type(binding.entity_id, typed.type_hint or ""):
-                kind = singular((typed.type_hint or "").lower())
-                problems[f"{typed.text!r} is bound to {binding.entity!r}, which the KG does not make a {kind}"] = None
+            kind = singular((typed.type_hint or "").lower())
+            kinds = self.lexicon.kinds_of(binding.entity_id) if binding is not None else set()
+            if binding is not None and kinds and kind not in kinds and kind in self.lexicon.types:
+                problems[f"{typed.text!r} is bound to {binding.entity!r}, which the KG makes a "
+                         f"{' / '.join(sorted(kinds))}, not a {kind}"] = None
         return list(problems)
 
     def _focus(self, reading: QuestionReading, pattern: Pattern,

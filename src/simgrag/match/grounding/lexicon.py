@@ -107,6 +107,11 @@ class Lexicon:
         roles = kg_roles(self.retriever, entity)
         return any(side in roles.get(rel, set()) for rel, side in uses)
 
+    def kinds_of(self, entity: int) -> set[str]:
+        """The examples' node types whose uses ``entity`` has in the KG (``{"movie"}`` for a film)."""
+        roles = kg_roles(self.retriever, entity)
+        return {t for t, rel, side in self.schema if side in roles.get(rel, set())}
+
     def relation_ends(self, triples: Sequence[Sequence[str]]) -> Iterator[tuple[int, int, str, str]]:
         """(triple index, KG relation, node text, its side) for both ends of every triple whose
         relation reads as a KG relation."""

@@ -67,20 +67,13 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
 
 
 def _eligible(judgement: Judgement, base: Judgement) -> bool:
-    """Whether an edited candidate may replace the LLM's pattern: it has fewer problems; or none, and the
-    focus word confirms its answer node; or none, and it only leaves out triples the question has no
-    words for, of relations no kept triple has (the ``has genre`` leaf copied from a shot; not the second
-    ``starred actors`` hop of "who shared the screen with …"), while the KG still holds it closely."""
+    """Whether an edited candidate may replace the LLM's pattern: it has fewer problems, or none and the
+    focus word confirms its answer node. (Dropping a triple only because no phrase reads as its relation
+    was tried, 2026-11-26: where the question's words are unknown to the embedder — a KG's own jargon, the
+    hash embedder of the tests — it dropped needed hops, so an unworded triple alone changes nothing.)"""
     if len(judgement.problems) < len(base.problems):
         return True
-    if judgement.problems:
-        return False
-    if judgement.focus == "confirmed":
-        return True
-    kept, before = set(judgement.candidate.triples), set(base.candidate.triples)
-    if not (kept < before and len(judgement.unsupported) < len(base.unsupported) and judgement.gsd <= GOOD_GSD):
-        return False
-    return not {r for _, r, _ in before - kept} & {r for _, r, _ in kept}
+    return not judgement.problems and judgement.focus == "confirmed"
 
 
 def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: list[Judgement], *,
