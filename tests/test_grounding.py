@@ -320,3 +320,13 @@ def test_shots_are_ranked_by_the_structure_the_question_needs(judge: PatternJudg
     builder = PromptBuilder(parse_examples(EXAMPLES), n_static_shots=1, n_dynamic_shots=1)
     chosen = builder.dynamic_examples("When did Jason Reitman's films come out?", scores)
     assert [e.question for e in chosen] == ["when were the movies directed by Jason Reitman released"]
+
+
+def test_a_focus_word_naming_a_known_type_must_name_the_answer_type(judge: PatternJudge) -> None:
+    # "Which directors …" answered by a movie node: "directors" names the examples' type director, which
+    # no node of this pattern has; the answer node is a movie, so the focus contradicts it
+    reading = judge.read("Which directors made movies with Leonardo DiCaprio?")
+    movies = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
+                                                     ("UNKNOWN movie 1", "directed by", "UNKNOWN person 1"),
+                                                     ("UNKNOWN movie 2", "directed by", "UNKNOWN person 1"))))
+    assert movies.focus == "contradicted", movies.problems

@@ -285,6 +285,9 @@ class PatternJudge:
         node = pattern.nodes[asked]
         word = reading.clean_words()[view.focus]
         wanted = view.type_of[view.focus]
+        if wanted is None and self.lexicon.types:
+            # a known type no node of this pattern has ("Which **writers** …" answered by UNKNOWN movie 1)
+            wanted = self.lexicon.type_words(reading.clean_words(), [view.focus], self.lexicon.types).get(view.focus)
         if wanted is not None:
             if node.type_hint == wanted:
                 return "confirmed", [], None
