@@ -13,7 +13,14 @@ runs the CLI with timestamped logging, and reads off:
 With ``--serve`` it starts ``simgrag serve`` on a loopback port instead and polls ``/v1/health``
 until it says ready (``ready_s``), then stops the server.
 
+``--question`` may be given several times: round r asks the r-th (cyclically). With ``--new-questions``
+each tree runs as a block instead of alternating: the KV store of prompt prefixes
+(``<cache dir>/llama-kv``) is emptied, one untimed process asks ``--warm-question``, then each timed
+process asks a question the store has never seen — the first answer a user gets for a *new* question.
+
     python benchmarks/first_answer.py --src /path/to/main/src --src src --rounds 3 [--question "..."]
+    python benchmarks/first_answer.py --src /path/to/main/src --src src --new-questions \
+        --question "Who starred in Heat?" --question "What genre is Alien?" --question "Who wrote Ronin?"
     python benchmarks/first_answer.py --src src --serve --rounds 3
 """
 
@@ -23,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -31,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from simgrag.config import cache_dir
 
 _BOOT = ("import logging, sys; logging.basicConfig(level=logging.INFO, "
          "format='@%(relativeCreated)d %(name)s: %(message)s'); sys.argv = ['simgrag', *sys.argv[1:]]; "
@@ -104,14 +114,25 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--src", action="append", required=True, help="a source tree (PYTHONPATH); repeatable")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--question", default="Who directed Inception?")
+    p.add_argument("--question", action="append", default=None, help="repeatable (default: Who directed Inception?)")
+    p.add_argument("--new-questions", action="store_true", help="per tree: empty KV store, warm-up, new questions")
+    p.add_argument("--warm-question", default="Who directed Inception?")
     p.add_argument("--serve", action="store_true", help="time `simgrag serve` to ready instead")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
+    questions = args.question or ["Who directed Inception?"]
     rows = []
-    for r in range(args.rounds):
+    if args.new_questions:
+        for src in args.src:
+            shutil.rmtree(cache_dir() / "llama-kv", ignore_errors=True)
+            demo_round(src, args.warm_question)
+            for r, question in enumerate(questions):
+                row = {**demo_round(src, question), "round": r, "question": question}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    for r in range(0 if args.new_questions else args.rounds):
         for src in args.src if r % 2 == 0 else list(reversed(args.src)):
-            row = serve_round(src) if args.serve else demo_round(src, args.question)
+            row = serve_round(src) if args.serve else demo_round(src, questions[r % len(questions)])
             row["round"] = r
             print(json.dumps(row), flush=True)
             rows.append(row)
