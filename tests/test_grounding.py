@@ -206,11 +206,33 @@ def test_an_edit_without_evidence_does_not_replace_the_llm_pattern(judge: Patter
     assert best.candidate == llm
 
 
-def _generator(responses: list[str], retriever: SubgraphRetriever) -> tuple[FakeLLM, GroundedPatterns]:
+def _generator(responses: list[str], retriever: SubgraphRetriever, *,
+               analogy: bool = False) -> tuple[FakeLLM, GroundedPatterns]:
     llm = FakeLLM(responses)
     generator = PatternGenerator(llm, parse_examples(EXAMPLES), n_static_shots=2, n_dynamic_shots=1,
-                                 use_json_schema=False)
+                                 use_json_schema=False, analogy=analogy)
     return llm, GroundedPatterns(generator, retriever)
+
+
+def test_a_confirmed_analogy_answers_without_an_llm_call(retriever: SubgraphRetriever) -> None:
+    # the example "when were the movies directed by Jason Reitman released", with James Cameron put in
+    llm, grounded = _generator([], retriever, analogy=True)
+    result = grounded.generate("Which years were the movies directed by James Cameron released in?")
+    assert result.pattern.triples() == [("UNKNOWN movie 1", "directed by", "James Cameron"),
+                                        ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")]
+    assert result.attempts == 0 and llm.calls == []
+    assert "no LLM call" in result.kg_repairs[0] and "'James Cameron' for 'Jason Reitman'" in result.kg_repairs[0]
+
+
+def test_an_unconfirmed_analogy_leaves_the_question_to_the_llm(retriever: SubgraphRetriever) -> None:
+    # no focus word ("Tell me when …"): the analogy is not enough on its own; the LLM's sound pattern stays
+    answer = _json(("UNKNOWN movie 1", "directed by", "James Cameron"), ("UNKNOWN movie 1", "release year",
+                                                                          "UNKNOWN year 1"))
+    llm, grounded = _generator([answer], retriever, analogy=True)
+    result = grounded.generate("Tell me when the movies directed by James Cameron came out.")
+    assert len(llm.calls) == 1 and result.attempts == 1
+    assert result.pattern.triples() == [("UNKNOWN movie 1", "directed by", "James Cameron"),
+                                        ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")]
 
 
 def _json(*triples: tuple[str, str, str]) -> str:

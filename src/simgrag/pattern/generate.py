@@ -49,6 +49,8 @@ class PatternGenerator:
     ``shot_selection``: ``"structure"`` lets a pattern stage that knows the KG (the grounding,
     :class:`~simgrag.match.grounding.stage.GroundedPatterns`) choose the dynamic shots by the question's
     structure as well as its words; ``"words"``: by words only (what a generator alone always does).
+    ``analogy``: such a pattern stage also tries the best-fitting examples' patterns with the question's
+    entity put in (:mod:`~simgrag.match.grounding.analogy`) and skips the LLM when one is confirmed.
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class PatternGenerator:
         max_triples: int = MAX_TRIPLES,
         max_attempts: int = 2,
         shot_selection: Literal["structure", "words"] = "structure",
+        analogy: bool = True,
     ) -> None:
         if isinstance(examples, str):
             examples = builtin_examples(examples)
@@ -79,6 +82,7 @@ class PatternGenerator:
         if shot_selection not in ("structure", "words"):
             raise ConfigError(f"shot_selection must be 'structure' or 'words', got {shot_selection!r}")
         self.shot_selection = shot_selection
+        self.analogy = bool(analogy)
 
     def generate(self, question: str, shot_scores: Sequence[float] | None = None) -> PatternResult:
         """The pattern for ``question``; raises :class:`PatternParseError` / :class:`PatternError`.

@@ -111,16 +111,21 @@ class PromptBuilder:
         how well each example's structure fits the question (:class:`~simgrag.match.grounding.shots.ShotRanker`)."""
         if self.n_dynamic_shots <= 0:
             return []
+        ranked = self.ranked(question, shot_scores, start=self.n_static_shots)[: self.n_dynamic_shots]
+        return [self.examples.examples[i] for i in reversed(ranked)]  # the most similar right before the question
+
+    def ranked(self, question: str, shot_scores: Sequence[float] | None = None, *, start: int = 0) -> list[int]:
+        """Indices of the examples from ``start`` on, most similar to ``question`` first (word similarity
+        plus ``shot_scores``; ties by order)."""
         words = set(question_tokens(question)) & self._vocab
         scored: list[tuple[float, int]] = []
-        for i in range(self.n_static_shots, len(self.examples.examples)):
+        for i in range(start, len(self.examples.examples)):
             other = self._masked[i]
             union = words | other
             extra = float(shot_scores[i]) if shot_scores is not None and i < len(shot_scores) else 0.0
             scored.append(((len(words & other) / len(union) if union else 0.0) + extra, i))
         scored.sort(key=lambda s: (-s[0], s[1]))
-        chosen = [self.examples.examples[i] for _, i in scored[: self.n_dynamic_shots]]
-        return list(reversed(chosen))  # the most similar sits right before the question
+        return [i for _, i in scored]
 
     def messages(self, question: str, shot_scores: Sequence[float] | None = None) -> list[ChatMessage]:
         """All messages for ``question``: fixed part, dynamic shots, then the question."""

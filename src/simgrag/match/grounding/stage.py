@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from simgrag.errors import PatternError
 from simgrag.match.grounding import anchors, bridges, edits
+from simgrag.match.grounding.analogy import analog_candidates
 from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
 from simgrag.match.grounding.question import QuestionReading
 from simgrag.match.grounding.shots import ShotRanker
@@ -77,12 +78,14 @@ def _eligible(judgement: Judgement, base: Judgement) -> bool:
 
 
 def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: list[Judgement], *,
-                   budget_s: float = EDIT_BUDGET_S) -> tuple[Judgement, list[Judgement]]:
+                   budget_s: float = EDIT_BUDGET_S,
+                   alternatives: Sequence[Judgement] = ()) -> tuple[Judgement, list[Judgement]]:
     """The chosen judgement among ``originals`` (the LLM's patterns) and their edits (two rounds: the
     best few edits that still have a problem are edited again); all judgements considered, originals
-    first. Edits are judged for at most ``budget_s`` seconds."""
+    first. Edits are judged for at most ``budget_s`` seconds. ``alternatives`` (judged already: the
+    analogies of :mod:`~simgrag.match.grounding.analogy`) compete like edits."""
     base = min(originals, key=lambda j: j.key)
-    considered = list(originals)
+    considered = [*originals, *alternatives]
     if base.sound:
         return base, considered
     deadline = time.perf_counter() + budget_s
@@ -94,7 +97,7 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     second = judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j)],
                              max_problems=limit, deadline=deadline)
     considered += first + second
-    eligible = [j for j in first + second if j.retrieval is not None and _eligible(j, base)]
+    eligible = [j for j in [*alternatives, *first, *second] if j.retrieval is not None and _eligible(j, base)]
     return min([base, *eligible], key=lambda j: j.key), considered
 
 
@@ -136,15 +139,24 @@ class GroundedPatterns:
 
     def generate(self, question: str) -> PatternResult:
         """The chosen pattern for ``question`` (raises :class:`PatternError` only when the LLM produced
-        no usable pattern at all)."""
+        no usable pattern at all). A sound analogy confirmed by the focus word is used without an LLM call."""
+        t0 = time.perf_counter()
+        reading = self.judge.read(question)
         scores = self.shots.scores(question) if self.shots is not None else None
+        analogies = self._analogies(question, reading, scores)
+        shortcut = min(analogies, key=lambda j: j.key) if analogies else None
+        if shortcut is not None and shortcut.sound and shortcut.focus == "confirmed" and shortcut.pattern is not None:
+            judge_s = time.perf_counter() - t0
+            own = PatternResult(pattern=shortcut.pattern, raw_text="", attempts=0, prompt_tokens=0,
+                                completion_tokens=0, latency_s=judge_s, repaired=False)
+            return self._result(question, [own], shortcut, analogies, judge_s)
+        judge_s = time.perf_counter() - t0
         result = self.generator.generate(question, scores)
         results = [result]
         t0 = time.perf_counter()
-        reading = self.judge.read(question)
         originals = self.judge.judge_all(reading, [_candidate(result, "llm")])
-        best, considered = best_candidate(self.judge, reading, originals)
-        judge_s = time.perf_counter() - t0
+        best, considered = best_candidate(self.judge, reading, originals, alternatives=analogies)
+        judge_s += time.perf_counter() - t0
         for _ in range(self.max_revisions):
             if not best.problems:
                 break
@@ -154,10 +166,18 @@ class GroundedPatterns:
             results.append(revised)
             t0 = time.perf_counter()
             originals += self.judge.judge_all(reading, [_candidate(revised, "llm-revised")])
-            best, more = best_candidate(self.judge, reading, originals)
+            best, more = best_candidate(self.judge, reading, originals, alternatives=analogies)
             considered += more
             judge_s += time.perf_counter() - t0
         return self._result(question, results, best, considered, judge_s)
+
+    def _analogies(self, question: str, reading: QuestionReading, scores: Sequence[float] | None) -> list[Judgement]:
+        """The judged analogies of the best-ranked examples (none for claims, or with ``analogy`` off)."""
+        if not (self.generator.analogy and self.judge.asks):
+            return []
+        examples = self.generator.prompt.examples.examples
+        order = self.generator.prompt.ranked(question, scores)
+        return self.judge.judge_all(reading, analog_candidates(self.judge, reading, examples, order))
 
     def _revise(self, question: str, previous: str, best: Judgement,
                 scores: Sequence[float] | None) -> PatternResult | None:
@@ -177,6 +197,8 @@ class GroundedPatterns:
         if self.on_report is not None:
             self.on_report(report)
         notes = list(best.candidate.edits)
+        if best.candidate.origin == "analogy" and report.llm_calls == 0:
+            notes[0] += " (no LLM call: the question and the KG confirm it)"
         if best.candidate.origin == "llm-revised":
             notes.insert(0, f"revised by the LLM after: {considered[0].describe()}")
         if best.problems:
