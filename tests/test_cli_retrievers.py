@@ -142,5 +142,5 @@ def test_errors_print_brackets_verbatim(tmp_path: Path, monkeypatch: pytest.Monk
 
     build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=64))
     monkeypatch.setattr(_common, "llm_for", broken)
-    result = CliRunner().invoke(cli.app, ["ask", str(tmp_path / "toy.idx"), "who directed Titanic"])
+    result = CliRunner().invoke(cli.app, ["ask", str(tmp_path / "toy.idx"), "who directed Titanic", "--no-analogy"])
     assert result.exit_code == 2 and "pip install 'simgrag[llamacpp]'" in result.output, result.output

@@ -34,6 +34,10 @@ PATTERNS = {
 PROMPTS: list[str] = []
 
 
+#: the scripted LLM answers the pattern prompt: no analogies (they would skip that call)
+NO_ANALOGY = {"analogy": False}
+
+
 def scripted(messages: list[ChatMessage]) -> str:
     question = messages[-1].content
     if "knowledge-graph pattern" in messages[0].content:
@@ -191,11 +195,12 @@ def test_a_question_bent_to_the_kg_by_the_pattern_stage_counts_as_missing(toy_di
             return json.dumps({"triples": [["Titanic", "written by", "UNKNOWN writer 1"]]})
         return "answer: James Cameron"
 
-    grounded = SimGRAG(toy_dir, llm=FakeLLM(llm), claim_examples=None, calibration="off")
+    grounded = SimGRAG(toy_dir, llm=FakeLLM(llm), claim_examples=None, calibration="off", pattern_options=NO_ANALOGY)
     result = grounded.ask("who wrote Titanic")
     notes = result.context.pattern.kg_repairs  # type: ignore[union-attr]
     assert missing_edges(notes) >= 1, notes
     assert result.answer.features is not None and result.answer.features.missing >= 1
-    strict = SimGRAG(toy_dir, llm=FakeLLM(llm), claim_examples=None, calibration=Calibration(missing=0))
+    strict = SimGRAG(toy_dir, llm=FakeLLM(llm), claim_examples=None, calibration=Calibration(missing=0),
+                     pattern_options=NO_ANALOGY)
     assert strict.ask("who wrote Titanic").answer.abstained
     assert missing_edges(["unresolved: the question asks for 'films', but the answer node is 'X'"]) == 0

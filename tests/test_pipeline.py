@@ -24,9 +24,13 @@ from simgrag.testing import FakeLLM, HashEmbedder
 PATTERN = json.dumps({"triples": [["Titanic", "directed by", "UNKNOWN director 1"]]})
 
 
+#: these tests script the LLM's pattern call: no analogies (they would skip it)
+NO_ANALOGY = {"analogy": False}
+
+
 def test_ask_answers_from_evidence(toy_dir: Path) -> None:
     llm = FakeLLM([PATTERN, "answer: James Cameron"])
-    engine = SimGRAG(toy_dir, llm=llm, answer_mode="llm")
+    engine = SimGRAG(toy_dir, llm=llm, answer_mode="llm", pattern_options=NO_ANALOGY)
     result = engine.ask("who directed Titanic?")
     assert result.answer.short_answer == "James Cameron"
     assert result.answer.entities == ("James Cameron",)
@@ -58,18 +62,20 @@ def test_a_plain_llm_class_works_through_the_facade_and_the_wrappers(toy_dir: Pa
     assert isinstance(plain, LLM)
     cached = resolve_llm(plain, cache=tmp_path / "calls.sqlite3")
     counted = CountingLLM(cached)
-    result = SimGRAG(toy_dir, llm=counted, answer_mode="llm").ask("who directed Titanic?")
+    result = SimGRAG(toy_dir, llm=counted, answer_mode="llm", pattern_options=NO_ANALOGY).ask("who directed Titanic?")
     assert result.answer.short_answer == "James Cameron"
     assert counted.calls == 2 and len(plain.seen) == 2 and "Titanic" in plain.seen[0][0]
     again = CountingLLM(resolve_llm(PlainLLM([]), cache=tmp_path / "calls.sqlite3"))
-    assert SimGRAG(toy_dir, llm=again, answer_mode="llm").ask("who directed Titanic?").answer.short_answer \
+    cached_again = SimGRAG(toy_dir, llm=again, answer_mode="llm", pattern_options=NO_ANALOGY)
+    assert cached_again.ask("who directed Titanic?").answer.short_answer \
         == "James Cameron"  # both calls answered from the cache file, keyed the same way
 
 
 def test_ask_repairs_bad_pattern_once_then_fails_typed(toy_dir: Path) -> None:
-    ok = SimGRAG(toy_dir, llm=FakeLLM(["here you go: nonsense", PATTERN, "answer: James Cameron"]), answer_mode="llm")
+    ok = SimGRAG(toy_dir, llm=FakeLLM(["here you go: nonsense", PATTERN, "answer: James Cameron"]), answer_mode="llm",
+                 pattern_options=NO_ANALOGY)
     assert ok.ask("who directed Titanic?").pattern.attempts == 2
-    bad = SimGRAG(toy_dir, llm=FakeLLM(["nonsense", "still nonsense"]))
+    bad = SimGRAG(toy_dir, llm=FakeLLM(["nonsense", "still nonsense"]), pattern_options=NO_ANALOGY)
     with pytest.raises(PatternError) as info:
         bad.ask("who directed Titanic?")
     assert "nonsense" in str(info.value)
@@ -109,13 +115,13 @@ def test_cli_ask_reports_errors_cleanly(toy_dir: Path) -> None:
 
 def test_auto_answer_mode_skips_llm_on_exact_match_only(toy_dir: Path) -> None:
     llm = FakeLLM([PATTERN])  # "directed by" is the readable name of directed_by: an exact match
-    engine = SimGRAG(toy_dir, llm=llm, answer_mode="auto")
+    engine = SimGRAG(toy_dir, llm=llm, answer_mode="auto", pattern_options=NO_ANALOGY)
     result = engine.ask("who directed Titanic?")
     assert result.answer.entities == ("James Cameron",)
     assert result.answer.reason.startswith("exact match")
     assert len(llm.calls) == 1
     fuzzy = FakeLLM([json.dumps({"triples": [["Titanic", "made by", "UNKNOWN person 1"]]}), "answer: James Cameron"])
-    result = SimGRAG(toy_dir, llm=fuzzy, answer_mode="auto").ask("who made Titanic?")
+    result = SimGRAG(toy_dir, llm=fuzzy, answer_mode="auto", pattern_options=NO_ANALOGY).ask("who made Titanic?")
     assert len(fuzzy.calls) == 2  # not exact: the LLM answers
     with pytest.raises(ConfigError, match="answer_mode"):
         SimGRAG(toy_dir, llm=llm, answer_mode="guess")

@@ -94,12 +94,13 @@ def test_interrupted_run_resumes_and_asks_only_the_rest(tmp_path: Path) -> None:
     qa.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
     items = load_qa_file(qa)
     out = tmp_path / "out.jsonl"
-    full = run_qa_bench(SimGRAG(root / "toy.idx", llm=FakeLLM(scripted), answer_mode="auto"), items, out,
+    full = run_qa_bench(SimGRAG(root / "toy.idx", llm=FakeLLM(scripted), answer_mode="auto",
+                                pattern_options={"analogy": False}), items, out,
                         progress=False)
     first_rows = out.read_text().splitlines()
     # the process died while writing the third row: two rows and half a line are left
     out.write_text("\n".join(first_rows[:2]) + "\n" + first_rows[2][:25])
-    engine = SimGRAG(root / "toy.idx", llm=FakeLLM(counting), answer_mode="auto")
+    engine = SimGRAG(root / "toy.idx", llm=FakeLLM(counting), answer_mode="auto", pattern_options={"analogy": False})
     resumed = run_qa_bench(engine, items, out, progress=False)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["question"] for r in rows] == [q["question"] for q in QUESTIONS]  # whole file, in order

@@ -46,7 +46,8 @@ def scripted(messages: list[ChatMessage]) -> str:
 
 
 def make_engine(toy_dir: Path, llm: FakeLLM | None = None) -> SimGRAG:
-    return SimGRAG(toy_dir, llm=llm or FakeLLM(scripted), claim_examples=None)
+    # the scripted LLM answers the pattern prompt: no analogies (they would skip that call)
+    return SimGRAG(toy_dir, llm=llm or FakeLLM(scripted), claim_examples=None, pattern_options={"analogy": False})
 
 
 @pytest.fixture

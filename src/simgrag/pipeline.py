@@ -289,16 +289,19 @@ class SimGRAG:
 
         The embedder and the search warm up in a background thread while this thread loads the LLM and
         builds the retriever. ``wait=False`` returns without waiting for that thread (its parts are
-        then missing from the result): a one-shot question starts its pattern LLM call at once, and
-        its retrieval waits for the embedder and the compiled search through their own locks.
+        then missing from the result), and that thread loads an in-process LLM after them: a one-shot
+        question goes on at once — its pattern may need no LLM call at all (an analogy the KG confirms:
+        then the 2 cores were better spent on the embedder than on the model), and an LLM call waits for
+        the model through the model's own lock, as retrieval waits for the embedder and the search.
         """
         timings: dict[str, float] = {}
-        background = threading.Thread(target=self._warm_retrieval, args=(timings,), name="simgrag-warmup",
-                                      daemon=True)
+        in_process = self._llm_spec is not None and isinstance(self.llm, LoadsWeights)
+        background = threading.Thread(target=self._warm_retrieval, args=(timings, in_process and not wait),
+                                      name="simgrag-warmup", daemon=True)
         background.start()
         if self._llm_spec is not None:
             t = time.perf_counter()
-            if isinstance(self.llm, LoadsWeights):  # an in-process model (llama.cpp) loads its weights now
+            if in_process and wait and isinstance(self.llm, LoadsWeights):  # llama.cpp loads its weights now
                 self.llm.load()
             timings["llm_s"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -315,9 +318,10 @@ class SimGRAG:
                 raise self._warmup_error
         return dict(timings)
 
-    def _warm_retrieval(self, timings: dict[str, float]) -> None:
-        """Embed one text and run one search (loads the model, the compiled kernel); errors are kept
-        for :meth:`warmup` and come back on the first real query anyway."""
+    def _warm_retrieval(self, timings: dict[str, float], then_llm: bool = False) -> None:
+        """Embed one text and run one search (loads the model, the compiled kernel), then, with
+        ``then_llm``, load the in-process LLM; errors are kept for :meth:`warmup` and come back on the
+        first real query anyway."""
         try:
             t = time.perf_counter()
             self.index.embedder.encode(["warm up"], show_progress=False)
@@ -333,6 +337,11 @@ class SimGRAG:
             timings["search_s"] = time.perf_counter() - t
         except SimGRAGError as exc:
             self._warmup_error = exc
+        if then_llm and isinstance(self.llm, LoadsWeights):
+            try:
+                self.llm.load()
+            except SimGRAGError as exc:  # the first LLM call meets it again
+                logger.debug("loading the LLM in the background failed: %s", exc)
 
     def _for_call(self, k: int | None, deadline_s: float | None) -> Retriever:
         retriever = self.retriever

@@ -208,8 +208,11 @@ class _Run:
         response = self.llm.complete(question_messages(shape, shown, len(sample.answers), n),
                                      max_tokens=40 * n + 60, temperature=self.settings.temperature)
         questions = read_questions(response.text, n)
+        # the check asks whether the LLM's own pattern for the question finds the answer (no analogies of the
+        # examples kept so far: a question is worth keeping when the model reads it, not when it resembles one)
         retriever = SimGRAGRetriever(self.index, self.llm, retrieval=self.retrieval, examples=self.pool(),
-                                     ground_patterns=self.settings.ground_patterns, subgraphs=self.subgraphs)
+                                     ground_patterns=self.settings.ground_patterns, subgraphs=self.subgraphs,
+                                     pattern_options={"analogy": False})
         rows = [self._judge(q, sample, retriever) for q in questions]
         extra = len(sample.answers) - 1
         note = f"{sample.shape}; answer: {sample.answer}" + (f" (+{extra} more)" if extra else "")

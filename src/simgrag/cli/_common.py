@@ -87,6 +87,9 @@ Examples = Annotated[Path | None, typer.Option("--examples", help="few-shot exam
 Grounding = Annotated[bool, typer.Option("--grounding/--no-grounding", help="judge the LLM's pattern with the "
                                                                            "question and the KG, edit it and revise "
                                                                            "it once (simgrag; on by default)")]
+Analogy = Annotated[bool, typer.Option("--analogy/--no-analogy", help="try the best-fitting examples' patterns with "
+                                                                     "the question's entity first; skip the LLM when "
+                                                                     "the KG confirms one (simgrag; on by default)")]
 DEFAULT_RETRIEVER = "simgrag"
 
 # -- the answerer ------------------------------------------------------------------------------------------
@@ -191,7 +194,7 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                 abstain_gsd: float | None = None, answer_mode: str = DEFAULT_ANSWER_MODE,
                 reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None,
                 calibration: str = DEFAULT_CALIBRATION, answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE,
-                grounding: bool = True) -> SimGRAG:
+                grounding: bool = True, analogy: bool = True) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
     directories by retriever name; a model for a retriever other than ``retriever`` is refused."""
     from simgrag.match.retrieve import RetrievalSettings
@@ -211,7 +214,8 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     return SimGRAG(sample_index() if index is None else index, retriever=name, retriever_options=options,
                    llm=llm_for(llm), llm_options=llm.options(), examples=examples, abstain_gsd=abstain_gsd,
                    answer_mode=answer_mode, reader_style=reader_style, reader_options=reader_options,
-                   calibration=calibration, ground_patterns=None if grounding else False)
+                   calibration=calibration, ground_patterns=None if grounding else False,
+                   pattern_options=None if analogy else {"analogy": False})
 
 
 Deadline = Annotated[float | None, typer.Option("--deadline", help="seconds of graph search before the best matches "

@@ -20,6 +20,7 @@ from simgrag.cli._common import (
     DEFAULT_LLM_CHOICE,
     DEFAULT_RETRIEVER,
     AbstainGsd,
+    Analogy,
     AnswerMode,
     AnswerTolerance,
     CalibrationOpt,
@@ -60,7 +61,8 @@ Retrievers = Annotated[str, typer.Option("--retriever", help="comma-separated re
 def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *, examples: Path | None = None,
                   k: int | None = None, answer_mode: str = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
                   reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION,
-                  answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE, grounding: bool = True) -> Any:
+                  answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE, grounding: bool = True,
+                  analogy: bool = True) -> Any:
     """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
     from simgrag.eval.metaqa import metaqa_index
 
@@ -69,7 +71,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
     index_dir: Any = index if index is not None else metaqa_index(metaqa_dir)  # type: ignore[arg-type]
     return make_engine(index_dir, llm, k=k, examples=examples, answer_mode=answer_mode, abstain_gsd=abstain_gsd,
                        reader_options=reader_options, calibration=calibration, answer_tolerance=answer_tolerance,
-                       grounding=grounding)
+                       grounding=grounding, analogy=analogy)
 
 
 def _hops(hops: str) -> list[int]:
@@ -87,6 +89,7 @@ def bench_metaqa(
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
     answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE, grounding: Grounding = True,
+    analogy: Analogy = True,
     retriever: Annotated[str | None, typer.Option(
         "--retriever", help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,"
                             "paths,none; --output is then a directory (one JSONL per retriever, comparison.md, a "
@@ -112,7 +115,8 @@ def bench_metaqa(
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
         engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
                                k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader,
-                               calibration=calibration, answer_tolerance=answer_tolerance, grounding=grounding)
+                               calibration=calibration, answer_tolerance=answer_tolerance, grounding=grounding,
+                               analogy=analogy)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         models = parse_model_dirs(retriever_model or [])
         if perturb:
