@@ -352,3 +352,77 @@ def test_a_focus_word_naming_a_known_type_must_name_the_answer_type(judge: Patte
                                                      ("UNKNOWN movie 1", "directed by", "UNKNOWN person 1"),
                                                      ("UNKNOWN movie 2", "directed by", "UNKNOWN person 1"))))
     assert movies.focus == "contradicted", movies.problems
+
+
+def test_possessive_marks_the_owner_word() -> None:
+    reading = read_question("Tell me Juno's cast.", NAMES.get)
+    assert [reading.possessive(i) for i in range(len(reading.words))] == [False, False, True, False]
+    assert not reading.possessive(-1) and not reading.possessive(99)
+
+
+CO_STAR_EXAMPLES = EXAMPLES + """\
+  - question: who acted together with Guy Pearce
+    triples: [[UNKNOWN movie 1, starred actors, Guy Pearce], [UNKNOWN movie 1, starred actors, UNKNOWN actor 1]]
+"""
+
+
+def test_a_relation_focus_must_take_the_side_the_examples_ask_for(retriever: SubgraphRetriever) -> None:
+    examples = parse_examples(CO_STAR_EXAMPLES).examples
+    judge = PatternJudge(retriever, examples=[e.triples for e in examples],
+                         example_questions=[e.question for e in examples])
+    starred = retriever.store.relations.index("starred_actors")
+    # "who directed Memento": the director is the tail; "who acted together with …": the co-star is the tail
+    assert judge.focus_sides[starred] == {"tail"}
+    one_hop = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio")))
+    co_star = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
+                                 ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")))
+    # "Who starred alongside X?": the film (head of starred_actors) does not answer it; a co-star does
+    reading = judge.read("Who starred alongside Leonardo DiCaprio?")
+    wrong, right = judge.judge(reading, one_hop), judge.judge(reading, co_star)
+    assert wrong.focus == "contradicted" and any("examples ask for the tail" in p for p in wrong.problems)
+    assert right.focus == "confirmed" and right.sound
+    # a relation word after the entity says what the entity did: the film may answer it
+    after = judge.judge(judge.read("Name a film Leonardo DiCaprio starred in."), one_hop)
+    assert after.focus != "contradicted", after.problems
+    # without example questions nothing is learned and nothing is contradicted
+    plain = PatternJudge(retriever, examples=[e.triples for e in examples])
+    assert plain.focus_sides == {} and plain.judge(reading, one_hop).focus == "confirmed"
+
+
+def test_a_relation_no_phrase_reads_beside_one_that_a_phrase_reads_is_stray(judge: PatternJudge) -> None:
+    reading = judge.read("Which years were the movies by James Cameron released in?")
+    found = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "directed by", "James Cameron"),
+                                                    ("UNKNOWN movie 1", "release year", "UNKNOWN year 1"))))
+    assert found.stray == 1  # "released" reads as release_year; nothing reads as directed_by
+    worded = judge.judge(judge.read("Which years were the movies directed by James Cameron released in?"),
+                         found.candidate)
+    assert worded.stray == 0
+    # a pattern whose only relation no phrase reads has nothing stray: the question names no other
+    alone = judge.judge(judge.read("Which movies feature Leonardo DiCaprio?"),
+                        Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"))))
+    assert alone.stray == 0
+
+
+def test_an_analogy_with_a_stray_relation_goes_to_the_llm(retriever: SubgraphRetriever) -> None:
+    answer = _json(("UNKNOWN movie 1", "directed by", "James Cameron"), ("UNKNOWN movie 1", "release year",
+                                                                          "UNKNOWN year 1"))
+    llm, grounded = _generator([answer], retriever, analogy=True)
+    result = grounded.generate("Which years were the movies by James Cameron released in?")
+    assert len(llm.calls) == 1 and result.attempts == 1
+
+
+def test_a_name_with_a_word_too_many_is_spelled_as_the_kg_does(judge: PatternJudge) -> None:
+    from simgrag.match.grounding.anchors import snap_names
+
+    reading = judge.read("What languages are the films featuring the cast of Inception in?")
+    llm = Candidate(_triples(("Inception in", "starred actors", "UNKNOWN actor 1"),
+                             ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")))
+    snapped = snap_names(llm, reading, judge)
+    assert snapped.triples[0] == ("Inception", "starred actors", "UNKNOWN actor 1")
+    assert snapped.triples[1] == llm.triples[1] and "'Inception in' -> 'Inception'" in snapped.edits[-1]
+    possessive = Candidate(_triples(("Inception's", "starred actors", "UNKNOWN actor 1"),))
+    assert snap_names(possessive, reading, judge).triples[0][0] == "Inception"
+    # a KG name, or a name holding no mention of the question, is left as it is
+    assert snap_names(snapped, reading, judge) is snapped
+    other = Candidate(_triples(("Titanic 2", "starred actors", "UNKNOWN actor 1"),))
+    assert snap_names(other, reading, judge) is other

@@ -35,7 +35,9 @@ def test_heldout_harness_runs_the_geo_set_with_the_real_model(tmp_path: Path, em
     rows = [json.loads(line) for line in (out / "geo.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [r["group"] for r in rows] == ["1-hop", "2-hop", "3-hop"]
     for row in rows:
-        assert row["llm_calls"] >= 1 and isinstance(row["pattern_fits"], bool), row
+        assert isinstance(row["pattern_fits"], bool), row
+        # a question answered without an LLM call must say so: its pattern came from an example by analogy
+        assert row["llm_calls"] >= 1 or any("no LLM call" in note for note in row["pattern_kg_repairs"]), row
         assert "error" in row or (row["pattern"] and row["timings"]["total_s"] > 0), row
     (record,) = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert record["set"] == "geo" and record["summary"]["overall"]["questions"] == 3

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from simgrag.match.grounding.judge import Candidate, PatternJudge, unknown_name
 from simgrag.match.grounding.lexicon import kg_roles
-from simgrag.match.grounding.question import QuestionReading
+from simgrag.match.grounding.question import QuestionReading, normalize_name
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.graph import is_unknown
 
-__all__ = ["MAX_ANCHOR_RELATIONS", "anchor_entity", "anchor_via", "name_unknown"]
+__all__ = ["MAX_ANCHOR_RELATIONS", "anchor_entity", "anchor_via", "name_unknown", "snap_names"]
 
 #: KG relations of the entity tried per anchoring edit
 MAX_ANCHOR_RELATIONS = 6
@@ -80,3 +80,25 @@ def name_unknown(candidate: Candidate, reading: QuestionReading, judge: PatternJ
             new = [tuple(name if x == node else x for x in t) for t in triples]
             out.append(candidate.edited(new, f"took {node!r} to be {name!r}: the question names it"))  # type: ignore[arg-type]
     return out
+
+
+def snap_names(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> Candidate:
+    """Named nodes that are no KG entity but hold one of the question's confident mentions as whole words
+    (the LLM copied a word too many: "The Toy in", "The Eagle's") renamed to that mention's KG entity
+    (the longest one held); the candidate itself when nothing needs it."""
+    mentions = sorted((m for m in reading.mentions if m.confident), key=lambda m: -m.words)
+    renames: dict[str, str] = {}
+    for text in dict.fromkeys(x for h, _, t in candidate.triples for x in (h, t)):
+        if is_unknown(text) or judge.entity_of(text) is not None:
+            continue
+        padded = f" {normalize_name(text).replace(chr(39) + 's', '').replace(chr(8217) + 's', '')} "
+        for mention in mentions:
+            name = judge.store.entities[mention.entity]
+            if f" {normalize_name(name)} " in padded:
+                renames[text] = name
+                break
+    if not renames:
+        return candidate
+    new = [tuple(renames.get(x, x) if i != 1 else x for i, x in enumerate(t)) for t in candidate.triples]
+    notes = ", ".join(f"{old!r} -> {name!r}" for old, name in renames.items())
+    return candidate.edited(new, f"renamed {notes}: the KG's name of the entity the question names")  # type: ignore[arg-type]

@@ -28,6 +28,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -103,6 +104,7 @@ class Judgement:
     focus_word: str | None = None
     schema_misses: int = 0  # (type, relation, side) uses the examples never show
     asked: str | None = None  # the answer node's text
+    stray: int = 0  # KG relations no phrase of the question reads, in a pattern where a phrase reads another
 
     @property
     def key(self) -> tuple[float, ...]:
@@ -137,12 +139,49 @@ class PatternJudge:
 
     def __init__(self, retriever: SubgraphRetriever, settings: RetrievalSettings | None = None, *,
                  asks: bool = True, examples: Sequence[Sequence[Sequence[str]]] = (),
-                 lexicon: Lexicon | None = None) -> None:
+                 lexicon: Lexicon | None = None, example_questions: Sequence[str] = ()) -> None:
         self.retriever = retriever
         self.store = retriever.store
         self.settings = settings or RetrievalSettings(deadline_s=JUDGE_DEADLINE_S, answer_tolerance=None)
         self.asks = asks
         self.lexicon = lexicon or Lexicon(retriever, examples=examples)
+        self._example_questions = list(zip(example_questions, examples, strict=False))
+
+    @cached_property
+    def focus_sides(self) -> dict[int, set[str]]:
+        """KG relation → the sides of it the examples' answer nodes take when the example question's focus
+        word names that relation ("who **directed** X": the tail of ``directed_by``). A question whose focus
+        word names the relation must be answered on one of those sides: "Who **acted** alongside X?" is not
+        answered by the film, the *head* of ``starred_actors``. Empty without example questions."""
+        found: list[tuple[str, dict[int, set[str]]]] = []
+        for question, triples in self._example_questions:
+            try:
+                pattern = Pattern.from_triples(triples)
+            except PatternError:
+                continue
+            reading = self.read(question)
+            covered = [False] * len(reading.words)
+            spans = [reading.span_of(n.text) for n in pattern.nodes if not n.unknown]
+            for span in [*spans, *((m.start, m.end) for m in reading.mentions if m.confident)]:
+                if span is not None:
+                    covered[span[0]:span[1]] = [True] * (span[1] - span[0])
+            index, asked = reading.focus(covered), pattern.asked_node()
+            if index is None or asked is None:
+                continue
+            sides: dict[int, set[str]] = {}
+            for edge in pattern.edges:
+                rel = None if edge.unknown else self.retriever.nearest_relation(edge.relation)
+                if rel is not None and asked in (edge.source, edge.target):
+                    sides.setdefault(rel, set()).add("head" if edge.source == asked else "tail")
+            found.append((reading.clean_words()[index], sides))
+        words = sorted({word for word, _ in found})
+        distances = dict(zip(words, self.lexicon.relation_distances(words), strict=True)) if words else {}
+        out: dict[int, set[str]] = {}
+        for word, sides in found:
+            best = int(np.argmin(distances[word]))
+            if distances[word][best] <= FOCUS_DISTANCE and best in sides:
+                out.setdefault(best, set()).update(sides[best])
+        return out
 
     def read(self, question: str) -> QuestionReading:
         """The question's entity mentions and words (:meth:`Lexicon.read`)."""
@@ -199,7 +238,7 @@ class PatternJudge:
         focus, focus_problem, wanted = self._focus(reading, pattern, view)
         problems += focus_problem + self._uncovered(pattern, view)
         word = reading.clean_words()[view.focus] if view.focus is not None else None
-        unsupported = self._unsupported(pattern, view)
+        unsupported, stray = self._unsupported(pattern, view)
         retrieval = None
         if max_problems is None or len(problems) <= max_problems:
             retrieval = self.retriever.retrieve(pattern, self.settings)
@@ -210,7 +249,7 @@ class PatternJudge:
         asked = pattern.asked_node()
         return Judgement(candidate, pattern, tuple(problems), unsupported, gsd, focus, retrieval, wanted,
                          singular(word) if word and word.endswith("s") else None, self.lexicon.schema_misses(pattern),
-                         pattern.nodes[asked].text if asked is not None else None)
+                         pattern.nodes[asked].text if asked is not None else None, stray)
 
     def _structure_problems(self, reading: QuestionReading, pattern: Pattern) -> list[str]:
         problems: list[str] = []
@@ -302,9 +341,20 @@ class PatternJudge:
             return "unknown", [], None
         at_asked = {self.retriever.nearest_relation(e.relation) for e in pattern.edges
                     if asked in (e.source, e.target) and not e.unknown}
-        if relation in at_asked:
-            return "confirmed", [], None
         name = self.store.relations[relation]
+        if relation in at_asked:
+            sides = {"head" if e.source == asked else "tail" for e in pattern.edges if asked in (e.source, e.target)
+                     and not e.unknown and self.retriever.nearest_relation(e.relation) == relation}
+            # the examples' sides hold for a focus before the named entity ("Who **acted** alongside X?") or
+            # owned by it ("X's **co-stars**"); one after it says what the entity did ("a movie X **performed**
+            # in"), and the answer may be on either side
+            after = any(view.covered[:view.focus]) and not reading.possessive(view.focus - 1)
+            wanted_sides = None if after else self.focus_sides.get(relation)
+            if wanted_sides is None or sides & wanted_sides:
+                return "confirmed", [], None
+            return "contradicted", [f"the question asks {word!r} ({name}) of the answer, but the answer node "
+                                    f"{node.text!r} is the {'/'.join(sorted(sides))} of its {name} triple, where "
+                                    f"the examples ask for the {'/'.join(sorted(wanted_sides))}"], relation
         return "contradicted", [f"the question asks {word!r} ({name}) of the answer, but the answer node "
                                 f"{node.text!r} is not on a {name} triple"], relation
 
@@ -324,7 +374,11 @@ class PatternJudge:
         found = {r: d for r, d in self.lexicon.relation_phrases(phrases).items() if d <= FOCUS_DISTANCE}
         return min(found, key=lambda r: found[r]) if found else None
 
-    def _unsupported(self, pattern: Pattern, view: QuestionView) -> tuple[Triple3, ...]:
+    def _unsupported(self, pattern: Pattern, view: QuestionView) -> tuple[tuple[Triple3, ...], int]:
+        """The triples nothing in the question supports, and the number of *stray* relations: KG relations
+        of the pattern no phrase reads while a phrase reads another of its relations ("Which country has
+        Canberra as its capital?" words ``capital``; a pattern that also walks ``official language`` took
+        that from somewhere else, even when the named type "country" supports the triple)."""
         by_phrase = self.lexicon.relation_phrases(view.phrases)
         named_types = {t for t in view.type_of if t is not None}
         degree = [0] * len(pattern.nodes)
@@ -332,10 +386,13 @@ class PatternJudge:
             degree[e.source] += 1
             degree[e.target] += 1
         out: list[Triple3] = []
+        read: set[int | None] = set()
+        unread: set[int | None] = set()
         for edge, triple in zip(pattern.edges, pattern.triples(), strict=True):
             if edge.unknown:
                 continue
             relation = self.retriever.nearest_relation(edge.relation)
+            (read if relation in by_phrase else unread).add(relation)
             if relation is None:
                 out.append(triple)
                 continue
@@ -348,7 +405,7 @@ class PatternJudge:
             if any(e is not None and set(kg_roles(self.retriever, e)) == {relation} for e in entities):
                 continue  # the KG knows this entity only through this relation
             out.append(triple)
-        return tuple(out)
+        return tuple(out), len(unread) if read else 0
 
     def judge_all(self, reading: QuestionReading, candidates: Sequence[Candidate], *,
                   max_problems: int | None = None, deadline: float | None = None) -> list[Judgement]:

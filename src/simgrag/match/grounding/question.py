@@ -164,6 +164,10 @@ class QuestionReading:
                 return True
         return False
 
+    def possessive(self, i: int) -> bool:
+        """Word ``i`` ends with a possessive mark ("Ted North**'s** co-stars")."""
+        return 0 <= i < len(self.words) and bool(_POSSESSIVE.search(self.words[i].rstrip(_EDGE_PUNCT)))
+
     def mentions_text(self, text: str) -> bool:
         """Whether ``text`` (a pattern node) is written in the question (case-insensitive)."""
         wanted = normalize_name(text)

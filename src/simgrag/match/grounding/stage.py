@@ -126,7 +126,8 @@ class GroundedPatterns:
                  max_revisions: int = 1, on_report: Callable[[GroundingReport], None] | None = None) -> None:
         self.generator = generator
         examples = [e.triples for e in generator.prompt.examples.examples]
-        self.judge = PatternJudge(retriever, asks=asks, examples=examples)
+        self.judge = PatternJudge(retriever, asks=asks, examples=examples,
+                                  example_questions=[e.question for e in generator.prompt.examples.examples])
         self.shots = (ShotRanker(self.judge, generator.prompt.examples.examples)
                       if generator.shot_selection == "structure" and generator.prompt.n_dynamic_shots > 0 else None)
         self.max_revisions = max(0, max_revisions)
@@ -139,13 +140,15 @@ class GroundedPatterns:
 
     def generate(self, question: str) -> PatternResult:
         """The chosen pattern for ``question`` (raises :class:`PatternError` only when the LLM produced
-        no usable pattern at all). A sound analogy confirmed by the focus word is used without an LLM call."""
+        no usable pattern at all). A sound analogy confirmed by the focus word, with no stray relation
+        (:meth:`PatternJudge._unsupported`), is used without an LLM call."""
         t0 = time.perf_counter()
         reading = self.judge.read(question)
         scores = self.shots.scores(question) if self.shots is not None else None
         analogies = self._analogies(question, reading, scores)
         shortcut = min(analogies, key=lambda j: j.key) if analogies else None
-        if shortcut is not None and shortcut.sound and shortcut.focus == "confirmed" and shortcut.pattern is not None:
+        if (shortcut is not None and shortcut.sound and shortcut.focus == "confirmed" and not shortcut.stray
+                and shortcut.pattern is not None):
             judge_s = time.perf_counter() - t0
             own = PatternResult(pattern=shortcut.pattern, raw_text="", attempts=0, prompt_tokens=0,
                                 completion_tokens=0, latency_s=judge_s, repaired=False)
@@ -154,7 +157,7 @@ class GroundedPatterns:
         result = self.generator.generate(question, scores)
         results = [result]
         t0 = time.perf_counter()
-        originals = self.judge.judge_all(reading, [_candidate(result, "llm")])
+        originals = self.judge.judge_all(reading, [self._own(result, "llm", reading)])
         best, considered = best_candidate(self.judge, reading, originals, alternatives=analogies)
         judge_s += time.perf_counter() - t0
         for _ in range(self.max_revisions):
@@ -165,11 +168,15 @@ class GroundedPatterns:
                 break
             results.append(revised)
             t0 = time.perf_counter()
-            originals += self.judge.judge_all(reading, [_candidate(revised, "llm-revised")])
+            originals += self.judge.judge_all(reading, [self._own(revised, "llm-revised", reading)])
             best, more = best_candidate(self.judge, reading, originals, alternatives=analogies)
             considered += more
             judge_s += time.perf_counter() - t0
         return self._result(question, results, best, considered, judge_s)
+
+    def _own(self, result: PatternResult, origin: str, reading: QuestionReading) -> Candidate:
+        """The LLM's pattern as a candidate, its names of the question's entities spelled as the KG does."""
+        return anchors.snap_names(_candidate(result, origin), reading, self.judge)
 
     def _analogies(self, question: str, reading: QuestionReading, scores: Sequence[float] | None) -> list[Judgement]:
         """The judged analogies of the best-ranked examples (none for claims, or with ``analogy`` off)."""
