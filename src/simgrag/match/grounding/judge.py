@@ -35,7 +35,7 @@ import numpy as np
 
 from simgrag.errors import PatternError
 from simgrag.match.grounding.lexicon import Lexicon, kg_roles
-from simgrag.match.grounding.question import STOPWORDS, QuestionReading, phrases_of
+from simgrag.match.grounding.question import STOPWORDS, WH_WORDS, QuestionReading, phrases_of
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 from simgrag.pattern.validate import validate_pattern
@@ -152,7 +152,9 @@ class PatternJudge:
         """KG relation → the sides of it the examples' answer nodes take when the example question's focus
         word names that relation ("who **directed** X": the tail of ``directed_by``). A question whose focus
         word names the relation must be answered on one of those sides: "Who **acted** alongside X?" is not
-        answered by the film, the *head* of ``starred_actors``. Empty without example questions."""
+        answered by the film, the *head* of ``starred_actors``. Only questions with a question word teach
+        (without one the first content word is taken, often not what is asked). Empty without example
+        questions."""
         found: list[tuple[str, dict[int, set[str]]]] = []
         for question, triples in self._example_questions:
             try:
@@ -160,6 +162,8 @@ class PatternJudge:
             except PatternError:
                 continue
             reading = self.read(question)
+            if not WH_WORDS.intersection(reading.clean_words()):
+                continue  # "the scriptwriter of X also wrote movies": the first content word is not what is asked
             covered = [False] * len(reading.words)
             spans = [reading.span_of(n.text) for n in pattern.nodes if not n.unknown]
             for span in [*spans, *((m.start, m.end) for m in reading.mentions if m.confident)]:
