@@ -363,6 +363,8 @@ def test_possessive_marks_the_owner_word() -> None:
 CO_STAR_EXAMPLES = EXAMPLES + """\
   - question: who acted together with Guy Pearce
     triples: [[UNKNOWN movie 1, starred actors, Guy Pearce], [UNKNOWN movie 1, starred actors, UNKNOWN actor 1]]
+  - question: the actors of Juno also starred in movies
+    triples: [[Juno, starred actors, UNKNOWN actor 1], [UNKNOWN movie 1, starred actors, UNKNOWN actor 1]]
 """
 
 
@@ -372,6 +374,7 @@ def test_a_relation_focus_must_take_the_side_the_examples_ask_for(retriever: Sub
                          example_questions=[e.question for e in examples])
     starred = retriever.store.relations.index("starred_actors")
     # "who directed Memento": the director is the tail; "who acted together with …": the co-star is the tail
+    # ("the actors of Juno also starred in movies" has no question word: its first content word teaches nothing)
     assert judge.focus_sides[starred] == {"tail"}
     one_hop = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio")))
     co_star = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
