@@ -429,3 +429,13 @@ def test_a_name_with_a_word_too_many_is_spelled_as_the_kg_does(judge: PatternJud
     assert snap_names(snapped, reading, judge) is snapped
     other = Candidate(_triples(("Titanic 2", "starred actors", "UNKNOWN actor 1"),))
     assert snap_names(other, reading, judge) is other
+
+
+def test_a_type_focus_that_also_names_a_relation_says_which_hop_to_add(judge: PatternJudge) -> None:
+    # "Which year …": the type year is asked, and "year" reads as release_year, the hop an edit can add
+    reading = judge.read("Which year were the movies of Guy Pearce released?")
+    found = judge.judge(reading, Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Guy Pearce"))))
+    assert found.focus == "contradicted"
+    assert found.wanted_relation == judge.store.relations.index("release_year")
+    best, _ = best_candidate(judge, reading, [found])
+    assert ("UNKNOWN movie 1", "release year", "UNKNOWN year 1") in best.candidate.triples, best.candidate

@@ -252,8 +252,17 @@ class PatternJudge:
         gsd = retrieval.evidence[0].gsd if retrieval is not None and retrieval.evidence else math.inf
         asked = pattern.asked_node()
         return Judgement(candidate, pattern, tuple(problems), unsupported, gsd, focus, retrieval, wanted,
-                         singular(word) if word and word.endswith("s") else None, self.lexicon.schema_misses(pattern),
+                         self._type_word(word), self.lexicon.schema_misses(pattern),
                          pattern.nodes[asked].text if asked is not None else None, stray)
+
+    def _type_word(self, word: str | None) -> str | None:
+        """The focus word as a type for a new unknown node: a plural made singular ("cities" → city), or
+        a singular that is one of the examples' types ("Which **year** …"); ``None`` for other words."""
+        if not word:
+            return None
+        if word.endswith("s"):
+            return singular(word)
+        return word if word in self.lexicon.types else None
 
     def _structure_problems(self, reading: QuestionReading, pattern: Pattern) -> list[str]:
         problems: list[str] = []
@@ -334,7 +343,10 @@ class PatternJudge:
         if wanted is not None:
             if node.type_hint == wanted:
                 return "confirmed", [], None
-            return "contradicted", [f"the question asks for {word!r}, but the answer node is {node.text!r}"], None
+            # a type word may also name the relation that leads to it ("On which **continents** …": continent)
+            relation = self._best_relation(phrases_of(reading.words[view.focus:view.focus + 1],
+                                                      view.covered[view.focus:view.focus + 1]))
+            return "contradicted", [f"the question asks for {word!r}, but the answer node is {node.text!r}"], relation
         end = view.focus
         clean = reading.clean_words()
         while (end < min(view.focus + 3, len(view.covered)) and not view.covered[end]
