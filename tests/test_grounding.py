@@ -400,10 +400,14 @@ def test_a_relation_no_phrase_reads_beside_one_that_a_phrase_reads_is_stray(judg
     worded = judge.judge(judge.read("Which years were the movies directed by James Cameron released in?"),
                          found.candidate)
     assert worded.stray == 0
-    # a pattern whose only relation no phrase reads has nothing stray: the question names no other
+    # a pattern whose only relation no phrase reads has nothing stray when its entity has no other relation
     alone = judge.judge(judge.read("Which movies feature Leonardo DiCaprio?"),
                         Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"))))
     assert alone.stray == 0
+    # … unless the named entity has other KG relations the words do not rule out (Nolan directed and wrote)
+    choice = judge.judge(judge.read("Which movies feature Christopher Nolan?"),
+                         Candidate(_triples(("UNKNOWN movie 1", "directed by", "Christopher Nolan"))))
+    assert choice.stray == 1
 
 
 def test_an_analogy_with_a_stray_relation_goes_to_the_llm(retriever: SubgraphRetriever) -> None:

@@ -104,7 +104,7 @@ class Judgement:
     focus_word: str | None = None
     schema_misses: int = 0  # (type, relation, side) uses the examples never show
     asked: str | None = None  # the answer node's text
-    stray: int = 0  # KG relations no phrase of the question reads, in a pattern where a phrase reads another
+    stray: int = 0  # relations the question's words did not choose (PatternJudge._unsupported)
 
     @property
     def key(self) -> tuple[float, ...]:
@@ -391,10 +391,12 @@ class PatternJudge:
         return min(found, key=lambda r: found[r]) if found else None
 
     def _unsupported(self, pattern: Pattern, view: QuestionView) -> tuple[tuple[Triple3, ...], int]:
-        """The triples nothing in the question supports, and the number of *stray* relations: KG relations
-        of the pattern no phrase reads while a phrase reads another of its relations ("Which country has
-        Canberra as its capital?" words ``capital``; a pattern that also walks ``official language`` took
-        that from somewhere else, even when the named type "country" supports the triple)."""
+        """The triples nothing in the question supports, and the number of *stray* relations: relations of
+        the pattern the question's words did not choose. Those no phrase reads while a phrase reads another
+        ("Which country has Canberra as its capital?" words ``capital``; a pattern that also walks
+        ``official language`` took that from somewhere else, even when the named type "country" supports
+        the triple); or, when no phrase reads any, all of them if a named entity has other KG relations to
+        choose from ("Which films feature James Keach?": he acted and directed; "feature" picks neither)."""
         by_phrase = self.lexicon.relation_phrases(view.phrases)
         named_types = {t for t in view.type_of if t is not None}
         degree = [0] * len(pattern.nodes)
@@ -421,7 +423,11 @@ class PatternJudge:
             if any(e is not None and set(kg_roles(self.retriever, e)) == {relation} for e in entities):
                 continue  # the KG knows this entity only through this relation
             out.append(triple)
-        return tuple(out), len(unread) if read else 0
+        if read or not unread:
+            return tuple(out), len(unread)
+        named = (self.entity_of(n.text) for n in pattern.nodes if not n.unknown)
+        choice = any(e is not None and len(kg_roles(self.retriever, e)) > 1 for e in named)
+        return tuple(out), len(unread) if choice else 0
 
     def judge_all(self, reading: QuestionReading, candidates: Sequence[Candidate], *,
                   max_problems: int | None = None, deadline: float | None = None) -> list[Judgement]:
