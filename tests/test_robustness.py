@@ -325,3 +325,26 @@ def test_derived_copies_of_one_kg_indexed_two_ways_do_not_evict_each_other(toy: 
         again = reduced_index(toy, removed, cache=cache), reduced_index(other, removed, cache=cache)
     assert [d.path for d in again] == [first.path, second.path] and "rebuilding" not in caplog.text
     assert again[0].store.num_triples == toy.store.num_triples - 2
+
+
+def test_cli_bench_metaqa_resumes_unless_told_not_to(toy: IndexDir, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = SimGRAG(toy, llm=FakeLLM(_reader))
+    asked: list[str] = []
+    ask = engine.ask
+    monkeypatch.setattr(engine, "ask", lambda question, *a, **k: asked.append(question) or ask(question, *a, **k))
+    monkeypatch.setattr(cli_bench, "_bench_engine", lambda *a, **k: engine)
+    metaqa = tmp_path / "MetaQA"
+    (metaqa / "1-hop" / "vanilla").mkdir(parents=True)
+    (metaqa / "1-hop" / "vanilla" / "qa_test.txt").write_text("who directed [Titanic]\tJames Cameron\n",
+                                                               encoding="utf-8")
+    (metaqa / "1-hop" / "qa_test_qtype.txt").write_text("movie_to_director\n", encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    args = ["bench", "metaqa", "--metaqa-dir", str(metaqa), "--hops", "1", "-o", str(out)]
+    first = CliRunner().invoke(cli.app, args)
+    assert first.exit_code == 0, first.output
+    assert asked == ["who directed Titanic"] and len(out.read_text(encoding="utf-8").splitlines()) == 1
+    assert CliRunner().invoke(cli.app, args).exit_code == 0  # resumed: the row is kept, not asked again
+    assert len(asked) == 1
+    assert CliRunner().invoke(cli.app, [*args, "--no-resume"]).exit_code == 0  # the file starts over
+    assert len(asked) == 2 and len(out.read_text(encoding="utf-8").splitlines()) == 1

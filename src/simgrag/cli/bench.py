@@ -103,11 +103,15 @@ def bench_metaqa(
     perturb_ats: Annotated[bool, typer.Option(
         "--perturb-ats", help="with --perturb: also report ATS (trains the DistMult triple scorer once per KG, "
                               "cached)")] = False,
+    resume: Annotated[bool, typer.Option("--resume/--no-resume", help="keep the rows --output already holds "
+                                                                      "for these questions (an interrupted run goes "
+                                                                      "on); --no-resume starts the file over")] = True,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency.
 
-    An interrupted run resumes: questions already answered in --output are kept (with --retriever, per retriever)."""
+    An interrupted run resumes: questions already answered in --output are kept (with --retriever, per
+    retriever); after a code change use --no-resume, or the kept rows are the old code's."""
     _setup_logging(verbose, quiet)
     from simgrag.eval.runner import format_summary, metaqa_items, run_qa_bench
 
@@ -126,7 +130,7 @@ def bench_metaqa(
         if retriever:
             _compare_retrievers(engine, items, split_names(retriever), models, output)
             return
-        summary = run_qa_bench(engine, items, output)
+        summary = run_qa_bench(engine, items, output, resume=resume)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     _write_summary(output, summary, format_summary(summary))

@@ -86,8 +86,8 @@ def resumable_rows(path: str | Path, items: Sequence[Item], compute: Callable[[I
     path.parent.mkdir(parents=True, exist_ok=True)
     done = finished_rows(path, items, finished) if resume else {}
     if done:
-        logger.info("%sresuming: %d of %d questions already in %s", f"{label}: " if label else "", len(done),
-                    len(items), path)
+        logger.info("%sresuming: %d of %d questions already in %s (kept as they are; start the file over "
+                    "to rerun them)", f"{label}: " if label else "", len(done), len(items), path)
     rows = []
     with path.open("a" if done else "w", encoding="utf-8") as sink:
         if done and not _ends_with_newline(path):
