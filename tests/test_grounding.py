@@ -443,3 +443,22 @@ def test_a_type_focus_that_also_names_a_relation_says_which_hop_to_add(judge: Pa
     assert found.wanted_relation == judge.store.relations.index("release_year")
     best, _ = best_candidate(judge, reading, [found])
     assert ("UNKNOWN movie 1", "release year", "UNKNOWN year 1") in best.candidate.triples, best.candidate
+
+
+def test_an_example_in_the_questions_own_wording_is_used_as_it_is(retriever: SubgraphRetriever) -> None:
+    # no question word: the focus reading cannot confirm the example's answer node, but the examples file
+    # holds this very wording (its entity aside), so its pattern is used, checked against the KG only
+    examples = EXAMPLES + """\
+  - question: the film directed by this person is Juno
+    triples: [[Juno, directed by, UNKNOWN director 1]]
+"""
+    llm = FakeLLM([])
+    generator = PatternGenerator(llm, parse_examples(examples), n_static_shots=2, n_dynamic_shots=1,
+                                 use_json_schema=False, analogy=True)
+    grounded = GroundedPatterns(generator, retriever)
+    result = grounded.generate("the film directed by this person is Memento")
+    assert result.pattern.triples() == [("Memento", "directed by", "UNKNOWN director 1")]
+    assert llm.calls == [] and "the question's own wording" in result.kg_repairs[0]
+    # the same words, not fewer or more: "worded like" is the example's whole wording
+    assert generator.prompt.worded_like(["the", "film", "directed", "by", "this", "person", "is"]) == [4]
+    assert generator.prompt.worded_like(["film", "directed"]) == []

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +126,12 @@ class PromptBuilder:
             scored.append(((len(words & other) / len(union) if union else 0.0) + extra, i))
         scored.sort(key=lambda s: (-s[0], s[1]))
         return [i for _, i in scored]
+
+    def worded_like(self, words: Iterable[str]) -> list[int]:
+        """Indices of the examples worded exactly as ``words`` (a question's words outside its entity
+        names): their content words, without the example's own entity names, are the same set."""
+        wanted = frozenset(words)
+        return [i for i, masked in enumerate(self._masked) if masked and masked == wanted]
 
     def messages(self, question: str, shot_scores: Sequence[float] | None = None) -> list[ChatMessage]:
         """All messages for ``question``: fixed part, dynamic shots, then the question."""

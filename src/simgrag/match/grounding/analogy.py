@@ -18,7 +18,7 @@ side) its node has in the example, and be the only one that does.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from simgrag.errors import PatternError
 from simgrag.match.grounding.judge import Candidate, PatternJudge
@@ -36,9 +36,11 @@ Role = tuple[int, str]
 
 
 def analog_candidates(judge: PatternJudge, reading: QuestionReading, examples: Sequence[Example],
-                      order: Sequence[int], *, limit: int = MAX_ANALOGS) -> list[Candidate]:
+                      order: Sequence[int], *, limit: int = MAX_ANALOGS,
+                      same_wording: Collection[int] = ()) -> list[Candidate]:
     """The first ``limit`` examples of ``order`` (indices into ``examples``) that can take the question's
-    entities, as candidates (module docstring); identical patterns once."""
+    entities, as candidates (module docstring); identical patterns once. Those of ``same_wording`` (worded
+    as the question is) get the origin ``"template"``: the examples file answers this wording itself."""
     mentions = [m for m in reading.mentions if m.confident]
     out: dict[tuple[tuple[str, str, str], ...], Candidate] = {}
     for i in order:
@@ -56,7 +58,8 @@ def analog_candidates(judge: PatternJudge, reading: QuestionReading, examples: S
         asked = pattern.asked_node()
         note = (f"the pattern of the example {example.question!r} with "
                 + ", ".join(f"{new!r} for {old!r}" for old, new in mapping.items()))
-        out.setdefault(triples, Candidate(triples, "analogy", (note,),
+        origin = "template" if i in same_wording else "analogy"
+        out.setdefault(triples, Candidate(triples, origin, (note,),
                                           pattern.nodes[asked].text if asked is not None else None))
     return list(out.values())
 

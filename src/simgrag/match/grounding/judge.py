@@ -239,8 +239,17 @@ class PatternJudge:
             return Judgement(candidate, None, (f"invalid pattern: {str(exc).splitlines()[0]}",), (), math.inf)
         view = self.view(reading, pattern)
         problems = self._structure_problems(reading, pattern) + self._role_problems(pattern)
-        focus, focus_problem, wanted = self._focus(reading, pattern, view)
-        problems += focus_problem + self._uncovered(pattern, view)
+        focus: Focus
+        focus_problem: list[str]
+        wanted: int | None
+        if candidate.origin == "template":
+            # an example in the question's own words: its author read those words (the answer node, the
+            # relations they name) into this pattern; the KG checks below still apply
+            focus, focus_problem, wanted = "confirmed", [], None
+        else:
+            focus, focus_problem, wanted = self._focus(reading, pattern, view)
+            focus_problem += self._uncovered(pattern, view)
+        problems += focus_problem
         word = reading.clean_words()[view.focus] if view.focus is not None else None
         unsupported, stray = self._unsupported(pattern, view)
         retrieval = None

@@ -33,6 +33,7 @@ from simgrag.match.grounding.question import QuestionReading
 from simgrag.match.grounding.shots import ShotRanker
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
+from simgrag.pattern.prompt import question_tokens
 
 __all__ = ["GroundedPatterns", "best_candidate", "candidate_edits"]
 
@@ -42,6 +43,8 @@ logger = logging.getLogger(__name__)
 SECOND_ROUND = 4
 #: seconds spent judging edited candidates of one question, at most (each search has its own deadline)
 EDIT_BUDGET_S = 1.5
+#: added to the shot score of an example worded exactly as the question (above any structure score)
+SAME_WORDING_BONUS = 10.0
 
 
 def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Judgement) -> list[Candidate]:
@@ -144,11 +147,18 @@ class GroundedPatterns:
         (:meth:`PatternJudge._unsupported`), is used without an LLM call."""
         t0 = time.perf_counter()
         reading = self.judge.read(question)
+        same_wording = self._same_wording(reading)
         scores = self.shots.scores(question) if self.shots is not None else None
-        analogies = self._analogies(question, reading, scores)
-        shortcut = min(analogies, key=lambda j: j.key) if analogies else None
-        if (shortcut is not None and shortcut.sound and shortcut.focus == "confirmed" and not shortcut.stray
-                and shortcut.pattern is not None):
+        if same_wording:  # the examples file holds this very wording: those examples come first
+            scores = list(scores) if scores is not None else [0.0] * len(self.generator.prompt.examples.examples)
+            for i in same_wording:
+                scores[i] += SAME_WORDING_BONUS
+        analogies = self._analogies(question, reading, scores, same_wording)
+        # a sound example in the question's own wording first: the examples file answers it
+        shortcut = min(analogies, key=lambda j: (not (j.sound and j.candidate.origin == "template"), j.key),
+                       default=None)
+        if (shortcut is not None and shortcut.sound and shortcut.focus == "confirmed"
+                and (not shortcut.stray or shortcut.candidate.origin == "template") and shortcut.pattern is not None):
             judge_s = time.perf_counter() - t0
             own = PatternResult(pattern=shortcut.pattern, raw_text="", attempts=0, prompt_tokens=0,
                                 completion_tokens=0, latency_s=judge_s, repaired=False)
@@ -178,13 +188,24 @@ class GroundedPatterns:
         """The LLM's pattern as a candidate, its names of the question's entities spelled as the KG does."""
         return anchors.snap_names(_candidate(result, origin), reading, self.judge)
 
-    def _analogies(self, question: str, reading: QuestionReading, scores: Sequence[float] | None) -> list[Judgement]:
+    def _same_wording(self, reading: QuestionReading) -> list[int]:
+        """The examples worded exactly as the question, its entity names left out."""
+        covered = [False] * len(reading.words)
+        for m in reading.mentions:
+            if m.confident:
+                covered[m.start:m.end] = [True] * m.words
+        words = question_tokens(" ".join(w for w, c in zip(reading.words, covered, strict=True) if not c))
+        return self.generator.prompt.worded_like(words)
+
+    def _analogies(self, question: str, reading: QuestionReading, scores: Sequence[float] | None,
+                   same_wording: Sequence[int] = ()) -> list[Judgement]:
         """The judged analogies of the best-ranked examples (none for claims, or with ``analogy`` off)."""
         if not (self.generator.analogy and self.judge.asks):
             return []
         examples = self.generator.prompt.examples.examples
         order = self.generator.prompt.ranked(question, scores)
-        return self.judge.judge_all(reading, analog_candidates(self.judge, reading, examples, order))
+        return self.judge.judge_all(reading, analog_candidates(self.judge, reading, examples, order,
+                                                               same_wording=same_wording))
 
     def _revise(self, question: str, previous: str, best: Judgement,
                 scores: Sequence[float] | None) -> PatternResult | None:
@@ -206,6 +227,8 @@ class GroundedPatterns:
         notes = list(best.candidate.edits)
         if best.candidate.origin == "analogy" and report.llm_calls == 0:
             notes[0] += " (no LLM call: the question and the KG confirm it)"
+        elif best.candidate.origin == "template" and report.llm_calls == 0:
+            notes[0] += " (no LLM call: the example has the question's own wording, and the KG confirms it)"
         if best.candidate.origin == "llm-revised":
             notes.insert(0, f"revised by the LLM after: {considered[0].describe()}")
         if best.problems:
