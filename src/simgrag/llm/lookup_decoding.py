@@ -16,7 +16,9 @@ suffix agree on what follows (text the prompt continues in several ways — the 
 name — is a guess; text it always continues the same way — ``","UNKNOWN movie 1"],["`` — is not), and
 (3) filled up, with the latest occurrence's continuation, to the next of :data:`CHEAP_BATCH_SIZES`.
 Replayed on 106 recorded pattern calls (MetaQA DEV, DEV reworded by hand, the geography KG), against
-the former fixed 10-token drafts: 1.57 s → 1.06 s of decoding per call (BENCHMARKS §10).
+the former fixed 10-token drafts: 1.57 s → 1.06 s of decoding per call (a replay by the session that
+wrote this, on an AVX-512 machine; ``benchmarks/pattern_latency.py --arms default,fixed-draft`` measures
+it afresh on live calls, BENCHMARKS §10).
 
 The decoding loop is independent of llama.cpp: it drives a :class:`GreedyModel` (evaluate a batch at
 a position, return the greedy next token after each of its tokens; drop the cache after a position),
