@@ -428,9 +428,16 @@ def test_installed_examples_are_the_index_default_and_checked(geo_index: IndexDi
     assert index.manifest["files"]["examples.yaml"] == record["sha256"]
     assert index_examples(index) == index.path / "examples.yaml"
     llm = FakeLLM(lambda m: '{"triples": [["Japan", "capital", "UNKNOWN city 1"]]}')
-    result = SimGRAG(index, llm=llm, calibration="off").ask("What is the capital of Japan?")
+    engine = SimGRAG(index, llm=llm, calibration="off")
+    # in the attached example's own wording, the example is the pattern and no LLM call is made
+    result = engine.ask("What is the capital of Japan?")
     assert result.answer.short_answer == "Tokyo"
-    assert "What is the capital of Chile?" in llm.calls[0].prompt  # the attached examples are the shots
+    assert result.pattern is not None and llm.calls == []
+    assert "the question's own wording" in result.pattern.kg_repairs[0]
+    # in other words, the attached examples are the shots of the LLM call
+    result = engine.ask("Which city is Japan's seat of government?")
+    assert result.answer.short_answer == "Tokyo"
+    assert "What is the capital of Chile?" in llm.calls[0].prompt
     assert CliRunner().invoke(app, ["check", str(index.path)]).exit_code == 0
     (index.path / "examples.yaml").write_text(own.read_text() + "# edited in place\n", encoding="utf-8")
     checked = CliRunner().invoke(app, ["check", str(index.path)])
