@@ -317,6 +317,41 @@ def test_copies_of_an_unknown_node_are_merged() -> None:
     assert merge_unknown_copies([["a", "b"]]) == ([["a", "b"]], [])
 
 
+def test_pieces_written_out_in_parallel_are_kept_once() -> None:
+    """Seen on the geography KG: "the capital cities of the countries where French is official" as
+    [country 1, capital, city 1] … [country 15, capital, city 15], over the triple limit."""
+    from simgrag.pattern.copies import drop_repeated_pieces
+
+    listed = [[f"UNKNOWN country {i}", "capital", f"UNKNOWN city {i}"] for i in range(1, 16)]
+    kept, notes = drop_repeated_pieces(listed)
+    assert kept == [listed[0]] and len(notes) == 1 and "14 repeats" in notes[0]
+    # pieces joined only through a named entity repeat each other too; the other pieces stay
+    french = [["UNKNOWN country 1", "official language", "French"], ["UNKNOWN country 1", "capital", "UNKNOWN city 1"],
+              ["UNKNOWN country 2", "official language", "French"], ["UNKNOWN country 2", "capital", "UNKNOWN city 2"],
+              ["UNKNOWN country 3", "currency", "Euro"]]
+    kept, notes = drop_repeated_pieces(french)
+    assert kept == [french[0], french[1], french[4]] and len(notes) == 1
+    # a chain, a co-star pattern, pieces of other types, relations or entities are not repeats
+    m1, a1, c1, c2 = "UNKNOWN movie 1", "UNKNOWN actor 1", "UNKNOWN country 1", "UNKNOWN country 2"
+    for other in ([["Heat", "starred actors", a1], [m1, "starred actors", a1]],
+                  [["UNKNOWN city 1", "located in", c1], [c1, "borders", c2]],
+                  [[c1, "capital", "UNKNOWN city 1"], ["UNKNOWN nation 2", "capital", "UNKNOWN city 2"]],
+                  [[c1, "capital", "Lima"], [c2, "capital", "Quito"]],
+                  [["Laos", "borders", c1], [c2, "borders", "Laos"]],
+                  [["a", "b"]]):
+        assert drop_repeated_pieces(other) == (other, [])
+
+
+def test_a_parallel_list_from_the_llm_becomes_one_piece() -> None:
+    from simgrag.pattern.generate import PatternGenerator
+
+    listed = [[f"UNKNOWN country {i}", "capital", f"UNKNOWN city {i}"] for i in range(1, 16)]
+    llm = FakeLLM([json.dumps({"triples": listed})])
+    result = PatternGenerator(llm).generate("Tell me the capital cities of the countries where French is official.")
+    assert result.pattern.triples() == [("UNKNOWN country 1", "capital", "UNKNOWN city 1")]
+    assert len(llm.calls) == 1
+
+
 def test_runaway_chains_are_cut_after_their_first_link() -> None:
     """Seen on the geography KG: "neighbouring countries of Laos" as borders → borders → … 14 times."""
     from simgrag.pattern.copies import RUNAWAY_LINKS, cut_runaway_chains

@@ -15,6 +15,11 @@ the previous one's unknown end, is not a question's path (three hops of one rela
 :func:`cut_runaway_chains` keeps its first link and drops the rest, with whatever hung on the dropped
 nodes.
 
+And a list written out in parallel: asked "the capital cities of the countries where French is official",
+the model may write ``[country 1, capital, city 1]``, ``[country 2, capital, city 2]``, … — pieces that
+touch only through named entities (or not at all) and are the same up to the numbers of their unknown
+nodes. :func:`drop_repeated_pieces` keeps the first of each such set of pieces.
+
 This is a repair for LLM-written *question* patterns only (:class:`~simgrag.pattern.generate.PatternGenerator`);
 a pattern a user gives to ``retrieve`` is searched as written ("X has two children" is two nodes).
 """
@@ -26,7 +31,7 @@ from collections.abc import Sequence
 
 from simgrag.pattern.graph import is_unknown, normalize_text, type_hint
 
-__all__ = ["RUNAWAY_LINKS", "cut_runaway_chains", "merge_unknown_copies"]
+__all__ = ["RUNAWAY_LINKS", "cut_runaway_chains", "drop_repeated_pieces", "merge_unknown_copies"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +86,75 @@ def cut_runaway_chains(triples: Sequence[Sequence[object]]) -> tuple[list[Sequen
         return list(triples), []
     logger.info("pattern: %s", "; ".join(notes))
     return [list(r) for r in rows], notes
+
+
+def drop_repeated_pieces(triples: Sequence[Sequence[object]]) -> tuple[list[Sequence[object]], list[str]]:
+    """``triples`` without the pieces that repeat an earlier piece (module docstring), and one note per
+    repeated piece kept. A *piece* is a set of triples joined through unknown nodes (named entities do
+    not join them); two pieces repeat each other when they are the same triples once each unknown node is
+    read as its type and its order of appearance in the piece. Anything but a list of ``[str, str, str]``
+    is returned unchanged (the validation reports it)."""
+    if not all(isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples):
+        return list(triples), []
+    rows = [tuple(str(x) for x in t) for t in triples]
+    pieces = _pieces(rows)
+    first: dict[tuple[tuple[str, ...], ...], int] = {}
+    dropped: dict[int, int] = {}  # first piece → how many repeats of it went
+    keep: set[int] = set()
+    for number, piece in enumerate(pieces):
+        shape = _piece_shape([rows[i] for i in piece])
+        if shape in first:
+            dropped[first[shape]] = dropped.get(first[shape], 0) + 1
+        else:
+            first[shape] = number
+            keep.update(piece)
+    if not dropped:
+        return list(triples), []
+    notes = [f"dropped {n} repeat{'s' if n > 1 else ''} of {[list(rows[i]) for i in pieces[number]]} "
+             f"(the same triples with other numbers)" for number, n in dropped.items()]
+    logger.info("pattern: %s", "; ".join(notes))
+    return [list(r) for i, r in enumerate(rows) if i in keep], notes
+
+
+def _pieces(rows: list[tuple[str, ...]]) -> list[list[int]]:
+    """Row indices grouped into pieces (joined through shared unknown nodes), in order of first row."""
+    parent = list(range(len(rows)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    holder: dict[str, int] = {}
+    for i, (head, _, tail) in enumerate(rows):
+        for node in (head, tail):
+            if not is_unknown(node):
+                continue
+            key = normalize_text(node)
+            if key in holder:
+                parent[root(i)] = root(holder[key])
+            else:
+                holder[key] = i
+    groups: dict[int, list[int]] = {}
+    for i in range(len(rows)):
+        groups.setdefault(root(i), []).append(i)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def _piece_shape(rows: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
+    """The piece's triples with each unknown node read as its type and its order of appearance."""
+    order: dict[str, str] = {}
+
+    def read(node: str) -> str:
+        if not is_unknown(node):
+            return "=" + normalize_text(node)
+        key = normalize_text(node)
+        if key not in order:
+            order[key] = f"?{type_hint(node) or ''}#{len(order)}"
+        return order[key]
+
+    return tuple((read(h), normalize_text(r), read(t)) for h, r, t in rows)
 
 
 def _runaway(rows: list[tuple[str, ...]]) -> list[int] | None:
