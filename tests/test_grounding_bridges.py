@@ -9,7 +9,7 @@ import pytest
 
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.match.grounding import Candidate, GroundedPatterns, Judgement, PatternJudge
-from simgrag.match.grounding.bridges import bridge_named, bridge_typed
+from simgrag.match.grounding.bridges import bridge_named, bridge_typed, extend_to_focus
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
@@ -134,6 +134,12 @@ def test_an_unknown_of_the_wrong_type_gets_the_hop_the_examples_show(judge: Patt
      [["Spain", "borders", "UNKNOWN country 1"], ["UNKNOWN country 1", "capital", "UNKNOWN country 2"]],
      [("Spain", "borders", "UNKNOWN country 1"), ("UNKNOWN country 1", "capital", "UNKNOWN city 1")],
      "to be a city"),
+    # the last hop missing: the answer node is a currency where the question asks for countries
+    ("Which countries share a currency with the country Madrid is in?",
+     [["Madrid", "located in", "UNKNOWN country 1"], ["UNKNOWN country 1", "currency", "UNKNOWN currency 1"]],
+     [("Madrid", "located in", "UNKNOWN country 1"), ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"),
+      ("UNKNOWN country 2", "currency", "UNKNOWN currency 1")],
+     "the question asks for a country, and 'currency' links a currency to one"),
 ])
 def test_the_grounded_stage_mends_the_llms_type_clash(retriever: SubgraphRetriever, question: str,
                                                       llm_triples: list[list[str]], chosen: list[tuple[str, ...]],
@@ -144,3 +150,16 @@ def test_the_grounded_stage_mends_the_llms_type_clash(retriever: SubgraphRetriev
     assert result.pattern.triples() == chosen
     assert any(note in n for n in result.kg_repairs)
     assert len(llm.calls) == 1  # the edit was enough: no revision
+
+
+def test_the_answer_node_gets_the_hop_to_the_asked_type(judge: PatternJudge) -> None:
+    stops = Candidate((("Madrid", "located in", "UNKNOWN country 1"),
+                       ("UNKNOWN country 1", "currency", "UNKNOWN currency 1")))
+    extended = extend_to_focus(stops, judge, "countries")
+    assert [c.triples[-1] for c in extended] == [("UNKNOWN country 2", "currency", "UNKNOWN currency 1")]
+    verdict = judge.judge(judge.read("Which countries share a currency with the country Madrid is in?"), extended[0])
+    assert not verdict.problems and _answer(verdict, "UNKNOWN country 2") == "Portugal"
+    # the asked type already, a type the examples never link to it, or an untyped answer: nothing to add
+    assert extend_to_focus(stops, judge, "currency") == []
+    assert extend_to_focus(stops, judge, "planets") == []
+    assert extend_to_focus(Candidate((("Madrid", "located in", "UNKNOWN 1"),)), judge, "countries") == []

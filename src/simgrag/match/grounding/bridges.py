@@ -15,6 +15,11 @@ ends at a country, never at a currency. Both skip the hop the question leaves im
   ``[Porto, located in, UNKNOWN country 1]`` + ``[UNKNOWN country 1, currency, UNKNOWN currency 1]``.
   The judge reports such a clash as a problem only when a bridge exists; :func:`retype` offers the
   other reading (the type word was wrong, not the structure).
+
+And a missing *last* hop: "Which countries share a currency with the country Marseille is in?" written as
+``[Marseille, located in, UNKNOWN country 1]`` + ``[UNKNOWN country 1, currency, UNKNOWN currency 1]`` stops
+at the currency. :func:`extend_to_focus` adds the hop that the examples use between the answer node's type
+and the type the question asks for: ``[UNKNOWN country 2, currency, UNKNOWN currency 1]``.
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ import numpy as np
 
 from simgrag.match.grounding.judge import Candidate, PatternJudge, unknown_name
 from simgrag.match.grounding.lexicon import Use, kg_roles
-from simgrag.pattern.graph import is_unknown
+from simgrag.pattern.graph import Pattern, is_unknown, singular
 
-__all__ = ["bridge_named", "bridge_typed", "retype"]
+__all__ = ["bridge_named", "bridge_typed", "extend_to_focus", "retype"]
 
 #: neighbours looked at per (relation, side) when checking that a hop leads to the wanted relation
 MAX_BRIDGE_NEIGHBOURS = 32
@@ -114,4 +119,29 @@ def retype(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
         name = unknown_name(triples, fit)
         new = [tuple(name if x == node else x for x in t) for t in triples]
         out.append(candidate.edited(new, f"took {node!r} to be a {fit} ({name!r})"))  # type: ignore[arg-type]
+    return out
+
+
+def extend_to_focus(candidate: Candidate, judge: PatternJudge, focus_type: str) -> list[Candidate]:
+    """The answer node typed other than the question's focus (``focus_type``, e.g. ``country``): one hop
+    more from it to a new node of that type, through each relation the examples use between the two
+    types (module docstring)."""
+    triples = list(candidate.triples)
+    pattern = Pattern.from_triples(triples)
+    asked = pattern.asked_node()
+    if asked is None or not pattern.nodes[asked].type_hint:
+        return []
+    node = pattern.nodes[asked].text
+    have, want = singular(str(pattern.nodes[asked].type_hint).lower()), singular(focus_type.lower())
+    schema = judge.lexicon.schema
+    if have == want:
+        return []
+    out: list[Candidate] = []
+    for t, rel, side in sorted(schema):
+        if t != want or (have, rel, "tail" if side == "head" else "head") not in schema:
+            continue
+        fresh, text = unknown_name(triples, want), _relation_text(judge, rel)
+        link = (fresh, text, node) if side == "head" else (node, text, fresh)
+        out.append(candidate.edited([*triples, link], f"added {list(link)}: the question asks for a {want}, and "
+                                                      f"{text!r} links a {have} to one"))
     return out

@@ -60,6 +60,8 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
            *bridges.bridge_named(c, judge), *bridges.retype(c, judge), *bridges.bridge_typed(c, judge)]
     if judgement.focus == "contradicted":
         out += edits.swap_named(c) + edits.drop_leaf(c)
+        if judgement.focus_word is not None:
+            out += bridges.extend_to_focus(c, judge, judgement.focus_word)
         if judgement.wanted_relation is not None:
             text = judge.store.relations[judgement.wanted_relation].replace("_", " ")
             out += edits.rebind_asked(c, text) + edits.extend_asked(c, text, judgement.focus_word or "entity")
