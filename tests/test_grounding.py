@@ -82,6 +82,8 @@ def test_mentions_longest_first_possessive_and_confidence(question: str, mention
     ("Juno's screenplays are in which genres?", "genres"),     # interrogative at the clause end
     ("Juno - who wrote it?", "wrote"),
     ("What kind of movie is Juno?", None),
+    ("Which tags have the movies where Juno's actors starred?", "tags"),  # a relative "where" after "which"
+    ("Where was Juno filmed? Which year?", None),              # an interrogative "where" first
 ])
 def test_focus_word(question: str, focus: str | None) -> None:
     reading = read_question(question, NAMES.get)
