@@ -163,3 +163,18 @@ def test_the_answer_node_gets_the_hop_to_the_asked_type(judge: PatternJudge) -> 
     assert extend_to_focus(stops, judge, "currency") == []
     assert extend_to_focus(stops, judge, "planets") == []
     assert extend_to_focus(Candidate((("Madrid", "located in", "UNKNOWN 1"),)), judge, "countries") == []
+
+
+def test_a_plural_type_word_is_read_by_its_singular_too(retriever: SubgraphRetriever) -> None:
+    """With MiniLM "nations" is 0.84 from "country" (beyond the type distance), "nation" 0.68."""
+    import numpy as np
+
+    from simgrag.match.grounding.lexicon import TYPE_DISTANCE, Lexicon
+
+    lexicon = Lexicon(retriever)
+    axis = {"country": 0.0, "city": 3.0, "nation": TYPE_DISTANCE - 0.1, "nations": TYPE_DISTANCE + 0.1,
+            "towers": 1.5, "tower": 1.5, "cities": 1.5}
+    lexicon.embed = lambda texts: np.array([[axis[t], 0.0] for t in texts], np.float32)  # type: ignore[method-assign]
+    words = ["which", "nations", "towers"]
+    assert lexicon.type_words(words, [1, 2], ["country", "city"]) == {1: "country"}
+    assert lexicon.type_words(["which", "cities"], [1], ["country", "city"]) == {1: "city"}  # same stem

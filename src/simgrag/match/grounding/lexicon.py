@@ -200,11 +200,15 @@ class Lexicon:
         return found
 
     def type_words(self, words: Sequence[str], candidates: Sequence[int], hints: Sequence[str]) -> dict[int, str]:
-        """Word index → the type hint it names (same stem, or within ``type_distance``)."""
+        """Word index → the type hint it names (same stem, or the word or its singular within
+        ``type_distance``: a plural embeds farther from its type than the singular, "nations" 0.84 from
+        "country" with MiniLM, "nation" 0.68)."""
         out: dict[int, str] = {}
         if not hints or not candidates:
             return out
-        dist = _distances(self.embed([words[i] for i in candidates]), self.embed(list(hints)))
+        targets = self.embed(list(hints))
+        dist = np.minimum(_distances(self.embed([words[i] for i in candidates]), targets),
+                          _distances(self.embed([singular(words[i]) for i in candidates]), targets))
         for i, row in zip(candidates, dist, strict=True):
             same = [h for h in hints if _same_word(words[i], h)]
             best = int(np.argmin(row))
