@@ -464,3 +464,31 @@ def test_an_example_in_the_questions_own_wording_is_used_as_it_is(retriever: Sub
     # the same words, not fewer or more: "worded like" is the example's whole wording
     assert generator.prompt.worded_like(["the", "film", "directed", "by", "this", "person", "is"]) == [4]
     assert generator.prompt.worded_like(["film", "directed"]) == []
+
+
+def test_a_phrase_ending_in_a_type_word_names_a_relation_only_through_its_other_words(
+        retriever: SubgraphRetriever) -> None:
+    """With MiniLM "made movies" is 0.82 from ``has_genre`` (alias "kind of movie") through "movies"
+    alone; "made" is 1.02 from it. The phrase must not make the judge ask for a genre hop."""
+    import numpy as np
+
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    release = judge.store.relations.index("release_year")
+    near = {"made movies": 0.5}
+
+    def distances(phrases: list[str]) -> np.ndarray:
+        out = np.full((len(phrases), judge.store.num_relations), np.inf)
+        for i, phrase in enumerate(phrases):
+            out[i, release] = near.get(phrase, 1.2)
+        return out
+
+    judge.lexicon.relation_distances = distances  # type: ignore[method-assign,assignment]
+    question = "Which directors made movies with Guy Pearce?"
+    pattern = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Guy Pearce"),
+                                 ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1")))
+    from simgrag.pattern.graph import Pattern
+
+    assert "made movies" in judge.view(judge.read(question), Pattern.from_triples(pattern.triples)).phrases
+    assert not any("release_year" in p for p in judge.judge(judge.read(question), pattern).problems)
+    near["made"] = 0.5  # the other words name it too: the relation is named
+    assert any("(release_year) but no triple" in p for p in judge.judge(judge.read(question), pattern).problems)

@@ -384,11 +384,19 @@ class PatternJudge:
                                 f"{node.text!r} is not on a {name} triple"], relation
 
     def _uncovered(self, pattern: Pattern, view: QuestionView) -> list[str]:
-        """Relations the question names clearly (within ``COVER_DISTANCE``) that no triple has."""
+        """Relations the question names clearly (within ``COVER_DISTANCE``) that no triple has. A phrase
+        ending in a node type word names a relation only if its other words do too: "made **movies**" is
+        near ``has_genre`` (alias "kind of movie") through "movies" alone."""
         present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
         phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
+        distances = self.lexicon.relation_distances(phrases)
+        typed = [i for i, p in enumerate(phrases) if " " in p and self.lexicon.is_type_word(p.rsplit(" ", 1)[1])]
+        if typed:
+            rest = self.lexicon.relation_distances([phrases[i].rsplit(" ", 1)[0] for i in typed])
+            distances = np.array(distances, copy=True)
+            distances[typed] = np.maximum(distances[typed], rest)
         named: dict[int, tuple[float, str]] = {}
-        for phrase, row in zip(phrases, self.lexicon.relation_distances(phrases), strict=True):
+        for phrase, row in zip(phrases, distances, strict=True):
             best = int(np.argmin(row))
             if row[best] <= COVER_DISTANCE and best not in present:
                 named[best] = min(named.get(best, (np.inf, phrase)), (float(row[best]), phrase))

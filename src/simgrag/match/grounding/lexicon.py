@@ -107,6 +107,10 @@ class Lexicon:
         roles = kg_roles(self.retriever, entity)
         return any(side in roles.get(rel, set()) for rel, side in uses)
 
+    def is_type_word(self, word: str) -> bool:
+        """``word`` is one of the examples' node types or its plural ("movies", "countries")."""
+        return any(_same_word(word, hint) for hint in self.types)
+
     def kinds_of(self, entity: int) -> set[str]:
         """The examples' node types whose uses ``entity`` has in the KG (``{"movie"}`` for a film)."""
         roles = kg_roles(self.retriever, entity)
