@@ -464,6 +464,8 @@ def test_an_example_in_the_questions_own_wording_is_used_as_it_is(retriever: Sub
     # the same words, not fewer or more: "worded like" is the example's whole wording
     assert generator.prompt.worded_like(["the", "film", "directed", "by", "this", "person", "is"]) == [4]
     assert generator.prompt.worded_like(["film", "directed"]) == []
+    # and in the same order: the same words with the relations swapped ask something else
+    assert generator.prompt.worded_like(["the", "film", "by", "directed", "this", "person", "is"]) == []
 
 
 def test_a_phrase_ending_in_a_type_word_names_a_relation_only_through_its_other_words(

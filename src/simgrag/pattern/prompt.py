@@ -60,9 +60,10 @@ def question_tokens(text: str) -> list[str]:
     return _WORD.findall(_BRACKETED.sub(" ", text.lower()))
 
 
-def _masked_tokens(example: Example) -> set[str]:
+def _masked_tokens(example: Example) -> tuple[str, ...]:
+    """The example question's word tokens in order, its entities' words left out."""
     entity_words = {w for text in example.known_texts() for w in question_tokens(text)}
-    return {w for w in question_tokens(example.question) if w not in entity_words}
+    return tuple(w for w in question_tokens(example.question) if w not in entity_words)
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,13 @@ class PromptBuilder:
     n_dynamic_shots: int = 2
     with_divided: bool = False
     _masked: tuple[frozenset[str], ...] = field(init=False, repr=False, compare=False)
+    _wordings: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     _vocab: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        masked = tuple(frozenset(_masked_tokens(e)) for e in self.examples.examples)
+        wordings = tuple(_masked_tokens(e) for e in self.examples.examples)
+        masked = tuple(frozenset(w) for w in wordings)
+        object.__setattr__(self, "_wordings", wordings)
         object.__setattr__(self, "_masked", masked)
         object.__setattr__(self, "_vocab", frozenset().union(*masked))
 
@@ -129,9 +133,11 @@ class PromptBuilder:
 
     def worded_like(self, words: Iterable[str]) -> list[int]:
         """Indices of the examples worded exactly as ``words`` (a question's words outside its entity
-        names): their content words, without the example's own entity names, are the same set."""
-        wanted = frozenset(words)
-        return [i for i, masked in enumerate(self._masked) if masked and masked == wanted]
+        names, in order): the same words in the same order, the example's own entity names left out
+        ("the movies directed by X were written by who" is not "the movies written by X were directed
+        by who")."""
+        wanted = tuple(words)
+        return [i for i, wording in enumerate(self._wordings) if wording and wording == wanted]
 
     def messages(self, question: str, shot_scores: Sequence[float] | None = None) -> list[ChatMessage]:
         """All messages for ``question``: fixed part, dynamic shots, then the question."""
