@@ -82,6 +82,8 @@ def test_mentions_longest_first_possessive_and_confidence(question: str, mention
     ("Juno's screenplays are in which genres?", "genres"),     # interrogative at the clause end
     ("Juno - who wrote it?", "wrote"),
     ("What kind of movie is Juno?", None),
+    ("Who are film co-directors of Juno?", "co-directors"),    # the head of the noun phrase
+    ("Who were the writers of Juno?", "writers"),
     ("Which tags have the movies where Juno's actors starred?", "tags"),  # a relative "where" after "which"
     ("Where was Juno filmed? Which year?", None),              # an interrogative "where" first
 ])

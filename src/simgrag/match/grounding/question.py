@@ -142,10 +142,15 @@ class QuestionReading:
     @staticmethod
     def _after_who(clean: Sequence[str], covered: Sequence[bool], i: int) -> int | None:
         """"Who **directed** …" (a verb right after), "Who were the **writers** …" (a noun after a form
-        of *be*); nothing for "Who was in the movies …"."""
+        of *be*: the last word of the noun phrase, "Who are film **co-directors** of …"); nothing for
+        "Who was in the movies …"."""
         if i < len(clean) and clean[i] in ("is", "are", "was", "were", "'s"):
             i += 1
             while i < len(clean) and clean[i] in ("the", "a", "an"):
+                i += 1
+            start = i
+            while (i + 1 < len(clean) and i + 1 - start < 3 and not covered[i + 1] and clean[i + 1]
+                   and clean[i + 1] not in STOPWORDS and not covered[i]):
                 i += 1
         elif i < len(clean) and clean[i] in ("has", "have", "had"):
             i += 1
