@@ -53,6 +53,8 @@ APPOSITION_RELATION_GAP = 0.3
 FOCUS_DISTANCE = 0.95
 #: a phrase this close to a relation no triple has means the pattern leaves part of the question out
 COVER_DISTANCE = 0.85
+#: a phrase this near a relation's text names it whatever its words (``_uncovered``)
+EXACT_PHRASE_DISTANCE = 0.5
 #: each candidate's search stops here (best-so-far): a bad edit must not hold the question up
 JUDGE_DEADLINE_S = 0.25
 #: a best-subgraph GSD up to this counts as "the KG holds this pattern" when ranking
@@ -385,16 +387,18 @@ class PatternJudge:
 
     def _uncovered(self, pattern: Pattern, view: QuestionView) -> list[str]:
         """Relations the question names clearly (within ``COVER_DISTANCE``) that no triple has. A phrase
-        ending in a node type word names a relation only if its other words do too: "made **movies**" is
-        near ``has_genre`` (alias "kind of movie") through "movies" alone."""
+        ending in a node type word names a relation only if it is nearer to it than the type word alone
+        (or matches it almost exactly): "made **movies**" is near ``has_genre`` (alias "kind of movie")
+        through "movies" alone (MiniLM: 0.82, "movies" 0.80), "kinds of movies" is not (0.72)."""
         present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
         phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
         distances = self.lexicon.relation_distances(phrases)
         typed = [i for i, p in enumerate(phrases) if " " in p and self.lexicon.is_type_word(p.rsplit(" ", 1)[1])]
         if typed:
-            rest = self.lexicon.relation_distances([phrases[i].rsplit(" ", 1)[0] for i in typed])
+            alone = self.lexicon.relation_distances([phrases[i].rsplit(" ", 1)[1] for i in typed])
             distances = np.array(distances, copy=True)
-            distances[typed] = np.maximum(distances[typed], rest)
+            own = distances[typed]
+            distances[typed] = np.where((own < alone) | (own <= EXACT_PHRASE_DISTANCE), own, np.inf)
         named: dict[int, tuple[float, str]] = {}
         for phrase, row in zip(phrases, distances, strict=True):
             best = int(np.argmin(row))
