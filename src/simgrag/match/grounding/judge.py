@@ -55,6 +55,8 @@ FOCUS_DISTANCE = 0.95
 COVER_DISTANCE = 0.85
 #: a phrase this near a relation's text names it whatever its words (``_uncovered``)
 EXACT_PHRASE_DISTANCE = 0.5
+#: ... and a phrase ending in a type word names a relation only this much nearer than the type word alone
+TYPE_WORD_MARGIN = 0.05
 #: each candidate's search stops here (best-so-far): a bad edit must not hold the question up
 JUDGE_DEADLINE_S = 0.25
 #: a best-subgraph GSD up to this counts as "the KG holds this pattern" when ranking
@@ -387,9 +389,11 @@ class PatternJudge:
 
     def _uncovered(self, pattern: Pattern, view: QuestionView) -> list[str]:
         """Relations the question names clearly (within ``COVER_DISTANCE``) that no triple has. A phrase
-        ending in a node type word names a relation only if it is nearer to it than the type word alone
-        (or matches it almost exactly): "made **movies**" is near ``has_genre`` (alias "kind of movie")
-        through "movies" alone (MiniLM: 0.82, "movies" 0.80), "kinds of movies" is not (0.72)."""
+        ending in a node type word names a relation only if it is clearly nearer to it than the type word
+        alone (by ``TYPE_WORD_MARGIN``; or matches it almost exactly): "made **movies**" is near
+        ``has_genre`` (alias "kind of movie") through "movies" alone (MiniLM: 0.82, "movies" 0.80), and so
+        is "around the **country**" near ``located in`` (0.746, "country" 0.758); "kinds of movies" is
+        not (0.72)."""
         present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
         phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
         distances = self.lexicon.relation_distances(phrases)
@@ -398,7 +402,7 @@ class PatternJudge:
             alone = self.lexicon.relation_distances([phrases[i].rsplit(" ", 1)[1] for i in typed])
             distances = np.array(distances, copy=True)
             own = distances[typed]
-            distances[typed] = np.where((own < alone) | (own <= EXACT_PHRASE_DISTANCE), own, np.inf)
+            distances[typed] = np.where((own < alone - TYPE_WORD_MARGIN) | (own <= EXACT_PHRASE_DISTANCE), own, np.inf)
         named: dict[int, tuple[float, str]] = {}
         for phrase, row in zip(phrases, distances, strict=True):
             best = int(np.argmin(row))
