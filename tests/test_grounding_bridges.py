@@ -178,3 +178,29 @@ def test_a_plural_type_word_is_read_by_its_singular_too(retriever: SubgraphRetri
     words = ["which", "nations", "towers"]
     assert lexicon.type_words(words, [1, 2], ["country", "city"]) == {1: "country"}
     assert lexicon.type_words(["which", "cities"], [1], ["country", "city"]) == {1: "city"}  # same stem
+
+
+def test_a_named_relation_between_two_nodes_of_one_type_is_inserted(retriever: SubgraphRetriever) -> None:
+    from simgrag.match.grounding.bridges import insert_hop
+
+    borders = EXAMPLES + """\
+  - question: Which countries does Spain border?
+    triples: [[Spain, borders, UNKNOWN country 1]]
+  - question: Which countries border Portugal?
+    triples: [[UNKNOWN country 1, borders, Portugal]]
+"""
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(borders).examples])
+    question = "What is the capital of the country bordering the country whose currency is the Euro?"
+    reading = judge.read(question)
+    llm = Candidate((("UNKNOWN country 1", "capital", "UNKNOWN city 1"), ("UNKNOWN country 1", "currency", "Euro")))
+    assert any("(borders) but no triple" in p for p in judge.judge(reading, llm).problems)
+    inserted = insert_hop(llm, reading, judge)
+    # one way to divide two triples, two directions of the new link
+    assert len(inserted) == 2 and all("the question says 'bordering'" in c.edits[-1] for c in inserted)
+    verdicts = [judge.judge(reading, c) for c in inserted]
+    exact = [v for v in verdicts if not v.problems and v.gsd == 0.0]
+    assert exact and {_answer(v, "UNKNOWN city 1") for v in exact} <= {"Lisbon", "Madrid"}
+    # a relation the examples never put between two countries, or a question that does not name it: nothing
+    assert insert_hop(llm, judge.read("What is the capital of the country that uses the Euro?"), judge) == []
+    no_borders = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    assert insert_hop(llm, no_borders.read(question), no_borders) == []

@@ -20,6 +20,13 @@ And a missing *last* hop: "Which countries share a currency with the country Mar
 ``[Marseille, located in, UNKNOWN country 1]`` + ``[UNKNOWN country 1, currency, UNKNOWN currency 1]`` stops
 at the currency. :func:`extend_to_focus` adds the hop that the examples use between the answer node's type
 and the type the question asks for: ``[UNKNOWN country 2, currency, UNKNOWN currency 1]``.
+
+And a missing hop *between two things of one type*: "What are the capitals of the countries bordering the
+country where Lithuanian is official?" written as ``[UNKNOWN country 1, capital, UNKNOWN city 1]`` +
+``[UNKNOWN country 1, official language, Lithuanian]``: the question says "bordering", no triple has it.
+:func:`insert_hop` splits the country node in two, joined by that relation (the examples put a country at
+both of its ends): ``[UNKNOWN country 2, official language, Lithuanian]``, ``[UNKNOWN country 2, borders,
+UNKNOWN country 1]``, ``[UNKNOWN country 1, capital, UNKNOWN city 1]``.
 """
 
 from __future__ import annotations
@@ -28,14 +35,17 @@ import numpy as np
 
 from simgrag.match.grounding.judge import Candidate, PatternJudge, unknown_name
 from simgrag.match.grounding.lexicon import Use, kg_roles
+from simgrag.match.grounding.question import QuestionReading
 from simgrag.pattern.graph import Pattern, is_unknown, singular
 
-__all__ = ["bridge_named", "bridge_typed", "extend_to_focus", "retype"]
+__all__ = ["bridge_named", "bridge_typed", "extend_to_focus", "insert_hop", "retype"]
 
 #: neighbours looked at per (relation, side) when checking that a hop leads to the wanted relation
 MAX_BRIDGE_NEIGHBOURS = 32
 #: hops tried per named entity (the most consistent first)
 MAX_BRIDGES = 2
+#: a node with more triples than this is not split by :func:`insert_hop` (2^(n-1) - 1 ways)
+MAX_SPLIT_DEGREE = 4
 
 Side = str  # "head" | "tail"
 
@@ -144,4 +154,34 @@ def extend_to_focus(candidate: Candidate, judge: PatternJudge, focus_type: str) 
         link = (fresh, text, node) if side == "head" else (node, text, fresh)
         out.append(candidate.edited([*triples, link], f"added {list(link)}: the question asks for a {want}, and "
                                                       f"{text!r} links a {have} to one"))
+    return out
+
+
+def insert_hop(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> list[Candidate]:
+    """A relation the question names and no triple has, between two nodes of one type (module
+    docstring): each typed unknown node of that type split in two, joined by the relation (both
+    directions), its triples divided between the two halves every way."""
+    triples = list(candidate.triples)
+    pattern = Pattern.from_triples(triples)
+    missing = judge.uncovered_relations(pattern, judge.view(reading, pattern))
+    schema = judge.lexicon.schema
+    out: list[Candidate] = []
+    for rel in missing:
+        text = _relation_text(judge, rel)
+        for node in pattern.nodes:
+            kind = singular(str(node.type_hint).lower()) if node.unknown and node.type_hint else None
+            if kind is None or (kind, rel, "head") not in schema or (kind, rel, "tail") not in schema:
+                continue
+            around = [i for i, (h, _, t) in enumerate(triples) if node.text in (h, t)]
+            if not 2 <= len(around) <= MAX_SPLIT_DEGREE:
+                continue
+            twin = unknown_name(triples, kind)
+            for mask in range(1, 2 ** (len(around) - 1)):  # the last triple stays on the node: no mirror splits
+                moved = {around[b] for b in range(len(around)) if mask >> b & 1}
+                split = [tuple(twin if (k in moved and x == node.text) else x for x in t)
+                         for k, t in enumerate(triples)]
+                for link in ((twin, text, node.text), (node.text, text, twin)):
+                    out.append(candidate.edited([*split, link], f"added {list(link)} between the triples of "  # type: ignore[list-item]
+                                                                f"{node.text!r}: the question says "
+                                                                f"{missing[rel]!r}"))
     return out

@@ -388,9 +388,15 @@ class PatternJudge:
                                 f"{node.text!r} is not on a {name} triple"], relation
 
     def _uncovered(self, pattern: Pattern, view: QuestionView) -> list[str]:
-        """Relations the question names clearly (within ``COVER_DISTANCE``) that no triple has. A phrase
-        ending in a node type word names a relation only if it is clearly nearer to it than the type word
-        alone (by ``TYPE_WORD_MARGIN``; or matches it almost exactly): "made **movies**" is near
+        """:meth:`uncovered_relations` as problems."""
+        return [f"the question says {phrase!r} ({self.store.relations[r]}) but no triple has that relation"
+                for r, phrase in self.uncovered_relations(pattern, view).items()]
+
+    def uncovered_relations(self, pattern: Pattern, view: QuestionView) -> dict[int, str]:
+        """KG relation → the phrase naming it, for the relations the question names clearly (within
+        ``COVER_DISTANCE``) that no triple has. A phrase ending in a node type word names a relation only
+        if it is clearly nearer to it than the type word alone (by ``TYPE_WORD_MARGIN``; or matches it
+        almost exactly): "made **movies**" is near
         ``has_genre`` (alias "kind of movie") through "movies" alone (MiniLM: 0.82, "movies" 0.80), and so
         is "around the **country**" near ``located in`` (0.746, "country" 0.758); "kinds of movies" is
         not (0.72)."""
@@ -408,8 +414,7 @@ class PatternJudge:
             best = int(np.argmin(row))
             if row[best] <= COVER_DISTANCE and best not in present:
                 named[best] = min(named.get(best, (np.inf, phrase)), (float(row[best]), phrase))
-        return [f"the question says {phrase!r} ({self.store.relations[r]}) but no triple has that relation"
-                for r, (_, phrase) in sorted(named.items())]
+        return {r: phrase for r, (_, phrase) in sorted(named.items())}
 
     def _best_relation(self, phrases: Sequence[str]) -> int | None:
         found = {r: d for r, d in self.lexicon.relation_phrases(phrases).items() if d <= FOCUS_DISTANCE}
