@@ -85,7 +85,8 @@ def test_mentions_longest_first_possessive_and_confidence(question: str, mention
     ("Who are film co-directors of Juno?", "co-directors"),    # the head of the noun phrase
     ("Who were the writers of Juno?", "writers"),
     ("Which tags have the movies where Juno's actors starred?", "tags"),  # a relative "where" after "which"
-    ("Where was Juno filmed? Which year?", None),              # an interrogative "where" first
+    ("Where was Juno filmed? Which year?", "year"),            # "which" opens the second clause
+    ("Where was Juno filmed?", None),
 ])
 def test_focus_word(question: str, focus: str | None) -> None:
     reading = read_question(question, NAMES.get)

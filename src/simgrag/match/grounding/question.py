@@ -110,17 +110,17 @@ class QuestionReading:
         - after an interrogative "what/which": the next content word when no verb comes first ("Which
           **tags** …", "… are in which **genres**?"; "What else *did* …" has none);
         - none at all with "when/where/how" ("Tell me when …") or before "kind of" — unless an interrogative
-          "who/what/which" opens the question before it ("Which **countries** use the currency of the
-          country where Abidjan is?": a relative "where");
+          "who/what/which" opens a clause of the question ("Which **countries** use the currency of the
+          country where Abidjan is?": a relative "where"; "Where is Vladivostok? Which **country**?");
         - without a question word, the first content word ("List the **years** in which …").
 
         "what/which" is interrogative when it opens a clause or ends it ("… in what **year**?"), not
         when a clause follows it ("the years in which Kevin Howarth's movies came out").
         """
         clean = self.clean_words()
-        opener = next((i for i, w in enumerate(clean) if w in WH_WORDS - WH_WITHOUT_FOCUS and not covered[i]
-                       and self._opens_clause(i)), len(clean))
-        if any(w in WH_WITHOUT_FOCUS and not covered[i] and i < opener for i, w in enumerate(clean)):
+        opened = any(w in WH_WORDS - WH_WITHOUT_FOCUS and not covered[i] and self._opens_clause(i)
+                     for i, w in enumerate(clean))
+        if not opened and any(w in WH_WITHOUT_FOCUS and not covered[i] for i, w in enumerate(clean)):
             return None
         start = 0
         for i, word in enumerate(clean):
