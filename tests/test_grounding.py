@@ -87,6 +87,8 @@ def test_mentions_longest_first_possessive_and_confidence(question: str, mention
     ("Which tags have the movies where Juno's actors starred?", "tags"),  # a relative "where" after "which"
     ("Where was Juno filmed? Which year?", "year"),            # "which" opens the second clause
     ("Where was Juno filmed?", None),
+    ("the films Juno's actors starred in were written by who", "written"),  # a clause-final "who"
+    ("the director of Juno is who", "director"),             # ... after a named entity: the usual rule
 ])
 def test_focus_word(question: str, focus: str | None) -> None:
     reading = read_question(question, NAMES.get)

@@ -112,6 +112,8 @@ class QuestionReading:
         - none at all with "when/where/how" ("Tell me when …") or before "kind of" — unless an interrogative
           "who/what/which" opens a clause of the question ("Which **countries** use the currency of the
           country where Abidjan is?": a relative "where"; "Where is Vladivostok? Which **country**?");
+        - before a clause-final "who", the content word before it ("the films X acted in were **written**
+          by who");
         - without a question word, the first content word ("List the **years** in which …").
 
         "what/which" is interrogative when it opens a clause or ends it ("… in what **year**?"), not
@@ -128,6 +130,10 @@ class QuestionReading:
                 continue
             if word in ("who", "whom", "whose") and self._opens_clause(i):
                 return self._after_who(clean, covered, i + 1)
+            if word in ("who", "whom") and self._last_of_clause(i):
+                before = self._before_who(clean, covered, i)
+                if before is not None:
+                    return before
             if word in ("what", "which") and (self._opens_clause(i) or self._ends_clause(i)):
                 start = i + 1
                 after = next((w for w in clean[start:] if w not in ("else", "other", "others")), None)
@@ -157,6 +163,21 @@ class QuestionReading:
         if i < len(clean) and not covered[i] and clean[i] and clean[i] not in STOPWORDS:
             return None if clean[i] in VAGUE_FOCUS else i
         return None
+
+    @staticmethod
+    def _before_who(clean: Sequence[str], covered: Sequence[bool], i: int) -> int | None:
+        """A clause-final "who": the content word before it ("… were **written** by who"), or ``None``
+        when a named entity comes first ("the director of X is who": the usual rule finds "director")."""
+        j = i - 1
+        while j >= 0 and not covered[j] and clean[j] in STOPWORDS:
+            j -= 1
+        if j < 0 or covered[j] or not clean[j] or clean[j] in VAGUE_FOCUS:
+            return None
+        return j
+
+    def _last_of_clause(self, i: int) -> bool:
+        """Word ``i`` ends its clause (the question's last word, or followed by . ; : ? !)."""
+        return i == len(self.words) - 1 or self.words[i][-1:] in ".;:?!"
 
     def _opens_clause(self, i: int) -> bool:
         """Word ``i`` is among the first two words of a clause (after . ; : ? ! or a dash)."""
