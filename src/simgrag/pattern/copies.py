@@ -45,8 +45,7 @@ def merge_unknown_copies(triples: Sequence[Sequence[object]]) -> tuple[list[Sequ
     """``triples`` with each copy of an unknown node merged into the node it copies,
     and one note per merge. Anything but a list of ``[str, str, str]`` is returned unchanged (the
     validation reports it)."""
-    if len(triples) > MAX_MERGE_TRIPLES or not all(
-            isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples):
+    if len(triples) > MAX_MERGE_TRIPLES or not _string_triples(triples):
         return list(triples), []
     texts = [[str(x) for x in t] for t in triples]  # all str: checked above
     rows = [tuple(normalize_text(x) for x in t) for t in texts]
@@ -70,7 +69,7 @@ def cut_runaway_chains(triples: Sequence[Sequence[object]]) -> tuple[list[Sequen
     """``triples`` with each runaway chain (module docstring) cut after its first link, and one note per
     cut. The triples of the dropped nodes go too, so the rest stays connected; anything but a list of
     ``[str, str, str]`` is returned unchanged (the validation reports it)."""
-    if not all(isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples):
+    if not _string_triples(triples):
         return list(triples), []
     rows = [tuple(str(x) for x in t) for t in triples]
     notes: list[str] = []
@@ -94,7 +93,7 @@ def drop_repeated_pieces(triples: Sequence[Sequence[object]]) -> tuple[list[Sequ
     not join them); two pieces repeat each other when they are the same triples once each unknown node is
     read as its type and its order of appearance in the piece. Anything but a list of ``[str, str, str]``
     is returned unchanged (the validation reports it)."""
-    if not all(isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples):
+    if not _string_triples(triples):
         return list(triples), []
     rows = [tuple(str(x) for x in t) for t in triples]
     pieces = _pieces(rows)
@@ -114,6 +113,11 @@ def drop_repeated_pieces(triples: Sequence[Sequence[object]]) -> tuple[list[Sequ
              f"(the same triples with other numbers)" for number, n in dropped.items()]
     logger.info("pattern: %s", "; ".join(notes))
     return [list(r) for i, r in enumerate(rows) if i in keep], notes
+
+
+def _string_triples(triples: Sequence[Sequence[object]]) -> bool:
+    """Every item is a ``[str, str, str]`` (the repairs leave anything else to the validation)."""
+    return all(isinstance(t, (list, tuple)) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples)
 
 
 def _pieces(rows: list[tuple[str, ...]]) -> list[list[int]]:

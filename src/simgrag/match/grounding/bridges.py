@@ -143,13 +143,10 @@ def extend_to_focus(candidate: Candidate, judge: PatternJudge, focus_type: str) 
         return []
     node = pattern.nodes[asked].text
     have, want = singular(str(pattern.nodes[asked].type_hint).lower()), singular(focus_type.lower())
-    schema = judge.lexicon.schema
     if have == want:
         return []
     out: list[Candidate] = []
-    for t, rel, side in sorted(schema):
-        if t != want or (have, rel, "tail" if side == "head" else "head") not in schema:
-            continue
+    for rel, side in judge.lexicon.links(want, have):
         fresh, text = unknown_name(triples, want), _relation_text(judge, rel)
         link = (fresh, text, node) if side == "head" else (node, text, fresh)
         out.append(candidate.edited([*triples, link], f"added {list(link)}: the question asks for a {want}, and "

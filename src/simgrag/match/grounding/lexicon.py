@@ -138,9 +138,15 @@ class Lexicon:
             if wanted is None or wanted not in known or (wanted, rel, side) in schema:
                 continue
             for fit in sorted({t for t, r, s in schema if r == rel and s == side and t != wanted}):
-                clashes += [(i, node, side, fit, r2, s2) for t, r2, s2 in sorted(schema) if t == fit
-                            and r2 != rel and (wanted, r2, "tail" if s2 == "head" else "head") in schema]
+                clashes += [(i, node, side, fit, r2, s2) for r2, s2 in self.links(fit, wanted) if r2 != rel]
         return clashes
+
+    def links(self, one: str, other: str) -> list[tuple[int, str]]:
+        """(KG relation, the side ``one`` takes) for each relation the examples use between a node of type
+        ``one`` and one of type ``other`` (``country`` → ``currency``: ``(currency, "head")``)."""
+        schema = self.schema
+        return [(rel, side) for t, rel, side in sorted(schema)
+                if t == one and (other, rel, "tail" if side == "head" else "head") in schema]
 
     # ------------------------------------------------------------------ the question
     @cached_property
