@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -180,3 +181,36 @@ def test_examples_come_from_the_index(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="No few-shot examples for this KG") as info:
         engine.ask("where was Ada born?")
     assert "born_in" in str(info.value) and "--examples" in str(info.value)
+
+
+class SilencingLoadLLM(FakeLLM):
+    """An in-process model whose ``load`` silences the process's stdout while it runs, as llama.cpp's
+    does (verbose=False): whatever is printed meanwhile is lost."""
+
+    def __init__(self, responses: list[str], *, load_s: float) -> None:
+        super().__init__(responses)
+        self.load_s = load_s
+        self.loads = 0
+
+    def load(self) -> None:
+        import io
+        import sys
+
+        self.loads += 1
+        saved, sys.stdout = sys.stdout, io.StringIO()
+        try:
+            time.sleep(self.load_s)
+        finally:
+            sys.stdout = saved
+
+
+def test_a_one_shot_warmup_leaves_the_model_to_its_first_call(toy_dir: Path) -> None:
+    """``warmup(wait=False)`` (the CLI's one-shot question) must not load an in-process model in the
+    background: its load silences stdout, and an answer that needs no LLM call would print into it."""
+    llm = SilencingLoadLLM([], load_s=0.2)
+    engine = SimGRAG(toy_dir, llm=llm)
+    engine.warmup(wait=False)
+    engine.finish_warmup()
+    assert llm.loads == 0
+    assert engine.warmup(wait=True)["llm_s"] >= 0.2  # a server's warm-up loads it, in the foreground
+    assert llm.loads == 1

@@ -212,6 +212,7 @@ class SimGRAG:
         self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}),
                                  calibration=found)
         self._warmup_error: SimGRAGError | None = None
+        self._warmup_thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ components
     @property
@@ -289,15 +290,18 @@ class SimGRAG:
 
         The embedder and the search warm up in a background thread while this thread loads the LLM and
         builds the retriever. ``wait=False`` returns without waiting for that thread (its parts are
-        then missing from the result), and that thread loads an in-process LLM after them: a one-shot
-        question goes on at once — its pattern may need no LLM call at all (an analogy the KG confirms:
-        then the 2 cores were better spent on the embedder than on the model), and an LLM call waits for
-        the model through the model's own lock, as retrieval waits for the embedder and the search.
+        then missing from the result) and leaves an in-process LLM to load on its first call: a one-shot
+        question goes on at once, and its pattern may need no LLM call at all (an analogy or an example
+        the KG confirms). Loading it beside the question's work saved at most the pattern stage's
+        ~0.7 s before the first call on 2 cores, and cost a question that needs no call the whole load
+        (3–4 s): llama.cpp silences the process's stdout while a model loads, so the answer had to wait
+        for the load to be printed at all. Call :meth:`finish_warmup` before writing output.
         """
         timings: dict[str, float] = {}
         in_process = self._llm_spec is not None and isinstance(self.llm, LoadsWeights)
-        background = threading.Thread(target=self._warm_retrieval, args=(timings, in_process and not wait),
-                                      name="simgrag-warmup", daemon=True)
+        background = threading.Thread(target=self._warm_retrieval, args=(timings,), name="simgrag-warmup",
+                                      daemon=True)
+        self._warmup_thread = background
         background.start()
         if self._llm_spec is not None:
             t = time.perf_counter()
@@ -318,10 +322,16 @@ class SimGRAG:
                 raise self._warmup_error
         return dict(timings)
 
-    def _warm_retrieval(self, timings: dict[str, float], then_llm: bool = False) -> None:
-        """Embed one text and run one search (loads the model, the compiled kernel), then, with
-        ``then_llm``, load the in-process LLM; errors are kept for :meth:`warmup` and come back on the
-        first real query anyway."""
+    def finish_warmup(self) -> None:
+        """Wait for the background part of a ``warmup(wait=False)``; its errors are kept for the first
+        real query. Call it before writing output: nothing the warm-up does then writes meanwhile."""
+        if self._warmup_thread is not None:
+            self._warmup_thread.join()
+            self._warmup_thread = None
+
+    def _warm_retrieval(self, timings: dict[str, float]) -> None:
+        """Embed one text and run one search (loads the model, the compiled kernel); errors are kept for
+        :meth:`warmup` and come back on the first real query anyway."""
         try:
             t = time.perf_counter()
             self.index.embedder.encode(["warm up"], show_progress=False)
@@ -337,11 +347,6 @@ class SimGRAG:
             timings["search_s"] = time.perf_counter() - t
         except SimGRAGError as exc:
             self._warmup_error = exc
-        if then_llm and isinstance(self.llm, LoadsWeights):
-            try:
-                self.llm.load()
-            except SimGRAGError as exc:  # the first LLM call meets it again
-                logger.debug("loading the LLM in the background failed: %s", exc)
 
     def _for_call(self, k: int | None, deadline_s: float | None) -> Retriever:
         retriever = self.retriever
