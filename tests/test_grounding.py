@@ -89,6 +89,8 @@ def test_mentions_longest_first_possessive_and_confidence(question: str, mention
     ("Where was Juno filmed?", None),
     ("the films Juno's actors starred in were written by who", "written"),  # a clause-final "who"
     ("the director of Juno is who", "director"),             # ... after a named entity: the usual rule
+    ("Juno's director co-directed movies with who", None),  # a companion: not "movies", not "co-directed"
+    ("the actor Juno is a co-star of who", None),
 ])
 def test_focus_word(question: str, focus: str | None) -> None:
     reading = read_question(question, NAMES.get)
@@ -415,6 +417,22 @@ def test_a_relation_no_phrase_reads_beside_one_that_a_phrase_reads_is_stray(judg
     choice = judge.judge(judge.read("Which movies feature Christopher Nolan?"),
                          Candidate(_triples(("UNKNOWN movie 1", "directed by", "Christopher Nolan"))))
     assert choice.stray == 1
+
+
+def test_the_focus_word_alone_supports_only_the_answer_nodes_relations(judge: PatternJudge) -> None:
+    """"which **cast** directed Titanic": "cast" says what the answer is; it must not let a pattern
+    walk ``starred_actors`` elsewhere (an analogy of "which person directed the movies starred by the
+    actors in X" took such questions without an LLM call)."""
+    reading = judge.read("Which cast directed Titanic?")
+    walk = judge.judge(reading, Candidate(_triples(("Titanic", "starred actors", "UNKNOWN actor 1"),
+                                                   ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"),
+                                                   ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1"))))
+    assert walk.stray == 1 and not walk.sound
+    assert ("Titanic", "starred actors", "UNKNOWN actor 1") in walk.unsupported
+    # on the answer node's own triple the focus word does support the relation
+    cast = judge.judge(judge.read("Which cast of Titanic?"),
+                       Candidate(_triples(("Titanic", "starred actors", "UNKNOWN actor 1"),)))
+    assert cast.stray == 0 and not cast.unsupported
 
 
 def test_an_analogy_with_a_stray_relation_goes_to_the_llm(retriever: SubgraphRetriever) -> None:

@@ -255,7 +255,7 @@ class PatternJudge:
             focus_problem += self._uncovered(pattern, view)
         problems += focus_problem
         word = reading.clean_words()[view.focus] if view.focus is not None else None
-        unsupported, stray = self._unsupported(pattern, view)
+        unsupported, stray = self._unsupported(pattern, view, word)
         retrieval = None
         if max_problems is None or len(problems) <= max_problems:
             retrieval = self.retriever.retrieve(pattern, self.settings)
@@ -420,14 +420,26 @@ class PatternJudge:
         found = {r: d for r, d in self.lexicon.relation_phrases(phrases).items() if d <= FOCUS_DISTANCE}
         return min(found, key=lambda r: found[r]) if found else None
 
-    def _unsupported(self, pattern: Pattern, view: QuestionView) -> tuple[tuple[Triple3, ...], int]:
+    def _unsupported(self, pattern: Pattern, view: QuestionView,
+                     focus_word: str | None = None) -> tuple[tuple[Triple3, ...], int]:
         """The triples nothing in the question supports, and the number of *stray* relations: relations of
         the pattern the question's words did not choose. Those no phrase reads while a phrase reads another
         ("Which country has Canberra as its capital?" words ``capital``; a pattern that also walks
         ``official language`` took that from somewhere else, even when the named type "country" supports
         the triple); or, when no phrase reads any, all of them if a named entity has other KG relations to
-        choose from ("Which films feature James Keach?": he acted and directed; "feature" picks neither)."""
-        by_phrase = self.lexicon.relation_phrases(view.phrases)
+        choose from ("Which films feature James Keach?": he acted and directed; "feature" picks neither).
+
+        The focus word alone (``focus_word``) says what the answer is: it supports only the relations of
+        the answer node's triples ("which **person** directed X" reads ``starred_actors`` loosely — MiniLM
+        0.97 — but does not let a pattern walk the film's actors before ``directed_by``)."""
+        by_phrase = self.lexicon.relation_phrases([p for p in view.phrases if p != focus_word])
+        asked = pattern.asked_node()
+        if focus_word is not None and focus_word in view.phrases and asked is not None:
+            at_asked = {self.retriever.nearest_relation(e.relation) for e in pattern.edges
+                        if asked in (e.source, e.target) and not e.unknown}
+            for answer_relation, distance in self.lexicon.relation_phrases([focus_word]).items():
+                if answer_relation in at_asked:
+                    by_phrase[answer_relation] = min(by_phrase.get(answer_relation, distance), distance)
         named_types = {t for t in view.type_of if t is not None}
         degree = [0] * len(pattern.nodes)
         for e in pattern.edges:

@@ -47,6 +47,10 @@ VAGUE_FOCUS = frozenset(["kind", "kinds", "sort", "sorts", "type", "types"])
 AUXILIARIES = frozenset(["did", "does", "do", "is", "are", "was", "were", "has", "have", "had", "can", "could",
                          "will", "would", "should", "may", "might"])
 WH_WITHOUT_FOCUS = frozenset(["when", "where", "how"])
+#: a clause-final "who" after these asks for a companion of the subject, not for the word before them
+#: ("X co-directed **movies** with who", "X is a co-star of who"); after "by" the verb names the answer's
+#: relation ("… were **written** by who")
+COMPANION_PREPOSITIONS = frozenset(["with", "of", "alongside", "beside", "besides", "to", "for", "from", "against"])
 
 _EDGE_PUNCT = "?!.,;:\"'()[]{}«»“”‘’`"
 _POSSESSIVE = re.compile(r"(?:'s|’s|'|’)$", re.IGNORECASE)
@@ -113,7 +117,7 @@ class QuestionReading:
           "who/what/which" opens a clause of the question ("Which **countries** use the currency of the
           country where Abidjan is?": a relative "where"; "Where is Vladivostok? Which **country**?");
         - before a clause-final "who", the content word before it ("the films X acted in were **written**
-          by who");
+          by who"); none after a preposition of :data:`COMPANION_PREPOSITIONS` ("X is a co-star of who");
         - without a question word, the first content word ("List the **years** in which …").
 
         "what/which" is interrogative when it opens a clause or ends it ("… in what **year**?"), not
@@ -131,6 +135,8 @@ class QuestionReading:
             if word in ("who", "whom", "whose") and self._opens_clause(i):
                 return self._after_who(clean, covered, i + 1)
             if word in ("who", "whom") and self._last_of_clause(i):
+                if i > 0 and clean[i - 1] in COMPANION_PREPOSITIONS:
+                    return None  # "X co-directed movies with who": a companion, not "movies" nor "co-directed"
                 before = self._before_who(clean, covered, i)
                 if before is not None:
                     return before
