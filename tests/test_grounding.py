@@ -89,6 +89,10 @@ def test_mentions_longest_first_possessive_and_confidence(question: str, mention
     ("Where was Juno filmed?", None),
     ("the films Juno's actors starred in were written by who", "written"),  # a clause-final "who"
     ("the director of Juno is who", "director"),             # ... after a named entity: the usual rule
+    ("what are the movies that have the same writer as Juno", "movies"),  # a noun after a form of *be*
+    ("What is the release year of Juno?", "year"),
+    ("What is Juno about?", None),
+    ("what is a movie written by Juno", "movie"),              # the noun phrase ends before a participle
     ("Juno's director co-directed movies with who", None),  # a companion: not "movies", not "co-directed"
     ("the actor Juno is a co-star of who", None),
 ])

@@ -47,6 +47,9 @@ VAGUE_FOCUS = frozenset(["kind", "kinds", "sort", "sorts", "type", "types"])
 AUXILIARIES = frozenset(["did", "does", "do", "is", "are", "was", "were", "has", "have", "had", "can", "could",
                          "will", "would", "should", "may", "might"])
 WH_WITHOUT_FOCUS = frozenset(["when", "where", "how"])
+#: past participles that do not end in -ed (a noun phrase ends before one: "a movie **written** by X")
+IRREGULAR_PARTICIPLES = frozenset(["written", "spoken", "made", "known", "seen", "shown", "given", "taken", "sung",
+                                   "shot", "set", "told", "sold", "won", "done", "begun", "drawn", "chosen"])
 #: a clause-final "who" after these asks for a companion of the subject, not for the word before them
 #: ("X co-directed **movies** with who", "X is a co-star of who"); after "by" the verb names the answer's
 #: relation ("… were **written** by who")
@@ -112,7 +115,8 @@ class QuestionReading:
         - after an interrogative "who": its first content word ("Who **directed** …", "Who were the
           **writers** …");
         - after an interrogative "what/which": the next content word when no verb comes first ("Which
-          **tags** …", "… are in which **genres**?"; "What else *did* …" has none);
+          **tags** …", "… are in which **genres**?"; "What else *did* …" has none), or the noun after a
+          form of *be*, as after "who" ("What are the **movies** that …", "What is the release **year** of …");
         - none at all with "when/where/how" ("Tell me when …") or before "kind of" — unless an interrogative
           "who/what/which" opens a clause of the question ("Which **countries** use the currency of the
           country where Abidjan is?": a relative "where"; "Where is Vladivostok? Which **country**?");
@@ -143,6 +147,8 @@ class QuestionReading:
             if word in ("what", "which") and (self._opens_clause(i) or self._ends_clause(i)):
                 start = i + 1
                 after = next((w for w in clean[start:] if w not in ("else", "other", "others")), None)
+                if after in ("is", "are", "was", "were") and start < len(clean) and clean[start] == after:
+                    return self._after_who(clean, covered, start)  # "What are the **movies** that …"
                 if after in AUXILIARIES:
                     return None
                 break
@@ -155,14 +161,14 @@ class QuestionReading:
     def _after_who(clean: Sequence[str], covered: Sequence[bool], i: int) -> int | None:
         """"Who **directed** …" (a verb right after), "Who were the **writers** …" (a noun after a form
         of *be*: the last word of the noun phrase, "Who are film **co-directors** of …"); nothing for
-        "Who was in the movies …"."""
+        "Who was in the movies …"; the noun phrase ends before a participle ("What is a **movie** written by …")."""
         if i < len(clean) and clean[i] in ("is", "are", "was", "were", "'s"):
             i += 1
             while i < len(clean) and clean[i] in ("the", "a", "an"):
                 i += 1
             start = i
             while (i + 1 < len(clean) and i + 1 - start < 3 and not covered[i + 1] and clean[i + 1]
-                   and clean[i + 1] not in STOPWORDS and not covered[i]):
+                   and clean[i + 1] not in STOPWORDS and not covered[i] and not _participle(clean[i + 1])):
                 i += 1
         elif i < len(clean) and clean[i] in ("has", "have", "had"):
             i += 1
@@ -244,6 +250,11 @@ def _link(words: list[str], lookup: Callable[[str], int | None]) -> list[Mention
 
 def _clean_words(words: Sequence[str]) -> list[str]:
     return [normalize_name(_POSSESSIVE.sub("", w)) for w in words]
+
+
+def _participle(word: str) -> bool:
+    """A past participle that follows a noun ("a movie **written** by X", "the films **directed** by Y")."""
+    return word.endswith("ed") or word in IRREGULAR_PARTICIPLES
 
 
 def phrases_of(words: Sequence[str], covered: Sequence[bool], no_start: Sequence[bool] = ()) -> tuple[str, ...]:
