@@ -13,6 +13,7 @@ from simgrag.match.grounding.bridges import bridge_named, bridge_typed, extend_t
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
+from simgrag.pattern.graph import Pattern
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
 
@@ -204,3 +205,30 @@ def test_a_named_relation_between_two_nodes_of_one_type_is_inserted(retriever: S
     assert insert_hop(llm, judge.read("What is the capital of the country that uses the Euro?"), judge) == []
     no_borders = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
     assert insert_hop(llm, no_borders.read(question), no_borders) == []
+
+
+@pytest.mark.parametrize(("question", "triples", "missing"), [
+    # "countries" (plural) asks for a set the KG supplies: the capital of Spain itself is not the answer
+    ("Which cities are capitals of the countries next to Spain?", [("Spain", "capital", "UNKNOWN city 1")], True),
+    ("Which cities are capitals of the countries next to Spain?",
+     [("Spain", "borders", "UNKNOWN country 1"), ("UNKNOWN country 1", "capital", "UNKNOWN city 1")], False),
+    # two country words, one named entity that is a city: two country nodes are needed
+    ("What currency do the countries next to the country whose capital is Madrid use?",
+     [("UNKNOWN country 1", "capital", "Madrid"), ("UNKNOWN country 1", "currency", "UNKNOWN currency 1")], True),
+    # a singular type word may be the named entity itself (Spain is a country by the KG)
+    ("Spain is a country with which capital?", [("Spain", "capital", "UNKNOWN city 1")], False),
+    # an untyped UNKNOWN may stand for the countries
+    ("Which cities are capitals of the countries next to Spain?",
+     [("Spain", "borders", "UNKNOWN 1"), ("UNKNOWN 1", "capital", "UNKNOWN city 1")], False),
+])
+def test_a_type_word_needs_a_node_of_its_type(judge: PatternJudge, question: str,
+                                              triples: list[tuple[str, str, str]], missing: bool) -> None:
+    problems = judge.judge(judge.read(question), Candidate(tuple(triples))).problems
+    assert any("but the pattern has" in p for p in problems) == missing, problems
+
+
+def test_a_relative_that_is_no_determiner_of_the_named_entity(judge: PatternJudge) -> None:
+    """"the countries that **border** Spain": "border" reads a relation, not the kind of Spain."""
+    reading = judge.read("List the capitals of the countries that border Spain.")
+    view = judge.view(reading, Pattern.from_triples([("Spain", "capital", "UNKNOWN city 1")]))
+    assert "border" in view.phrases

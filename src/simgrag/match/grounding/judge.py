@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -46,7 +47,9 @@ Triple3 = tuple[str, str, str]
 Focus = Literal["confirmed", "unknown", "contradicted"]
 
 #: "the film X", "this country X": a word between one of these and a named entity describes the entity
-APPOSITION_DETERMINERS = frozenset({"the", "a", "an", "this", "that"})
+#: ("that" is not one: "the countries **that border** Thailand" is a relative clause; "that film X" is
+#: covered anyway when "film" names one of the examples' node types)
+APPOSITION_DETERMINERS = frozenset({"the", "a", "an", "this"})
 #: ... or after no determiner, a word naming a node type, unless it is this close to a relation
 APPOSITION_RELATION_GAP = 0.3
 #: the question's focus word names a relation only when this close (cosine ≥ 0.55)
@@ -252,7 +255,7 @@ class PatternJudge:
             focus, focus_problem, wanted = "confirmed", [], None
         else:
             focus, focus_problem, wanted = self._focus(reading, pattern, view)
-            focus_problem += self._uncovered(pattern, view)
+            focus_problem += self._uncovered(pattern, view) + self._missing_nodes(reading, pattern, view)
         problems += focus_problem
         word = reading.clean_words()[view.focus] if view.focus is not None else None
         unsupported, stray = self._unsupported(pattern, view, word)
@@ -386,6 +389,39 @@ class PatternJudge:
                                     f"the examples ask for the {'/'.join(sorted(wanted_sides))}"], relation
         return "contradicted", [f"the question asks {word!r} ({name}) of the answer, but the answer node "
                                 f"{node.text!r} is not on a {name} triple"], relation
+
+    def _missing_nodes(self, reading: QuestionReading, pattern: Pattern, view: QuestionView) -> list[str]:
+        """Node types the question names more often than the pattern has nodes of them. Every type word
+        outside the named entities ("**countries**", "**country**") stands for a node: a named one of that
+        type by the KG or an UNKNOWN one; a plural one for an UNKNOWN node (a set the KG must supply). "the
+        capitals of the **countries** next to Kenya" is not ``[Kenya, capital, UNKNOWN city 1]``: a hop
+        is missing. Untyped UNKNOWN nodes (or of a type the examples do not use) may stand for any type;
+        only the examples' node types and their plurals count, as words, and not the focus word (``_focus``
+        checks it against the answer node)."""
+        types = self.lexicon.types
+        if not types:
+            return []
+        said: Counter[str] = Counter()
+        plural: Counter[str] = Counter()
+        for i, (covered, word) in enumerate(zip(view.covered, reading.clean_words(), strict=True)):
+            kind = None if covered or not word or i == view.focus else self.lexicon.type_named(word)
+            if kind is not None:
+                said[kind] += 1
+                plural[kind] += word != kind
+        if not said:
+            return []
+        unknown: Counter[str] = Counter()
+        named: Counter[str] = Counter()
+        for node in pattern.nodes:
+            if node.unknown:
+                unknown[singular((node.type_hint or "").lower())] += 1
+            elif (entity := self.entity_of(node.text)) is not None:
+                named.update(self.lexicon.kinds_of(entity))
+        wild = sum(n for kind, n in unknown.items() if kind not in types)
+        short = [kind for kind in said
+                 if plural[kind] > unknown[kind] + wild or said[kind] > unknown[kind] + named[kind] + wild]
+        return [f"the question names {said[kind]} {kind} node(s) ({plural[kind]} plural), but the pattern has "
+                f"{unknown[kind]} UNKNOWN {kind} and {named[kind]} named one(s): a hop is missing" for kind in short]
 
     def _uncovered(self, pattern: Pattern, view: QuestionView) -> list[str]:
         """:meth:`uncovered_relations` as problems."""

@@ -109,7 +109,11 @@ class Lexicon:
 
     def is_type_word(self, word: str) -> bool:
         """``word`` is one of the examples' node types or its plural ("movies", "countries")."""
-        return any(_same_word(word, hint) for hint in self.types)
+        return self.type_named(word) is not None
+
+    def type_named(self, word: str) -> str | None:
+        """The examples' node type ``word`` is, or is the plural of ("countries" → country), or ``None``."""
+        return next((hint for hint in self.types if _same_word(word, hint)), None)
 
     def kinds_of(self, entity: int) -> set[str]:
         """The examples' node types whose uses ``entity`` has in the KG (``{"movie"}`` for a film)."""
