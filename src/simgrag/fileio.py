@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,3 +53,12 @@ def write_npy_atomic(target: Path, array: np.ndarray) -> None:
 
     with atomic_path(target) as tmp, tmp.open("wb") as fh:
         np.save(fh, array, allow_pickle=False)
+
+
+def load_yaml(text: str) -> Any:
+    """YAML text as Python data, safely (no arbitrary objects), with libyaml's C parser when PyYAML has
+    it: reading the bundled MetaQA examples took ~0.5 s of a one-shot question with the Python parser.
+    Raises ``yaml.YAMLError``."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # a safe loader

@@ -44,7 +44,7 @@ from simgrag import __version__
 from simgrag.embed.base import Embedder, Respecifiable, encode_bulk
 from simgrag.embed.registry import resolve_embedder
 from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
-from simgrag.fileio import write_bytes_atomic
+from simgrag.fileio import load_yaml, write_bytes_atomic
 from simgrag.index.attach import stage_attachments
 from simgrag.index.base import LocalServerIndex, VectorIndex, VectorsAttachable
 from simgrag.index.exact import ExactIndex
@@ -103,7 +103,7 @@ def load_aliases(path: Path | None, store: KGStore) -> dict[int, list[str]]:
     if path is None:
         return {}
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        raw = load_yaml(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"Cannot read relation aliases {path}: {exc}") from exc
     if isinstance(raw, dict) and "relations" in raw and isinstance(raw["relations"], dict):

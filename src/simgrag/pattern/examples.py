@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from simgrag.errors import ConfigError, PatternError
+from simgrag.fileio import load_yaml
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["Example", "ExampleSet", "builtin_examples", "load_examples", "parse_examples"]
@@ -116,7 +117,7 @@ def _load_document(text: str, source: str) -> Any:
         except ValueError as exc:
             raise ConfigError(f"{source}: not valid JSON: {exc}") from exc
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
 

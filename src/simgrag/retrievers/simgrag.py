@@ -32,8 +32,10 @@ relations, else the question examples.
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -101,6 +103,21 @@ def _own_claim_examples(index: IndexDir) -> str | Path | None:
     return own if own is not None else ("metaqa_claims" if _metaqa_kg(index) else None)
 
 
+class _LazyStage:
+    """A pattern stage built on first use, once, whichever thread asks first."""
+
+    def __init__(self, build: Callable[[], PatternStage]) -> None:
+        self._build = build
+        self._stage: PatternStage | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> PatternStage:
+        with self._lock:
+            if self._stage is None:
+                self._stage = self._build()
+            return self._stage
+
+
 def _example_set(examples: Examples) -> ExampleSet | str:
     if isinstance(examples, Path) or (isinstance(examples, str) and Path(examples).suffix in
                                        (".yaml", ".yml", ".json")):
@@ -159,14 +176,21 @@ class SimGRAGRetriever:
             return LLMPatternStage(generator, self.subgraphs if repair_roles else None)
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
-        self.claim_patterns: PatternStage
         claims = claim_examples or (None if claim_patterns is not None else _own_claim_examples(index))
         if claim_patterns is not None:
-            self.claim_patterns = claim_patterns
+            self._claims = _LazyStage(lambda: claim_patterns)
         elif claims is None:
-            self.claim_patterns = self.patterns  # a user's KG: its question examples serve claims too
+            self._claims = _LazyStage(lambda: self.patterns)  # a user's KG: its question examples serve claims too
         else:
-            self.claim_patterns = stage(claims, asks=False)
+            claim_set = _example_set(claims)  # read (and checked) now; the stage is built on the first claim
+            self._claims = _LazyStage(lambda: stage(claim_set, asks=False))
+
+    @property
+    def claim_patterns(self) -> PatternStage:
+        """The claims' pattern stage, built on the first claim: a question never needs it, and building
+        it (its examples' relations embedded for the shot ranker) was half the set-up of a one-shot
+        question."""
+        return self._claims.get()
 
     @staticmethod
     def _generator(llm: LLM | None, examples: Examples, options: Mapping[str, Any]) -> PatternGenerator:
@@ -181,8 +205,9 @@ class SimGRAGRetriever:
         if unknown:
             raise ConfigError(f"The 'simgrag' retriever has no setting {', '.join(map(repr, unknown))} "
                               f"(its settings: {', '.join(sorted(self.adjustable))}).")
-        return SimGRAGRetriever(self.index, retrieval=replace(self.settings, **settings), patterns=self.patterns,
-                                claim_patterns=self.claim_patterns, subgraphs=self.subgraphs)
+        same = copy.copy(self)  # shares the stages (the claim stage too, built or not) and the search
+        same.settings = replace(self.settings, **settings)
+        return same
 
     def retrieve(self, question: str, *, topic_entities: Sequence[str] | None = None) -> RetrievedContext:
         """Raises :class:`~simgrag.errors.PatternError` when no valid pattern comes out of the LLM."""
