@@ -187,6 +187,12 @@ class QuestionReading:
             return None
         return j
 
+    def asks_who(self) -> bool:
+        """An interrogative who/whom/whose: one that opens a clause ("Who has …") or ends one ("… starred
+        who"); not a relative one ("the person who directed X")."""
+        return any(w in ("who", "whom", "whose") and (self._opens_clause(i) or self._last_of_clause(i))
+                   for i, w in enumerate(self.clean_words()))
+
     def _last_of_clause(self, i: int) -> bool:
         """Word ``i`` ends its clause (the question's last word, or followed by . ; : ? !)."""
         return i == len(self.words) - 1 or self.words[i][-1:] in ".;:?!"

@@ -29,10 +29,11 @@ from simgrag.errors import PatternError
 from simgrag.match.grounding import anchors, bridges, edits
 from simgrag.match.grounding.analogy import analog_candidates
 from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
-from simgrag.match.grounding.question import QuestionReading
+from simgrag.match.grounding.question import STOPWORDS, QuestionReading
 from simgrag.match.grounding.shots import ShotRanker
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
+from simgrag.pattern.graph import type_hint
 from simgrag.pattern.prompt import question_tokens
 
 __all__ = ["GroundedPatterns", "best_candidate", "candidate_edits"]
@@ -83,6 +84,36 @@ def _eligible(judgement: Judgement, base: Judgement) -> bool:
     return not judgement.problems and judgement.focus == "confirmed"
 
 
+def _drops_unnamed_answer(judge: PatternJudge, reading: QuestionReading, base: Judgement,
+                          edited: Judgement) -> bool:
+    """Whether ``edited``, with no focus word to confirm it, may still replace the LLM's pattern: it only
+    drops unsupported triples, the LLM's answer node goes with them, and no word of the question names that
+    node's type. "What has Harvey Fierstein played in?" written as ``[UNKNOWN movie 1, starred actors,
+    Harvey Fierstein], [UNKNOWN movie 1, has genre, UNKNOWN genre 1]`` (a shot's extra hop): nothing says
+    "genre", so the answer is the film. The new answer node's type must not be named either ("What else
+    did the **writer** of X write?": the writer is a step; "what types are the **films** …": "types"
+    reads no relation, but the films are a step too). (:func:`_eligible` keeps an unread triple otherwise:
+    the words of a KG's own jargon may read no relation at all, and a hop to an answer the question names
+    by its type, or asks for with "who", is kept.)"""
+    if base.focus != "unknown" or not edited.sound or base.asked is None:
+        return False
+    kept, had = set(edited.candidate.triples), set(base.candidate.triples)
+    dropped = had - kept
+    if not (kept < had and dropped <= set(base.unsupported)):
+        return False
+    if not any(base.asked in (head, tail) for head, _, tail in dropped):
+        return False
+    kind = type_hint(base.asked)
+    words = reading.clean_words()
+    if kind is None or reading.asks_who():
+        return False  # "Who has shared the screen with X?": the co-star hop's actor is what "who" asks
+    # nor may the new answer be a node the question names: "the **writer** of X" is a step, not the answer
+    kinds = [k.lower() for k in (kind, type_hint(edited.asked or "")) if k]
+    named = {i for m in reading.mentions if m.confident for i in range(m.start, m.end)}
+    content = [i for i, w in enumerate(words) if w and w not in STOPWORDS and i not in named]
+    return not judge.lexicon.type_words(words, content, kinds)
+
+
 def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: list[Judgement], *,
                    budget_s: float = EDIT_BUDGET_S,
                    alternatives: Sequence[Judgement] = ()) -> tuple[Judgement, list[Judgement]]:
@@ -103,7 +134,8 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     second = judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j)],
                              max_problems=limit, deadline=deadline)
     considered += first + second
-    eligible = [j for j in [*alternatives, *first, *second] if j.retrieval is not None and _eligible(j, base)]
+    eligible = [j for j in [*alternatives, *first, *second]
+                if j.retrieval is not None and (_eligible(j, base) or _drops_unnamed_answer(judge, reading, base, j))]
     return min([base, *eligible], key=lambda j: j.key), considered
 
 
