@@ -89,15 +89,16 @@ class ScriptedBootstrap:
     one right (its pattern is the prompt's), one that does not name the named entity (screened out), one
     whose pattern asks something else (a country's capital outside the gold answers, computed on
     ``store``: it fails the retrieval check); patterns for the questions it wrote; alias phrases from
-    ``phrases``. ``fail_on_sample``: the question prompt of that sample (1-based) raises."""
+    ``phrases``, role nouns from ``nouns``. ``fail_on_sample``: the question prompt of that sample (1-based) raises."""
 
     def __init__(self, store: KGStore | None = None, phrases: dict[str, list[str]] | None = None,
-                 fail_on_sample: int | None = None) -> None:
+                 fail_on_sample: int | None = None, nouns: dict[str, list[str]] | None = None) -> None:
         self.store = store
         self.patterns: dict[str, list[list[str]]] = {}
         self.right: set[str] = set()
         self.wrong: set[str] = set()
         self.phrases = phrases or {}
+        self.nouns = nouns or {}
         self.fail_on_sample = fail_on_sample
         self.samples = 0
         self.described: dict[str, tuple[list[list[str]], str]] = {}
@@ -109,6 +110,10 @@ class ScriptedBootstrap:
         if "You describe knowledge graphs" in system:
             first = last.split("? ", 1)[1].split(";")[0].split("\n")[0].strip()
             return json.dumps({"kind": KIND_OF[first]})
+        if "words people use" in system and "Fill in the blank" in last:  # the role-noun prompt: "Y is X's ___"
+            tail, head = re.search(r'"([^"]+?) is ([^"]+?)\'s ___"', last).groups()  # type: ignore[union-attr]
+            relation = next(r for h, r, t in geo_triples() if (h, t) == (head, tail))
+            return json.dumps({"nouns": self.nouns.get(relation, [])})
         if "words people use" in system:
             return json.dumps({"phrases": self.phrases.get(re.search(r'relation "(.+?)"', last).group(1), [])})  # type: ignore[union-attr]
         if "questions that real people type" in system:
@@ -355,18 +360,26 @@ def test_filter_keeps_phrases_near_their_relation_by_a_margin() -> None:
                                    max_distance=None)
     assert kept == {} and "'twin' of 'currency'" in dict(dropped[0])["seat"]
     assert "'seat' of 'capital'" in dict(dropped[1])["twin"]
+    # a role noun ("Portugal is Spain's ___") needs only to be nearer to its own relation, and is no rival
+    # (0.056 nearer to `capital` than to `currency`: under the margin as a paraphrase, kept as a role noun)
+    kept, dropped = filter_phrases({0: ["seat", "almost"], 1: ["money"]}, names, owner, vectors, names,
+                                   margin=0.1, max_distance=None, role_nouns={0: ["almost"]})
+    assert kept == {0: ["seat", "almost"], 1: ["money"]} and not dropped
 
 
 def test_aliases_bootstrap_writes_installable_aliases(geo_index: IndexDir, tmp_path: Path) -> None:
     phrases = {"capital": ["capital city", "capitals", "currency", "France"], "currency": ["currency used", "money"],
                "borders": ["bordering country", "borders with"]}
-    script = ScriptedBootstrap(geo_index.store, phrases)
+    script = ScriptedBootstrap(geo_index.store, phrases, nouns={"borders": ["bordering nation", "Germany"]})
     out = tmp_path / "aliases.yaml"
     report = bootstrap_aliases(geo_index, script.llm, out, AliasesSettings(margin=0.1))
-    assert report.llm_calls == len(KINDS) == report.relations
+    assert report.llm_calls == 2 * len(KINDS) == 2 * report.relations  # paraphrases, then the role noun
     table = yaml.safe_load(out.read_text())
     assert set(table) == set(KINDS)
     assert "capital city" in table["capital"] and "currency" not in table["capital"]  # another relation's own name
+    # the role noun ("Germany is France's ___") is kept when it is nearer to its relation than to any other
+    # (no margin: such nouns embed far from every relation name); an entity's name is no role noun
+    assert "bordering nation" in table["borders"] and "germany" not in out.read_text().lower()
     assert "france" not in table["capital"]  # an example entity is no paraphrase
     assert "dropped: 'currency' (a text of 'currency')" in out.read_text()
     store = geo_index.store

@@ -532,14 +532,14 @@ def test_a_phrase_ending_in_a_type_word_names_a_relation_only_when_nearer_than_t
 
 
 def test_an_extra_answer_leaf_the_question_never_names_is_dropped_without_a_focus_word(judge: PatternJudge) -> None:
-    """"What has Leonardo DiCaprio played in?" with a shot's extra `release year` hop: nothing names a
+    """"What has Leonardo DiCaprio starred in?" with a shot's extra `release year` hop: nothing names a
     year, so the films are the answer; with "year" in the question, or asked with "who", the hop stays."""
     llm = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
                              ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")))
-    reading = judge.read("What has Leonardo DiCaprio played in?")
+    reading = judge.read("What has Leonardo DiCaprio starred in?")
     best, _ = best_candidate(judge, reading, judge.judge_all(reading, [llm]))
     assert best.candidate.triples == (("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),)
-    for kept in ("What has Leonardo DiCaprio played in, by year?", "Who has Leonardo DiCaprio played in?"):
+    for kept in ("What has Leonardo DiCaprio starred in, by year?", "Who has Leonardo DiCaprio starred in?"):
         reading = judge.read(kept)
         best, _ = best_candidate(judge, reading, judge.judge_all(reading, [llm]))
         assert best.candidate == llm, kept

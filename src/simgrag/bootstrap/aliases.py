@@ -1,13 +1,15 @@
 """Relation aliases for a KG that has none: LLM paraphrases of each relation, kept when they embed near it.
 
-For each relation the LLM sees a few of its triples and writes everyday phrases for it (one call per
-relation; :func:`~simgrag.bootstrap.prompts.alias_messages`). A phrase is kept for relation ``r`` when,
-with the index's own embedder and the distance the relation search uses (L2 between embeddings),
+For each relation the LLM sees a few of its triples and writes everyday phrases for it
+(:func:`~simgrag.bootstrap.prompts.alias_messages`), then names the tail's role in a blank ("Portugal is
+Spain's ___": :func:`~simgrag.bootstrap.prompts.role_messages`); two calls per relation. A phrase is kept
+for relation ``r`` when, with the index's own embedder and the distance the relation search uses (L2
+between embeddings),
 
 - its distance to ``r``'s texts (the readable name and any alias the index has) is at most
   ``max_distance`` (``None``: no limit), and
 - every other relation's texts, and the phrases kept for other relations, are at least ``margin``
-  farther away —
+  farther away (a role noun: only farther) —
 
 so a kept phrase pulls a pattern's wording towards ``r`` and towards no other relation. The file is the
 YAML ``relation: [phrase, …]`` that ``simgrag index --relation-aliases`` and ``simgrag aliases
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,12 +35,12 @@ from tqdm.auto import tqdm
 
 from simgrag.bootstrap.files import ProgressLog, progress_path
 from simgrag.bootstrap.kinds import example_pairs
-from simgrag.bootstrap.prompts import alias_messages, read_phrases
+from simgrag.bootstrap.prompts import alias_messages, read_phrases, role_messages
 from simgrag.errors import ConfigError
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.kg.store import KGStore
-from simgrag.llm.base import LLM
+from simgrag.llm.base import LLM, ChatMessage
 from simgrag.llm.counting import CountingLLM
 from simgrag.progress import progress_on
 
@@ -89,10 +91,15 @@ def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_owner: np.ndarray,
                    vectors: dict[str, np.ndarray], names: Sequence[str], *, margin: float,
-                   max_distance: float | None) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, str]]]]:
+                   max_distance: float | None, role_nouns: Mapping[int, Sequence[str]] | None = None,
+                   ) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, str]]]]:
     """Kept phrases per relation id, and the dropped ones with why. ``base_texts`` (owned by
     ``base_owner``) are the relations' current texts; ``vectors`` embeds every text and phrase;
-    ``names``: the relations' names, for the reasons."""
+    ``names``: the relations' names, for the reasons. A relation's ``role_nouns`` (the answers to the
+    blank "Portugal is Spain's ___") need only be nearer to it than to any other relation (margin 0): the
+    blank names the relation's own triples, and such nouns embed far from every relation name (MiniLM:
+    "neighbour" 1.17 from ``borders``, 1.19 from ``continent``)."""
+    nouns = {(rid, n) for rid, ns in (role_nouns or {}).items() for n in ns}
     base = np.stack([vectors[t] for t in base_texts])
     kept: dict[int, list[str]] = {}
     dropped: dict[int, list[tuple[str, str]]] = {}
@@ -111,31 +118,34 @@ def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_o
             other = others.min() if len(others) else np.inf
             if max_distance is not None and own > max_distance:
                 dropped.setdefault(rid, []).append((phrase, f"distance {own:.2f} > {max_distance:g}"))
-            elif other - own < margin:
+            elif other - own < (0.0 if (rid, phrase) in nouns else margin):
                 nearest = int(base_owner[base_owner != rid][int(np.argmin(others))])
                 dropped.setdefault(rid, []).append((phrase, f"as near to {names[nearest]!r}"))
             else:
                 kept.setdefault(rid, []).append(phrase)
                 own_distance[(rid, phrase)] = float(own)
-    return _against_each_other(kept, dropped, own_distance, vectors, names, margin)
+    return _against_each_other(kept, dropped, own_distance, vectors, names, margin, nouns)
 
 
 def _against_each_other(kept: dict[int, list[str]], dropped: dict[int, list[tuple[str, str]]],
                         own_distance: dict[tuple[int, str], float], vectors: dict[str, np.ndarray],
-                        names: Sequence[str],
-                        margin: float) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, str]]]]:
-    """Drop a phrase that is within ``margin`` of another relation's kept phrase."""
+                        names: Sequence[str], margin: float, nouns: set[tuple[int, str]],
+                        ) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, str]]]]:
+    """Drop a phrase that is within ``margin`` of another relation's kept phrase. Role nouns are neither
+    checked nor rivals: the blank tied them to their relation, and they embed far from everything ("city",
+    a role noun of ``located in``, does not push "capital city" out of ``capital``)."""
     owners = [(rid, p) for rid, phrases in kept.items() for p in phrases]
     if len(owners) < 2:
         return kept, dropped
     matrix = np.stack([vectors[p] for _, p in owners])
     dist = _distances(matrix, matrix)
     ids = np.array([rid for rid, _ in owners])
+    rival_ok = np.array([owner not in nouns for owner in owners])
     final: dict[int, list[str]] = {}
     for i, (rid, phrase) in enumerate(owners):
-        rivals = dist[i][ids != rid]
-        if len(rivals) and rivals.min() - own_distance[(rid, phrase)] < margin:
-            rival = owners[int(np.flatnonzero(ids != rid)[int(np.argmin(rivals))])]
+        rivals = dist[i][(ids != rid) & rival_ok]
+        if (rid, phrase) not in nouns and len(rivals) and rivals.min() - own_distance[(rid, phrase)] < margin:
+            rival = owners[int(np.flatnonzero((ids != rid) & rival_ok)[int(np.argmin(rivals))])]
             dropped.setdefault(rid, []).append((phrase, f"as near to {rival[1]!r} of {names[rival[0]]!r}"))
         else:
             final.setdefault(rid, []).append(phrase)
@@ -164,26 +174,35 @@ def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: A
               "per_relation": settings.per_relation, "shown": settings.shown, "seed": settings.seed}
     log = ProgressLog(progress_path(output), logged, resume=resume, command="simgrag aliases bootstrap")
     asked = {r["relation"]: r["phrases"] for r in log.of_kind("phrases")}
+    roles = {r["relation"]: r["phrases"] for r in log.of_kind("nouns")}
     for rid in tqdm(range(store.num_relations), desc="bootstrap aliases", unit="relation",
                     disable=not progress_on(show_progress)):
         name = store.relations[rid]
-        if name in asked:
+        if name in asked and name in roles:
             continue
         pairs = example_pairs(store, rid, settings.shown, settings.seed)
-        response = counted.complete(alias_messages(relation_text(name), pairs, settings.per_relation),
-                                    max_tokens=12 * settings.per_relation + 40, temperature=0.0)
         shown = {n.lower() for pair in pairs for n in pair}
-        asked[name] = [p for p in read_phrases(response.text, settings.per_relation)
-                       if p not in shown and not _names_entity(store, p, name)]
-        log.append({"kind": "phrases", "relation": name, "phrases": asked[name]})
-    proposed = {store.relations.id_of(n) or 0: phrases for n, phrases in asked.items()
-                if store.relations.id_of(n) is not None}
+
+        def ask(messages: list[ChatMessage], key: str, name: str = name, shown: set[str] = shown) -> list[str]:
+            response = counted.complete(messages, max_tokens=12 * settings.per_relation + 40, temperature=0.0)
+            return [p for p in read_phrases(response.text, settings.per_relation, key)
+                    if p not in shown and not _names_entity(store, p, name)]
+
+        if name not in asked:
+            asked[name] = ask(alias_messages(relation_text(name), pairs, settings.per_relation), "phrases")
+            log.append({"kind": "phrases", "relation": name, "phrases": asked[name]})
+        if name not in roles:
+            roles[name] = ask(role_messages(pairs), "nouns")
+            log.append({"kind": "nouns", "relation": name, "phrases": roles[name]})
+    proposed = {store.relations.id_of(n) or 0: list(dict.fromkeys(phrases + roles.get(n, [])))
+                for n, phrases in asked.items() if store.relations.id_of(n) is not None}
     base_texts, base_owner = list(index.relation_texts), np.asarray(index.relation_owner)
     every = list(dict.fromkeys(base_texts + [p for ps in proposed.values() for p in ps]))
     vectors = dict(zip(every, index.embedder.encode(every, show_progress=False), strict=True))
+    nouns = {store.relations.id_of(n) or 0: [p for p in found if p not in asked.get(n, [])]
+             for n, found in roles.items() if store.relations.id_of(n) is not None}
     kept, dropped = filter_phrases(proposed, base_texts, base_owner, vectors, list(store.relations),
-                                   margin=settings.margin,
-                                   max_distance=settings.max_distance)
+                                   margin=settings.margin, max_distance=settings.max_distance, role_nouns=nouns)
     existing = {rid: [t for t, o in zip(base_texts, base_owner, strict=True)
                       if o == rid and t != relation_text(store.relations[rid])] for rid in range(store.num_relations)}
     table = {store.relations[rid]: existing[rid] + kept.get(rid, []) for rid in range(store.num_relations)}

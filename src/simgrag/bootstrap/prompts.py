@@ -8,7 +8,8 @@
 2. :func:`kind_messages`: what kind of thing the entities at one end of a relation are (``{"kind":
    "country"}``), read by :func:`read_kind`;
 3. :func:`alias_messages`: everyday phrases for a relation (``{"phrases": [...]}``), read by
-   :func:`read_phrases`.
+   :func:`read_phrases`; :func:`role_messages`: the nouns people call a relation's tail, asked as a
+   blank ("Portugal is Spain's ___" → ``{"nouns": ["neighbour"]}``), read by :func:`read_phrases` too.
 
 LLM output is data: it is parsed as JSON (the first ``{…}`` object in the text) or, failing that, as
 quoted strings or lines; it is never evaluated. Unusable output reads as nothing (the caller records
@@ -28,7 +29,7 @@ from simgrag.llm.base import ChatMessage
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["alias_messages", "describe_messages", "kind_messages", "question_messages", "read_description",
-           "read_kind", "read_phrases", "read_questions", "render_pattern", "screen_question"]
+           "read_kind", "read_phrases", "read_questions", "render_pattern", "role_messages", "screen_question"]
 
 _QUESTION_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
                     "Answer with JSON only.")
@@ -187,6 +188,22 @@ def alias_messages(relation: str, examples: Sequence[tuple[str, str]], n: int) -
             ChatMessage("user", _relation_prompt(relation, examples) + _alias_ask(n))]
 
 
+def _role_ask(pairs: Sequence[tuple[str, str]]) -> str:
+    blanks = "; ".join(f'"{tail} is {head}\'s ___"' for head, tail in pairs)
+    return (f"Fill in the blank with the noun people use, one or two words: {blanks}.\n"
+            'Answer with JSON only: {"nouns": ["…"]}')
+
+
+def role_messages(examples: Sequence[tuple[str, str]]) -> list[ChatMessage]:
+    """The prompt asking for the noun people call a relation's tail, given its (head, tail) ``examples``
+    as blanks ("Portugal is Spain's ___"): everyday words the paraphrase prompt misses ("neighbour" for a
+    ``borders`` relation, where the 1.5B model paraphrases only "bordering", "adjacent to")."""
+    return [ChatMessage("system", "You know the words people use for facts. Answer with JSON only."),
+            ChatMessage("user", _role_ask(_DEMO_PAIRS)),
+            ChatMessage("assistant", '{"nouns": ["director", "filmmaker"]}'),
+            ChatMessage("user", _role_ask(examples))]
+
+
 def _json_object(text: str) -> dict[str, Any] | None:
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
@@ -223,11 +240,11 @@ _QUESTION_WORDS = frozenset(("what", "which", "who", "whom", "whose", "where", "
                              "does", "do", "did", "can"))
 
 
-def read_phrases(text: str, n: int) -> list[str]:
-    """Up to ``n`` distinct phrases of one to four words from the LLM's answer, lower case; whole
-    questions (a ``?``, a question word first) are not phrases."""
+def read_phrases(text: str, n: int, key: str = "phrases") -> list[str]:
+    """Up to ``n`` distinct phrases of one to four words from the LLM's answer (the list under ``key``),
+    lower case; whole questions (a ``?``, a question word first) are not phrases."""
     out: dict[str, None] = {}
-    for phrase in _strings(text, "phrases"):
+    for phrase in _strings(text, key):
         words = _WORD.findall(phrase.lower())
         if 1 <= len(words) <= 4 and "?" not in phrase and words[0] not in _QUESTION_WORDS:
             out.setdefault(" ".join(words), None)

@@ -201,7 +201,8 @@ def aliases_bootstrap(
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Write an editable relation-aliases file for an index: the LLM's everyday phrases for each relation, kept
-    when they embed near it and farther from every other relation. One LLM call per relation."""
+    when they embed near it and farther from every other relation. Two LLM calls per relation (paraphrases,
+    then the noun for its tail: "Portugal is Spain's ___")."""
     _setup_logging(verbose, quiet)
     try:
         report = run_aliases_bootstrap(index_dir, output, resolve_choice(llm),

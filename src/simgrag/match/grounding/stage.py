@@ -92,7 +92,9 @@ def _drops_unnamed_answer(judge: PatternJudge, reading: QuestionReading, base: J
     Harvey Fierstein], [UNKNOWN movie 1, has genre, UNKNOWN genre 1]`` (a shot's extra hop): nothing says
     "genre", so the answer is the film. The new answer node's type must not be named either ("What else
     did the **writer** of X write?": the writer is a step; "what types are the **films** …": "types"
-    reads no relation, but the films are a step too). (:func:`_eligible` keeps an unread triple otherwise:
+    reads no relation, but the films are a step too), and some phrase must read a relation the edit keeps
+    ("played" reads ``starred_actors``): where the embedder reads none of the question's words, it cannot
+    tell a needed hop from a copied one. (:func:`_eligible` keeps an unread triple otherwise:
     the words of a KG's own jargon may read no relation at all, and a hop to an answer the question names
     by its type, or asks for with "who", is kept.)"""
     if base.focus != "unknown" or not edited.sound or base.asked is None:
@@ -103,6 +105,11 @@ def _drops_unnamed_answer(judge: PatternJudge, reading: QuestionReading, base: J
         return False
     if not any(base.asked in (head, tail) for head, _, tail in dropped):
         return False
+    view = judge.view(reading, edited.pattern) if edited.pattern is not None else None
+    relations = {judge.retriever.nearest_relation(e.relation)
+                 for e in (edited.pattern.edges if edited.pattern is not None else ()) if not e.unknown}
+    if view is None or not relations & set(judge.lexicon.relation_phrases(view.phrases)):
+        return False  # the words read none of the relations kept: a KG's jargon, where the LLM knows better
     kind = type_hint(base.asked)
     words = reading.clean_words()
     if kind is None or reading.asks_who():
