@@ -93,6 +93,7 @@ def test_mentions_longest_first_possessive_and_confidence(question: str, mention
     ("What is the release year of Juno?", "year"),
     ("What is Juno about?", None),
     ("what is a movie written by Juno", "movie"),              # the noun phrase ends before a participle
+    ("I'd like the writers of the films the Juno cast acted in.", "writers"),  # a request: its object
     ("Juno's director co-directed movies with who", None),  # a companion: not "movies", not "co-directed"
     ("the actor Juno is a co-star of who", None),
 ])

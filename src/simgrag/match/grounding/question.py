@@ -37,7 +37,7 @@ STOPWORDS = frozenset([
     "either", "neither", "no", "not", "please", "tell", "list", "show", "give", "name", "find", "let", "know",
     "want", "need", "looking", "look", "out", "up", "down", "over", "other", "others", "else", "same", "another",
     "i'm", "im", "someone", "somebody", "something", "anything", "anyone", "one", "ones", "thing", "things",
-    "ever", "get", "got",
+    "ever", "get", "got", "i'd", "id", "like", "wonder", "wondering",
 ])
 
 #: question words after which the next content word says what is asked
