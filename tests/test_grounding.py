@@ -544,3 +544,13 @@ def test_an_extra_answer_leaf_the_question_never_names_is_dropped_without_a_focu
         reading = judge.read(kept)
         best, _ = best_candidate(judge, reading, judge.judge_all(reading, [llm]))
         assert best.candidate == llm, kept
+
+
+def test_a_verb_is_no_word_for_the_type_of_its_doer() -> None:
+    """"What else did the writer of X **write**?": "write" embeds near the type "writer" but names the
+    relation; read as a type word it could read no relation, and the LLM's right hop looked unsupported."""
+    from simgrag.match.grounding.lexicon import _verb_of
+
+    assert _verb_of("write", "writer") and _verb_of("direct", "director") and _verb_of("act", "actor")
+    assert _verb_of("writes", "writer")  # by its singular
+    assert not _verb_of("writers", "writer") and not _verb_of("film", "movie") and not _verb_of("tag", "tag")

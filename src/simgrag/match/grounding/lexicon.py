@@ -228,9 +228,16 @@ class Lexicon:
             best = int(np.argmin(row))
             if same:
                 out[i] = same[0]
-            elif row[best] <= self.type_distance:
+            elif row[best] <= self.type_distance and not _verb_of(words[i], hints[best]):
                 out[i] = hints[best]
         return out
+
+
+def _verb_of(word: str, hint: str) -> bool:
+    """``word`` is the verb ``hint`` names the doer of ("write"/"writer", "direct"/"director",
+    "act"/"actor"): it embeds near the type but says what was done — a relation word, not a type word."""
+    word, hint = word.lower(), hint.lower()
+    return any(hint == w + suffix for w in (word, singular(word)) for suffix in ("r", "er", "or"))
 
 def _same_word(word: str, hint: str) -> bool:
     """``word`` is ``hint`` or its plural ("tags"/"tag", "countries"/"country")."""
