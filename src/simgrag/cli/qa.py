@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -38,9 +38,6 @@ from simgrag.cli._common import (
 )
 from simgrag.cli.kg import _fmt_ms, format_retrieval
 from simgrag.errors import SimGRAGError
-
-if TYPE_CHECKING:
-    from simgrag.pipeline import SimGRAG
 
 
 def format_context(context: Any, shown: int = 15) -> list[str]:
@@ -79,19 +76,18 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
 
 def _run(index_dir: Path | None, text: str, llm: LLMChoice, *, verdict: bool, as_json: bool,
          retriever_model: list[str] | None = None, deadline: float | None = None, **engine_options: Any) -> None:
-    engine: SimGRAG | None = None
     try:
         engine = make_engine(index_dir, llm, models=parse_model_dirs(retriever_model or []), **engine_options)
-        # the embedder, the compiled search and then the LLM warm up beside the question's own work
-        engine.warmup(wait=False)
-        result = (engine.verify(text, deadline_s=deadline) if verdict  # None: the default deadline (10 s)
-                  else engine.ask(text, deadline_s=deadline))
+        # the embedder and the compiled search warm up beside the question's own work; the LLM loads on
+        # its first call (llama.cpp silences stdout while loading: never while anything is printed)
+        try:
+            engine.warmup(wait=False)
+            result = (engine.verify(text, deadline_s=deadline) if verdict  # None: the default deadline (10 s)
+                      else engine.ask(text, deadline_s=deadline))
+        finally:
+            engine.finish_warmup()  # before any output, the error message included
     except SimGRAGError as exc:
-        if engine is not None:
-            engine.finish_warmup()
         raise _fail(exc) from exc
-    # a model loading in the background silences stdout and stderr: wait for it before printing
-    engine.finish_warmup()
     if as_json:
         out.print_json(data=result.to_dict())
     else:

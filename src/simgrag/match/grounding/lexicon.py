@@ -239,6 +239,7 @@ def _verb_of(word: str, hint: str) -> bool:
     word, hint = word.lower(), hint.lower()
     return any(hint == w + suffix for w in (word, singular(word)) for suffix in ("r", "er", "or"))
 
+
 def _same_word(word: str, hint: str) -> bool:
     """``word`` is ``hint`` or its plural ("tags"/"tag", "countries"/"country")."""
     word, hint = word.lower(), hint.lower()

@@ -105,15 +105,13 @@ def _drops_unnamed_answer(judge: PatternJudge, reading: QuestionReading, base: J
         return False
     if not any(base.asked in (head, tail) for head, _, tail in dropped):
         return False
-    view = judge.view(reading, edited.pattern) if edited.pattern is not None else None
-    relations = {judge.retriever.nearest_relation(e.relation)
-                 for e in (edited.pattern.edges if edited.pattern is not None else ()) if not e.unknown}
-    if view is None or not relations & set(judge.lexicon.relation_phrases(view.phrases)):
-        return False  # the words read none of the relations kept: a KG's jargon, where the LLM knows better
     kind = type_hint(base.asked)
-    words = reading.clean_words()
-    if kind is None or reading.asks_who():
+    if kind is None or edited.pattern is None or reading.asks_who():
         return False  # "Who has shared the screen with X?": the co-star hop's actor is what "who" asks
+    relations = {judge.retriever.nearest_relation(e.relation) for e in edited.pattern.edges if not e.unknown}
+    if not relations & set(judge.lexicon.relation_phrases(judge.view(reading, edited.pattern).phrases)):
+        return False  # the words read none of the relations kept: a KG's jargon, where the LLM knows better
+    words = reading.clean_words()
     # nor may the new answer be a node the question names: "the **writer** of X" is a step, not the answer
     kinds = [k.lower() for k in (kind, type_hint(edited.asked or "")) if k]
     named = {i for m in reading.mentions if m.confident for i in range(m.start, m.end)}
