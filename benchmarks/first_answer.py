@@ -11,7 +11,8 @@ runs the CLI with timestamped logging, and reads off:
 - the CLI's own stage timings (pattern / vector / graph / answer).
 
 With ``--serve`` it starts ``simgrag serve`` on a loopback port instead and polls ``/v1/health``
-until it says ready (``ready_s``), then stops the server.
+until it says ready (``ready_s``: questions are answered from then on) and its LLM is loaded
+(``llm_ready_s``; before 2026-11-27 the server loaded the LLM before it said ready), then stops it.
 
 ``--question`` may be given several times: round r asks the r-th (cyclically). With ``--new-questions``
 each tree runs as a block instead of alternating: the KV store of prompt prefixes
@@ -27,6 +28,7 @@ process asks a question the store has never seen — the first answer a user get
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import re
@@ -91,15 +93,17 @@ def serve_round(src: str) -> dict[str, Any]:
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", _BOOT, "serve", "--port", str(port), "-q"], env=_env(src),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    listening = ready = None
+    listening = ready = llm_ready = None
     try:
         while time.perf_counter() - start < 300 and proc.poll() is None:
             try:
                 health = httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2.0).json()
                 listening = listening or time.perf_counter() - start
                 if health.get("status") == "ready":
-                    ready = time.perf_counter() - start
-                    break
+                    ready = ready or time.perf_counter() - start
+                    if health.get("llm_status", "ready") in ("ready", "failed"):  # older trees: no llm_status
+                        llm_ready = time.perf_counter() - start
+                        break
             except (httpx.HTTPError, ValueError):
                 pass
             time.sleep(0.1)
@@ -107,7 +111,8 @@ def serve_round(src: str) -> dict[str, Any]:
         proc.terminate()
         proc.wait(timeout=30)
     return {"src": src, "listening_s": None if listening is None else round(listening, 2),
-            "ready_s": None if ready is None else round(ready, 2)}
+            "ready_s": None if ready is None else round(ready, 2),
+            "llm_ready_s": None if llm_ready is None else round(llm_ready, 2)}
 
 
 def main() -> None:
@@ -121,6 +126,10 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     questions = args.question or ["Who directed Inception?"]
+    for src in args.src:  # every tree starts with bytecode, as an installed package does: where
+        # PYTHONDONTWRITEBYTECODE is set (this sandbox), a fresh checkout otherwise compiles all its modules
+        # in every process (~0.5-1 s), which had slowed the "before" trees of earlier comparisons
+        compileall.compile_dir(src, quiet=1)
     rows = []
     if args.new_questions:
         for src in args.src:

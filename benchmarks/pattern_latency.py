@@ -3,7 +3,10 @@ prompt (dynamic shots + question), and decoding — per arm, on the same questio
 
 Arms (``--arms``, comma-separated; alternated question by question so a busy machine slows all alike):
 
-- ``default``: today's pattern prompt (6 static + 2 dynamic shots) and lookup decoding;
+- ``default``: today's pattern prompt (6 static + 2 dynamic shots) and lookup decoding with drafts filled
+  up to the batch sizes measured cheap on this machine (:mod:`simgrag.llm.batch_costs`; none: plain);
+- ``fill``: drafts filled up to the fixed sizes 4/8/16/32/48 whatever they cost here (the default before
+  2026-11-27);
 - ``dyn1``: one dynamic shot instead of two;
 - ``plain``: lookup decoding off (one model step per generated token);
 - ``fixed-draft``: lookup drafts of at most 10 tokens taken as they come (no agreement check, no
@@ -14,7 +17,7 @@ the fixed part: ``--skip`` first calls are left out of the figures). Questions: 
 questions of ``benchmarks/heldout`` (no dataset needed). Outputs must not differ between arms that change
 only the decoding (reported as ``same_output``).
 
-    python benchmarks/pattern_latency.py --questions 30 --arms default,dyn1,plain,fixed-draft \\
+    python benchmarks/pattern_latency.py --questions 30 --arms default,fill,dyn1,plain,fixed-draft \\
         --out runs/pattern_latency.json
 """
 
@@ -35,7 +38,7 @@ from simgrag.pattern.examples import builtin_examples
 from simgrag.pattern.prompt import PromptBuilder
 
 HERE = Path(__file__).resolve().parent
-ARMS = ("default", "dyn1", "plain", "fixed-draft")
+ARMS = ("default", "fill", "dyn1", "plain", "fixed-draft")
 
 
 def _questions(n: int) -> list[str]:
@@ -68,7 +71,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if unknown:
         raise SystemExit(f"unknown arms {sorted(unknown)}; valid: {', '.join(ARMS)}")
     temps = {arm: tempfile.TemporaryDirectory(prefix=f"kv-{arm}-") for arm in arms}
-    llms = {arm: LlamaCppLLM(kv_cache_dir=temps[arm].name, lookup_decoding=arm != "plain") for arm in arms}
+    llms = {arm: LlamaCppLLM(kv_cache_dir=temps[arm].name, lookup_decoding=arm != "plain",
+                             batch_sizes=lookup_decoding.CHEAP_BATCH_SIZES if arm in ("fill", "fixed-draft") else None)
+            for arm in arms}
     builders = {arm: PromptBuilder(examples, n_dynamic_shots=1 if arm == "dyn1" else 2) for arm in arms}
     rows: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
     for i, question in enumerate(questions):
@@ -77,11 +82,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             before = dict(llm.decode_stats)
             patch = (mock.patch.object(lookup_decoding, "find_draft", _old_find_draft) if arm == "fixed-draft"
                      else mock.patch.object(lookup_decoding, "find_draft", lookup_decoding.find_draft))
+            messages = builders[arm].messages(question)
+            prefix_before = dict(llm.prefix_stats)
             start = time.perf_counter()
             with patch:
-                response = llm.complete(builders[arm].messages(question), max_tokens=200)
+                response = llm.complete(messages, max_tokens=200)
             wall = time.perf_counter() - start
             row = {k: llm.decode_stats[k] - before[k] for k in llm.decode_stats}
+            row.update({f"prefix_{k}": llm.prefix_stats[k] - prefix_before[k] for k in llm.prefix_stats})
             rows[arm].append({"question": question, "wall_s": wall, "text": response.text, **row})
     report: dict[str, Any] = {"questions": len(questions), "skip": args.skip, "arms": {}}
     for arm in arms:
@@ -93,12 +101,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "wall_p50_s": med("wall_s"), "prefix_p50_s": med("prefix_s"), "prompt_tokens_p50": med("prompt_tokens"),
             "prompt_p50_s": med("prompt_s"), "decode_p50_s": med("decode_s"), "tokens_p50": med("tokens"),
             "steps_p50": med("steps"), "first_call_s": rows[arm][0]["wall_s"] if rows[arm] else None,
-            "same_output_as_first_arm": sum(same), "rows": rows[arm]}
+            "same_output_as_first_arm": sum(same),
+            "prefix_partial_loads": sum(r["prefix_partial"] for r in kept),
+            "prefix_s_sum": sum(r["prefix_s"] for r in kept), "rows": rows[arm]}
         a = report["arms"][arm]
         print(f"{arm:12s} wall p50 {a['wall_p50_s']:.2f} s | prefix {a['prefix_p50_s']:.3f} s | prompt "
               f"{a['prompt_tokens_p50']:.0f} tok {a['prompt_p50_s']:.2f} s | decode {a['tokens_p50']:.0f} tok in "
               f"{a['steps_p50']:.0f} steps {a['decode_p50_s']:.2f} s | first call {a['first_call_s']:.1f} s | "
-              f"same output {a['same_output_as_first_arm']}/{len(rows[arm])}", flush=True)
+              f"same output {a['same_output_as_first_arm']}/{len(rows[arm])} | prefix loaded up to a shot "
+              f"{a['prefix_partial_loads']}x, prefix total {a['prefix_s_sum']:.1f} s", flush=True)
     for llm in llms.values():
         llm.close()
     for temp in temps.values():
@@ -109,7 +120,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--questions", type=int, default=30)
-    p.add_argument("--arms", default="default,dyn1,plain,fixed-draft")
+    p.add_argument("--arms", default="default,fill,dyn1,plain,fixed-draft")
     p.add_argument("--skip", type=int, default=1, help="first calls per arm left out (the fixed part evaluated)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()

@@ -85,12 +85,17 @@ def test_agreed_part_is_filled_up_to_a_cheap_batch() -> None:
     assert find_draft(tokens, max_ngram=2, batch_sizes=(1, 4)) == [3, 4, 5]
 
 
-def test_copying_a_previous_span_takes_few_steps() -> None:
-    # the "prompt" holds an example output 10 20 30 40 50 60 70; the model copies it after 10 20
+def copying_case() -> tuple[list[int], dict[tuple[int, int], int]]:
+    """A "prompt" holding an example output 10 20 30 40 50 60 70, and a model that copies it after 10 20."""
     example = [10, 20, 30, 40, 50, 60, 70]
     context = [1, 2, *example, 99, 3, 10]
     table = {(a, b): c for a, b, c in zip(example, example[1:], example[2:], strict=False)}
     table[(3, 10)] = 20
+    return context, table
+
+
+def test_copying_a_previous_span_takes_few_steps() -> None:
+    context, table = copying_case()
     model = ScriptedModel(context, table)
     result = lookup_decode(model, context, 20, max_tokens=50, is_end=lambda t: t == END)
     assert result.tokens == [20, 30, 40, 50, 60, 70] == plain_greedy(context, table, 50)

@@ -19,7 +19,7 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from simgrag.errors import ConfigError, LLMConnectionError
-from simgrag.llm.base import ChatMessage
+from simgrag.llm.base import ChatMessage, CompletionRequest, LLMResponse
 from simgrag.pipeline import SimGRAG
 from simgrag.serve import LLMQueue, ServeSettings, create_app
 from simgrag.serve.queue import DeadlineExceededError, QueueFullError, QueueTimeoutError
@@ -242,6 +242,52 @@ def test_not_ready_then_ready(toy_dir: Path, client_for: Callable[..., TestClien
     assert not_ready.status_code == 503 and not_ready.json()["error"] == "not_ready"
     gate.set()
     assert wait_ready(client)["status"] == "ready"
+
+
+class GatedLoadLLM(FakeLLM):
+    """An in-process model whose weights load until ``gate`` opens; a call meanwhile waits for the load
+    (llama.cpp's backend takes one lock for both)."""
+
+    def __init__(self) -> None:
+        super().__init__(scripted)
+        self.gate = threading.Event()
+        self.loads = 0
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        with self._lock:
+            self.gate.wait(10)
+            self.loads += 1
+
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
+        with self._lock:
+            return super()._complete(request)
+
+
+def test_ready_before_the_llm_loads_and_llm_questions_wait_for_it(client_for: Callable[..., TestClient],
+                                                                 toy_dir: Path) -> None:
+    """The server says ready once the index and embedder are warm; the in-process LLM loads after that
+    (``llm_status``). A question that needs it meanwhile is answered once it has loaded, not refused."""
+    llm = GatedLoadLLM()
+    client = client_for(make_engine(toy_dir, llm), wait=False)
+    health = wait_ready(client)
+    assert health["status"] == "ready" and health["llm_status"] in ("pending", "loading")
+    assert client.get("/v1/health").status_code == 200
+    answered: list[object] = []
+    asking = threading.Thread(target=lambda: answered.append(
+        client.post("/v1/ask", json={"question": "who directed Titanic?"})))
+    asking.start()
+    asking.join(0.5)
+    assert asking.is_alive() and not answered  # waits for the model, not refused
+    llm.gate.set()
+    asking.join(30)
+    response = answered[0]
+    assert response.status_code == 200, response.text  # type: ignore[attr-defined]
+    assert response.json()["short_answer"] == "James Cameron"  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 10
+    while client.get("/v1/health").json()["llm_status"] != "ready" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert client.get("/v1/health").json()["llm_status"] == "ready" and llm.loads == 1
 
 
 def test_failed_start_is_reported(client_for: Callable[..., TestClient], tmp_path: Path) -> None:

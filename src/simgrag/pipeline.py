@@ -284,7 +284,7 @@ class SimGRAG:
         """Top-k subgraphs for a pattern (SimGRAG §4.2, §5); no LLM."""
         return self.subgraphs.retrieve(pattern, settings or self.retrieval)
 
-    def warmup(self, *, wait: bool = True) -> dict[str, float]:
+    def warmup(self, *, wait: bool = True, load_llm: bool = True) -> dict[str, float]:
         """Load the embedder, the compiled search, the LLM (if any) and the retriever now, not on the
         first query; seconds per part.
 
@@ -296,6 +296,8 @@ class SimGRAG:
         ~0.7 s before the first call on 2 cores, and cost a question that needs no call the whole load
         (3–4 s): llama.cpp silences the process's stdout while a model loads, so the answer had to wait
         for the load to be printed at all. Call :meth:`finish_warmup` before writing output.
+        ``load_llm=False`` leaves the model to :meth:`load_llm` (a server says it is ready first: questions
+        that need no LLM call are answered while the model loads; the others wait for it).
         """
         timings: dict[str, float] = {}
         in_process = self._llm_spec is not None and isinstance(self.llm, LoadsWeights)
@@ -305,8 +307,8 @@ class SimGRAG:
         background.start()
         if self._llm_spec is not None:
             t = time.perf_counter()
-            if in_process and wait and isinstance(self.llm, LoadsWeights):  # llama.cpp loads its weights now
-                self.llm.load()
+            if in_process and wait and load_llm:  # llama.cpp loads its weights now
+                self.load_llm()
             timings["llm_s"] = time.perf_counter() - t
         t = time.perf_counter()
         try:
@@ -321,6 +323,14 @@ class SimGRAG:
             if self._warmup_error is not None:
                 raise self._warmup_error
         return dict(timings)
+
+    def load_llm(self) -> float:
+        """Load an in-process LLM's weights now (no-op for a remote one); the seconds it took. A call that
+        needs the model meanwhile waits for the load (the backend's lock)."""
+        t = time.perf_counter()
+        if self._llm_spec is not None and isinstance(self.llm, LoadsWeights):
+            self.llm.load()
+        return time.perf_counter() - t
 
     def finish_warmup(self) -> None:
         """Wait for the background part of a ``warmup(wait=False)``; its errors are kept for the first

@@ -11,8 +11,9 @@ that every name used here (:data:`PRIVATE_NAMES`) still exists. Nothing else in 
 from __future__ import annotations
 
 import ctypes
+import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +29,7 @@ __all__ = [
     "is_end_of_generation",
     "last_logits",
     "load_sequence_state",
+    "route_native_logs",
     "save_sequence_state",
     "token_text",
 ]
@@ -45,6 +47,8 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("LlamaBatch", "set_batch"), ("LlamaModel", "vocab"), ("LlamaModel", "token_get_text"),
     ("llama_cpp", "llama_state_seq_get_size"), ("llama_cpp", "llama_state_seq_get_data"),
     ("llama_cpp", "llama_state_seq_set_data"), ("llama_cpp", "llama_vocab_is_eog"),
+    ("llama_cpp", "llama_log_set"), ("llama_cpp", "llama_log_callback"),
+    ("llama_cpp._internals", "suppress_stdout_stderr"), ("llama_cpp.llama", "suppress_stdout_stderr"),
 )
 
 
@@ -114,3 +118,59 @@ def load_sequence_state(llama: Llama, tokens: list[int], state: bytes) -> bool:
     llama.n_tokens = len(tokens)
     llama._requires_eval = True  # the logits are not restored: the suffix evaluation refreshes them
     return True
+
+
+_NATIVE_LOG = logging.getLogger("simgrag.llm.llama_cpp")
+#: ggml_log_level (ggml.h: 1 debug, 2 info, 3 warn, 4 error, 5 continue the previous line; llama-cpp-python's
+#: own comment has the older order) → logging level: its warnings are about the GGUF file ("control-looking
+#: token …") and its errors come back as exceptions too, so both are one level quieter here
+_LOG_LEVELS = {3: logging.INFO, 4: logging.WARNING}
+_routed: list[Any] = []  # the installed ctypes callback (kept alive) once routed
+_pending: list[str] = []  # a log line llama.cpp sends in pieces (level 5: continue the previous one)
+_pending_level: list[int] = [logging.DEBUG]
+
+
+def route_native_logs() -> None:
+    """Send llama.cpp's log lines to the ``simgrag.llm.llama_cpp`` logger (errors at WARNING, warnings at
+    INFO, the rest at DEBUG) instead of stderr, and stop llama-cpp-python from pointing the process's
+    stdout and stderr at /dev/null while it loads a model: it does that process-wide, so every other
+    thread's output (an answer being printed, a server's log lines) was lost meanwhile. Idempotent."""
+    if _routed:
+        return
+    import llama_cpp
+    import llama_cpp._internals as internals
+    import llama_cpp.llama as llama_module
+
+    @llama_cpp.llama_log_callback  # type: ignore[misc]
+    def to_logging(level: int, text: bytes, _user_data: Any) -> None:
+        if level != 5:
+            _flush_pending()
+            _pending_level[0] = _LOG_LEVELS.get(level, logging.DEBUG)
+        _pending.append(text.decode("utf-8", errors="replace"))
+        if _pending[-1].endswith("\n"):
+            _flush_pending()
+
+    llama_cpp.llama_log_set(to_logging, ctypes.c_void_p(0))
+    internals.suppress_stdout_stderr = _NoRedirect  # type: ignore[misc,assignment]
+    llama_module.suppress_stdout_stderr = _NoRedirect  # type: ignore[misc,assignment]
+    _routed.append(to_logging)
+
+
+def _flush_pending() -> None:
+    line = "".join(_pending).rstrip()
+    _pending.clear()
+    if line:
+        _NATIVE_LOG.log(_pending_level[0], "%s", line)
+
+
+class _NoRedirect:
+    """Stands in for llama-cpp-python's ``suppress_stdout_stderr``: leaves the file descriptors alone."""
+
+    def __init__(self, disable: bool = True) -> None:
+        self.disable = disable
+
+    def __enter__(self) -> _NoRedirect:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None

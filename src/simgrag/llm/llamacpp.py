@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,12 +39,14 @@ from simgrag.llm._llama_internals import (
     is_end_of_generation,
     last_logits,
     load_sequence_state,
+    route_native_logs,
     save_sequence_state,
     token_text,
 )
 from simgrag.llm.base import BaseLLM, ChatMessage, CompletionRequest, LLMResponse, log_response
+from simgrag.llm.batch_costs import BatchCostFile, BatchCosts, cpu_identity, measure_batch_costs
 from simgrag.llm.kv_store import DEFAULT_MAX_BYTES, KVStateStore
-from simgrag.llm.lookup_decoding import DecodeResult, lookup_decode
+from simgrag.llm.lookup_decoding import CHEAP_BATCH_SIZES, DecodeResult, lookup_decode
 from simgrag.llm.models import DEFAULT_MODEL, pull_default_model
 
 if TYPE_CHECKING:
@@ -87,7 +89,10 @@ class LlamaCppLLM(BaseLLM):
     disk (whole, or ``partial``: up to a saved boundary) or evaluated.
 
     ``lookup_decoding`` (on by default) decodes greedy calls (temperature 0, no JSON schema) with
-    prompt-lookup drafts (:mod:`simgrag.llm.lookup_decoding`): the same output in fewer model steps;
+    prompt-lookup drafts (:mod:`simgrag.llm.lookup_decoding`): the same output in fewer model steps, with
+    drafts filled up only to the batch sizes this machine evaluates cheaply (:mod:`simgrag.llm.batch_costs`:
+    measured on the first load on a machine, kept in ``batch_costs_file``); where none is cheap the calls
+    are decoded plainly, one token per step. ``batch_sizes`` sets the sizes instead of measuring them.
     ``decode_stats`` counts the tokens generated and the batches it took, and sums the seconds spent
     making the context hold the prompt's prefix (``prefix_s``), evaluating the rest of the prompt
     (``prompt_tokens``, ``prompt_s``) and decoding (``decode_s``).
@@ -105,6 +110,8 @@ class LlamaCppLLM(BaseLLM):
         kv_cache_dir: str | os.PathLike[str] | None = None,
         kv_cache_max_bytes: int = DEFAULT_MAX_BYTES,
         lookup_decoding: bool = True,
+        batch_sizes: Sequence[int] | None = None,
+        batch_costs_file: str | os.PathLike[str] | None = None,
     ) -> None:
         self.model_path = Path(model_path).expanduser() if model_path is not None else None
         self.n_ctx = n_ctx
@@ -125,6 +132,9 @@ class LlamaCppLLM(BaseLLM):
             self._kv_store = KVStateStore(directory, max_bytes=kv_cache_max_bytes)
         self.prefix_stats = {"in_context": 0, "loaded": 0, "partial": 0, "evaluated": 0}
         self.lookup_decoding = lookup_decoding
+        self.batch_sizes: tuple[int, ...] | None = tuple(sorted({1, *batch_sizes})) if batch_sizes else None
+        self._batch_cost_file = BatchCostFile(
+            batch_costs_file if batch_costs_file is not None else cache_dir() / "llama-batch-costs.json")
         self.decode_stats: dict[str, float] = {"tokens": 0, "steps": 0, "prefix_s": 0.0, "prompt_tokens": 0,
                                                "prompt_s": 0.0, "decode_s": 0.0}
 
@@ -193,7 +203,8 @@ class LlamaCppLLM(BaseLLM):
     def _greedy(self, llama: Llama, prompt: list[int], max_tokens: int, stop: list[str]) -> dict[str, Any]:
         """Greedy decoding with prompt-lookup drafts, answering like ``create_completion``."""
         try:
-            decoded = _greedy_decode(llama, prompt, max_tokens, stop, self.decode_stats)
+            decoded = _greedy_decode(llama, prompt, max_tokens, stop, self.decode_stats,
+                                     self.batch_sizes or CHEAP_BATCH_SIZES)
         except RuntimeError as exc:  # llama_decode failed
             llama.reset()
             raise LLMError(f"{self.name} failed: {exc}") from exc
@@ -331,6 +342,8 @@ class LlamaCppLLM(BaseLLM):
             raise LLMError(_INSTALL_HINT) from exc
         path = self._resolve_path()
         logger.info("loading %s (n_ctx=%d, n_threads=%d)", path, self.n_ctx, self.n_threads)
+        if not self.verbose:  # llama.cpp's lines to logging; no process-wide silencing while loading
+            route_native_logs()
         start = time.perf_counter()
         try:
             llama = Llama(
@@ -345,7 +358,27 @@ class LlamaCppLLM(BaseLLM):
             raise ModelError(f"llama.cpp cannot load {path}: {exc}; is it a valid GGUF file?") from exc
         self.load_time_s = time.perf_counter() - start
         logger.info("%s loaded in %.2f s (%d contexts)", self.name, self.load_time_s, len(self._contexts) + 1)
+        if self.lookup_decoding and self.batch_sizes is None:
+            self.batch_sizes = self._measured_batch_costs(llama).cheap_sizes()
+            logger.info("%s: lookup drafts filled up to batch sizes %s%s", self.name, self.batch_sizes,
+                        " (none is cheap here: plain decoding)" if self.batch_sizes == (1,) else "")
         return llama
+
+    def _measured_batch_costs(self, llama: Llama) -> BatchCosts:
+        """This machine's batch costs for the model: read from the cost file, else measured on the fresh
+        context ``llama`` (left empty again) and saved."""
+        key = f"{self._model_identity()}|n_threads {self.n_threads}|{cpu_identity()}"
+        costs = self._batch_cost_file.get(key)
+        if costs is not None:
+            return costs
+        start = time.perf_counter()
+        costs = measure_batch_costs(_batch_timer(llama))
+        llama.reset()
+        drop_cache_from(llama, 0)
+        logger.info("%s: measured batch costs in %.1f s: %s", self.name, time.perf_counter() - start,
+                    {n: round(s * 1000) for n, s in costs.seconds.items()})
+        self._batch_cost_file.put(key, costs)
+        return costs
 
     def _resolve_path(self) -> Path:
         if self.model_path is None:
@@ -388,8 +421,29 @@ class _LlamaGreedy:
         drop_cache_from(self.llama, n_past)
 
 
+def _batch_timer(llama: Llama) -> Callable[[int], float]:
+    """``evaluate(n)``: the seconds one batch of ``n`` tokens takes (logits for each, as lookup decoding
+    asks), evaluated after a short context on an otherwise empty ``llama``."""
+    text = "Turn the question into a knowledge-graph pattern: the triples that the answer must satisfy. " * 4
+    tokens = llama.tokenize(text.encode("utf-8"), add_bos=False)
+    context, probe = tokens[:16], tokens[16:]
+    llama.reset()
+    drop_cache_from(llama, 0)
+    llama.eval(context)
+    n_vocab = llama.n_vocab()
+
+    def evaluate(n: int) -> float:
+        drop_cache_from(llama, len(context))
+        batch = (probe * (n // max(len(probe), 1) + 1))[:n]
+        start = time.perf_counter()
+        decode_greedy(llama, batch, len(context), n_vocab)
+        return time.perf_counter() - start
+
+    return evaluate
+
+
 def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[str],
-                   stats: dict[str, float]) -> DecodeResult:
+                   stats: dict[str, float], batch_sizes: Sequence[int] = CHEAP_BATCH_SIZES) -> DecodeResult:
     """Evaluate what the context lacks of ``prompt`` (at least its last token, for fresh logits), then
     decode greedily with prompt-lookup drafts; ``stats`` gets the seconds and tokens of each part."""
     held = min(_common_prefix(held_tokens(llama), prompt), len(prompt) - 1)
@@ -406,7 +460,7 @@ def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[
     result = lookup_decode(
         _LlamaGreedy(llama), prompt, int(last_logits(llama).argmax()), max_tokens=max_tokens,
         is_end=lambda token: is_end_of_generation(llama, token),
-        should_stop=should_stop if stop else None,
+        should_stop=should_stop if stop else None, batch_sizes=batch_sizes,
     )
     stats["decode_s"] += time.perf_counter() - evaluated
     llama.n_tokens = result.n_past

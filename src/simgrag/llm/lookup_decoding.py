@@ -155,6 +155,7 @@ def lookup_decode(
             return "stop"
         return "length" if len(out) >= max_tokens else None
 
+    drafting = max_draft > 0 and (not batch_sizes or max(batch_sizes) > 1)  # (1,): plain greedy decoding
     pending = first_token
     while True:
         if is_end(pending):
@@ -164,7 +165,7 @@ def lookup_decode(
             return DecodeResult(out, finish, n_past, steps)
         draft = find_draft([*context, *out], max_ngram=max_ngram,
                            max_draft=min(max_draft, max_tokens - len(out)), batch_sizes=batch_sizes,
-                           is_end=is_end)
+                           is_end=is_end) if drafting else []
         predicted = model.greedy_next([pending, *draft], n_past)
         steps += 1
         n_past += 1

@@ -122,6 +122,7 @@ class _Engine:
         self.started = time.monotonic()
         self.label = "?"
         self.llm_label: str | None = None
+        self.llm_status = "ready" if not warmup else "pending"  # without a warm-up: loaded on its first call
 
     def load(self) -> None:
         try:
@@ -132,7 +133,7 @@ class _Engine:
 
                 raise_on_problems(verify_index(engine.index))
             if self.warmup:
-                timings = engine.warmup()
+                timings = engine.warmup(load_llm=False)
                 logger.info("engine ready: %s", {k: round(v, 2) for k, v in timings.items()})
             if self.prepare is not None:
                 self.prepare(engine)
@@ -141,6 +142,20 @@ class _Engine:
         except Exception as exc:  # reported by /v1/health, not swallowed
             logger.exception("the engine failed to load")
             self.status, self.error = "failed", f"{type(exc).__name__}: {exc}"
+            return
+        if self.warmup:  # after "ready": answers that need no LLM call go out meanwhile, the rest wait
+            self.load_llm(engine)
+
+    def load_llm(self, engine: SimGRAG) -> None:
+        self.llm_status = "loading"
+        try:
+            seconds = engine.load_llm()
+        except Exception as exc:  # the first call that needs the model reports it again
+            logger.exception("the LLM failed to load")
+            self.llm_status, self.error = "failed", f"{type(exc).__name__}: {exc}"
+            return
+        self.llm_status = "ready"
+        logger.info("LLM ready (%.2f s)", seconds)
 
     def require(self) -> SimGRAG:
         if self.status != "ready" or self.engine is None:
@@ -230,11 +245,13 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
 
     @app.get("/v1/health", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
     async def health(request: Request) -> JSONResponse:
-        """Readiness: 200 once the index and models are loaded, 503 while loading or after a failure."""
+        """Readiness: 200 once the index and the embedder are loaded, 503 while loading or after a failure.
+        An in-process LLM loads after that (``llm_status``); a request that needs it meanwhile waits."""
         index, error = limits.redacted_health(state.error, state.label,
                                               limits.key_matches(request.headers, settings.api_key))
         body = HealthResponse(status=state.status, ready=state.status == "ready",  # type: ignore[arg-type]
-                              index=index, llm=state.llm_label, error=error,
+                              index=index, llm=state.llm_label, llm_status=state.llm_status,  # type: ignore[arg-type]
+                              error=error,
                               uptime_s=round(time.monotonic() - state.started, 3), llm_queue=llm_queue.stats(),
                               retrievals=retrievals.stats(), retriever=pool.default or "",
                               retrievers=list(pool.allowed),

@@ -197,6 +197,9 @@ class HealthResponse(BaseModel):
     ready: bool
     index: str
     llm: str | None
+    llm_status: Literal["pending", "loading", "ready", "failed"] = Field(
+        "ready", description="an in-process LLM loads after the server is ready: a request that needs it "
+                             "meanwhile waits for the load ('pending': not started yet)")
     error: str | None = None
     uptime_s: float
     llm_queue: dict[str, int]
