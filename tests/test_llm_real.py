@@ -22,7 +22,7 @@ import pytest
 
 from simgrag.errors import LLMConnectionError, LLMTimeoutError
 from simgrag.llm.base import ChatMessage
-from simgrag.llm.batch_costs import BatchCosts
+from simgrag.llm.batch_costs import PROBE_SIZES, BatchCosts
 from simgrag.llm.llamacpp import LlamaCppLLM, llama_cpp_available
 from simgrag.llm.lookup_decoding import CHEAP_BATCH_SIZES
 from simgrag.llm.openai_compat import OpenAICompatLLM
@@ -158,26 +158,28 @@ def test_embedded_model_lookup_decoding_matches_plain_greedy(embedded_model: Pat
 
 
 def test_embedded_model_measures_its_batch_costs_once(embedded_model: Path, tmp_path: Path) -> None:
-    """The first load on a machine times llama.cpp batches, keeps the cheap sizes and saves them; a second
-    instance reads the file instead; either way the output is plain greedy decoding's."""
+    """The first load on a machine times llama.cpp batches and saves them; a second instance reads the file
+    instead; drafts sized by either write what plain greedy decoding writes."""
     costs_file = tmp_path / "costs.json"
     ask = [ChatMessage("system", "Answer with one word."), ChatMessage("user", "Capital of France?")]
+    plain = LlamaCppLLM(embedded_model, n_ctx=512, kv_cache=False, lookup_decoding=False)
     first = LlamaCppLLM(embedded_model, n_ctx=512, kv_cache=False, batch_costs_file=costs_file)
     try:
-        text = first.complete(ask, max_tokens=8).text
-        assert first.batch_sizes is not None and first.batch_sizes[0] == 1
+        text = plain.complete(ask, max_tokens=8).text
+        assert first.complete(ask, max_tokens=8).text == text
         saved = json.loads(costs_file.read_text())
         assert len(saved) == 1
         ((key, seconds),) = saved.items()
-        assert "n_threads" in key and set(seconds) >= {"1", "4"} and all(s > 0 for s in seconds.values())
-        assert first.batch_sizes == BatchCosts.from_json(seconds).cheap_sizes()  # type: ignore[union-attr]
+        assert "n_threads" in key and set(seconds) == {str(n) for n in PROBE_SIZES}
+        assert all(s > 0 for s in seconds.values()) and first.batch_costs == BatchCosts.from_json(seconds)
     finally:
+        plain.close()
         first.close()
     costs_file.write_text(json.dumps({key: {"1": 0.05, "4": 0.06, "16": 0.07}}))  # as if another machine
     second = LlamaCppLLM(embedded_model, n_ctx=512, kv_cache=False, batch_costs_file=costs_file)
     try:
         assert second.complete(ask, max_tokens=8).text == text
-        assert second.batch_sizes == (1, 4, 16)  # read, not measured
+        assert second.batch_costs == BatchCosts({1: 0.05, 4: 0.06, 16: 0.07})  # read, not measured
     finally:
         second.close()
 

@@ -1,20 +1,22 @@
-"""Which prompt-lookup draft lengths pay for themselves on this machine: measured once, remembered.
+"""How long a prompt-lookup draft should be on this machine: batch costs measured once, remembered.
 
-A lookup-decoding step (:mod:`simgrag.llm.lookup_decoding`) evaluates the pending token plus ``d``
-drafted tokens in one batch. It pays when the drafted tokens that are accepted are worth more than the
-batch costs beyond a single-token step. How much a batch costs depends on the CPU's matrix kernels:
+A lookup-decoding step (:mod:`simgrag.llm.lookup_decoding`) evaluates the pending token plus ``L``
+drafted tokens in one batch; it pays when the drafted tokens accepted are worth more than what the batch
+costs beyond a single-token step. What a batch costs depends on the CPU's matrix kernels (Qwen2.5-1.5B
+Q4_K_M, 2 threads, ~650 tokens of context)::
 
-batch of n tokens (Qwen2.5-1.5B Q4_K_M, 2 threads)   n = 1    4        8        16
-AVX-512 + VNNI build (2026-11-22)                   63 ms    118 ms   212 ms   251 ms
-AVX2-only EPYC (2026-11-27)                         58 ms    179 ms   360 ms   476 ms
+    batch of n tokens                     n = 1    2       4       8       16      32
+    AVX-512 + VNNI build (2026-11-22)         63 ms   -       109 ms  193 ms  225 ms  378 ms
+    AVX2-only EPYC (2026-11-27)               57 ms   90 ms   161 ms  408 ms  491 ms  907 ms
 
-On pattern calls ~40 % of the drafted tokens are accepted (BENCHMARKS §10), so a batch size is *cheap*
-when each token beyond the first costs at most :data:`MAX_MARGINAL_SHARE` of a single-token step. On the
-AVX-512 machine 4 and 16 are cheap (8 is borderline) and drafts are filled up to them; on the AVX2 machine
-none is, and plain greedy decoding is ~25 % faster than drafting there.
+So each step sends the draft length ``L`` with the most expected tokens per second: a drafted token is
+accepted, given the ones before it were, with probability :data:`P_AGREED` while the two latest earlier
+occurrences of the text agree on it and :data:`P_BEYOND` past that; ``L = 0`` (a plain step) when
+nothing beats one token per single-step cost. Replayed on 60 recorded pattern calls with each machine's
+costs (``benchmarks/draft_replay.py``, BENCHMARKS §10): AVX2 105 s of decoding against 134 s plain and
+149 s with the former fill-up-to-cheap-sizes drafts; AVX-512 77 s, as with those drafts.
 
-The costs are measured on the first load of a model on a machine (~1–3 s: each probe size twice, the
-cheapest kept; probing stops after two sizes in a row that are not cheap) and kept in a small JSON file
+The costs are measured on the first load of a model on a machine (~1–3 s) and kept in a small JSON file
 keyed by model, llama.cpp version, thread count and CPU, so later processes read them. Deleting the file
 measures again.
 """
@@ -27,45 +29,84 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from simgrag.fileio import write_bytes_atomic
 
-__all__ = ["MAX_MARGINAL_SHARE", "PROBE_SIZES", "BatchCostFile", "BatchCosts", "cpu_identity", "measure_batch_costs"]
+__all__ = [
+    "PROBE_SIZES",
+    "P_AGREED",
+    "P_BEYOND",
+    "BatchCostFile",
+    "BatchCosts",
+    "cpu_identity",
+    "measure_batch_costs",
+]
 
 logger = logging.getLogger(__name__)
 
-#: batch sizes probed (the sizes lookup drafts are filled up to)
-PROBE_SIZES: tuple[int, ...] = (1, 4, 8, 16, 32, 48)
-#: a batch size is cheap when each token beyond the first costs at most this share of a one-token step
-MAX_MARGINAL_SHARE = 0.3
+#: batch sizes timed (costs between them are interpolated, beyond the largest extrapolated)
+PROBE_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+#: chance a drafted token is accepted, given the ones before it were, where the two latest earlier
+#: occurrences agree on it (69–89 % of the tokens of such drafts of 3–15 tokens were accepted in the replay,
+#: as a 0.95 chance per token predicts) …
+P_AGREED = 0.95
+#: … and past that agreement (or with a single earlier occurrence)
+P_BEYOND = 0.3
+#: the longest draft considered
+MAX_DRAFT = 47
 #: the file's entries kept at most (one per model × machine × thread count)
 _MAX_ENTRIES = 64
 
 
 @dataclass(frozen=True)
 class BatchCosts:
-    """Seconds to evaluate a batch of ``n`` tokens (with logits for each), per ``n``; ``n = 1`` is required."""
+    """Seconds to evaluate a batch of ``n`` tokens (with logits for each), per measured ``n``; ``n = 1``
+    is required."""
 
     seconds: Mapping[int, float]
+    _per_size: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if 1 not in self.seconds or self.seconds[1] <= 0:
+        if 1 not in self.seconds or not self.seconds[1] > 0:
             raise ValueError(f"batch costs need a positive one-token cost, got {dict(self.seconds)}")
+        object.__setattr__(self, "_per_size", tuple(self._interpolated(n) for n in range(MAX_DRAFT + 2)))
 
-    def is_cheap(self, size: int) -> bool:
-        """Whether a batch of ``size`` costs at most a single step plus :data:`MAX_MARGINAL_SHARE` of one
-        per extra token (size 1 always is)."""
-        if size == 1:
-            return True
-        one = self.seconds[1]
-        cost = self.seconds.get(size)
-        return cost is not None and (cost - one) <= MAX_MARGINAL_SHARE * one * (size - 1)
+    def cost(self, n: int) -> float:
+        """Seconds for a batch of ``n`` tokens: measured, interpolated between measured sizes, or extrapolated
+        from the two largest."""
+        return self._per_size[n] if 0 <= n < len(self._per_size) else self._interpolated(n)
 
-    def cheap_sizes(self) -> tuple[int, ...]:
-        """The measured sizes that are cheap, ascending; ``(1,)`` means drafting never pays (plain decoding)."""
-        return tuple(n for n in sorted(self.seconds) if self.is_cheap(n))
+    def draft_length(self, available: int, agreed: int) -> int:
+        """How many of ``available`` drafted tokens to send, the first ``agreed`` of them agreed on: the
+        length with the most expected tokens (the pending one included) per second of its batch."""
+        best_length, best_rate = 0, 1.0 / self.cost(1)
+        chance = expected = 1.0
+        for length in range(1, min(available, MAX_DRAFT) + 1):
+            chance *= P_AGREED if length <= agreed else P_BEYOND
+            expected += chance
+            rate = expected / self.cost(length + 1)
+            if rate > best_rate:
+                best_length, best_rate = length, rate
+        return best_length
+
+    def _interpolated(self, n: int) -> float:
+        sizes = sorted(self.seconds)
+        if n <= 1:
+            return self.seconds[1] * max(n, 0)
+        if n in self.seconds:
+            return self.seconds[n]
+        below = max(s for s in sizes if s < n)
+        above = min((s for s in sizes if s > n), default=None)
+        if above is None:  # beyond the largest: the last measured slope, or proportional with one size
+            if len(sizes) == 1:
+                return self.seconds[1] * n
+            prev = sizes[-2]
+            slope = max((self.seconds[below] - self.seconds[prev]) / (below - prev), 0.0)
+            return self.seconds[below] + slope * (n - below)
+        share = (n - below) / (above - below)
+        return self.seconds[below] + share * (self.seconds[above] - self.seconds[below])
 
     def to_json(self) -> dict[str, float]:
         return {str(n): s for n, s in sorted(self.seconds.items())}
@@ -85,18 +126,11 @@ class BatchCosts:
 
 
 def measure_batch_costs(evaluate: Callable[[int], float], sizes: Sequence[int] = PROBE_SIZES,
-                        rounds: int = 2) -> BatchCosts:
+                        rounds: int = 1) -> BatchCosts:
     """Time ``evaluate(n)`` (evaluates a batch of ``n`` tokens, returns the seconds it took) ``rounds``
-    times per size, ascending, keeping the fastest; stops after two sizes in a row that are not cheap
-    (larger ones are then assumed not to be either)."""
-    seconds: dict[int, float] = {}
-    misses = 0
-    for size in sorted({1, *sizes}):
-        seconds[size] = min(evaluate(size) for _ in range(max(1, rounds)))
-        misses = 0 if BatchCosts(seconds).is_cheap(size) else misses + 1
-        if misses >= 2:
-            break
-    return BatchCosts(seconds)
+    times per size, keeping the fastest; one untimed call first (the first batch of a context is slower)."""
+    evaluate(1)
+    return BatchCosts({size: min(evaluate(size) for _ in range(max(1, rounds))) for size in sorted({1, *sizes})})
 
 
 def cpu_identity() -> str:

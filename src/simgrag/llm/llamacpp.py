@@ -89,10 +89,10 @@ class LlamaCppLLM(BaseLLM):
     disk (whole, or ``partial``: up to a saved boundary) or evaluated.
 
     ``lookup_decoding`` (on by default) decodes greedy calls (temperature 0, no JSON schema) with
-    prompt-lookup drafts (:mod:`simgrag.llm.lookup_decoding`): the same output in fewer model steps, with
-    drafts filled up only to the batch sizes this machine evaluates cheaply (:mod:`simgrag.llm.batch_costs`:
-    measured on the first load on a machine, kept in ``batch_costs_file``); where none is cheap the calls
-    are decoded plainly, one token per step. ``batch_sizes`` sets the sizes instead of measuring them.
+    prompt-lookup drafts (:mod:`simgrag.llm.lookup_decoding`): the same output in fewer model steps, each
+    draft as long as pays on this machine's measured batch costs (:mod:`simgrag.llm.batch_costs`: measured
+    on the first load on a machine, kept in ``batch_costs_file``). ``batch_sizes`` fills drafts up to those
+    sizes instead (no measuring).
     ``decode_stats`` counts the tokens generated and the batches it took, and sums the seconds spent
     making the context hold the prompt's prefix (``prefix_s``), evaluating the rest of the prompt
     (``prompt_tokens``, ``prompt_s``) and decoding (``decode_s``).
@@ -133,6 +133,7 @@ class LlamaCppLLM(BaseLLM):
         self.prefix_stats = {"in_context": 0, "loaded": 0, "partial": 0, "evaluated": 0}
         self.lookup_decoding = lookup_decoding
         self.batch_sizes: tuple[int, ...] | None = tuple(sorted({1, *batch_sizes})) if batch_sizes else None
+        self.batch_costs: BatchCosts | None = None  # measured (or read) on the first load, unless batch_sizes
         self._batch_cost_file = BatchCostFile(
             batch_costs_file if batch_costs_file is not None else cache_dir() / "llama-batch-costs.json")
         self.decode_stats: dict[str, float] = {"tokens": 0, "steps": 0, "prefix_s": 0.0, "prompt_tokens": 0,
@@ -203,8 +204,7 @@ class LlamaCppLLM(BaseLLM):
     def _greedy(self, llama: Llama, prompt: list[int], max_tokens: int, stop: list[str]) -> dict[str, Any]:
         """Greedy decoding with prompt-lookup drafts, answering like ``create_completion``."""
         try:
-            decoded = _greedy_decode(llama, prompt, max_tokens, stop, self.decode_stats,
-                                     self.batch_sizes or CHEAP_BATCH_SIZES)
+            decoded = _greedy_decode(llama, prompt, max_tokens, stop, self.decode_stats, self._draft_policy())
         except RuntimeError as exc:  # llama_decode failed
             llama.reset()
             raise LLMError(f"{self.name} failed: {exc}") from exc
@@ -358,11 +358,15 @@ class LlamaCppLLM(BaseLLM):
             raise ModelError(f"llama.cpp cannot load {path}: {exc}; is it a valid GGUF file?") from exc
         self.load_time_s = time.perf_counter() - start
         logger.info("%s loaded in %.2f s (%d contexts)", self.name, self.load_time_s, len(self._contexts) + 1)
-        if self.lookup_decoding and self.batch_sizes is None:
-            self.batch_sizes = self._measured_batch_costs(llama).cheap_sizes()
-            logger.info("%s: lookup drafts filled up to batch sizes %s%s", self.name, self.batch_sizes,
-                        " (none is cheap here: plain decoding)" if self.batch_sizes == (1,) else "")
+        if self.lookup_decoding and self.batch_sizes is None and self.batch_costs is None:
+            self.batch_costs = self._measured_batch_costs(llama)
         return llama
+
+    def _draft_policy(self) -> dict[str, Any]:
+        """How lookup drafts are sized: filled up to the given ``batch_sizes``, else by the measured costs."""
+        if self.batch_sizes is not None or self.batch_costs is None:
+            return {"batch_sizes": self.batch_sizes or CHEAP_BATCH_SIZES}
+        return {"draft_length": self.batch_costs.draft_length}
 
     def _measured_batch_costs(self, llama: Llama) -> BatchCosts:
         """This machine's batch costs for the model: read from the cost file, else measured on the fresh
@@ -443,7 +447,7 @@ def _batch_timer(llama: Llama) -> Callable[[int], float]:
 
 
 def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[str],
-                   stats: dict[str, float], batch_sizes: Sequence[int] = CHEAP_BATCH_SIZES) -> DecodeResult:
+                   stats: dict[str, float], draft_policy: Mapping[str, Any] | None = None) -> DecodeResult:
     """Evaluate what the context lacks of ``prompt`` (at least its last token, for fresh logits), then
     decode greedily with prompt-lookup drafts; ``stats`` gets the seconds and tokens of each part."""
     held = min(_common_prefix(held_tokens(llama), prompt), len(prompt) - 1)
@@ -460,7 +464,7 @@ def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[
     result = lookup_decode(
         _LlamaGreedy(llama), prompt, int(last_logits(llama).argmax()), max_tokens=max_tokens,
         is_end=lambda token: is_end_of_generation(llama, token),
-        should_stop=should_stop if stop else None, batch_sizes=batch_sizes,
+        should_stop=should_stop if stop else None, **(draft_policy or {}),
     )
     stats["decode_s"] += time.perf_counter() - evaluated
     llama.n_tokens = result.n_past

@@ -20,6 +20,12 @@ the former fixed 10-token drafts: 1.57 s → 1.06 s of decoding per call (a repl
 wrote this, on an AVX-512 machine; ``benchmarks/pattern_latency.py --arms default,fixed-draft`` measures
 it afresh on live calls, BENCHMARKS §10).
 
+Those costs are not every CPU's: on an AVX2-only EPYC a batch of 4 costs 161 ms and 8 costs 408 ms
+against 57 ms for one token, and the filled-up drafts decoded *slower* than one token per step. So a
+caller may pass ``draft_length`` instead: it chooses the length from the draft's agreed part and the
+machine's measured batch costs (:meth:`simgrag.llm.batch_costs.BatchCosts.draft_length`; the embedded
+llama.cpp backend does this by default).
+
 The decoding loop is independent of llama.cpp: it drives a :class:`GreedyModel` (evaluate a batch at
 a position, return the greedy next token after each of its tokens; drop the cache after a position),
 so it is tested with a scripted model.
@@ -31,12 +37,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["CHEAP_BATCH_SIZES", "DecodeResult", "GreedyModel", "find_draft", "lookup_decode"]
+__all__ = ["CHEAP_BATCH_SIZES", "DecodeResult", "DraftLength", "GreedyModel", "find_draft", "lookup_decode"]
 
 #: Batch sizes (pending token + draft) a draft is filled up to; see the module docstring.
 CHEAP_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 48)
 #: A draft whose two latest sources disagree at once still proposes this many tokens.
 MIN_TRUSTED = 2
+
+#: A single earlier occurrence of the last this-many tokens counts as agreed on (by ``draft_length``): in
+#: replayed pattern calls such drafts were accepted like agreed ones (first token 100 %, 6.9 tokens on
+#: average), those after a 1-token match were not (54 %, 1.1).
+SURE_SINGLE_NGRAM = 3
+
+#: ``draft_length(available, agreed)``: how many of ``available`` drafted tokens to send, ``agreed`` of them
+#: continuing the two latest occurrences alike (0 with a single occurrence)
+DraftLength = Callable[[int, int], int]
 
 
 class GreedyModel(Protocol):
@@ -67,6 +82,7 @@ def find_draft(
     max_draft: int = 47,
     batch_sizes: Sequence[int] = CHEAP_BATCH_SIZES,
     is_end: Callable[[int], bool] | None = None,
+    draft_length: DraftLength | None = None,
 ) -> list[int]:
     """A draft of what follows ``tokens``: the continuation of the latest earlier occurrence of their
     longest suffix of at most ``max_ngram`` tokens (longer suffixes tried first), at most ``max_draft``
@@ -75,6 +91,8 @@ def find_draft(
     Only the part on which the latest and the second latest occurrence agree (at least
     :data:`MIN_TRUSTED` tokens) counts; the draft is then filled up with the latest continuation so that
     it and the pending token make the smallest of ``batch_sizes`` that holds them (``()``: no rounding).
+    ``draft_length(available, trusted)``, when given, decides instead how many of the ``available`` drafted
+    tokens to send, ``trusted`` of them agreed on (e.g. by what batches cost: :mod:`simgrag.llm.batch_costs`).
     """
     seq = list(tokens)
     for n in range(min(max_ngram, len(seq) - 1), 0, -1):
@@ -86,7 +104,12 @@ def find_draft(
             draft = _cut_after_end(draft, is_end)
         trusted = len(draft)
         if before is not None:
-            trusted = max(_agreement(draft, seq[before + n:before + n + len(draft)]), MIN_TRUSTED)
+            agreed = _agreement(draft, seq[before + n:before + n + len(draft)])
+            if draft_length is not None:
+                return draft[:draft_length(len(draft), agreed)]
+            trusted = max(agreed, MIN_TRUSTED)
+        elif draft_length is not None:  # a single earlier occurrence: trusted after a long enough match
+            return draft[:draft_length(len(draft), len(draft) if n >= SURE_SINGLE_NGRAM else 0)]
         return draft[:_batch_fill(trusted, batch_sizes)] if batch_sizes else draft[:trusted]
     return []
 
@@ -138,6 +161,7 @@ def lookup_decode(
     max_draft: int = 47,
     max_ngram: int = 4,
     batch_sizes: Sequence[int] = CHEAP_BATCH_SIZES,
+    draft_length: DraftLength | None = None,
 ) -> DecodeResult:
     """Greedy decoding after ``context`` (already evaluated, ``len(context)`` tokens in the cache),
     whose greedy next token is ``first_token``.
@@ -155,7 +179,7 @@ def lookup_decode(
             return "stop"
         return "length" if len(out) >= max_tokens else None
 
-    drafting = max_draft > 0 and (not batch_sizes or max(batch_sizes) > 1)  # (1,): plain greedy decoding
+    drafting = max_draft > 0 and (draft_length is not None or not batch_sizes or max(batch_sizes) > 1)
     pending = first_token
     while True:
         if is_end(pending):
@@ -165,7 +189,7 @@ def lookup_decode(
             return DecodeResult(out, finish, n_past, steps)
         draft = find_draft([*context, *out], max_ngram=max_ngram,
                            max_draft=min(max_draft, max_tokens - len(out)), batch_sizes=batch_sizes,
-                           is_end=is_end) if drafting else []
+                           is_end=is_end, draft_length=draft_length) if drafting else []
         predicted = model.greedy_next([pending, *draft], n_past)
         steps += 1
         n_past += 1
