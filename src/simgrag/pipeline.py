@@ -294,8 +294,8 @@ class SimGRAG:
         question goes on at once, and its pattern may need no LLM call at all (an analogy or an example
         the KG confirms). Loading it beside the question's work saved at most the pattern stage's
         ~0.7 s before the first call on 2 cores, and cost a question that needs no call the whole load
-        (3–4 s): llama.cpp silences the process's stdout while a model loads, so the answer had to wait
-        for the load to be printed at all. Call :meth:`finish_warmup` before writing output.
+        (3–4 s) on 2 cores. Call :meth:`finish_warmup` before writing output (until 2026-11-27 a llama.cpp
+        load also silenced the process's stdout, :func:`~simgrag.llm._llama_internals.route_native_logs`).
         ``load_llm=False`` leaves the model to :meth:`load_llm` (a server says it is ready first: questions
         that need no LLM call are answered while the model loads; the others wait for it).
         """
