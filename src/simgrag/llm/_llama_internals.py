@@ -137,11 +137,17 @@ def route_native_logs() -> None:
     thread's output (an answer being printed, a server's log lines) was lost meanwhile. Idempotent."""
     if _routed:
         return
-    import llama_cpp
-    import llama_cpp._internals as internals
-    import llama_cpp.llama as llama_module
+    try:
+        import llama_cpp
+        import llama_cpp._internals as internals
+        import llama_cpp.llama as llama_module
 
-    @llama_cpp.llama_log_callback  # type: ignore[misc]
+        log_set, callback_type = llama_cpp.llama_log_set, llama_cpp.llama_log_callback
+    except (ImportError, AttributeError) as exc:  # another build or a stand-in: its defaults stay
+        logging.getLogger(__name__).debug("llama.cpp's logs not routed: %s", exc)
+        return
+
+    @callback_type  # type: ignore[misc]
     def to_logging(level: int, text: bytes, _user_data: Any) -> None:
         if level != 5:
             _flush_pending()
@@ -150,7 +156,7 @@ def route_native_logs() -> None:
         if _pending[-1].endswith("\n"):
             _flush_pending()
 
-    llama_cpp.llama_log_set(to_logging, ctypes.c_void_p(0))
+    log_set(to_logging, ctypes.c_void_p(0))
     internals.suppress_stdout_stderr = _NoRedirect  # type: ignore[misc,assignment]
     llama_module.suppress_stdout_stderr = _NoRedirect  # type: ignore[misc,assignment]
     _routed.append(to_logging)
