@@ -123,16 +123,17 @@ def load_sequence_state(llama: Llama, tokens: list[int], state: bytes) -> bool:
 _NATIVE_LOG = logging.getLogger("simgrag.llm.llama_cpp")
 #: ggml_log_level (ggml.h: 1 debug, 2 info, 3 warn, 4 error, 5 continue the previous line; llama-cpp-python's
 #: own comment has the older order) → logging level: its warnings are about the GGUF file ("control-looking
-#: token …") and its errors come back as exceptions too, so both are one level quieter here
-_LOG_LEVELS = {3: logging.INFO, 4: logging.WARNING}
+#: token … probably a bug in the model", on every load of the default model) and stay at DEBUG like the rest;
+#: its errors come back as exceptions too, so they are WARNING here
+_LOG_LEVELS = {4: logging.WARNING}
 _routed: list[Any] = []  # the installed ctypes callback (kept alive) once routed
 _pending: list[str] = []  # a log line llama.cpp sends in pieces (level 5: continue the previous one)
 _pending_level: list[int] = [logging.DEBUG]
 
 
 def route_native_logs() -> None:
-    """Send llama.cpp's log lines to the ``simgrag.llm.llama_cpp`` logger (errors at WARNING, warnings at
-    INFO, the rest at DEBUG) instead of stderr, and stop llama-cpp-python from pointing the process's
+    """Send llama.cpp's log lines to the ``simgrag.llm.llama_cpp`` logger (errors at WARNING, the rest at
+    DEBUG) instead of stderr, and stop llama-cpp-python from pointing the process's
     stdout and stderr at /dev/null while it loads a model: it does that process-wide, so every other
     thread's output (an answer being printed, a server's log lines) was lost meanwhile. Idempotent."""
     if _routed:
