@@ -1,10 +1,11 @@
 """The HTTP service: a FastAPI app over one :class:`~simgrag.pipeline.SimGRAG` engine.
 
-``create_app(engine_or_factory, settings)`` returns the app. The engine (index, embedder, LLM) is
-built and warmed up once, in a background thread at start-up; until it is ready ``/v1/health``
-answers 503 with ``"status": "loading"`` and the API answers 503. LLM-bound endpoints go through a
-bounded :class:`~simgrag.serve.queue.LLMQueue`; retrieval runs on the thread pool with the
-request's deadline handed to the search (which then returns its best matches so far).
+``create_app(engine_or_factory, settings)`` returns the app. The engine (index, embedder, compiled
+search, retriever) is built and warmed up once, in a background thread at start-up; until it is ready
+``/v1/health`` answers 503 with ``"status": "loading"`` and the API answers 503. An in-process LLM loads
+right after that (``llm_status`` in the health body): a request that needs it meanwhile waits for the load.
+LLM-bound endpoints go through a bounded :class:`~simgrag.serve.queue.LLMQueue`; retrieval runs on the
+thread pool with the request's deadline handed to the search (which then returns its best matches so far).
 
 /v1/ask and /v1/verify use the server's default retriever (``ServeSettings.retriever``, the engine's
 own unless set) or the one a request names in ``retriever``; each is an engine sharing the loaded
