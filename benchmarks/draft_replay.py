@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from simgrag.llm.batch_costs import PROBE_SIZES, BatchCosts
+from simgrag.llm.batch_costs import PROBE_SIZES, BatchCosts, measure_batch_costs
 from simgrag.llm.lookup_decoding import CHEAP_BATCH_SIZES, DecodeResult, lookup_decode
 from simgrag.llm.models import pull_default_model
 from simgrag.pattern.examples import builtin_examples
@@ -58,24 +57,16 @@ class Replay:
 
 
 def measure(path: Path) -> dict[int, float]:
+    """This machine's table, timed as ``LlamaCppLLM`` times it on its first load but after ~650 tokens of
+    context (a pattern prompt's length), at more sizes, fastest of 3."""
     import llama_cpp
 
-    from simgrag.llm._llama_internals import decode_greedy, drop_cache_from
+    from simgrag.llm.llamacpp import _batch_timer
 
     llama = llama_cpp.Llama(str(pull_default_model()), n_ctx=2048, n_threads=2, n_threads_batch=2, verbose=False)
-    tokens = llama.tokenize(b"Turn the question into a knowledge-graph pattern of triples. " * 80)[:800]
-    llama.eval(tokens[:650])
-    table = {}
-    for n in MEASURED_SIZES:
-        runs = []
-        for _ in range(3):
-            drop_cache_from(llama, 650)
-            start = time.perf_counter()
-            decode_greedy(llama, tokens[650:650 + n], 650, llama.n_vocab())
-            runs.append(time.perf_counter() - start)
-        table[n] = round(min(runs), 4)
-    path.write_text(json.dumps(table))
-    return table
+    costs = measure_batch_costs(_batch_timer(llama, context_tokens=650), sizes=MEASURED_SIZES, rounds=3)
+    path.write_text(json.dumps(costs.to_json()))
+    return dict(costs.seconds)
 
 
 def recorded_calls(files: Sequence[Path]) -> list[tuple[list[int], list[int], int]]:

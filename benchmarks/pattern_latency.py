@@ -3,8 +3,8 @@ prompt (dynamic shots + question), and decoding — per arm, on the same questio
 
 Arms (``--arms``, comma-separated; alternated question by question so a busy machine slows all alike):
 
-- ``default``: today's pattern prompt (6 static + 2 dynamic shots) and lookup decoding with drafts filled
-  up to the batch sizes measured cheap on this machine (:mod:`simgrag.llm.batch_costs`; none: plain);
+- ``default``: today's pattern prompt (6 static + 2 dynamic shots) and lookup decoding with each draft as
+  long as pays on this machine's measured batch costs (:mod:`simgrag.llm.batch_costs`);
 - ``fill``: drafts filled up to the fixed sizes 4/8/16/32/48 whatever they cost here (the default before
   2026-11-27);
 - ``dyn1``: one dynamic shot instead of two;
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"{arm:12s} wall p50 {a['wall_p50_s']:.2f} s | prefix {a['prefix_p50_s']:.3f} s | prompt "
               f"{a['prompt_tokens_p50']:.0f} tok {a['prompt_p50_s']:.2f} s | decode {a['tokens_p50']:.0f} tok in "
               f"{a['steps_p50']:.0f} steps {a['decode_p50_s']:.2f} s | first call {a['first_call_s']:.1f} s | "
-              f"same output {a['same_output_as_first_arm']}/{len(rows[arm])} | prefix loaded up to a shot "
+              f"same output {a['same_output_as_first_arm']}/{len(rows[arm])} | prefix loaded up to a message boundary "
               f"{a['prefix_partial_loads']}x, prefix total {a['prefix_s_sum']:.1f} s", flush=True)
     for llm in llms.values():
         llm.close()

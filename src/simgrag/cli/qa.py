@@ -79,7 +79,7 @@ def _run(index_dir: Path | None, text: str, llm: LLMChoice, *, verdict: bool, as
     try:
         engine = make_engine(index_dir, llm, models=parse_model_dirs(retriever_model or []), **engine_options)
         # the embedder and the compiled search warm up beside the question's own work; the LLM loads on
-        # its first call (llama.cpp silences stdout while loading: never while anything is printed)
+        # its first call (loading it in the background bought nothing on 2 cores: SimGRAG.warmup)
         try:
             engine.warmup(wait=False)
             result = (engine.verify(text, deadline_s=deadline) if verdict  # None: the default deadline (10 s)

@@ -425,12 +425,12 @@ class _LlamaGreedy:
         drop_cache_from(self.llama, n_past)
 
 
-def _batch_timer(llama: Llama) -> Callable[[int], float]:
+def _batch_timer(llama: Llama, context_tokens: int = 16) -> Callable[[int], float]:
     """``evaluate(n)``: the seconds one batch of ``n`` tokens takes (logits for each, as lookup decoding
-    asks), evaluated after a short context on an otherwise empty ``llama``."""
-    text = "Turn the question into a knowledge-graph pattern: the triples that the answer must satisfy. " * 4
-    tokens = llama.tokenize(text.encode("utf-8"), add_bos=False)
-    context, probe = tokens[:16], tokens[16:]
+    asks), evaluated after ``context_tokens`` tokens of context on an otherwise empty ``llama``."""
+    text = "Turn the question into a knowledge-graph pattern: the triples that the answer must satisfy. "
+    tokens = llama.tokenize((text * (context_tokens // 8 + 4)).encode("utf-8"), add_bos=False)
+    context, probe = tokens[:context_tokens], tokens[context_tokens:]
     llama.reset()
     drop_cache_from(llama, 0)
     llama.eval(context)

@@ -50,7 +50,8 @@ MIN_TRUSTED = 2
 SURE_SINGLE_NGRAM = 3
 
 #: ``draft_length(available, agreed)``: how many of ``available`` drafted tokens to send, ``agreed`` of them
-#: continuing the two latest occurrences alike (0 with a single occurrence)
+#: continuing the two latest occurrences alike (with a single occurrence: all after a match of
+#: :data:`SURE_SINGLE_NGRAM` tokens or more, else none)
 DraftLength = Callable[[int, int], int]
 
 
@@ -179,7 +180,6 @@ def lookup_decode(
             return "stop"
         return "length" if len(out) >= max_tokens else None
 
-    drafting = max_draft > 0 and (draft_length is not None or not batch_sizes or max(batch_sizes) > 1)
     pending = first_token
     while True:
         if is_end(pending):
@@ -189,7 +189,7 @@ def lookup_decode(
             return DecodeResult(out, finish, n_past, steps)
         draft = find_draft([*context, *out], max_ngram=max_ngram,
                            max_draft=min(max_draft, max_tokens - len(out)), batch_sizes=batch_sizes,
-                           is_end=is_end, draft_length=draft_length) if drafting else []
+                           is_end=is_end, draft_length=draft_length)
         predicted = model.greedy_next([pending, *draft], n_past)
         steps += 1
         n_past += 1
