@@ -96,6 +96,8 @@ def test_mentions_longest_first_possessive_and_confidence(question: str, mention
     ("I'd like the writers of the films the Juno cast acted in.", "writers"),  # a request: its object
     ("Juno's director co-directed movies with who", None),  # a companion: not "movies", not "co-directed"
     ("the actor Juno is a co-star of who", None),
+    # no question word: the request is the last sentence
+    ("Juno is a film of some year. List the writers of the films released then.", "writers"),
 ])
 def test_focus_word(question: str, focus: str | None) -> None:
     reading = read_question(question, NAMES.get)

@@ -232,3 +232,93 @@ def test_a_relative_that_is_no_determiner_of_the_named_entity(judge: PatternJudg
     reading = judge.read("List the capitals of the countries that border Spain.")
     view = judge.view(reading, Pattern.from_triples([("Spain", "capital", "UNKNOWN city 1")]))
     assert "border" in view.phrases
+
+
+BORDERS = EXAMPLES + """\
+  - question: Which countries does Spain border?
+    triples: [[Spain, borders, UNKNOWN country 1]]
+  - question: Which countries border Portugal?
+    triples: [[UNKNOWN country 1, borders, Portugal]]
+"""
+
+
+def test_an_unworded_hop_between_two_things_of_one_type_is_the_one_the_examples_use(
+        retriever: SubgraphRetriever) -> None:
+    """"the country **next to** …" reads no relation; two country words and one country node: the hop is
+    the one relation the examples put between two countries."""
+    from simgrag.match.grounding.bridges import insert_hop
+
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(BORDERS).examples])
+    question = "What is the capital of the country next to the country whose currency is the Bolivar?"
+    reading = judge.read(question)
+    llm = Candidate((("UNKNOWN country 1", "capital", "UNKNOWN city 1"), ("UNKNOWN country 1", "currency", "Bolivar")))
+    assert any("a hop is missing" in p for p in judge.judge(reading, llm).problems)
+    inserted = insert_hop(llm, reading, judge)
+    assert inserted and all("'one country more'" in c.edits[-1] and c.triples[-1][1] == "borders" for c in inserted)
+    # without a relation between two countries in the examples, nothing is inserted
+    plain = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    assert insert_hop(llm, plain.read(question), plain) == []
+
+
+def test_the_focus_relation_may_reach_the_answer_turned_round(retriever: SubgraphRetriever) -> None:
+    """"the **capitals** of the countries that use the Euro" written with the cities *in* those countries:
+    the answer's triple becomes ``capital``, from the country to the city."""
+    llm = FakeLLM([json.dumps({"triples": [["UNKNOWN city 1", "located in", "UNKNOWN country 1"],
+                                           ["UNKNOWN country 1", "currency", "Euro"]]})] * 3)
+    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(EXAMPLES)), retriever)
+    result = stage.generate("What are the capitals of the countries that use the Euro?")
+    assert result.pattern.triples() == [("UNKNOWN country 1", "capital", "UNKNOWN city 1"),
+                                        ("UNKNOWN country 1", "currency", "Euro")]
+    assert any("turned round" in note for note in result.kg_repairs)
+    assert len(llm.calls) == 1
+
+
+def test_a_part_no_named_entity_anchors_is_dropped() -> None:
+    from simgrag.match.grounding.edits import drop_part
+
+    loose = Candidate((("Porto", "located in", "UNKNOWN country 1"), ("UNKNOWN country 2", "capital", "UNKNOWN city 1"),
+                       ("UNKNOWN country 1", "capital", "UNKNOWN city 2")))
+    assert [c.triples for c in drop_part(loose)] == [(("Porto", "located in", "UNKNOWN country 1"),
+                                                      ("UNKNOWN country 1", "capital", "UNKNOWN city 2"))]
+    # a connected pattern, or parts that each name an entity: nothing to drop
+    assert drop_part(Candidate((("Porto", "located in", "UNKNOWN country 1"),))) == []
+    assert drop_part(Candidate((("Porto", "located in", "UNKNOWN country 1"), ("Spain", "capital", "UNKNOWN city 1")))) == []
+
+
+def test_an_unknown_leaf_beside_the_answer_is_walked_through(judge: PatternJudge, retriever: SubgraphRetriever) -> None:
+    """"Which currencies do Portugal's neighbours use?" written as a star around Portugal: the neighbour is
+    asked nothing, so the answer's triple moves onto it."""
+    from simgrag.match.grounding.edits import rechain_leaf
+    from simgrag.match.grounding.judge import dangling_leaves
+
+    question = "Which currencies do Portugal's neighbours use?"
+    star = Candidate((("Portugal", "borders", "UNKNOWN country 1"), ("Portugal", "currency", "UNKNOWN currency 1")))
+    reading = judge.read(question)
+    assert any("hangs from 'Portugal'" in p for p in judge.judge(reading, star).problems)
+    chained = rechain_leaf(star)
+    assert [c.triples for c in chained] == [(("Portugal", "borders", "UNKNOWN country 1"),
+                                             ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"))]
+    # the leaf may hang from an unknown node too ("the languages of the countries bordering X's country")
+    walked = Pattern.from_triples([("Porto", "located in", "UNKNOWN country 3"),
+                                   ("UNKNOWN country 1", "borders", "UNKNOWN country 3"),
+                                   ("UNKNOWN country 3", "official language", "UNKNOWN language 1")])
+    assert [walked.nodes[i].text for pair in dangling_leaves(walked) for i in pair] == ["UNKNOWN country 1",
+                                                                                     "UNKNOWN country 3"]
+    # a chain, a star whose other leaf is named, and a leaf the answer's triple does not touch are no such leaf
+    for fine in (chained[0].triples,
+                 (("UNKNOWN country 1", "borders", "Portugal"), ("UNKNOWN country 1", "capital", "UNKNOWN city 1")),
+                 (("Portugal", "borders", "UNKNOWN country 1"), ("UNKNOWN country 2", "borders", "UNKNOWN country 1"),
+                  ("UNKNOWN country 2", "currency", "UNKNOWN currency 1"))):
+        assert dangling_leaves(Pattern.from_triples(fine)) == [], fine
+    # Spain borders Portugal in the KG (its head): the chain runs the other way round, and the stage finds it
+    llm = FakeLLM([json.dumps({"triples": [list(t) for t in star.triples]})] * 3)
+    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(BORDERS)), retriever)
+    result = stage.generate(question)
+    assert result.pattern.triples() == [("UNKNOWN country 1", "borders", "Portugal"),
+                                        ("UNKNOWN country 1", "currency", "UNKNOWN currency 1")]
+    assert any("walks through" in note for note in result.kg_repairs) and len(llm.calls) == 1
+    verdict = judge.judge(reading, Candidate(tuple(result.pattern.triples())))
+    assert not verdict.problems
+    assert verdict.retrieval is not None and verdict.retrieval.evidence
+    asked = result.pattern.nodes[result.pattern.asked_node() or 0].text
+    assert _answer(verdict, asked) == "Euro"

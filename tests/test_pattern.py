@@ -290,9 +290,15 @@ def test_a_truncated_output_loses_only_its_cut_last_triple() -> None:
     parsed = parse_pattern_text(text)
     assert parsed.repaired
     assert parsed.triples == [["Titanic", "starred actors", "UNKNOWN actor 1"]]
-    # a strict (complete) output with a short triple is not silently cut: validation reports it
+    # cut inside the tail's string: the repair closes it empty, and that triple goes too
+    cut = parse_pattern_text('{"triples":[["UNKNOWN country 1","official language","UNKNOWN language 1"],'
+                             '["UNKNOWN country 1","borders","UNKNOWN country 2"],["UNKNOWN country 1","borders","')
+    assert cut.repaired and cut.triples == [["UNKNOWN country 1", "official language", "UNKNOWN language 1"],
+                                            ["UNKNOWN country 1", "borders", "UNKNOWN country 2"]]
+    # a strict (complete) output with a short or empty triple is not silently cut: validation reports it
     strict = parse_pattern_text('{"triples":[["a","r","b"],["c","d"]]}')
     assert strict.triples == [["a", "r", "b"], ["c", "d"]]
+    assert parse_pattern_text('{"triples":[["a","r","b"],["c","d",""]]}').triples == [["a", "r", "b"], ["c", "d", ""]]
 
 
 def test_copies_of_an_unknown_node_are_merged() -> None:

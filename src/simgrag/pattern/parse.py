@@ -70,9 +70,10 @@ def parse_pattern_text(text: str) -> ParsedOutput:
 
 
 def _without_cut_last_triple(triples: list[Any]) -> list[Any]:
-    """A repaired output that ran out of tokens ends in a cut triple (``["Titanic", ""``): drop that one."""
+    """A repaired output that ran out of tokens ends in a cut triple (``["Titanic", ""`` or ``["UNKNOWN
+    country 1", "borders", "``, whose string the repair closed empty): drop that one."""
     last = triples[-1] if len(triples) > 1 else None
-    if isinstance(last, list) and len(last) < 3:
+    if isinstance(last, list) and (len(last) < 3 or any(isinstance(x, str) and not x.strip() for x in last)):
         logger.info("dropping the cut last triple %r of a truncated LLM output", last)
         return triples[:-1]
     return triples

@@ -157,11 +157,22 @@ def extend_to_focus(candidate: Candidate, judge: PatternJudge, focus_type: str) 
 def insert_hop(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> list[Candidate]:
     """A relation the question names and no triple has, between two nodes of one type (module
     docstring): each typed unknown node of that type split in two, joined by the relation (both
-    directions), its triples divided between the two halves every way."""
+    directions), its triples divided between the two halves every way. Where the question names a type
+    more often than the pattern has nodes of it and names no relation for the hop ("the capitals of the
+    countries **next to** the country whose official language is Persian"), the one relation the
+    examples put between two nodes of that type (``borders``) is the hop."""
     triples = list(candidate.triples)
     pattern = Pattern.from_triples(triples)
-    missing = judge.uncovered_relations(pattern, judge.view(reading, pattern))
+    view = judge.view(reading, pattern)
+    missing = judge.uncovered_relations(pattern, view)
     schema = judge.lexicon.schema
+    for short in judge.missing_kinds(reading, pattern, view):
+        # a thing of this kind too few, unworded ("the countries **next to** the country whose …"): the
+        # one relation the examples put between two things of this kind
+        own = {rel for use_kind, rel, side in schema if use_kind == short and side == "head"
+               and (short, rel, "tail") in schema}
+        if len(own) == 1 and not own & set(missing):
+            missing[own.pop()] = f"one {short} more"
     out: list[Candidate] = []
     for rel in missing:
         text = _relation_text(judge, rel)

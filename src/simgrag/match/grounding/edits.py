@@ -16,6 +16,9 @@ answer the small model's frequent mistakes:
 - :func:`detach_named` — one entity named in two triples although the KG has it in one of the two
   relations only ("Who stars in the films that Ronan Bennett wrote?" → ``[movie 1, starred actors,
   Ronan Bennett]``): that end becomes the unknown asked for;
+- :func:`rechain_leaf` — the answer hung from a node beside an unknown leaf that the question walks
+  through ("Brazil's neighbours' currencies"), moved onto the leaf;
+- :func:`drop_part` — a part of a disconnected pattern that no named entity anchors, dropped;
 - :func:`collapse_echo` — the echoed role that :mod:`simgrag.match.repair` fixes.
 """
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, unknown_name
+from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, dangling_leaves, unknown_name
 from simgrag.match.grounding.lexicon import kg_roles
 from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import SubgraphRetriever
@@ -36,6 +39,7 @@ __all__ = [
     "detach_named",
     "drop_any",
     "drop_leaf",
+    "drop_part",
     "expand_roles",
     "extend_asked",
     "flip_role",
@@ -43,6 +47,7 @@ __all__ = [
     "prune_unsupported",
     "rebind_asked",
     "rebind_relation",
+    "rechain_leaf",
     "swap_named",
 ]
 
@@ -233,7 +238,9 @@ def rebind_relation(candidate: Candidate, judge: PatternJudge) -> list[Candidate
 
 
 def rebind_asked(candidate: Candidate, relation_text: str) -> list[Candidate]:
-    """The triple that reaches the answer node given the question's focus relation."""
+    """The triple that reaches the answer node given the question's focus relation, in either direction
+    (the KG's sides decide): "the **capitals** of the countries that use X" written as ``[city 1, located
+    in, country 1]`` becomes ``[country 1, capital, city 1]`` (and ``[city 1, capital, country 1]``)."""
     pattern = Pattern.from_triples(candidate.triples)
     asked = pattern.asked_node()
     if asked is None:
@@ -242,8 +249,10 @@ def rebind_asked(candidate: Candidate, relation_text: str) -> list[Candidate]:
     for i, edge in enumerate(pattern.edges):
         if asked in (edge.source, edge.target) and edge.relation != relation_text:
             head, _, tail = candidate.triples[i]
-            new = [(head, relation_text, tail) if k == i else t for k, t in enumerate(candidate.triples)]
-            out.append(candidate.edited(new, f"{edge.relation!r} -> {relation_text!r} on the answer's triple"))
+            for turned, note in (((head, relation_text, tail), ""), ((tail, relation_text, head), ", turned round")):
+                new = [turned if k == i else t for k, t in enumerate(candidate.triples)]
+                out.append(candidate.edited(new, f"{edge.relation!r} -> {relation_text!r} on the answer's "
+                                                 f"triple{note}"))
     return out
 
 
@@ -293,6 +302,45 @@ def merge_parts(candidate: Candidate) -> list[Candidate]:
                     keep, drop = pattern.nodes[a].text, pattern.nodes[b].text
                     new = [tuple(keep if x == drop else x for x in t) for t in candidate.triples]
                     out.append(candidate.edited(new, f"took {drop!r} to be {keep!r}"))  # type: ignore[arg-type]
+    return out
+
+
+def drop_part(candidate: Candidate) -> list[Candidate]:
+    """A disconnected pattern without the part that names no entity (one candidate per such part): a
+    leftover of an edit or of the LLM that nothing in the question anchors (``[country 2, capital, city
+    1]`` beside ``[Tampere, located in, country 3], [country 3, borders, country 4], [country 4, capital,
+    city 2]``)."""
+    pattern = Pattern.from_triples(candidate.triples)
+    parts = pattern.components()
+    if len(parts) < 2:
+        return []
+    out: list[Candidate] = []
+    for nodes, edge_ids in parts:
+        if not edge_ids or any(not pattern.nodes[v].unknown for v in nodes):
+            continue
+        dropped = set(edge_ids)
+        rest = [t for k, t in enumerate(candidate.triples) if k not in dropped]
+        if rest:
+            gone = ", ".join(str(list(candidate.triples[k])) for k in sorted(dropped))
+            out.append(candidate.edited(rest, f"dropped {gone}: no entity of the question is on it"))
+    return out
+
+
+def rechain_leaf(candidate: Candidate) -> list[Candidate]:
+    """The answer's triple moved from its node to the unknown leaf beside it (:func:`dangling_leaves`):
+    ``[Brazil, borders, country 1], [Brazil, currency, currency 1]`` → ``[Brazil, borders, country 1],
+    [country 1, currency, currency 1]`` — the question walks through the leaf to the answer."""
+    pattern = Pattern.from_triples(candidate.triples)
+    asked = pattern.asked_node()
+    out: list[Candidate] = []
+    for leaf, named in dangling_leaves(pattern):
+        leaf_text, named_text = pattern.nodes[leaf].text, pattern.nodes[named].text
+        asked_text = pattern.nodes[asked].text if asked is not None else None
+        new = [tuple(leaf_text if x == named_text else x for x in t) if asked_text in (t[0], t[2]) and named_text
+               in (t[0], t[2]) else t for t in candidate.triples]
+        if new != list(candidate.triples):
+            out.append(candidate.edited(new, f"the answer's triple moved from {named_text!r} to {leaf_text!r}: "  # type: ignore[arg-type]
+                                             "the question walks through it"))
     return out
 
 

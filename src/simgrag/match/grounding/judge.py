@@ -66,6 +66,30 @@ JUDGE_DEADLINE_S = 0.25
 GOOD_GSD = 0.5
 
 
+def dangling_leaves(pattern: Pattern) -> list[tuple[int, int]]:
+    """(leaf, node) for each UNKNOWN leaf other than the answer node that hangs from a node which the
+    answer's triple also touches: ``[Brazil, borders, UNKNOWN country 1]`` beside ``[Brazil, currency,
+    UNKNOWN currency 1]`` ("Which currencies do Brazil's neighbours use?"), or ``[UNKNOWN country 1,
+    borders, UNKNOWN country 2]`` beside ``[UNKNOWN country 1, official language, UNKNOWN language 1]``
+    ("the languages of the countries bordering the country of Brno") — a node the pattern asks nothing
+    of, where the question walks through it."""
+    asked = pattern.asked_node()
+    if asked is None:
+        return []
+    degree = [0] * len(pattern.nodes)
+    for edge in pattern.edges:
+        degree[edge.source] += 1
+        degree[edge.target] += 1
+    near_asked = {e.source for e in pattern.edges if e.target == asked} | {e.target for e in pattern.edges
+                                                                           if e.source == asked}
+    out: list[tuple[int, int]] = []
+    for edge in pattern.edges:
+        for leaf, other in ((edge.source, edge.target), (edge.target, edge.source)):
+            if (leaf != asked and pattern.nodes[leaf].unknown and degree[leaf] == 1 and other in near_asked):
+                out.append((leaf, other))
+    return out
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A pattern to judge: its triples, where it came from and the edits that made it."""
@@ -292,6 +316,9 @@ class PatternJudge:
             problems.append("the triples are not connected through shared nodes")
         if self.asks and all(not n.unknown for n in pattern.nodes):
             problems.append("no UNKNOWN node stands for what is asked")
+        if self.asks:
+            problems += [f"{pattern.nodes[leaf].text!r} hangs from {pattern.nodes[named].text!r} beside the answer, "
+                         "and nothing is asked of it" for leaf, named in dangling_leaves(pattern)]
         return problems
 
     def _role_problems(self, pattern: Pattern) -> list[str]:
@@ -391,16 +418,23 @@ class PatternJudge:
                                 f"{node.text!r} is not on a {name} triple"], relation
 
     def _missing_nodes(self, reading: QuestionReading, pattern: Pattern, view: QuestionView) -> list[str]:
+        """:meth:`missing_kinds` as problems."""
+        return [f"the question names {said} {kind} node(s) ({plural} plural), but the pattern has {unknown} "
+                f"UNKNOWN {kind} and {named} named one(s): a hop is missing"
+                for kind, (said, plural, unknown, named) in self.missing_kinds(reading, pattern, view).items()]
+
+    def missing_kinds(self, reading: QuestionReading, pattern: Pattern,
+                      view: QuestionView) -> dict[str, tuple[int, int, int, int]]:
         """Node types the question names more often than the pattern has nodes of them. Every type word
         outside the named entities ("**countries**", "**country**") stands for a node: a named one of that
         type by the KG or an UNKNOWN one; a plural one for an UNKNOWN node (a set the KG must supply). "the
         capitals of the **countries** next to Kenya" is not ``[Kenya, capital, UNKNOWN city 1]``: a hop
         is missing. Untyped UNKNOWN nodes (or of a type the examples do not use) may stand for any type;
         only the examples' node types and their plurals count, as words, and not the focus word (``_focus``
-        checks it against the answer node)."""
+        checks it against the answer node). Kind → (times said, plural, UNKNOWN nodes, named nodes)."""
         types = self.lexicon.types
         if not types:
-            return []
+            return {}
         said: Counter[str] = Counter()
         plural: Counter[str] = Counter()
         for i, (covered, word) in enumerate(zip(view.covered, reading.clean_words(), strict=True)):
@@ -409,7 +443,7 @@ class PatternJudge:
                 said[kind] += 1
                 plural[kind] += word != kind
         if not said:
-            return []
+            return {}
         unknown: Counter[str] = Counter()
         named: Counter[str] = Counter()
         for node in pattern.nodes:
@@ -418,10 +452,8 @@ class PatternJudge:
             elif (entity := self.entity_of(node.text)) is not None:
                 named.update(self.lexicon.kinds_of(entity))
         wild = sum(n for kind, n in unknown.items() if kind not in types)
-        short = [kind for kind in said
-                 if plural[kind] > unknown[kind] + wild or said[kind] > unknown[kind] + named[kind] + wild]
-        return [f"the question names {said[kind]} {kind} node(s) ({plural[kind]} plural), but the pattern has "
-                f"{unknown[kind]} UNKNOWN {kind} and {named[kind]} named one(s): a hop is missing" for kind in short]
+        return {kind: (said[kind], plural[kind], unknown[kind], named[kind]) for kind in said
+                if plural[kind] > unknown[kind] + wild or said[kind] > unknown[kind] + named[kind] + wild}
 
     def _uncovered(self, pattern: Pattern, view: QuestionView) -> list[str]:
         """:meth:`uncovered_relations` as problems."""

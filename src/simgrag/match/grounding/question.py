@@ -122,7 +122,8 @@ class QuestionReading:
           country where Abidjan is?": a relative "where"; "Where is Vladivostok? Which **country**?");
         - before a clause-final "who", the content word before it ("the films X acted in were **written**
           by who"); none after a preposition of :data:`COMPANION_PREPOSITIONS` ("X is a co-star of who");
-        - without a question word, the first content word ("List the **years** in which …").
+        - without a question word, the first content word of the last sentence ("List the **years** in
+          which …"; "Tampere is in some country. List the **capitals** of …").
 
         "what/which" is interrogative when it opens a clause or ends it ("… in what **year**?"), not
         when a clause follows it ("the years in which Kevin Howarth's movies came out").
@@ -152,10 +153,20 @@ class QuestionReading:
                 if after in AUXILIARIES:
                     return None
                 break
+        if start == 0:  # no question word: the request is the last sentence ("X is in some country. List …")
+            start = self._last_sentence(covered)
         for i in range(start, len(clean)):
             if not covered[i] and clean[i] and clean[i] not in STOPWORDS:
                 return None if clean[i] in VAGUE_FOCUS else i
         return None
+
+    def _last_sentence(self, covered: Sequence[bool]) -> int:
+        """First word of the question's last sentence: after a word ending in . ! ? or ; that no entity
+        name covers ("Dr. No" stays one name), where a capitalised word begins; 0 for one sentence."""
+        for i in range(len(self.words) - 1, 0, -1):
+            if self.words[i - 1][-1:] in ".!?;" and not covered[i - 1] and self.words[i][:1].isupper():
+                return i
+        return 0
 
     @staticmethod
     def _after_who(clean: Sequence[str], covered: Sequence[bool], i: int) -> int | None:

@@ -53,8 +53,10 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
     if judgement.sound or judgement.pattern is None:
         return []
     c = judgement.candidate
-    out = [*edits.connect_parts(c), *edits.merge_parts(c), *anchors.anchor_entity(c, reading, judge.retriever),
-           *anchors.name_unknown(c, reading, judge), *anchors.anchor_via(c, reading, judge), *edits.costar(c, judge),
+    out = [*edits.connect_parts(c), *edits.merge_parts(c), *edits.rechain_leaf(c),
+           *anchors.anchor_entity(c, reading, judge.retriever),
+           *anchors.name_unknown(c, reading, judge),
+           *anchors.anchor_via(c, reading, judge), *edits.costar(c, judge),
            *edits.flip_role(c, judge),
            *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
            *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement),
@@ -71,7 +73,8 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
         out += edits.drop_leaf(c)
     if not (judgement.retrieval and judgement.retrieval.evidence):
         out += edits.drop_any(c)
-    return out
+    # an edit that leaves a part no named entity anchors (a hop bridged past it) is offered without it too
+    return out + [tidy for e in [c, *out] for tidy in edits.drop_part(e)]
 
 
 def _eligible(judgement: Judgement, base: Judgement) -> bool:
