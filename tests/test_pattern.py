@@ -301,6 +301,25 @@ def test_a_truncated_output_loses_only_its_cut_last_triple() -> None:
     assert parse_pattern_text('{"triples":[["a","r","b"],["c","d",""]]}').triples == [["a", "r", "b"], ["c", "d", ""]]
 
 
+def test_a_triple_from_a_node_to_itself_is_dropped_when_others_remain() -> None:
+    """"Which countries border the country whose capital is Lima?" with a third triple from country 2 to
+    itself: the LLM's answer is used without it (and a pattern of such triples only is still refused)."""
+    from simgrag.pattern.copies import drop_self_loops
+
+    text = json.dumps({"triples": [["Lima", "capital", "UNKNOWN country 1"],
+                                   ["UNKNOWN country 2", "borders", "UNKNOWN country 1"],
+                                   ["UNKNOWN country 2", "capital", "UNKNOWN  country 2"]]})
+    llm = FakeLLM([text])
+    result = PatternGenerator(llm, examples=builtin_examples("metaqa")).generate("Which countries border Lima's country?")
+    assert result.pattern.triples() == [("Lima", "capital", "UNKNOWN country 1"),
+                                        ("UNKNOWN country 2", "borders", "UNKNOWN country 1")]
+    assert len(llm.calls) == 1
+    only, notes = drop_self_loops([["a", "r", "a"]])
+    assert only == [["a", "r", "a"]] and notes == []
+    with pytest.raises(PatternError, match="same node"):
+        validate_triples(only)
+
+
 def test_copies_of_an_unknown_node_are_merged() -> None:
     """A small model lists UNKNOWN country 1 … 10 with the same triple: one country node remains."""
     from simgrag.pattern.copies import merge_unknown_copies

@@ -20,6 +20,10 @@ the model may write ``[country 1, capital, city 1]``, ``[country 2, capital, cit
 touch only through named entities (or not at all) and are the same up to the numbers of their unknown
 nodes. :func:`drop_repeated_pieces` keeps the first of each such set of pieces.
 
+And a triple from a node to itself (``[UNKNOWN country 2, capital, UNKNOWN country 2]`` after two good
+triples): no subgraph has one, so :func:`drop_self_loops` drops it when other triples remain; the judge
+of :mod:`simgrag.match.grounding` then works on the rest instead of the whole answer being refused.
+
 This is a repair for LLM-written *question* patterns only (:class:`~simgrag.pattern.generate.PatternGenerator`);
 a pattern a user gives to ``retrieve`` is searched as written ("X has two children" is two nodes).
 """
@@ -31,7 +35,7 @@ from collections.abc import Sequence
 
 from simgrag.pattern.graph import is_unknown, normalize_text, type_hint
 
-__all__ = ["RUNAWAY_LINKS", "cut_runaway_chains", "drop_repeated_pieces", "merge_unknown_copies"]
+__all__ = ["RUNAWAY_LINKS", "cut_runaway_chains", "drop_repeated_pieces", "drop_self_loops", "merge_unknown_copies"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +67,20 @@ def merge_unknown_copies(triples: Sequence[Sequence[object]]) -> tuple[list[Sequ
         return list(triples), []
     logger.info("pattern: %s", "; ".join(notes))
     return [[original.get(x, x) for x in row] for row in rows], notes
+
+
+def drop_self_loops(triples: Sequence[Sequence[object]]) -> tuple[list[Sequence[object]], list[str]]:
+    """``triples`` without those whose head and tail are one node (as the validation compares names),
+    when at least one other triple remains; one note per dropped triple. Anything but a list of
+    ``[str, str, str]`` is returned unchanged (the validation reports it)."""
+    if not _string_triples(triples):
+        return list(triples), []
+    loops = [i for i, t in enumerate(triples) if normalize_text(str(t[0])) == normalize_text(str(t[2]))]
+    if not loops or len(loops) == len(triples):
+        return list(triples), []
+    notes = [f"dropped {[str(x) for x in triples[i]]} (a triple from a node to itself)" for i in loops]
+    logger.info("pattern: %s", "; ".join(notes))
+    return [t for i, t in enumerate(triples) if i not in loops], notes
 
 
 def cut_runaway_chains(triples: Sequence[Sequence[object]]) -> tuple[list[Sequence[object]], list[str]]:

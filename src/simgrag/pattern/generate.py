@@ -10,7 +10,7 @@ from typing import Literal
 
 from simgrag.errors import ConfigError, PatternError, PatternParseError
 from simgrag.llm.base import LLM, ChatMessage, LLMResponse, schema_by_default
-from simgrag.pattern.copies import cut_runaway_chains, drop_repeated_pieces, merge_unknown_copies
+from simgrag.pattern.copies import cut_runaway_chains, drop_repeated_pieces, drop_self_loops, merge_unknown_copies
 from simgrag.pattern.examples import ExampleSet, builtin_examples
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.parse import ParsedOutput, parse_pattern_text
@@ -134,7 +134,8 @@ class PatternGenerator:
 
     def _read(self, text: str) -> tuple[ParsedOutput, Pattern]:
         parsed = parse_pattern_text(text)
-        triples, _ = merge_unknown_copies(parsed.triples)  # "UNKNOWN country 1" … "10", one by one
+        triples, _ = drop_self_loops(parsed.triples)  # [UNKNOWN country 2, capital, UNKNOWN country 2]
+        triples, _ = merge_unknown_copies(triples)  # "UNKNOWN country 1" … "10", one by one
         triples, _ = cut_runaway_chains(triples)  # [X, borders, country 1], [country 1, borders, country 2], …
         triples, _ = drop_repeated_pieces(triples)  # [country 1, capital, city 1], [country 2, capital, city 2], …
         pattern = validate_triples(triples, require_connected=self.require_connected,
