@@ -60,6 +60,13 @@ examples:
     triples: [[UNKNOWN country 1, capital, Madrid], [UNKNOWN country 1, currency, UNKNOWN currency 1]]
 """
 
+BORDERS = EXAMPLES + """\
+  - question: Which countries does Spain border?
+    triples: [[Spain, borders, UNKNOWN country 1]]
+  - question: Which countries border Portugal?
+    triples: [[UNKNOWN country 1, borders, Portugal]]
+"""
+
 
 @pytest.fixture(scope="module")
 def retriever(tmp_path_factory: pytest.TempPathFactory) -> SubgraphRetriever:
@@ -184,13 +191,7 @@ def test_a_plural_type_word_is_read_by_its_singular_too(retriever: SubgraphRetri
 def test_a_named_relation_between_two_nodes_of_one_type_is_inserted(retriever: SubgraphRetriever) -> None:
     from simgrag.match.grounding.bridges import insert_hop
 
-    borders = EXAMPLES + """\
-  - question: Which countries does Spain border?
-    triples: [[Spain, borders, UNKNOWN country 1]]
-  - question: Which countries border Portugal?
-    triples: [[UNKNOWN country 1, borders, Portugal]]
-"""
-    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(borders).examples])
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(BORDERS).examples])
     question = "What is the capital of the country bordering the country whose currency is the Euro?"
     reading = judge.read(question)
     llm = Candidate((("UNKNOWN country 1", "capital", "UNKNOWN city 1"), ("UNKNOWN country 1", "currency", "Euro")))
@@ -234,13 +235,6 @@ def test_a_relative_that_is_no_determiner_of_the_named_entity(judge: PatternJudg
     assert "border" in view.phrases
 
 
-BORDERS = EXAMPLES + """\
-  - question: Which countries does Spain border?
-    triples: [[Spain, borders, UNKNOWN country 1]]
-  - question: Which countries border Portugal?
-    triples: [[UNKNOWN country 1, borders, Portugal]]
-"""
-
 
 def test_an_unworded_hop_between_two_things_of_one_type_is_the_one_the_examples_use(
         retriever: SubgraphRetriever) -> None:
@@ -282,7 +276,8 @@ def test_a_part_no_named_entity_anchors_is_dropped() -> None:
                                                       ("UNKNOWN country 1", "capital", "UNKNOWN city 2"))]
     # a connected pattern, or parts that each name an entity: nothing to drop
     assert drop_part(Candidate((("Porto", "located in", "UNKNOWN country 1"),))) == []
-    assert drop_part(Candidate((("Porto", "located in", "UNKNOWN country 1"), ("Spain", "capital", "UNKNOWN city 1")))) == []
+    anchored = (("Porto", "located in", "UNKNOWN country 1"), ("Spain", "capital", "UNKNOWN city 1"))
+    assert drop_part(Candidate(anchored)) == []
 
 
 def test_an_unknown_leaf_beside_the_answer_is_walked_through(judge: PatternJudge, retriever: SubgraphRetriever) -> None:

@@ -310,7 +310,8 @@ def test_a_triple_from_a_node_to_itself_is_dropped_when_others_remain() -> None:
                                    ["UNKNOWN country 2", "borders", "UNKNOWN country 1"],
                                    ["UNKNOWN country 2", "capital", "UNKNOWN  country 2"]]})
     llm = FakeLLM([text])
-    result = PatternGenerator(llm, examples=builtin_examples("metaqa")).generate("Which countries border Lima's country?")
+    generator = PatternGenerator(llm, examples=builtin_examples("metaqa"))
+    result = generator.generate("Which countries border Lima's country?")
     assert result.pattern.triples() == [("Lima", "capital", "UNKNOWN country 1"),
                                         ("UNKNOWN country 2", "borders", "UNKNOWN country 1")]
     assert len(llm.calls) == 1
