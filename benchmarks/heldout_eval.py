@@ -42,7 +42,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simgrag.errors import SimGRAGError
+from simgrag.errors import ConfigError, SimGRAGError
 from simgrag.eval.chains import GEO_RELATION_WORDS, ChainQuestion, keyword_kinds, load_chain_questions
 from simgrag.eval.counting import CountingLLM, CountingSimGRAG
 from simgrag.eval.heldout import (
@@ -60,6 +60,7 @@ from simgrag.index.directory import IndexDir
 from simgrag.llm.registry import resolve_llm
 from simgrag.match.retrieve import RetrievalSettings
 from simgrag.pattern.examples import builtin_examples, load_examples
+from simgrag.pattern.generate import parse_pattern_options
 from simgrag.pipeline import build_index
 
 logger = logging.getLogger("heldout_eval")
@@ -111,16 +112,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def pattern_options(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"--pattern-option expects KEY=VALUE, got {pair!r}")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out
+    """``--pattern-option`` pairs as the CLI reads them; a bad one ends the run with its message."""
+    try:
+        return parse_pattern_options(pairs)
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from exc
 
 
 def _digest(path: Path) -> str:

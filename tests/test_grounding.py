@@ -556,3 +556,43 @@ def test_a_verb_is_no_word_for_the_type_of_its_doer() -> None:
     assert _verb_of("write", "writer") and _verb_of("direct", "director") and _verb_of("act", "actor")
     assert _verb_of("writes", "writer")  # by its singular
     assert not _verb_of("writers", "writer") and not _verb_of("film", "movie") and not _verb_of("tag", "tag")
+
+
+def test_cli_pattern_options_reach_the_prompt_and_bad_ones_are_named(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`simgrag ask --pattern-option n_dynamic_shots=1` sends one dynamic shot (the default: two); an unknown key
+    or a value of the wrong type is a clear error, not a traceback."""
+    from typer.testing import CliRunner
+
+    from simgrag.cli import _common, app
+
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=256))
+    (tmp_path / "examples.yaml").write_text(EXAMPLES, encoding="utf-8")
+    answer = _json(("UNKNOWN movie 1", "starred actors", "Ellen Page"))
+    prompts: list[int] = []
+
+    def llm(choice: object) -> FakeLLM:
+        def respond(messages: list) -> str:
+            prompts.append(len(messages))
+            return answer
+        return FakeLLM(respond)
+
+    monkeypatch.setattr(_common, "llm_for", llm)
+    base = ["ask", str(tmp_path / "toy.idx"), "Which movies did Ellen Page star in?", "--examples",
+            str(tmp_path / "examples.yaml"), "--llm-cache", "none", "--json", "--no-analogy"]
+    for extra in ([], ["--pattern-option", "n_dynamic_shots=1"]):
+        run = CliRunner().invoke(app, [*base, *extra])
+        assert run.exit_code == 0, run.output
+    # system + 2 static shots (the file has 4 examples: the default takes 6, so all 4 are static) ...
+    assert prompts[0] == prompts[1]
+    # ... so with fewer static shots the dynamic ones show: two by default, one with the option
+    prompts.clear()
+    for extra in ([], ["--pattern-option", "n_dynamic_shots=1"]):
+        run = CliRunner().invoke(app, [*base, "--pattern-option", "n_static_shots=1", *extra])
+        assert run.exit_code == 0, run.output
+    assert prompts[0] - prompts[1] == 2  # one user/assistant pair fewer
+    for bad, message in (("nshots=1", "is not a pattern setting"), ("n_dynamic_shots=two", "takes int values"),
+                         ("n_dynamic_shots", "expects KEY=VALUE")):
+        run = CliRunner().invoke(app, [*base, "--pattern-option", bad])
+        assert run.exit_code != 0 and message in run.output, run.output
+        assert "Traceback" not in run.output

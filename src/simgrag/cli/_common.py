@@ -90,6 +90,10 @@ Grounding = Annotated[bool, typer.Option("--grounding/--no-grounding", help="jud
 Analogy = Annotated[bool, typer.Option("--analogy/--no-analogy", help="try the best-fitting examples' patterns with "
                                                                      "the question's entity first; skip the LLM when "
                                                                      "the KG confirms one (simgrag; on by default)")]
+PatternOptions = Annotated[list[str] | None, typer.Option(
+    "--pattern-option", help="a pattern-stage setting as KEY=VALUE (simgrag; repeatable), e.g. n_dynamic_shots=1 "
+                             "(one best-fitting example per prompt instead of 2: faster on a CPU, weaker on long "
+                             "chains), shot_selection=words, max_tokens=300")]
 DEFAULT_RETRIEVER = "simgrag"
 
 # -- the answerer ------------------------------------------------------------------------------------------
@@ -194,10 +198,12 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                 abstain_gsd: float | None = None, answer_mode: str = DEFAULT_ANSWER_MODE,
                 reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None,
                 calibration: str = DEFAULT_CALIBRATION, answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE,
-                grounding: bool = True, analogy: bool = True) -> SimGRAG:
+                grounding: bool = True, analogy: bool = True, pattern_option: Sequence[str] = ()) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
-    directories by retriever name; a model for a retriever other than ``retriever`` is refused."""
+    directories by retriever name; a model for a retriever other than ``retriever`` is refused.
+    ``pattern_option``: ``--pattern-option`` pairs (:func:`~simgrag.pattern.generate.parse_pattern_options`)."""
     from simgrag.match.retrieve import RetrievalSettings
+    from simgrag.pattern.generate import parse_pattern_options
     from simgrag.pipeline import SimGRAG, sample_index
 
     name = retriever.strip().lower()
@@ -206,6 +212,9 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     if stray:
         raise ConfigError(f"--retriever-model names {', '.join(stray)}, which this command does not use "
                           f"(--retriever {name}).")
+    pattern_options = parse_pattern_options(pattern_option)
+    if not analogy:
+        pattern_options["analogy"] = False
     options: dict[str, Any] = {"model": dirs[name]} if name in dirs else {}
     if k is not None:
         options["k"] = k
@@ -215,7 +224,7 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                    llm=llm_for(llm), llm_options=llm.options(), examples=examples, abstain_gsd=abstain_gsd,
                    answer_mode=answer_mode, reader_style=reader_style, reader_options=reader_options,
                    calibration=calibration, ground_patterns=None if grounding else False,
-                   pattern_options=None if analogy else {"analogy": False})
+                   pattern_options=pattern_options or None)
 
 
 Deadline = Annotated[float | None, typer.Option("--deadline", help="seconds of graph search before the best matches "

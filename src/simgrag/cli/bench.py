@@ -7,6 +7,7 @@ ask`` runs it; a comparison asks one engine per retriever, all sharing the LLM.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,6 +30,7 @@ from simgrag.cli._common import (
     IndexOpt,
     K,
     LLMChoice,
+    PatternOptions,
     Quiet,
     ReaderMaxPromptTokens,
     ReaderMaxTriples,
@@ -62,7 +64,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
                   k: int | None = None, answer_mode: str = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
                   reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION,
                   answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE, grounding: bool = True,
-                  analogy: bool = True) -> Any:
+                  analogy: bool = True, pattern_option: Sequence[str] = ()) -> Any:
     """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
     from simgrag.eval.metaqa import metaqa_index
 
@@ -71,7 +73,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
     index_dir: Any = index if index is not None else metaqa_index(metaqa_dir)  # type: ignore[arg-type]
     return make_engine(index_dir, llm, k=k, examples=examples, answer_mode=answer_mode, abstain_gsd=abstain_gsd,
                        reader_options=reader_options, calibration=calibration, answer_tolerance=answer_tolerance,
-                       grounding=grounding, analogy=analogy)
+                       grounding=grounding, analogy=analogy, pattern_option=pattern_option)
 
 
 def _hops(hops: str) -> list[int]:
@@ -89,7 +91,7 @@ def bench_metaqa(
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
     answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE, grounding: Grounding = True,
-    analogy: Analogy = True,
+    analogy: Analogy = True, pattern_option: PatternOptions = None,
     retriever: Annotated[str | None, typer.Option(
         "--retriever", help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,"
                             "paths,none; --output is then a directory (one JSONL per retriever, comparison.md, a "
@@ -120,7 +122,7 @@ def bench_metaqa(
         engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
                                k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader,
                                calibration=calibration, answer_tolerance=answer_tolerance, grounding=grounding,
-                               analogy=analogy)
+                               analogy=analogy, pattern_option=pattern_option or ())
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         models = parse_model_dirs(retriever_model or [])
         if perturb:

@@ -23,6 +23,7 @@ from simgrag.cli._common import (
     IndexArg,
     K,
     LLMChoice,
+    PatternOptions,
     Quiet,
     RetrieverModel,
     RetrieverOpt,
@@ -106,15 +107,15 @@ def ask(
     open_answer: Annotated[bool, typer.Option("--open", help="answer with a short paragraph written from the "
                                                              "retrieved facts (--retriever none: from the LLM's "
                                                              "own knowledge)")] = False,
-    deadline: Deadline = None, grounding: Grounding = True, analogy: Analogy = True, as_json: AsJson = False,
-    verbose: Verbose = 0, quiet: Quiet = False,
+    deadline: Deadline = None, grounding: Grounding = True, analogy: Analogy = True,
+    pattern_option: PatternOptions = None, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
     _setup_logging(verbose, quiet)
     _run(index_dir, question, llm, verdict=False, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
          abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, calibration=calibration,
-         deadline=deadline, grounding=grounding, analogy=analogy)
+         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option or ())
 
 
 @app.command()
@@ -125,13 +126,14 @@ def verify(
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
     examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, grounding: Grounding = True,
-    analogy: Analogy = True, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
+    analogy: Analogy = True, pattern_option: PatternOptions = None, as_json: AsJson = False, verbose: Verbose = 0,
+    quiet: Quiet = False,
 ) -> None:
     """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
     _setup_logging(verbose, quiet)
     _run(index_dir, claim, llm, verdict=True, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, abstain_gsd=abstain_gsd,
-         deadline=deadline, grounding=grounding, analogy=analogy)
+         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option or ())
 
 
 @app.command()
@@ -140,12 +142,12 @@ def demo(
     question: Annotated[str, typer.Argument(help="a question about movies")] = "Who directed Inception?",
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, grounding: Grounding = True, analogy: Analogy = True,
-    as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
+    pattern_option: PatternOptions = None, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
     _setup_logging(verbose, quiet)
     _run(None, question, llm, verdict=False, as_json=as_json,
-         answer_mode=answer_mode, grounding=grounding, analogy=analogy)
+         answer_mode=answer_mode, grounding=grounding, analogy=analogy, pattern_option=pattern_option or ())
 
 
 @app.command()

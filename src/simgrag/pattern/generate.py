@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from simgrag.errors import ConfigError, PatternError, PatternParseError
 from simgrag.llm.base import LLM, ChatMessage, LLMResponse, schema_by_default
@@ -17,7 +19,9 @@ from simgrag.pattern.parse import ParsedOutput, parse_pattern_text
 from simgrag.pattern.prompt import PromptBuilder
 from simgrag.pattern.validate import MAX_TRIPLES, validate_triples
 
-__all__ = ["DEFAULT_DYNAMIC_SHOTS", "DEFAULT_STATIC_SHOTS", "PatternGenerator", "PatternResult"]
+__all__ = [
+    "DEFAULT_DYNAMIC_SHOTS", "DEFAULT_STATIC_SHOTS", "PatternGenerator", "PatternResult", "parse_pattern_options",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -153,3 +157,32 @@ def _final_error(error: PatternError, attempts: int, text: str) -> PatternError:
         return PatternParseError(_first_line(error) + note, error.text)
     shown = text if len(text) <= 500 else text[:500] + "…"
     return PatternError(f"{error}{note}\n  LLM output was: {shown!r}")
+
+
+def parse_pattern_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """``["n_dynamic_shots=1", "shot_selection=words"]`` (the CLI's ``--pattern-option``) → keywords of
+    :class:`PatternGenerator`, each VALUE read as JSON when it parses (``1``, ``false``), else as text.
+    Raises :class:`~simgrag.errors.ConfigError` naming a malformed pair or a key the generator does not take."""
+    known = {name: param.default for name, param in inspect.signature(PatternGenerator.__init__).parameters.items()
+             if param.kind is inspect.Parameter.KEYWORD_ONLY}
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--pattern-option expects KEY=VALUE, got {pair!r}")
+        if key not in known:
+            raise ConfigError(f"--pattern-option {key!r} is not a pattern setting; known: {', '.join(known)}")
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        default = known[key]
+        if default is not None and type(value) is not type(default):  # bool is no int here, nor "2" an int
+            raise ConfigError(f"--pattern-option {key} takes {type(default).__name__} values (default "
+                              f"{json.dumps(default)}), got {text!r}")
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            raise ConfigError(f"--pattern-option {key} must not be negative, got {value}")
+        options[key] = value
+    return options
+
