@@ -591,8 +591,8 @@ def test_cli_pattern_options_reach_the_prompt_and_bad_ones_are_named(tmp_path: P
         run = CliRunner().invoke(app, [*base, "--pattern-option", "n_static_shots=1", *extra])
         assert run.exit_code == 0, run.output
     assert prompts[0] - prompts[1] == 2  # one user/assistant pair fewer
-    for bad, message in (("nshots=1", "is not a pattern setting"), ("n_dynamic_shots=two", "takes int values"),
-                         ("n_dynamic_shots", "expects KEY=VALUE")):
+    for bad, message in (("nshots=1", "does not apply to the pattern stage"),
+                         ("n_dynamic_shots=two", "takes int values"), ("n_dynamic_shots", "wants KEY=VALUE")):
         run = CliRunner().invoke(app, [*base, "--pattern-option", bad])
         assert run.exit_code != 0 and message in run.output, run.output
         assert "Traceback" not in run.output

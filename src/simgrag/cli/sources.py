@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from simgrag._options import key_values
 from simgrag.errors import ConfigError
 from simgrag.kg.rdf import RDFOptions
 from simgrag.kg.sources import KUZU_PREFIX, SPARQL_PREFIX, KGSource, open_source
@@ -58,16 +59,8 @@ def _value(key: str, text: str) -> Any:
 
 
 def _params(pairs: list[str], allowed: set[str], kind: str) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ConfigError(f"--source-param wants KEY=VALUE; got {pair!r}")
-        if key not in allowed:
-            raise ConfigError(f"--source-param {key!r} does not apply to a {kind}; use {', '.join(sorted(allowed))}")
-        params[key] = _value(key, text)
-    return params
+    return {key: _value(key, text) for key, text in key_values(pairs, flag="--source-param", allowed=allowed,
+                                                                where=f"a {kind}")}
 
 
 def _rdf_options(label_lang: str | None, literals: str | None) -> RDFOptions | None:

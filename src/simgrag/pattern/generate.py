@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from simgrag._options import key_values
 from simgrag.errors import ConfigError, PatternError, PatternParseError
 from simgrag.llm.base import LLM, ChatMessage, LLMResponse, schema_by_default
 from simgrag.pattern.copies import cut_runaway_chains, drop_repeated_pieces, drop_self_loops, merge_unknown_copies
@@ -166,13 +167,7 @@ def parse_pattern_options(pairs: Sequence[str]) -> dict[str, Any]:
     known = {name: param.default for name, param in inspect.signature(PatternGenerator.__init__).parameters.items()
              if param.kind is inspect.Parameter.KEYWORD_ONLY}
     options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ConfigError(f"--pattern-option expects KEY=VALUE, got {pair!r}")
-        if key not in known:
-            raise ConfigError(f"--pattern-option {key!r} is not a pattern setting; known: {', '.join(known)}")
+    for key, text in key_values(pairs, flag="--pattern-option", allowed=known, where="the pattern stage"):
         try:
             value: Any = json.loads(text)
         except ValueError:
