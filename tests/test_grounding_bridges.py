@@ -83,6 +83,12 @@ def judge(retriever: SubgraphRetriever) -> PatternJudge:
     return PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
 
 
+@pytest.fixture(scope="module")
+def borders_judge(retriever: SubgraphRetriever) -> PatternJudge:
+    """The judge of an examples file that also puts ``borders`` between two countries."""
+    return PatternJudge(retriever, examples=[e.triples for e in parse_examples(BORDERS).examples])
+
+
 def _answer(verdict: Judgement, node: str) -> str | None:
     """The entity the best subgraph binds to ``node``."""
     assert verdict.retrieval is not None and verdict.retrieval.evidence
@@ -188,10 +194,11 @@ def test_a_plural_type_word_is_read_by_its_singular_too(retriever: SubgraphRetri
     assert lexicon.type_words(["which", "cities"], [1], ["country", "city"]) == {1: "city"}  # same stem
 
 
-def test_a_named_relation_between_two_nodes_of_one_type_is_inserted(retriever: SubgraphRetriever) -> None:
+def test_a_named_relation_between_two_nodes_of_one_type_is_inserted(judge: PatternJudge,
+                                                                    borders_judge: PatternJudge) -> None:
     from simgrag.match.grounding.bridges import insert_hop
 
-    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(BORDERS).examples])
+    no_borders, judge = judge, borders_judge
     question = "What is the capital of the country bordering the country whose currency is the Euro?"
     reading = judge.read(question)
     llm = Candidate((("UNKNOWN country 1", "capital", "UNKNOWN city 1"), ("UNKNOWN country 1", "currency", "Euro")))
@@ -204,7 +211,6 @@ def test_a_named_relation_between_two_nodes_of_one_type_is_inserted(retriever: S
     assert exact and {_answer(v, "UNKNOWN city 1") for v in exact} <= {"Lisbon", "Madrid"}
     # a relation the examples never put between two countries, or a question that does not name it: nothing
     assert insert_hop(llm, judge.read("What is the capital of the country that uses the Euro?"), judge) == []
-    no_borders = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
     assert insert_hop(llm, no_borders.read(question), no_borders) == []
 
 
@@ -237,12 +243,12 @@ def test_a_relative_that_is_no_determiner_of_the_named_entity(judge: PatternJudg
 
 
 def test_an_unworded_hop_between_two_things_of_one_type_is_the_one_the_examples_use(
-        retriever: SubgraphRetriever) -> None:
+        judge: PatternJudge, borders_judge: PatternJudge) -> None:
     """"the country **next to** …" reads no relation; two country words and one country node: the hop is
     the one relation the examples put between two countries."""
     from simgrag.match.grounding.bridges import insert_hop
 
-    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(BORDERS).examples])
+    plain, judge = judge, borders_judge
     question = "What is the capital of the country next to the country whose currency is the Bolivar?"
     reading = judge.read(question)
     llm = Candidate((("UNKNOWN country 1", "capital", "UNKNOWN city 1"), ("UNKNOWN country 1", "currency", "Bolivar")))
@@ -250,7 +256,6 @@ def test_an_unworded_hop_between_two_things_of_one_type_is_the_one_the_examples_
     inserted = insert_hop(llm, reading, judge)
     assert inserted and all("'one country more'" in c.edits[-1] and c.triples[-1][1] == "borders" for c in inserted)
     # without a relation between two countries in the examples, nothing is inserted
-    plain = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
     assert insert_hop(llm, plain.read(question), plain) == []
 
 

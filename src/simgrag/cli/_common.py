@@ -198,7 +198,8 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                 abstain_gsd: float | None = None, answer_mode: str = DEFAULT_ANSWER_MODE,
                 reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None,
                 calibration: str = DEFAULT_CALIBRATION, answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE,
-                grounding: bool = True, analogy: bool = True, pattern_option: Sequence[str] = ()) -> SimGRAG:
+                grounding: bool = True, analogy: bool = True,
+                pattern_option: Sequence[str] | None = None) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
     directories by retriever name; a model for a retriever other than ``retriever`` is refused.
     ``pattern_option``: ``--pattern-option`` pairs (:func:`~simgrag.pattern.generate.parse_pattern_options`)."""
@@ -212,7 +213,7 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     if stray:
         raise ConfigError(f"--retriever-model names {', '.join(stray)}, which this command does not use "
                           f"(--retriever {name}).")
-    pattern_options = parse_pattern_options(pattern_option)
+    pattern_options = parse_pattern_options(pattern_option or ())
     if not analogy:
         pattern_options["analogy"] = False
     options: dict[str, Any] = {"model": dirs[name]} if name in dirs else {}

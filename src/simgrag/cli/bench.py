@@ -64,7 +64,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
                   k: int | None = None, answer_mode: str = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
                   reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION,
                   answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE, grounding: bool = True,
-                  analogy: bool = True, pattern_option: Sequence[str] = ()) -> Any:
+                  analogy: bool = True, pattern_option: Sequence[str] | None = None) -> Any:
     """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
     from simgrag.eval.metaqa import metaqa_index
 
@@ -122,7 +122,7 @@ def bench_metaqa(
         engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
                                k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader,
                                calibration=calibration, answer_tolerance=answer_tolerance, grounding=grounding,
-                               analogy=analogy, pattern_option=pattern_option or ())
+                               analogy=analogy, pattern_option=pattern_option)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         models = parse_model_dirs(retriever_model or [])
         if perturb:

@@ -115,7 +115,7 @@ def ask(
     _run(index_dir, question, llm, verdict=False, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
          abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, calibration=calibration,
-         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option or ())
+         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option)
 
 
 @app.command()
@@ -133,7 +133,7 @@ def verify(
     _setup_logging(verbose, quiet)
     _run(index_dir, claim, llm, verdict=True, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, abstain_gsd=abstain_gsd,
-         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option or ())
+         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option)
 
 
 @app.command()
@@ -147,7 +147,7 @@ def demo(
     """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
     _setup_logging(verbose, quiet)
     _run(None, question, llm, verdict=False, as_json=as_json,
-         answer_mode=answer_mode, grounding=grounding, analogy=analogy, pattern_option=pattern_option or ())
+         answer_mode=answer_mode, grounding=grounding, analogy=analogy, pattern_option=pattern_option)
 
 
 @app.command()

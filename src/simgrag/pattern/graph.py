@@ -145,14 +145,19 @@ class Pattern:
     def is_connected(self) -> bool:
         return len(self.components()) == 1
 
-    def asked_node(self) -> int | None:
-        """Index of the node the question asks for: the highest-index unknown leaf (the end of the chain
-        the question walks along), else the last unknown node (a star around an unknown centre);
-        ``None`` without unknown nodes. Node indices follow first appearance in the triples."""
+    def degrees(self) -> list[int]:
+        """Per node, the number of triples on it."""
         degree = [0] * len(self.nodes)
         for edge in self.edges:
             degree[edge.source] += 1
             degree[edge.target] += 1
+        return degree
+
+    def asked_node(self) -> int | None:
+        """Index of the node the question asks for: the highest-index unknown leaf (the end of the chain
+        the question walks along), else the last unknown node (a star around an unknown centre);
+        ``None`` without unknown nodes. Node indices follow first appearance in the triples."""
+        degree = self.degrees()
         unknown = [i for i, node in enumerate(self.nodes) if node.unknown]
         leaves = [i for i in unknown if degree[i] == 1]
         if leaves:

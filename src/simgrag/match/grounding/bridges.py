@@ -169,8 +169,7 @@ def insert_hop(candidate: Candidate, reading: QuestionReading, judge: PatternJud
     for short in judge.missing_kinds(reading, pattern, view):
         # a thing of this kind too few, unworded ("the countries **next to** the country whose …"): the
         # one relation the examples put between two things of this kind
-        own = {rel for use_kind, rel, side in schema if use_kind == short and side == "head"
-               and (short, rel, "tail") in schema}
+        own = {rel for rel, _ in judge.lexicon.links(short, short)}
         if len(own) == 1 and not own & set(missing):
             missing[own.pop()] = f"one {short} more"
     out: list[Candidate] = []

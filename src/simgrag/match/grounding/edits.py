@@ -331,16 +331,17 @@ def rechain_leaf(candidate: Candidate) -> list[Candidate]:
     ``[Brazil, borders, country 1], [Brazil, currency, currency 1]`` → ``[Brazil, borders, country 1],
     [country 1, currency, currency 1]`` — the question walks through the leaf to the answer."""
     pattern = Pattern.from_triples(candidate.triples)
-    asked = pattern.asked_node()
+    leaves, asked = dangling_leaves(pattern), pattern.asked_node()
+    if not leaves or asked is None:
+        return []
     out: list[Candidate] = []
-    for leaf, named in dangling_leaves(pattern):
-        leaf_text, named_text = pattern.nodes[leaf].text, pattern.nodes[named].text
-        asked_text = pattern.nodes[asked].text if asked is not None else None
-        new = [tuple(leaf_text if x == named_text else x for x in t) if asked_text in (t[0], t[2]) and named_text
-               in (t[0], t[2]) else t for t in candidate.triples]
-        if new != list(candidate.triples):
-            out.append(candidate.edited(new, f"the answer's triple moved from {named_text!r} to {leaf_text!r}: "  # type: ignore[arg-type]
-                                             "the question walks through it"))
+    for leaf, node in leaves:
+        leaf_text, node_text = pattern.nodes[leaf].text, pattern.nodes[node].text
+        ends = {node_text, pattern.nodes[asked].text}
+        new = [(leaf_text if h == node_text else h, r, leaf_text if t == node_text else t) if {h, t} == ends
+               else (h, r, t) for h, r, t in candidate.triples]
+        out.append(candidate.edited(new, f"the answer's triple moved from {node_text!r} to {leaf_text!r}: "
+                                         "the question walks through it"))
     return out
 
 

@@ -76,10 +76,7 @@ def dangling_leaves(pattern: Pattern) -> list[tuple[int, int]]:
     asked = pattern.asked_node()
     if asked is None:
         return []
-    degree = [0] * len(pattern.nodes)
-    for edge in pattern.edges:
-        degree[edge.source] += 1
-        degree[edge.target] += 1
+    degree = pattern.degrees()
     near_asked = {e.source for e in pattern.edges if e.target == asked} | {e.target for e in pattern.edges
                                                                            if e.source == asked}
     out: list[tuple[int, int]] = []
