@@ -461,3 +461,30 @@ def test_cli_serve_passes_the_retriever(toy_dir: Path, monkeypatch: pytest.Monke
     assert refused.exit_code == 2 and "takes no option 'examples'" in refused.output
     bad = CliRunner().invoke(cli.app, ["serve", str(toy_dir), "--retriever", "nosuch"])
     assert bad.exit_code == 2 and "Unknown retriever" in bad.output
+
+
+def test_cli_serve_passes_pattern_options_and_refuses_bad_ones_before_serving(
+        toy_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve` takes `--pattern-option`, `--no-grounding` and `--no-analogy` like `ask`; a bad key is refused
+    before the server starts (the engine is built later, in the start-up thread)."""
+    uvicorn = pytest.importorskip("uvicorn")
+    from typer.testing import CliRunner
+
+    from simgrag import cli, serve
+    from simgrag.cli import qa
+
+    builds: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: None)
+    monkeypatch.setattr(serve, "create_app", lambda build, settings: builds.append(build))
+    engine_kwargs: list[dict[str, object]] = []
+    monkeypatch.setattr(qa, "make_engine", lambda *args, **kwargs: engine_kwargs.append(kwargs))
+    ok = CliRunner().invoke(cli.app, ["serve", str(toy_dir), "--pattern-option", "n_dynamic_shots=1",
+                                      "--no-analogy", "--no-grounding"])
+    assert ok.exit_code == 0, ok.output
+    builds[0]()  # type: ignore[operator]
+    assert engine_kwargs[0]["pattern_option"] == ["n_dynamic_shots=1"]
+    assert engine_kwargs[0]["analogy"] is False and engine_kwargs[0]["grounding"] is False
+    builds.clear()
+    bad = CliRunner().invoke(cli.app, ["serve", str(toy_dir), "--pattern-option", "nshots=1"])
+    assert bad.exit_code != 0 and "does not apply to the pattern stage" in bad.output and not builds
+    assert "Traceback" not in bad.output

@@ -160,6 +160,7 @@ def serve(
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None,
     examples: Examples = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, abstain_gsd: AbstainGsd = None,
     calibration: CalibrationOpt = DEFAULT_CALIBRATION,
+    grounding: Grounding = True, analogy: Analogy = True, pattern_option: PatternOptions = None,
     auth_key: Annotated[str | None, typer.Option(envvar="SIMGRAG_SERVE_KEY", help="require this key in X-API-Key "
                                                  "(or Authorization: Bearer) on /v1 endpoints")] = None,
     timeout: Annotated[float, typer.Option(help="per-request deadline, seconds")] = 120.0,
@@ -177,6 +178,7 @@ def serve(
     _setup_logging(verbose, quiet)
     import uvicorn
 
+    from simgrag.pattern.generate import parse_pattern_options
     from simgrag.retrievers.registry import check_retriever_options
     from simgrag.serve import ServeSettings, create_app
 
@@ -189,13 +191,15 @@ def serve(
         own = {name: models[name]} if name in models else {}
         given = {"examples": examples, "model": own.get(name)}
         check_retriever_options(name, {k: v for k, v in given.items() if v is not None})  # refuse now, not at load
+        parse_pattern_options(pattern_option or ())  # a bad --pattern-option is refused now, not at load
         settings = ServeSettings(timeout_s=timeout, max_waiting=max_waiting, max_body_bytes=max_body,
                                  api_key=auth_key, retriever=name, body_timeout_s=body_timeout, verify=verify_index,
                                  retriever_options={n: {"model": d} for n, d in models.items()})
 
         def build() -> Any:
             return make_engine(index_dir, llm, retriever=name, models=own, examples=examples,
-                               abstain_gsd=abstain_gsd, answer_mode=answer_mode, calibration=calibration)
+                               abstain_gsd=abstain_gsd, answer_mode=answer_mode, calibration=calibration,
+                               grounding=grounding, analogy=analogy, pattern_option=pattern_option)
 
         web_app = create_app(build, settings)
     except SimGRAGError as exc:
