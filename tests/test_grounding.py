@@ -467,6 +467,24 @@ def test_a_name_with_a_word_too_many_is_spelled_as_the_kg_does(judge: PatternJud
     assert snap_names(other, reading, judge) is other
 
 
+def test_a_name_cut_short_is_spelled_as_the_question_and_the_kg_do(judge: PatternJudge) -> None:
+    """"Watching the Detectives" written as "Detectives" (no KG entity): the one confident mention that holds
+    it as whole words gives the name; not when the mention's entity is named already, or when the cut name
+    is no whole word of it."""
+    from simgrag.match.grounding.anchors import snap_names
+
+    reading = judge.read("Which films did Leonardo DiCaprio star in?")
+    cut = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "DiCaprio"),))
+    snapped = snap_names(cut, reading, judge)
+    assert snapped.triples == (("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),)
+    assert "'DiCaprio' -> 'Leonardo DiCaprio'" in snapped.edits[-1]
+    named = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
+                               ("UNKNOWN movie 1", "starred actors", "DiCaprio")))
+    assert snap_names(named, reading, judge) is named  # two nodes would become one entity
+    part = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Capri"),))
+    assert snap_names(part, reading, judge) is part
+
+
 def test_a_type_focus_that_also_names_a_relation_says_which_hop_to_add(judge: PatternJudge) -> None:
     # "Which year …": the type year is asked, and "year" reads as release_year, the hop an edit can add
     reading = judge.read("Which year were the movies of Guy Pearce released?")

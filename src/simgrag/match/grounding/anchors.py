@@ -83,20 +83,26 @@ def name_unknown(candidate: Candidate, reading: QuestionReading, judge: PatternJ
 
 
 def snap_names(candidate: Candidate, reading: QuestionReading, judge: PatternJudge) -> Candidate:
-    """Named nodes that are no KG entity but hold one of the question's confident mentions as whole words
-    (the LLM copied a word too many: "The Toy in", "The Eagle's") renamed to that mention's KG entity
-    (the longest one held); the candidate itself when nothing needs it."""
+    """Named nodes that are no KG entity renamed to the KG entity of one of the question's confident
+    mentions: a node that holds a mention as whole words (the LLM copied a word too many: "The Toy in",
+    "The Eagle's"; the longest mention held), or else a node held as whole words by exactly one mention
+    whose entity no other node names (the LLM cut the name short: "Detectives" for "Watching the
+    Detectives"). The candidate itself when nothing needs it."""
     mentions = sorted((m for m in reading.mentions if m.confident), key=lambda m: -m.words)
+    texts = list(dict.fromkeys(x for h, _, t in candidate.triples for x in (h, t)))
+    named = {judge.entity_of(x) for x in texts if not is_unknown(x)}
     renames: dict[str, str] = {}
-    for text in dict.fromkeys(x for h, _, t in candidate.triples for x in (h, t)):
+    for text in texts:
         if is_unknown(text) or judge.entity_of(text) is not None:
             continue
         padded = f" {normalize_name(text).replace(chr(39) + 's', '').replace(chr(8217) + 's', '')} "
-        for mention in mentions:
-            name = judge.store.entities[mention.entity]
-            if f" {normalize_name(name)} " in padded:
-                renames[text] = name
-                break
+        held = [m for m in mentions if f" {normalize_name(judge.store.entities[m.entity])} " in padded]
+        holders = {m.entity for m in mentions if padded.strip()
+                   and padded in f" {normalize_name(judge.store.entities[m.entity])} " and m.entity not in named}
+        if held:
+            renames[text] = judge.store.entities[held[0].entity]
+        elif len(holders) == 1:
+            renames[text] = judge.store.entities[holders.pop()]
     if not renames:
         return candidate
     new = [tuple(renames.get(x, x) if i != 1 else x for i, x in enumerate(t)) for t in candidate.triples]
