@@ -129,13 +129,13 @@ def test_optimized_equals_naive_equals_brute_force(data: tuple[KGStore, Pattern,
 @given(case(), st.sampled_from([1, 2, 3, 5, 20]), MODES)
 def test_search_on_the_restricted_graph_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable], k: int,
                                                             mode: bool | str) -> None:
-    """Arc consistency + the candidate-restricted graph (match/restrict.py), forced on small KGs; not
-    injective, it applies only to a KG without self-loops."""
+    """Arc consistency + the candidate-restricted graph (match/restrict.py), forced on small KGs, in every
+    matching mode and on KGs with self-loops (kept for the edges whose ends may share an entity)."""
     store, pattern, table = data
     injective = _distinct(mode, pattern)
     expected = brute_force_top_k(store, pattern, table, k, injective=injective)
     with mock.patch.object(restrict_module, "MIN_CANDIDATES", 0):
-        eligible = ((injective is True or not store.has_self_loops) and not any(c.any_entity for c in table.nodes)
+        eligible = (not any(c.any_entity for c in table.nodes)
                     and all(e.source != e.target for e in pattern.edges) and len(pattern.components()) == 1)
         applied = restrict_module.restrict(store, pattern, table, injective=injective)
         assert (applied is not None) == eligible
@@ -322,15 +322,17 @@ def test_within_set_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTa
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case(), st.sampled_from([1, 3]), WITHIN, st.integers(1, 40))
+@given(case(), st.sampled_from([1, 3]), WITHIN, st.integers(1, 40), MODES)
 def test_within_set_on_the_restricted_graph_equals_brute_force(data: tuple[KGStore, Pattern, CandidateTable],
-                                                               k: int, within: float, cap: int) -> None:
-    """Answer sets searched on the candidate-restricted graph (forced on small KGs) carry global entity
-    ids and are the brute-force set, capped or not."""
+                                                               k: int, within: float, cap: int,
+                                                               mode: bool | str) -> None:
+    """Answer sets searched on the candidate-restricted graph (forced on small KGs; every matching mode,
+    KGs with and without self-loops) carry global entity ids and are the brute-force set, capped or not."""
     store, pattern, table = data
-    expected = brute_force_within(store, pattern, table, within)
+    injective = _distinct(mode, pattern)
+    expected = brute_force_within(store, pattern, table, within, injective=injective)
     with mock.patch.object(restrict_module, "MIN_CANDIDATES", 0):
-        result = search_subgraphs(store, pattern, table, k=k, within=within, within_cap=cap)
+        result = search_subgraphs(store, pattern, table, k=k, within=within, within_cap=cap, injective=injective)
     assert result.within is not None and result.within.capped == (len(expected) > cap)
     got = result.within.matches()
     assert set(_keys(got)) <= set(_keys(expected))
@@ -338,7 +340,7 @@ def test_within_set_on_the_restricted_graph_equals_brute_force(data: tuple[KGSto
         assert _keys(got) == _keys(expected)
         for have, want in zip(got, expected, strict=True):
             assert have.node_dists == want.node_dists and have.edge_dists == want.edge_dists
-    assert _keys(result.matches) == _keys(brute_force_top_k(store, pattern, table, k))
+    assert _keys(result.matches) == _keys(brute_force_top_k(store, pattern, table, k, injective=injective))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -72,10 +72,10 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
              injective: bool | frozenset[tuple[int, int]] = True,
              deadline: float | None = None) -> RestrictedGraph | None:
     """The restricted graph for a connected ``pattern``, or ``None`` when it does not apply
-    (non-injective matching on a KG with self-loops, a node that matches any entity, a self-loop
-    edge, more than 16 nodes or 32 edges, no large candidate set, or too much to scan). Injective
-    matching never maps an edge between two pattern nodes to a KG self-loop, and a KG without
-    self-loops has none to map to, so the restricted graph has none. ``injective`` as in
+    (a node that matches any entity, a self-loop edge, more than 16 nodes or 32 edges, no large
+    candidate set, or too much to scan). A KG self-loop is kept only for the pattern edges whose two ends
+    may map to one entity (``injective`` False, or a pair typed matching does not keep apart): an edge
+    between two nodes kept apart never maps to one. ``injective`` as in
     :func:`~simgrag.match.search.search_subgraphs`.
 
     ``deadline`` (a ``time.perf_counter()`` value) is the search's: restricting may use at most half
@@ -83,8 +83,7 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
     the other half."""
     give_up = None if deadline is None else (time.perf_counter() + deadline) / 2
     nodes, edges = table.nodes, pattern.edges
-    if ((injective is not True and store.has_self_loops) or any(c.any_entity for c in nodes) or len(nodes) > 16
-            or len(edges) > 32 or not edges
+    if (any(c.any_entity for c in nodes) or len(nodes) > 16 or len(edges) > 32 or not edges
             or any(e.source == e.target for e in edges) or max(len(c.ids) for c in nodes) <= MIN_CANDIDATES):
         return None
     cand_ptr = np.zeros(len(nodes) + 1, dtype=np.int64)
@@ -124,7 +123,19 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
     if len(_affordable(degrees[scan_from], give_up)) < len(edges):  # the build scans every edge
         return None
     dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
-    return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from)
+    loop_ok = _self_loops_allowed(pattern, injective) if store.has_self_loops else np.zeros(len(edges), np.bool_)
+    return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from, loop_ok)
+
+
+def _self_loops_allowed(pattern: Pattern, injective: bool | frozenset[tuple[int, int]]) -> np.ndarray:
+    """Per pattern edge, whether a KG self-loop may match it: its two ends may map to one entity (not
+    injective; with typed matching, ends that are not kept apart)."""
+    if injective is True:
+        return np.zeros(len(pattern.edges), dtype=np.bool_)
+    if injective is False:
+        return np.ones(len(pattern.edges), dtype=np.bool_)
+    return np.array([(e.source, e.target) not in injective and (e.target, e.source) not in injective
+                     for e in pattern.edges], dtype=np.bool_)
 
 
 def _affordable(costs: np.ndarray, give_up: float | None) -> np.ndarray:
@@ -142,10 +153,10 @@ def _affordable(costs: np.ndarray, give_up: float | None) -> np.ndarray:
 def _build(store: KGStore, table: CandidateTable, cand_ptr: np.ndarray, cand_ids: np.ndarray, dists: np.ndarray,
            alive: np.ndarray,
            mask: np.ndarray, e_src: np.ndarray, e_dst: np.ndarray, rel_ok: np.ndarray,
-           scan_from: np.ndarray) -> RestrictedGraph:
+           scan_from: np.ndarray, loop_ok: np.ndarray) -> RestrictedGraph:
     entities = np.unique(cand_ids[alive])
     graph = (store.indptr, store.adj_nbr, store.adj_rel, store.adj_tid, mask, cand_ptr, cand_ids, alive,
-             e_src, e_dst, rel_ok, scan_from)
+             e_src, e_dst, rel_ok, scan_from, loop_ok)
     none = np.empty(0, np.int64)
     n = _entries(*graph, False, none, none, none, none)
     src, nbr = np.empty(n, np.int64), np.empty(n, np.int64)
@@ -239,10 +250,10 @@ def _consistency_pass(indptr, adj_nbr, adj_rel, mask, cand_ptr, cand_ids, alive,
 
 @njit(cache=True, nogil=True)
 def _entries(indptr, adj_nbr, adj_rel, adj_tid, mask, cand_ptr, cand_ids, alive,  # type: ignore[no-untyped-def]
-             e_src, e_dst, rel_ok, scan_from, fill, src, nbr, rel, tid):
+             e_src, e_dst, rel_ok, scan_from, loop_ok, fill, src, nbr, rel, tid):
     """How many entries: both directions of every triple joining live candidates of an edge's ends by a
-    candidate relation; with ``fill`` also written into ``src``, ``nbr``, ``rel``, ``tid`` (sized by a
-    counting call first)."""
+    candidate relation (a self-loop once, as the store lists it, and only for an edge in ``loop_ok``);
+    with ``fill`` also written into ``src``, ``nbr``, ``rel``, ``tid`` (sized by a counting call first)."""
     n = 0
     for e in range(e_src.shape[0]):
         s = scan_from[e]
@@ -252,9 +263,12 @@ def _entries(indptr, adj_nbr, adj_rel, adj_tid, mask, cand_ptr, cand_ids, alive,
                 u = cand_ids[i]
                 for j in range(indptr[u], indptr[u + 1]):
                     w = adj_nbr[j]
-                    if w != u and (mask[w] & o_bit) and rel_ok[e, adj_rel[j]]:
+                    if (w != u or loop_ok[e]) and (mask[w] & o_bit) and rel_ok[e, adj_rel[j]]:
                         if fill:
                             src[n], nbr[n], rel[n], tid[n] = u, w, adj_rel[j], adj_tid[j]
-                            src[n + 1], nbr[n + 1], rel[n + 1], tid[n + 1] = w, u, adj_rel[j], adj_tid[j]
-                        n += 2
+                        n += 1
+                        if w != u:
+                            if fill:
+                                src[n], nbr[n], rel[n], tid[n] = w, u, adj_rel[j], adj_tid[j]
+                            n += 1
     return n
