@@ -14,7 +14,11 @@ edges at depths ≥ d, their smallest candidate relation distance and, only for 
 *introduce*, their smallest candidate node distance. A node already bound (the far end of a
 cycle-closing edge) adds nothing. Pruning is strict (``bound > kth + eps``), so ties with the k-th
 result are still explored and resolved by the deterministic key (GSD, entity ids in pattern-node
-order, triple ids in pattern-edge order).
+order, triple ids in pattern-edge order). Per root the bound is tighter (:func:`root_bounds`): an edge
+the search expands from the start node to a new node costs at least the cheapest such entry of *that
+root's* adjacency, not the cheapest over all candidates; the roots are taken in ascending bound, and
+within a root its subtree is pruned with its own bound (``rest_now``). On a star whose centre has many
+candidates with a few good leaves each, this prunes whole centres before any leaf is expanded.
 
 The search is a loop over an explicit stack held in numpy arrays, so it can stop after
 ``max_steps`` and resume later: the Python driver checks the deadline between chunks and can
@@ -284,16 +288,81 @@ def _edge_taken(tid, d, plan, edge_tid):
 
 
 @njit(cache=True, nogil=True)
-def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
+def root_bounds(graph_indptr, adj_nbr, adj_rel, plan, rest, node_any, cand_ptr, cand_ids, cand_dist, rel_dist,
+                root_ids, root_cost, terms):
+    """Per root candidate, a lower bound on the GSD of every full mapping that starts from it, tighter than
+    ``root_cost + rest[0]`` (eq. 11), returned; and in ``terms[i, d]`` (n_roots x n_edges) the share of depth
+    ``d`` in it. For each pattern edge the search expands *from the start node to a new node*, the share is
+    the cheapest (relation + node distance) entry of this root's own adjacency instead of the edge's
+    smallest relation and node distances over all candidates (``inf`` when the root has no such entry: no
+    mapping starts there); the other depths keep their share of ``rest``. Distinctness is ignored, so
+    these stay lower bounds. On a corrupt entry the root keeps the plain shares, so the search itself
+    reaches it and reports it."""
+    n_edges = plan.shape[1]
+    start = plan[4, 0]
+    n_nodes = graph_indptr.shape[0] - 1
+    n_rel = rel_dist.shape[1]
+    n_adj = adj_nbr.shape[0]
+    out = np.empty(root_ids.shape[0], dtype=np.float64)
+    for i in range(root_ids.shape[0]):
+        v = root_ids[i]
+        for d in range(n_edges):
+            terms[i, d] = rest[d] - rest[d + 1]
+        if _span(graph_indptr, v, n_adj) < 0:
+            out[i] = root_cost[i] + rest[0]
+            continue
+        corrupt = False
+        for d in range(n_edges):
+            if plan[1, d] != start or plan[3, d] != 1:
+                continue
+            e = plan[0, d]
+            b = plan[2, d]
+            best = np.inf
+            for j in range(graph_indptr[v], graph_indptr[v + 1]):
+                w = adj_nbr[j]
+                r = adj_rel[j]
+                if w < 0 or w >= n_nodes or r < 0 or r >= n_rel:
+                    corrupt = True
+                    break
+                rd = rel_dist[e, r]
+                if rd >= best:
+                    continue
+                nd = _node_dist(b, w, node_any, cand_ptr, cand_ids, cand_dist)
+                if nd >= 0.0 and rd + nd < best:
+                    best = rd + nd
+            if corrupt:
+                break
+            terms[i, d] = max(best, terms[i, d])
+        if corrupt:
+            for d in range(n_edges):
+                terms[i, d] = rest[d] - rest[d + 1]
+            out[i] = root_cost[i] + rest[0]
+            continue
+        total = root_cost[i]
+        for d in range(n_edges):
+            total += terms[i, d]
+        out[i] = max(total, root_cost[i] + rest[0])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan,
                node_any, cand_ptr, cand_ids, cand_dist, rel_dist,
-               root_ids, root_cost, k, distinct, edge_distinct, prune, greedy, max_steps,
+               root_ids, root_cost, root_bound, root_terms, rest_now, k, distinct, edge_distinct, prune, greedy,
+               max_steps,
                f, edge_tid, edge_rel, part, stk_j, stk_c, lo, hi, cur,
                res_gsd, res_nodes, res_tids, res_rels, state,
                within, set_gsd, set_nodes, set_tids, set_rels, set_f):
     """Advance the search by at most ``max_steps`` steps. Returns DONE, PAUSED, GROW, CORRUPT or SET_FULL.
 
     ``plan`` rows: 0 pattern edge, 1 mapped end, 2 other end, 3 1 if the other end is new,
-    4 (column 0) the start node. GROW asks the caller for a stack of ``state[S_NEED]`` entries;
+    4 (column 0) the start node. ``root_bound[i]``: a lower bound on every full mapping from root ``i``
+    (at least ``root_cost[i] + rest[0]``; with ``greedy`` the roots come in ascending bound, so the first
+    one over the threshold ends the search); ``root_terms[i]`` its per-depth shares (:func:`root_bounds`),
+    or no rows. ``rest_now``: the bound of eq. 11 the current root's subtree is pruned with (``rest[d]``:
+    the share of the depths from ``d`` on), rewritten from ``root_terms`` as each root starts; with no rows
+    the caller's ``rest`` serves every root. The caller keeps it between calls. GROW asks the caller for a
+    stack of ``state[S_NEED]`` entries;
     CORRUPT reports an id or CSR span outside the store arrays (``state[S_NEED]``: the offender).
     ``within`` >= 0 turns within mode on (module docstring); below 0 the ``set_*`` buffers are unused.
     ``distinct`` (n_nodes x n_nodes, uint8): pattern nodes a and b must take distinct entities where
@@ -315,7 +384,7 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
                 state[S_STEPS] += steps
                 return DONE
             c = root_cost[i]
-            if prune and c + rest[0] > limit:
+            if prune and root_bound[i] > limit:
                 state[S_ROOT] = n_root if greedy else i + 1
                 continue
             v = root_ids[i]
@@ -330,11 +399,15 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
                 state[S_STEPS] += steps
                 return GROW
             state[S_ROOT] = i + 1
+            if root_terms.shape[0] > 0:
+                rest_now[n_edges] = 0.0
+                for dd in range(n_edges - 1, -1, -1):
+                    rest_now[dd] = rest_now[dd + 1] + root_terms[i, dd]
             f[start] = v
             part[0] = c
             state[S_DEPTH] = 0
             scanned = _generate(0, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, edge_tid, node_any,
-                                cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
+                                cand_ptr, cand_ids, cand_dist, rel_dist, rest_now, part, stk_j, stk_c,
                                 lo, hi, cur, state, thr, distinct, edge_distinct, prune, greedy)
             if scanned < 0:
                 state[S_STEPS] += steps
@@ -357,7 +430,7 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
                 continue
             j = stk_j[cur[d]]
             c = stk_c[cur[d]]
-            if prune and part[d] + c + rest[d + 1] > limit:
+            if prune and part[d] + c + rest_now[d + 1] > limit:
                 cur[d] = hi[d] if greedy else cur[d] + 1
                 continue
             if plan[3, d] == 1:
@@ -381,7 +454,7 @@ def run_search(graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, rest,
             state[S_DEPTH] = d + 1
             if d + 1 < n_edges:
                 scanned = _generate(d + 1, graph_indptr, adj_nbr, adj_rel, adj_tid, n_triples, plan, f, edge_tid,
-                                    node_any, cand_ptr, cand_ids, cand_dist, rel_dist, rest, part, stk_j, stk_c,
+                                    node_any, cand_ptr, cand_ids, cand_dist, rel_dist, rest_now, part, stk_j, stk_c,
                                     lo, hi, cur, state, thr, distinct, edge_distinct, prune, greedy)
                 if scanned < 0:
                     state[S_STEPS] += steps

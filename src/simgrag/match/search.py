@@ -59,6 +59,10 @@ Distinct = bool | frozenset[tuple[int, int]]
 CHUNK_STEPS = 2_000  # steps between two deadline checks (~4 ms on a hub; 99.9 % of MetaQA searches need fewer)
 STACK_SIZE = 4096  # initial entries of the candidate stack (it grows on demand)
 WITHIN_CAP = 10_000  # matches a within set holds at most
+#: the tight per-root bound (``_kernel.root_bounds``) is computed when the roots' adjacency has at most this
+#: many entries (a few ms); a start node with more (one that matches any entity) keeps the plain bound
+ROOT_BOUND_MAX_ENTRIES = 2_000_000
+ROOT_BOUND_MAX_ROOTS = 500_000  # (and this many roots: their per-depth shares are kept, n_roots x n_edges)
 _WITHIN_START = 256  # initial rows of the within buffers (they grow on demand up to the cap)
 
 
@@ -281,6 +285,9 @@ class _Run:
         self.node_any, self.cand_ptr, self.cand_ids, self.cand_dist = _candidate_arrays(table.nodes)
         self.rel_dist = np.ascontiguousarray(table.rel_dists, dtype=np.float64)
         self.root_ids, self.root_cost = _root(table.nodes[self.plan.start], store.num_entities, self.greedy)
+        self.rest_now = self.plan.rest.copy()  # the kernel's working bound (per root with root_terms)
+        self.root_terms = np.zeros((0, n_edges), dtype=np.float64)
+        self.root_bound = self._root_bounds() if self.prune and not self.empty else self.root_cost + self.plan.rest[0]
         self.f = np.full(n_nodes, -1, dtype=np.int64)
         self.edge_tid = np.full(n_edges, -1, dtype=np.int64)
         self.edge_rel = np.full(n_edges, 0, dtype=np.int64)
@@ -305,16 +312,39 @@ class _Run:
         self.set_tids = np.zeros((rows, n_edges), dtype=np.int64)
         self.set_rels = np.zeros((rows, n_edges), dtype=np.int64)
 
+    def _root_bounds(self) -> np.ndarray:
+        """Per root, the kernel's lower bound from the root's own adjacency (:func:`_kernel.root_bounds`,
+        its per-depth shares kept in ``root_terms``), the roots then reordered by it (ties by id); with more
+        than :data:`ROOT_BOUND_MAX_ROOTS` roots or more than :data:`ROOT_BOUND_MAX_ENTRIES` adjacency entries
+        among them (e.g. a start node that matches any entity), the plain bound ``root_cost + rest[0]``, in
+        the order the roots have."""
+        s, ids = self.store, self.root_ids
+        plain = self.root_cost + self.plan.rest[0]
+        indptr = np.asarray(s.indptr)
+        if len(ids) == 0 or len(ids) > ROOT_BOUND_MAX_ROOTS or ids.min() < 0 or ids.max() + 1 >= len(indptr):
+            return plain  # (an out-of-range root: the kernel reports the corrupt store)
+        if int((indptr[ids + 1] - indptr[ids]).sum()) > ROOT_BOUND_MAX_ENTRIES:
+            return plain
+        terms = np.empty((len(ids), len(self.pattern.edges)), dtype=np.float64)
+        bound = _kernel.root_bounds(s.indptr, s.adj_nbr, s.adj_rel, self.plan.order, self.plan.rest, self.node_any,
+                                    self.cand_ptr, self.cand_ids, self.cand_dist, self.rel_dist, ids, self.root_cost,
+                                    terms)
+        order = np.lexsort((ids, bound))
+        self.root_ids = np.ascontiguousarray(ids[order])
+        self.root_cost = np.ascontiguousarray(self.root_cost[order])
+        self.root_terms = np.ascontiguousarray(terms[order])
+        return np.ascontiguousarray(bound[order])
+
     def advance(self, max_steps: int) -> None:
         """Run up to ``max_steps`` steps of the compiled search."""
         if self.done:
             return
         s = self.store
         status = _kernel.run_search(
-            s.indptr, s.adj_nbr, s.adj_rel, s.adj_tid, s.num_triples, self.plan.order, self.plan.rest,
+            s.indptr, s.adj_nbr, s.adj_rel, s.adj_tid, s.num_triples, self.plan.order,
             self.node_any, self.cand_ptr, self.cand_ids, self.cand_dist, self.rel_dist,
-            self.root_ids, self.root_cost, self.k, self.distinct, self.edge_distinct, self.prune, self.greedy,
-            max_steps,
+            self.root_ids, self.root_cost, self.root_bound, self.root_terms, self.rest_now,
+            self.k, self.distinct, self.edge_distinct, self.prune, self.greedy, max_steps,
             self.f, self.edge_tid, self.edge_rel, self.part, self.stk_j, self.stk_c,
             self.lo, self.hi, self.cur, self.res_gsd, self.res_nodes, self.res_tids, self.res_rels,
             self.state, -1.0 if self.within is None else self.within,
@@ -382,8 +412,8 @@ class _Run:
             return float("inf")
         best = float("inf")
         root_i = int(self.state[_kernel.S_ROOT])
-        if root_i < len(self.root_cost):
-            best = float(self.root_cost[root_i:].min() + self.plan.rest[0])
+        if root_i < len(self.root_bound):
+            best = float(self.root_bound[root_i:].min())
         depth = int(self.state[_kernel.S_DEPTH])
         n_edges = len(self.pattern.edges)
         if depth == n_edges:
@@ -391,7 +421,7 @@ class _Run:
         for d in range(min(depth + 1, n_edges)):
             lo, hi = int(self.cur[d]), int(self.hi[d])
             if lo < hi:
-                best = min(best, float(self.part[d] + self.stk_c[lo:hi].min() + self.plan.rest[d + 1]))
+                best = min(best, float(self.part[d] + self.stk_c[lo:hi].min() + self.rest_now[d + 1]))
         return best
 
     def matches(self, table: CandidateTable) -> tuple[Match, ...]:
