@@ -12,10 +12,18 @@ from hypothesis import strategies as st
 
 from simgrag.kg.store import KGStore
 from simgrag.match import restrict as restrict_module
+from simgrag.match import search as search_module
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.search import Distinct, search_subgraphs, typed_pairs
 from simgrag.pattern.graph import Pattern
 from simgrag.testing.brute_force import brute_force_top_k, brute_force_within
+
+@pytest.fixture(autouse=True)
+def _root_bounds_on_small_kgs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-root bound (search.ROOT_BOUND_MIN_ENTRIES) is skipped on small searches: forced on here, so
+    every optimized search of these tests runs with it."""
+    monkeypatch.setattr(search_module, "ROOT_BOUND_MIN_ENTRIES", 0)
+
 
 # Few distinct distances so that ties are common and tie-breaking is exercised.
 DISTS = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, 0.1, 0.3])

@@ -46,6 +46,8 @@ MAX_SCAN_ENTRIES = 50_000_000
 #: busy core: with a deadline, a pass whose scan would not end before the give-up time is not started
 SCAN_ENTRIES_PER_S = 10_000_000
 _MAX_PASSES = 4
+#: an edge costing more than this many times the cheaper edges of its pass waits for the next pass
+DEFER_RATIO = 8
 
 
 @dataclass(frozen=True)
@@ -98,10 +100,11 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
     _mark(mask, cand_ptr, cand_ids, alive)
     scan_from = np.zeros(len(edges), dtype=np.int64)
     converged = False
-    for _ in range(_MAX_PASSES):
+    defer = True
+    for _ in range(_MAX_PASSES + 1):
         degrees = _degree_sums(store.indptr, cand_ptr, cand_ids, alive)
         scan_from[:] = np.where(degrees[e_src] <= degrees[e_dst], e_src, e_dst)
-        chosen = _affordable(degrees[scan_from], give_up)
+        chosen = _affordable(degrees[scan_from], give_up, defer=defer)
         if len(chosen) == 0:
             return None
         removed = _consistency_pass(store.indptr, store.adj_nbr, store.adj_rel, mask, cand_ptr, cand_ids, alive,
@@ -111,6 +114,9 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
             if len(chosen) == len(edges):
                 converged = True
                 break
+            if defer:  # the cheap edges pruned nothing more: the deferred ones are scanned as they are
+                defer = False
+                continue
             return None  # the edges left out are too costly to scan, and scanning the rest changed nothing
         # later passes and the build walk the survivors only (a typed centre shrinks from millions)
         owner = np.repeat(np.arange(len(nodes)), np.diff(cand_ptr))[alive]
@@ -138,15 +144,21 @@ def _self_loops_allowed(pattern: Pattern, injective: bool | frozenset[tuple[int,
                      for e in pattern.edges], dtype=np.bool_)
 
 
-def _affordable(costs: np.ndarray, give_up: float | None) -> np.ndarray:
+def _affordable(costs: np.ndarray, give_up: float | None, *, defer: bool = False) -> np.ndarray:
     """The edges (cheapest first) one pass can scan: at most ``MAX_SCAN_ENTRIES`` adjacency entries in
     all, ending before ``give_up``. Pruning through the cheap edges first (a named end's few candidates)
-    shrinks the typed nodes between them, so the costly edges become affordable in a later pass."""
+    shrinks the typed nodes between them, so the costly edges become affordable in a later pass. With
+    ``defer``, an edge costing more than :data:`DEFER_RATIO` times the cheaper ones together waits for
+    the next pass even when it fits (on ``named – typed – typed – named`` the middle edge costs tens of
+    millions of entries before the named ends have pruned its two typed ends, thousands after)."""
     order = np.argsort(costs, kind="stable")
     total = np.cumsum(costs[order])
     fits = total <= MAX_SCAN_ENTRIES
     if give_up is not None:
         fits &= time.perf_counter() + total / SCAN_ENTRIES_PER_S < give_up
+    if defer and len(order) > 1:
+        before = np.concatenate(([0], total[:-1]))  # what the cheaper edges cost together
+        fits &= (before == 0) | (costs[order] <= DEFER_RATIO * np.maximum(before, 1))
     return np.sort(order[: int(np.argmin(fits)) if not fits.all() else len(order)])
 
 
