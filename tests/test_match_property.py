@@ -18,6 +18,7 @@ from simgrag.match.search import Distinct, search_subgraphs, typed_pairs
 from simgrag.pattern.graph import Pattern
 from simgrag.testing.brute_force import brute_force_top_k, brute_force_within
 
+
 @pytest.fixture(autouse=True)
 def _root_bounds_on_small_kgs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The per-root bound (search.ROOT_BOUND_MIN_ENTRIES) is skipped on small searches: forced on here, so
