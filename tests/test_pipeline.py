@@ -214,3 +214,17 @@ def test_a_one_shot_warmup_leaves_the_model_to_its_first_call(toy_dir: Path) -> 
     assert llm.loads == 0
     assert engine.warmup(wait=True)["llm_s"] >= 0.2  # a server's warm-up loads it, in the foreground
     assert llm.loads == 1
+
+
+def test_warmup_compiles_the_per_root_bound_for_the_store_and_for_restricted_graphs(toy_dir: Path) -> None:
+    """The warm-up's small search does not need the per-root bound; the warm-up compiles it anyway, for the
+    store's arrays and a restricted graph's, so a first large search does not pay the compilation."""
+    from simgrag.match import _kernel
+
+    engine = SimGRAG(toy_dir, llm=FakeLLM([]))
+    engine.warmup(wait=True, load_llm=False)
+    store = engine.index.store
+    graphs = {tuple(str(t) for t in sig[:3]) for sig in _kernel.root_bounds.signatures}  # indptr, adj_nbr, adj_rel
+    readonly = ("readonly " if not store.indptr.flags.writeable else "") + "array(int64, 1d, C)"
+    assert any(g[0] == readonly for g in graphs)  # the store's (memory-mapped: read-only)
+    assert ("array(int64, 1d, C)", "array(int32, 1d, C)", "array(int32, 1d, C)") in graphs  # a restricted graph's

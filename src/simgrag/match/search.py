@@ -50,7 +50,8 @@ from simgrag.match.matches import Match, MatchSet
 from simgrag.match.restrict import RestrictedGraph, restrict
 from simgrag.pattern.graph import Pattern, singular
 
-__all__ = ["WITHIN_CAP", "Distinct", "Match", "MatchSet", "SearchResult", "search_subgraphs", "typed_pairs"]
+__all__ = ["WITHIN_CAP", "Distinct", "Match", "MatchSet", "SearchResult", "compile_root_bounds", "search_subgraphs",
+           "typed_pairs"]
 
 Algorithm = Literal["optimized", "naive"]
 #: which pattern nodes take distinct entities: all (``True``), none (``False``: homomorphism, triples may
@@ -485,6 +486,17 @@ def _global(matches: tuple[Match, ...], entities: np.ndarray) -> tuple[Match, ..
     local ids follow global ids)."""
     return tuple(Match(m.gsd, tuple(int(entities[v]) for v in m.nodes), m.triples, m.node_dists, m.edge_dists)
                  for m in matches)
+
+
+def compile_root_bounds(store: KGStore) -> None:
+    """Compile the per-root bound (``_kernel.root_bounds``) for ``store``'s array types, on no roots: a warm-up
+    for the first search that needs it (a small warm-up search does not), which would otherwise compile it
+    (~0.5 s once per machine and kernel version: numba caches it on disk)."""
+    small = (np.zeros(2, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))  # a restricted graph's kind
+    for indptr, adj_nbr, adj_rel in ((store.indptr, store.adj_nbr, store.adj_rel), small):
+        _kernel.root_bounds(indptr, adj_nbr, adj_rel, np.zeros((5, 1), np.int64), np.zeros(2),
+                            np.zeros(1, np.bool_), np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1),
+                            np.zeros((1, 1)), np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 1)))
 
 
 def search_subgraphs(
