@@ -117,3 +117,11 @@ def test_ls_is_generated_from_the_four_registries() -> None:
         assert f"{registry.title} ({registry.option})" in result.output
         for entry in registry.entries():
             assert entry.usage in result.output and entry.description[:30] in result.output
+
+
+def test_every_command_with_a_pattern_stage_takes_pattern_options() -> None:
+    """`--pattern-option` (e.g. n_dynamic_shots=1) reaches the LLM pattern stage of every command that runs one."""
+    with_pattern_stage = {"ask", "verify", "demo", "serve", "bench metaqa", "bench qa", "bench claims",
+                          "bench factscore", "bench abstain"}
+    takes = {name for name, cmd in COMMANDS if any("--pattern-option" in p.opts for p in cmd.params)}
+    assert with_pattern_stage - takes == set()

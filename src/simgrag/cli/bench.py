@@ -210,6 +210,7 @@ def bench_abstain(
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     calibration: CalibrationOpt = DEFAULT_CALIBRATION, answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE,
+    pattern_option: PatternOptions = None,
     answerable: Annotated[bool, typer.Option("--answerable/--removed-only", help="also ask the same questions on "
                                                                                  "the full KG (the price of "
                                                                                  "abstaining)")] = True,
@@ -225,7 +226,7 @@ def bench_abstain(
         reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
         engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
                                k=k, answer_mode=answer_mode, reader_options=reader, calibration=calibration,
-                               answer_tolerance=answer_tolerance)
+                               answer_tolerance=answer_tolerance, pattern_option=pattern_option)
         items = sample_answerable(engine.index.store, metaqa_dir, _hops(hops), sample or None, seed, split)
         summary = run_abstention(engine, items, split_names(retriever), output,
                                  model_dirs=parse_model_dirs(retriever_model or []), answerable=answerable)
@@ -273,8 +274,9 @@ def bench_qa(
     output: Annotated[Path, typer.Option("-o", "--output", help="JSONL results; the summary goes beside it")],
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
-    abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION, verbose: Verbose = 0,
-    quiet: Quiet = False,
+    abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
+    grounding: Grounding = True, analogy: Analogy = True, pattern_option: PatternOptions = None,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code).
 
@@ -284,7 +286,8 @@ def bench_qa(
 
     try:
         engine = _bench_engine(index, None, llm, examples=examples, k=k,
-                               answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration)
+                               answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration,
+                               grounding=grounding, analogy=analogy, pattern_option=pattern_option)
         summary = run_qa_bench(engine, load_qa_file(questions), output)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
@@ -301,8 +304,8 @@ def bench_claims(
     n: Annotated[int, typer.Option("--n", help="claims to generate (balanced over shapes and labels)")] = 300,
     seed: Seed = 0, index: IndexOpt = None,
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
-    examples: Examples = None, k: K = None, abstain_gsd: AbstainGsd = None, verbose: Verbose = 0,
-    quiet: Quiet = False,
+    examples: Examples = None, k: K = None, abstain_gsd: AbstainGsd = None, pattern_option: PatternOptions = None,
+    verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Fact verification on claims generated from the MetaQA KB (App. F shapes), accuracy by shape."""
     _setup_logging(verbose, quiet)
@@ -312,7 +315,7 @@ def bench_claims(
 
     try:
         engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
-                               k=k, abstain_gsd=abstain_gsd)
+                               k=k, abstain_gsd=abstain_gsd, pattern_option=pattern_option)
         topics = sorted({q.topic for hop in (1, 2, 3) for q in load_metaqa(metaqa_dir, hop, "dev")})
         claims = generate_claims(engine.index.store, topics, n=n, seed=seed)
         save_claims(output.with_suffix(".claims.jsonl"), claims)
@@ -336,7 +339,8 @@ def bench_factscore(
     max_claims: Annotated[int, typer.Option("--max-claims", help="atomic claims checked per answer, at most")] = 8,
     index: IndexOpt = None,
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
-    examples: Examples = None, k: K = None, verbose: Verbose = 0, quiet: Quiet = False,
+    examples: Examples = None, k: K = None, pattern_option: PatternOptions = None, verbose: Verbose = 0,
+    quiet: Quiet = False,
 ) -> None:
     """KG-grounded FActScore: open answers split into atomic claims, each checked with SimGRAG's verify.
 
@@ -347,8 +351,7 @@ def bench_factscore(
     from simgrag.eval.subrun import engines_for
 
     try:
-        engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
-                               k=k)
+        engine = _bench_engine(index, metaqa_dir, llm, examples=examples, k=k, pattern_option=pattern_option)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         engines = engines_for(engine, split_names(retriever), parse_model_dirs(retriever_model or []))
         summary = run_factscore_bench(engines, engine.llm, engine.verify, items, output, max_claims=max_claims)
