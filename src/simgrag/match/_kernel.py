@@ -304,13 +304,15 @@ def root_bounds(graph_indptr, adj_nbr, adj_rel, plan, rest, node_any, cand_ptr, 
     n_rel = rel_dist.shape[1]
     n_adj = adj_nbr.shape[0]
     out = np.empty(root_ids.shape[0], dtype=np.float64)
+    tight = np.empty(n_edges, dtype=np.float64)  # this root's shares, written to terms[i] unless corrupt
     for i in range(root_ids.shape[0]):
         v = root_ids[i]
         for d in range(n_edges):
             terms[i, d] = rest[d] - rest[d + 1]
+        out[i] = root_cost[i] + rest[0]  # the plain bound, kept for a corrupt root
         if _span(graph_indptr, v, n_adj) < 0:
-            out[i] = root_cost[i] + rest[0]
             continue
+        tight[:] = terms[i]
         corrupt = False
         for d in range(n_edges):
             if plan[1, d] != start or plan[3, d] != 1:
@@ -332,16 +334,11 @@ def root_bounds(graph_indptr, adj_nbr, adj_rel, plan, rest, node_any, cand_ptr, 
                     best = rd + nd
             if corrupt:
                 break
-            terms[i, d] = max(best, terms[i, d])
+            tight[d] = max(best, tight[d])
         if corrupt:
-            for d in range(n_edges):
-                terms[i, d] = rest[d] - rest[d + 1]
-            out[i] = root_cost[i] + rest[0]
             continue
-        total = root_cost[i]
-        for d in range(n_edges):
-            total += terms[i, d]
-        out[i] = max(total, root_cost[i] + rest[0])
+        terms[i] = tight
+        out[i] = max(root_cost[i] + tight.sum(), out[i])
     return out
 
 

@@ -1,5 +1,6 @@
 """The values the subgraph search returns: one matched subgraph (:class:`Match`) and a set of them held
-as arrays (:class:`MatchSet`, the search's within set: every match within ε of the best)."""
+as arrays (:class:`MatchSet`, the search's within set: every match within ε of the best); and which
+pattern nodes a match keeps apart (:data:`Distinct`, read by the search and the restricted graph alike)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Match", "MatchSet"]
+from simgrag.errors import MatchError
+
+__all__ = ["Distinct", "Match", "MatchSet", "distinct_matrix"]
+
+#: which pattern nodes take distinct entities: all (``True``), none (``False``: homomorphism, triples may
+#: repeat too), or the given node-index pairs (distinct pattern edges still take distinct triples)
+Distinct = bool | frozenset[tuple[int, int]]
+
+
+def distinct_matrix(n_nodes: int, injective: Distinct) -> tuple[np.ndarray, bool]:
+    """The (n_nodes x n_nodes) ``distinct`` matrix (1 where two pattern nodes take distinct entities) and the
+    ``edge_distinct`` flag (distinct pattern edges take distinct triples) for ``injective``."""
+    if isinstance(injective, bool):
+        matrix = np.full((n_nodes, n_nodes), 1 if injective else 0, dtype=np.uint8)
+        np.fill_diagonal(matrix, 0)
+        return matrix, injective
+    matrix = np.zeros((n_nodes, n_nodes), dtype=np.uint8)
+    for a, b in injective:
+        if not (0 <= a < n_nodes and 0 <= b < n_nodes):
+            raise MatchError(f"distinct node pair {(a, b)} is outside the pattern's {n_nodes} nodes")
+        if a != b:
+            matrix[a, b] = matrix[b, a] = 1
+    return matrix, True
 
 
 @dataclass(frozen=True)

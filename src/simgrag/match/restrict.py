@@ -34,6 +34,7 @@ from numba import njit
 
 from simgrag.kg.store import KGStore
 from simgrag.match.candidates import CandidateTable, NodeCandidates
+from simgrag.match.matches import Distinct, distinct_matrix
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["MAX_SCAN_ENTRIES", "MIN_CANDIDATES", "RestrictedGraph", "restrict"]
@@ -71,7 +72,7 @@ class RestrictedGraph:
 
 
 def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
-             injective: bool | frozenset[tuple[int, int]] = True,
+             injective: Distinct = True,
              deadline: float | None = None) -> RestrictedGraph | None:
     """The restricted graph for a connected ``pattern``, or ``None`` when it does not apply
     (a node that matches any entity, a self-loop edge, more than 16 nodes or 32 edges, no large
@@ -129,19 +130,10 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
     if len(_affordable(degrees[scan_from], give_up)) < len(edges):  # the build scans every edge
         return None
     dists = np.concatenate([c.dists for c in nodes]).astype(np.float64)[origin]
-    loop_ok = _self_loops_allowed(pattern, injective) if store.has_self_loops else np.zeros(len(edges), np.bool_)
+    # a KG self-loop may match an edge only where its two ends may take one entity
+    loop_ok = ((distinct_matrix(len(nodes), injective)[0][e_src, e_dst] == 0) if store.has_self_loops
+               else np.zeros(len(edges), np.bool_))
     return _build(store, table, cand_ptr, cand_ids, dists, alive, mask, e_src, e_dst, rel_ok, scan_from, loop_ok)
-
-
-def _self_loops_allowed(pattern: Pattern, injective: bool | frozenset[tuple[int, int]]) -> np.ndarray:
-    """Per pattern edge, whether a KG self-loop may match it: its two ends may map to one entity (not
-    injective; with typed matching, ends that are not kept apart)."""
-    if injective is True:
-        return np.zeros(len(pattern.edges), dtype=np.bool_)
-    if injective is False:
-        return np.ones(len(pattern.edges), dtype=np.bool_)
-    return np.array([(e.source, e.target) not in injective and (e.target, e.source) not in injective
-                     for e in pattern.edges], dtype=np.bool_)
 
 
 def _affordable(costs: np.ndarray, give_up: float | None, *, defer: bool = False) -> np.ndarray:

@@ -46,7 +46,7 @@ from simgrag.kg.store import KGStore
 from simgrag.match import _kernel
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.limits import MAX_K
-from simgrag.match.matches import Match, MatchSet
+from simgrag.match.matches import Distinct, Match, MatchSet, distinct_matrix
 from simgrag.match.restrict import RestrictedGraph, restrict
 from simgrag.pattern.graph import Pattern, singular
 
@@ -54,9 +54,6 @@ __all__ = ["WITHIN_CAP", "Distinct", "Match", "MatchSet", "SearchResult", "compi
            "typed_pairs"]
 
 Algorithm = Literal["optimized", "naive"]
-#: which pattern nodes take distinct entities: all (``True``), none (``False``: homomorphism, triples may
-#: repeat too), or the given node-index pairs (distinct pattern edges still take distinct triples)
-Distinct = bool | frozenset[tuple[int, int]]
 CHUNK_STEPS = 2_000  # steps between two deadline checks (~4 ms on a hub; 99.9 % of MetaQA searches need fewer)
 STACK_SIZE = 4096  # initial entries of the candidate stack (it grows on demand)
 WITHIN_CAP = 10_000  # matches a within set holds at most
@@ -227,21 +224,6 @@ def typed_pairs(pattern: Pattern, relation_keys: Sequence[object] | None = None)
     return frozenset(pairs)
 
 
-def _distinct_arrays(n_nodes: int, injective: Distinct) -> tuple[np.ndarray, bool]:
-    """The kernel's (n_nodes x n_nodes) ``distinct`` matrix and ``edge_distinct`` flag for ``injective``."""
-    if isinstance(injective, bool):
-        matrix = np.full((n_nodes, n_nodes), 1 if injective else 0, dtype=np.uint8)
-        np.fill_diagonal(matrix, 0)
-        return matrix, injective
-    matrix = np.zeros((n_nodes, n_nodes), dtype=np.uint8)
-    for a, b in injective:
-        if not (0 <= a < n_nodes and 0 <= b < n_nodes):
-            raise MatchError(f"distinct node pair {(a, b)} is outside the pattern's {n_nodes} nodes")
-        if a != b:
-            matrix[a, b] = matrix[b, a] = 1
-    return matrix, True
-
-
 def _sub_distinct(injective: Distinct, node_ids: Sequence[int]) -> Distinct:
     """``injective`` for the subpattern of ``node_ids`` (pairs renumbered; pairs across parts dropped)."""
     if isinstance(injective, bool):
@@ -277,7 +259,7 @@ class _Run:
                  injective: Distinct, algorithm: Algorithm, stack_size: int = STACK_SIZE,
                  within: float | None = None, within_cap: int = WITHIN_CAP) -> None:
         self.store, self.pattern, self.k = store, pattern, k
-        self.distinct, self.edge_distinct = _distinct_arrays(len(pattern.nodes), injective)
+        self.distinct, self.edge_distinct = distinct_matrix(len(pattern.nodes), injective)
         self.prune = self.greedy = algorithm == "optimized"
         n_nodes, n_edges = len(pattern.nodes), len(pattern.edges)
         counts = [c.count(store.num_entities) for c in table.nodes]
@@ -290,7 +272,8 @@ class _Run:
         self.root_ids, self.root_cost = _root(table.nodes[self.plan.start], store.num_entities, self.greedy)
         self.rest_now = self.plan.rest.copy()  # the kernel's working bound (per root with root_terms)
         self.root_terms = np.zeros((0, n_edges), dtype=np.float64)
-        self.root_bound = self._root_bounds() if self.prune and not self.empty else self.root_cost + self.plan.rest[0]
+        self.root_bound = (self._order_roots_by_bound() if self.prune and not self.empty
+                           else self.root_cost + self.plan.rest[0])
         self.f = np.full(n_nodes, -1, dtype=np.int64)
         self.edge_tid = np.full(n_edges, -1, dtype=np.int64)
         self.edge_rel = np.full(n_edges, 0, dtype=np.int64)
@@ -315,7 +298,7 @@ class _Run:
         self.set_tids = np.zeros((rows, n_edges), dtype=np.int64)
         self.set_rels = np.zeros((rows, n_edges), dtype=np.int64)
 
-    def _root_bounds(self) -> np.ndarray:
+    def _order_roots_by_bound(self) -> np.ndarray:
         """Per root, the kernel's lower bound from the root's own adjacency (:func:`_kernel.root_bounds`,
         its per-depth shares kept in ``root_terms``), the roots then reordered by it (ties by id); with more
         than :data:`ROOT_BOUND_MAX_ROOTS` roots, or adjacency entries among them outside

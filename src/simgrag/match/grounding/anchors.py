@@ -89,6 +89,8 @@ def snap_names(candidate: Candidate, reading: QuestionReading, judge: PatternJud
     whose entity no other node names (the LLM cut the name short: "Detectives" for "Watching the
     Detectives"). The candidate itself when nothing needs it."""
     mentions = sorted((m for m in reading.mentions if m.confident), key=lambda m: -m.words)
+    padded_names = [(m.entity, judge.store.entities[m.entity], f" {normalize_name(judge.store.entities[m.entity])} ")
+                    for m in mentions]  # longest mention first
     texts = list(dict.fromkeys(x for h, _, t in candidate.triples for x in (h, t)))
     named = {judge.entity_of(x) for x in texts if not is_unknown(x)}
     renames: dict[str, str] = {}
@@ -96,13 +98,13 @@ def snap_names(candidate: Candidate, reading: QuestionReading, judge: PatternJud
         if is_unknown(text) or judge.entity_of(text) is not None:
             continue
         padded = f" {normalize_name(text).replace(chr(39) + 's', '').replace(chr(8217) + 's', '')} "
-        held = [m for m in mentions if f" {normalize_name(judge.store.entities[m.entity])} " in padded]
-        holders = {m.entity for m in mentions if padded.strip()
-                   and padded in f" {normalize_name(judge.store.entities[m.entity])} " and m.entity not in named}
+        held = [name for _, name, padded_name in padded_names if padded_name in padded]
+        holders = {entity: name for entity, name, padded_name in padded_names
+                   if padded.strip() and padded in padded_name and entity not in named}
         if held:
-            renames[text] = judge.store.entities[held[0].entity]
+            renames[text] = held[0]
         elif len(holders) == 1:
-            renames[text] = judge.store.entities[holders.pop()]
+            renames[text] = next(iter(holders.values()))
     if not renames:
         return candidate
     new = [tuple(renames.get(x, x) if i != 1 else x for i, x in enumerate(t)) for t in candidate.triples]
