@@ -98,6 +98,9 @@ def test_mentions_longest_first_possessive_and_confidence(question: str, mention
     ("the actor Juno is a co-star of who", None),
     # no question word: the request is the last sentence
     ("Juno is a film of some year. List the writers of the films released then.", "writers"),
+    # "the name of the X" asks for the X
+    ("What is the name of the director of Juno?", "director"),
+    ("Give me the names of the films Juno's writer wrote.", "films"),
 ])
 def test_focus_word(question: str, focus: str | None) -> None:
     reading = read_question(question, NAMES.get)

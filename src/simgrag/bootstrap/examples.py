@@ -11,7 +11,11 @@ For each sampled subgraph (:mod:`simgrag.bootstrap.sample`: 1–3-hop chains, st
    accepted so far as its few-shot examples (a generic seed, ``data/examples/bootstrap_seed.yaml``,
    fills the static shots until there are enough) — and the subgraph search;
 3. the question is kept when one of the sample's gold answers is among the first ``check_top`` answer
-   candidates: the question says what the subgraph says, and the system reads it so.
+   candidates *and* the best subgraph the engine matched has the sample's relations (the right answer
+   reached through a hop dropped or added is not the sample's question): the system reads the question
+   as the subgraph. Before the LLM is asked, the engine's judge reads the sample's own pattern against the
+   question (no triple without words for it, the answer node of the kind the question asks for): the
+   question says what the subgraph says.
 
 A kept question becomes an example with the sample's own pattern (the KG's relation names, its
 orientation, ``UNKNOWN <kind> n`` nodes; :mod:`simgrag.bootstrap.kinds`), not the LLM's. The file is
@@ -47,10 +51,12 @@ from simgrag.errors import ConfigError, PatternError
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
+from simgrag.match.grounding.judge import Candidate, PatternJudge
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import Example, ExampleSet, builtin_examples
 from simgrag.pattern.generate import DEFAULT_STATIC_SHOTS
 from simgrag.progress import progress_on
+from simgrag.retrievers.base import RetrievedContext
 from simgrag.retrievers.simgrag import SimGRAGRetriever
 
 __all__ = ["ExamplesReport", "ExamplesSettings", "bootstrap_examples"]
@@ -213,7 +219,7 @@ class _Run:
         retriever = SimGRAGRetriever(self.index, self.llm, retrieval=self.retrieval, examples=self.pool(),
                                      ground_patterns=self.settings.ground_patterns, subgraphs=self.subgraphs,
                                      pattern_options={"analogy": False})
-        rows = [self._judge(q, sample, retriever) for q in questions]
+        rows = [self._judge(q, sample, triples, retriever) for q in questions]
         extra = len(sample.answers) - 1
         note = f"{sample.shape}; answer: {sample.answer}" + (f" (+{extra} more)" if extra else "")
         record = {"kind": "sample", "index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
@@ -224,8 +230,9 @@ class _Run:
             record["unreadable"] = response.text[:500]
         return record
 
-    def _judge(self, question: str, sample: Sample, retriever: SimGRAGRetriever) -> dict[str, Any]:
-        why = screen_question(question, sample)
+    def _judge(self, question: str, sample: Sample, triples: list[list[str]],
+               retriever: SimGRAGRetriever) -> dict[str, Any]:
+        why = screen_question(question, sample) or _unworded(question, triples, retriever)
         if why is not None:
             return {"question": question, "kept": False, "why": why}
         try:
@@ -233,10 +240,15 @@ class _Run:
         except PatternError as exc:
             return {"question": question, "kept": False, "why": f"no pattern: {str(exc).splitlines()[0][:200]}"}
         found = list(context.answer_candidates[: self.settings.check_top])
-        kept = bool(set(found) & set(sample.answers))
         pattern = [list(t) for t in context.pattern.pattern.triples()] if context.pattern is not None else []
-        return {"question": question, "kept": kept, "pattern": pattern,
-                "why": None if kept else f"its pattern found {found or 'nothing'}"}
+        if not set(found) & set(sample.answers):
+            return {"question": question, "kept": False, "pattern": pattern,
+                    "why": f"its pattern found {found or 'nothing'}"}
+        wanted, read = sorted(r for _, r, _ in sample.facts()), _matched_relations(context)
+        if read != wanted:  # the right answer through another structure: a hop dropped or added
+            return {"question": question, "kept": False, "pattern": pattern,
+                    "why": f"read as other relations: {read} for {wanted}"}
+        return {"question": question, "kept": True, "pattern": pattern, "why": None}
 
     def write(self, output: Path, header: str) -> None:
         ordered = self.ordered()
@@ -244,8 +256,32 @@ class _Run:
                       (({"question": k.example.question, **k.example.output()}, k.note) for k in ordered))
 
 
+def _unworded(question: str, triples: list[list[str]], retriever: SimGRAGRetriever) -> str | None:
+    """Why the sample's own pattern is not what ``question`` says, by the engine's judge (the one that checks
+    the LLM's patterns at query time): a triple the question has no words for, an answer node of
+    another kind than the question asks for ("What is the name of the **country** …" answered by a
+    continent). ``None`` when it is, or when the pattern stage has no judge (grounding off)."""
+    judge = getattr(retriever.patterns, "judge", None)
+    if not isinstance(judge, PatternJudge):
+        return None
+    verdict = judge.judge(judge.read(question), Candidate(tuple((h, r, t) for h, r, t in triples)))
+    if not verdict.problems and not verdict.unsupported:
+        return None
+    return f"unworded: {verdict.describe()}"
+
+
+def _matched_relations(context: RetrievedContext) -> list[str]:
+    """The KG relations of the best subgraph the question's pattern matched, sorted (empty: none)."""
+    evidence = context.subgraphs.evidence if context.subgraphs is not None else ()
+    if not evidence:
+        return []
+    best = min(evidence, key=lambda e: (e.gsd, e.rank))
+    return sorted(relation_text(t.relation) for t in best.triples())
+
+
 def _reason(why: str) -> str:
-    for key in ("does not name", "names", "no pattern", "its pattern found"):
+    for key in ("does not name", "names", "no pattern", "its pattern found", "read as other relations",
+                "unworded"):
         if why.startswith(key):
             return {"its pattern found": "wrong answer"}.get(key, key)
     return why

@@ -155,9 +155,14 @@ class QuestionReading:
                 break
         if start == 0:  # no question word: the request is the last sentence ("X is in some country. List …")
             start = self._last_sentence(covered)
-        for i in range(start, len(clean)):
+        i = start
+        while i < len(clean):
+            if clean[i] in ("name", "names") and _past_name_of(clean, i) != i:
+                i = _past_name_of(clean, i)  # "List the names of the **films** …"
+                continue
             if not covered[i] and clean[i] and clean[i] not in STOPWORDS:
                 return None if clean[i] in VAGUE_FOCUS else i
+            i += 1
         return None
 
     def _last_sentence(self, covered: Sequence[bool]) -> int:
@@ -174,9 +179,7 @@ class QuestionReading:
         of *be*: the last word of the noun phrase, "Who are film **co-directors** of …"); nothing for
         "Who was in the movies …"; the noun phrase ends before a participle ("What is a **movie** written by …")."""
         if i < len(clean) and clean[i] in ("is", "are", "was", "were", "'s"):
-            i += 1
-            while i < len(clean) and clean[i] in ("the", "a", "an"):
-                i += 1
+            i = _past_name_of(clean, _past_determiners(clean, i + 1))
             start = i
             while (i + 1 < len(clean) and i + 1 - start < 3 and not covered[i + 1] and clean[i + 1]
                    and clean[i + 1] not in STOPWORDS and not covered[i] and not _participle(clean[i + 1])):
@@ -234,6 +237,21 @@ class QuestionReading:
             return False
         haystack = " " + " ".join(normalize_name(w) for w in self.words) + " "
         return f" {wanted} " in haystack or wanted in normalize_name(self.question)
+
+
+def _past_determiners(clean: Sequence[str], i: int) -> int:
+    """The first word from ``i`` on that is not an article."""
+    while i < len(clean) and clean[i] in ("the", "a", "an"):
+        i += 1
+    return i
+
+
+def _past_name_of(clean: Sequence[str], i: int) -> int:
+    """Past "name(s) of the" at word ``i`` ("What is the **name** of the country …" asks for the country);
+    ``i`` itself anywhere else."""
+    if i + 1 < len(clean) and clean[i] in ("name", "names") and clean[i + 1] == "of":
+        return _past_determiners(clean, i + 2)
+    return i
 
 
 def _candidates(words: list[str], start: int, n: int) -> list[str]:
