@@ -166,7 +166,7 @@ class ScriptedBootstrap:
         read = gold
         if self.padded and country:  # "… in Europe": a fact of the named country the sample does not hold
             right = right[:-1] + f" in {COUNTRIES[country][1]}?"
-            read = gold + [[country, "continent", COUNTRIES[country][1]]]
+            read = [*gold, [country, "continent", COUNTRIES[country][1]]]
         self.patterns.update({right: read, vague: gold, wrong: [[other, "capital", "UNKNOWN city 1"]]})
         self.right.add(right)
         self.wrong.add(wrong)

@@ -125,3 +125,11 @@ def test_every_command_with_a_pattern_stage_takes_pattern_options() -> None:
                           "bench factscore", "bench abstain"}
     takes = {name for name, cmd in COMMANDS if any("--pattern-option" in p.opts for p in cmd.params)}
     assert with_pattern_stage - takes == set()
+
+
+def test_no_reader_is_refused_without_a_retriever_comparison(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["bench", "metaqa", "--metaqa-dir", str(tmp_path), "-o", str(tmp_path / "o"),
+                                      "--no-reader"])
+    assert result.exit_code != 0 and "--no-reader compares retrievers" in result.output

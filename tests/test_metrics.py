@@ -151,6 +151,26 @@ def test_run_retriever_comparison_writes_everything(toy_index: IndexDir, tmp_pat
         assert_drawn_png(tmp_path / f"{metric}.png")
 
 
+def test_a_retrieval_only_comparison_calls_no_reader_and_leaves_the_answer_metrics_out(toy_index: IndexDir,
+                                                                                       tmp_path: Path) -> None:
+    specs: dict[str, str | Retriever] = {"kaping": "kaping", "none": "none", "flaky": FailsOnAvatar()}
+    llm = FakeLLM(_reply)
+    summary = run_retriever_comparison(_engines(toy_index, llm, specs), ITEMS, tmp_path, progress=False,
+                                       plots=False, read=False)
+    assert llm.calls == []  # none of these retrievers needs the LLM to retrieve, and nothing was read
+    rows = [json.loads(line) for line in (tmp_path / "kaping.jsonl").read_text().splitlines()]
+    assert all(r["reading"] is None and r["retrieve_s"] >= 0 and "read_s" not in r for r in rows)
+    assert rows[0]["metrics"]["answer_recall"] == 1.0 and rows[0]["metrics"]["context_triples"] > 0
+    assert summary["kaping"]["1-hop"]["answer_recall"] == 1.0
+    for name in specs:
+        for key in ("hits1", "hit", "macro_f1", "precision", "recall", "score_h"):
+            assert math.isnan(summary[name]["overall"][key]), (name, key)
+    assert summary["none"]["overall"]["answer_recall"] == 0.0 and summary["flaky"]["overall"]["errors"] == 1
+    table = format_comparison(summary)
+    kaping_line = next(line for line in table.splitlines() if line.startswith("| kaping | 3 |"))
+    assert kaping_line.count("| – ") == 7  # the six answer metrics and the reading time, shown as not measured
+
+
 def test_run_retriever_comparison_resumes(toy_index: IndexDir, tmp_path: Path) -> None:
     specs: dict[str, str | Retriever] = {"kaping": "kaping", "flaky": FailsOnAvatar()}
     first = FakeLLM(_reply)

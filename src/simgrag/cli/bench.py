@@ -98,6 +98,10 @@ def bench_metaqa(
                             "PNG per metric)")] = None,
     retriever_model: RetrieverModel = None,
     reader_max_triples: ReaderMaxTriples = 100, reader_max_prompt_tokens: ReaderMaxPromptTokens = 1500,
+    reader: Annotated[bool, typer.Option(
+        "--reader/--no-reader", help="with --retriever: --no-reader compares what each retriever retrieves (answer "
+                                     "recall of the context, its size, retrieval time) without a reader call; the "
+                                     "answer metrics are left out")] = True,
     perturb: Annotated[list[str] | None, typer.Option(
         "--perturb", help="robustness: also run the --retriever comparison on perturbed KGs, METHOD:LEVEL[,LEVEL…] "
                           "(rs|rr|er|ed), seeded by --seed; repeatable. --output is a directory: OUT/original/, "
@@ -118,9 +122,11 @@ def bench_metaqa(
     from simgrag.eval.runner import format_summary, metaqa_items, run_qa_bench
 
     try:
-        reader = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
+        if not reader and (not retriever or perturb):
+            raise SimGRAGError("--no-reader compares retrievers: give --retriever (and no --perturb)")
+        reader_options = {"max_triples": reader_max_triples, "max_prompt_tokens": reader_max_prompt_tokens}
         engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
-                               k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader,
+                               k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader_options,
                                calibration=calibration, answer_tolerance=answer_tolerance, grounding=grounding,
                                analogy=analogy, pattern_option=pattern_option)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
@@ -130,7 +136,7 @@ def bench_metaqa(
                               perturb_ats)
             return
         if retriever:
-            _compare_retrievers(engine, items, split_names(retriever), models, output)
+            _compare_retrievers(engine, items, split_names(retriever), models, output, read=reader)
             return
         summary = run_qa_bench(engine, items, output, resume=resume)
     except SimGRAGError as exc:
@@ -138,11 +144,12 @@ def bench_metaqa(
     _write_summary(output, summary, format_summary(summary))
 
 
-def _compare_retrievers(engine: Any, items: Any, names: list[str], models: dict[str, str], out_dir: Path) -> None:
+def _compare_retrievers(engine: Any, items: Any, names: list[str], models: dict[str, str], out_dir: Path, *,
+                        read: bool = True) -> None:
     from simgrag.eval.compare import format_comparison, run_retriever_comparison
     from simgrag.eval.subrun import engines_for
 
-    summary = run_retriever_comparison(engines_for(engine, names, models), items, out_dir)
+    summary = run_retriever_comparison(engines_for(engine, names, models), items, out_dir, read=read)
     out.print(format_comparison(summary), highlight=False, markup=False)
     out.print(f"rows, summary.json, comparison.md and plots → {out_dir}")
 

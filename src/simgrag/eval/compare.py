@@ -22,6 +22,7 @@ import functools
 import json
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -71,18 +72,30 @@ def score_row(item: QAItem, context: RetrievedContext | None, answer: Answer | N
     }
 
 
-def _one(name: str, engine: SimGRAG, item: QAItem) -> dict[str, Any]:
+#: the metrics of an answer (``NaN`` in a retrieval-only comparison, which reads no answer)
+READER_METRICS = ("hits1", "hit", "f1", "precision", "recall", "score_h")
+
+
+def _one(name: str, engine: SimGRAG, item: QAItem, read: bool = True) -> dict[str, Any]:
     row: dict[str, Any] = {"retriever": name, "question": item.question, "gold": list(item.answers),
                            "group": item.group, "topic": item.topic, "answerable": item.answerable}
     context = answer = None
+    topic = [item.topic] if item.topic else None
     try:
-        result = engine.ask(item.question, topic_entities=[item.topic] if item.topic else None)
-        context, answer = result.context, result.answer
-        row["retrieve_s"], row["read_s"] = result.timings["retrieve_s"], result.timings["answer_s"]
+        if read:
+            result = engine.ask(item.question, topic_entities=topic)
+            context, answer = result.context, result.answer
+            row["retrieve_s"], row["read_s"] = result.timings["retrieve_s"], result.timings["answer_s"]
+        else:
+            t0 = time.perf_counter()
+            context = engine.retriever.retrieve(item.question, topic_entities=topic)
+            row["retrieve_s"] = time.perf_counter() - t0
     except SimGRAGError as exc:
         logger.warning("%s failed on %r: %s", name, item.question, str(exc).splitlines()[0] if str(exc) else exc)
         row["error"] = f"{type(exc).__name__}: {exc}"
     row["metrics"] = score_row(item, context, answer)
+    if not read:
+        row["metrics"].update(dict.fromkeys(READER_METRICS, float("nan")))
     row["context"] = context.to_dict() if context else None
     row["reading"] = {k: v for k, v in answer.to_dict().items() if k != "evidence"} if answer else None
     return row
@@ -229,14 +242,17 @@ def run_retriever_comparison(
     plots: bool = True,
     progress: bool | None = None,
     resume: bool = True,
+    read: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Ask every engine (one per retriever, by name) every item, write the files of the module
     docstring, return the summary. ``resume``: rows already in ``<retriever>.jsonl`` for the same
     questions (and without an error) are kept instead of re-run, so an interrupted run goes on where
-    it stopped."""
+    it stopped. ``read=False``: retrieval only — the context's metrics (answer recall, size, retrieval
+    time), no reader call, the answer's metrics ``NaN`` (shown as "–"); cheap enough for every question
+    when the reader is the slow part."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows = rows_by_engine(engines, items, out, lambda name, engine: functools.partial(_one, name, engine),
+    rows = rows_by_engine(engines, items, out, lambda name, engine: functools.partial(_one, name, engine, read=read),
                           desc="retrievers x questions", progress=progress, resume=resume)
     summary = summarize_comparison(rows)
     (out / "summary.json").write_text(json.dumps(_no_nan(summary), indent=2) + "\n", encoding="utf-8")
