@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from simgrag.bootstrap import (
     sample_subgraphs,
 )
 from simgrag.bootstrap.aliases import filter_phrases
+from simgrag.bootstrap.examples import _said_too_few_times
 from simgrag.bootstrap.files import progress_path
 from simgrag.bootstrap.prompts import read_kind, read_phrases, read_questions, screen_question
 from simgrag.cli import _common, app
@@ -33,6 +35,8 @@ from simgrag.errors import ConfigError, IndexDirError, LLMConnectionError
 from simgrag.index.directory import IndexDir, build_index_dir, load_aliases, open_index_dir, relation_text
 from simgrag.kg.store import KGStore
 from simgrag.llm.base import ChatMessage
+from simgrag.match.grounding.judge import PatternJudge
+from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.copies import merge_unknown_copies
 from simgrag.pattern.examples import load_examples
 from simgrag.pattern.graph import Pattern
@@ -157,7 +161,10 @@ class ScriptedBootstrap:
         gold += [[self.node(h), r, self.node(t)] for h, r, t in lines]
         n = self.samples
         # the judge wants words for each relation of the sample's pattern (``unworded``: none given)
-        worded = "" if self.unworded else ", " + " and ".join(dict.fromkeys(r for _, r, _ in gold))
+        # (a relation twice between unknowns: the same end shared, bootstrap.examples._said_too_few_times)
+        between = Counter(r for h, r, t in gold if h.startswith("UNKNOWN ") and t.startswith("UNKNOWN "))
+        shared = " (the same)" if max(between.values(), default=0) >= 2 else ""
+        worded = "" if self.unworded else ", " + " and ".join(dict.fromkeys(r for _, r, _ in gold)) + shared
         right, vague, wrong = (f"q{n} right: what about {' and '.join(named)}{worded}?", f"q{n} vague: what about it?",
                                f"q{n} wrong: tell me about {' and '.join(named)}{worded}")
         answers = brute_answers(self.store, gold) if self.store is not None else set()
@@ -610,3 +617,24 @@ def test_real_model_bootstraps_examples(tmp_path: Path, embedded_model: Path) ->
         named = tail if head.startswith("UNKNOWN") else head
         assert relation in ("capital", "currency") and named.lower() in example.question.lower()
         assert set(brute_answers(index.store, example.triples))  # its pattern holds in the KG
+
+
+def test_a_relation_repeated_between_unknowns_needs_as_many_words(geo_index: IndexDir) -> None:
+    judge = PatternJudge(SubgraphRetriever(geo_index))
+    two_hops = [["Lyon", "located in", "UNKNOWN country 1"], ["UNKNOWN country 2", "borders", "UNKNOWN country 1"],
+                ["UNKNOWN country 2", "borders", "UNKNOWN country 3"]]
+    once = "Which countries borders Lyon?"
+    why = _said_too_few_times(judge, judge.read(once), two_hops)
+    assert why is not None and "2 'borders' triples between unknown nodes" in why and "says it 1 time" in why
+    twice = "Which countries borders the countries that borders Lyon?"
+    assert _said_too_few_times(judge, judge.read(twice), two_hops) is None
+    # a triple on a named node needs no word of its own: "capital" once for two capital triples
+    capitals = [["UNKNOWN country 1", "capital", "Rome"], ["UNKNOWN country 2", "borders", "UNKNOWN country 1"],
+                ["UNKNOWN country 2", "capital", "UNKNOWN city 1"]]
+    assert _said_too_few_times(judge, judge.read("The capital of the country that borders Rome?"), capitals) is None
+    # one word when the question says the two triples share their end
+    shared = [["UNKNOWN country 1", "capital", "Rome"], ["UNKNOWN country 1", "currency", "UNKNOWN currency 1"],
+              ["UNKNOWN country 2", "currency", "UNKNOWN currency 1"]]
+    assert _said_too_few_times(judge, judge.read("Which countries have the currency of Rome's country?"), shared)
+    assert _said_too_few_times(judge, judge.read("Which countries share a currency with Rome's country?"),
+                               shared) is None

@@ -30,11 +30,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from simgrag.bootstrap.files import ProgressLog, examples_yaml, progress_path
@@ -52,9 +54,11 @@ from simgrag.index.directory import IndexDir, relation_text
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
 from simgrag.match.grounding.judge import Candidate, PatternJudge
+from simgrag.match.grounding.question import STOPWORDS, QuestionReading
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import Example, ExampleSet, builtin_examples
 from simgrag.pattern.generate import DEFAULT_STATIC_SHOTS
+from simgrag.pattern.graph import Pattern
 from simgrag.progress import progress_on
 from simgrag.retrievers.base import RetrievedContext
 from simgrag.retrievers.simgrag import SimGRAGRetriever
@@ -264,10 +268,46 @@ def _unworded(question: str, triples: list[list[str]], retriever: SimGRAGRetriev
     judge = getattr(retriever.patterns, "judge", None)
     if not isinstance(judge, PatternJudge):
         return None
-    verdict = judge.judge(judge.read(question), Candidate(tuple((h, r, t) for h, r, t in triples)))
-    if not verdict.problems and not verdict.unsupported:
+    reading = judge.read(question)
+    # the words only (max_problems=-1: no search): the sample is in the KG, and what the KG's types say of
+    # its bindings is about the KG, not about the question
+    verdict = judge.judge(reading, Candidate(tuple((h, r, t) for h, r, t in triples)), max_problems=-1)
+    if verdict.problems or verdict.unsupported:
+        return f"unworded: {verdict.describe()}"
+    return _said_too_few_times(judge, reading, triples)
+
+
+#: words that say two things have one relation's end in common ("countries that **share** a currency with …",
+#: "the **same** director", "who **also** acted in …"): one word for the relation is then enough for both
+SHARING_WORDS = frozenset(["share", "shares", "shared", "sharing", "same", "also", "other", "others", "another",
+                           "too", "common", "both", "alongside", "fellow", "co"])
+
+
+def _said_too_few_times(judge: PatternJudge, reading: QuestionReading, triples: list[list[str]]) -> str | None:
+    """A relation on two or more triples between unknown nodes needs as many words for it: "What countries
+    border Vlorë?" is one ``borders`` hop, not two (a triple that touches a named node needs none: the
+    name brings it, "the country whose capital is Dodoma"), unless the question says the triples share
+    an end (:data:`SHARING_WORDS`: "the countries that share a currency with …"). The engine's judge
+    counts no words, so an example that doubles a hop is caught here; its copies would teach the model
+    to do the same."""
+    between_unknowns = Counter(judge.retriever.nearest_relation(r) for h, r, t in triples
+                               if h.startswith("UNKNOWN ") and t.startswith("UNKNOWN "))
+    repeated = {rel: n for rel, n in between_unknowns.items() if rel is not None and n >= 2}
+    if not repeated or SHARING_WORDS.intersection(w.split("-")[0] for w in reading.clean_words()):
         return None
-    return f"unworded: {verdict.describe()}"
+    view = judge.view(reading, Pattern.from_triples(triples))
+    words = [w for i, w in enumerate(reading.clean_words()) if w and not view.covered[i] and w not in STOPWORDS]
+    said: Counter[int] = Counter()
+    for row in judge.lexicon.relation_distances(words) if words else []:
+        best = int(np.argmin(row))
+        if row[best] <= judge.lexicon.support_distance:
+            said[best] += 1
+    for rel, n in repeated.items():
+        if said[rel] < n:
+            name = relation_text(judge.store.relations[rel])
+            return (f"unworded: {n} {name!r} triples between unknown nodes, but the question says it "
+                    f"{said[rel]} time{'s' if said[rel] != 1 else ''}")
+    return None
 
 
 def _matched_relations(context: RetrievedContext) -> list[str]:
