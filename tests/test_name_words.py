@@ -180,7 +180,9 @@ def _any_size(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(retrieve_module, "NAME_WORDS_MIN_ENTITIES", 0)
 
 
-def test_name_words_bring_back_what_the_approximate_index_missed(people: IndexDir) -> None:
+def test_name_words_bring_back_what_the_approximate_index_missed(people: IndexDir,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(retrieve_module, "NAME_WORDS_KEPT", 0)  # only those nearer than the k_n-th: next test
     store = people.store
     target = next(i for i in range(store.num_entities) if store.entities[i].startswith("Alexander"))
     text = store.entities[target].split(" (")[0]  # "Alexander Lang", not the full name: no exact-name shortcut
@@ -195,6 +197,25 @@ def test_name_words_bring_back_what_the_approximate_index_missed(people: IndexDi
     # the same 8 nearest as the exact index, at the same distances
     assert dict(zip(on.ids.tolist(), on.dists.round(5).tolist(), strict=True)) == \
         dict(zip(exact.ids.tolist(), exact.dists.round(5).tolist(), strict=True))
+
+
+def test_the_nearest_name_word_candidates_join_however_far(people: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = people.store
+    approximate = dataclasses.replace(people, entity_index=_Forgetful(people.entity_index, -1))  # not "exact"
+    pattern = Pattern.from_triples([("Alexander Lang", "born in", "UNKNOWN city 1")])
+    exact = SubgraphRetriever(people).candidates(pattern, RetrievalSettings(k_n=store.num_entities)).nodes[0]
+    true_distance = dict(zip(exact.ids.tolist(), exact.dists.tolist(), strict=True))
+    vector = SubgraphRetriever(approximate).candidates(pattern, RetrievalSettings(k_n=2, name_words=False)).nodes[0]
+    # the name-word candidates beyond the vector index's 2 nearest, nearest first
+    words = NameTokenIndex.build(store.entities).lookup("Alexander Lang").tolist()
+    beyond = sorted((i for i in words if i not in vector.ids), key=lambda i: (true_distance[i], i))
+    assert len(beyond) >= 4 and true_distance[beyond[0]] > float(vector.dists.max())  # all farther than both
+    for kept in (0, 1, 3):
+        monkeypatch.setattr(retrieve_module, "NAME_WORDS_KEPT", kept)
+        on = SubgraphRetriever(approximate).candidates(pattern, RetrievalSettings(k_n=2)).nodes[0]
+        got = dict(zip(on.ids.tolist(), on.dists.tolist(), strict=True))
+        assert set(got) == set(vector.ids.tolist()) | set(beyond[:kept])
+        assert all(abs(got[i] - true_distance[i]) < 1e-5 for i in got)  # each at its own embedding distance
 
 
 def test_exact_indexes_and_small_kgs_are_left_alone(people: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:

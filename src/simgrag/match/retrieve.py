@@ -47,6 +47,9 @@ EXACT_NAME_MAX_ENTITIES = 2_000_000
 #: MetaQA (43K names, HNSW recall@16 0.99) they cost 0.3 ms per query and changed no answer; at 10M
 #: (IVF-PQ) they took planted Hits@1 from 0.71 to 0.89 (BENCHMARKS §10; the crossover is not measured)
 NAME_WORDS_MIN_ENTITIES = 100_000
+#: ... and this many of a node's nearest name-word candidates join however far they embed (a typo'd
+#: "J. faiith" for *Jarburg faith*: the rest of the pattern singles it out; BENCHMARKS §13)
+NAME_WORDS_KEPT = 16
 JSON_ANSWERS = 200  # answers listed with their witness triples in JSON (every name is listed)
 
 logger = logging.getLogger(__name__)
@@ -60,8 +63,9 @@ class RetrievalSettings:
 
     ``name_words``: a named node's candidates also include the entities whose names share its rare words
     (:mod:`simgrag.index.lexical`), at their embedding distances, where they are nearer than the vector
-    index's ``k_n``-th: what an approximate index (IVF-PQ at millions of entities) overlooks (an exact
-    index overlooks nothing: not used there; nor for KGs of up to ``NAME_WORDS_MIN_ENTITIES``).
+    index's ``k_n``-th — what an approximate index (IVF-PQ at millions of entities) overlooks — and the
+    ``NAME_WORDS_KEPT`` nearest of them in any case (a typo'd name may embed far from its entity); not
+    with an exact index, nor for KGs of up to ``NAME_WORDS_MIN_ENTITIES``.
 
     ``answer_tolerance``: also collect the answer set, every match whose GSD is within this of the best
     (:mod:`simgrag.match.answers`; ``None``: top-k only), at most ``answer_cap`` matches.
@@ -218,8 +222,11 @@ class SubgraphRetriever:
 
     def _with_name_words(self, text: str, vector: np.ndarray, ids: np.ndarray, dists: np.ndarray,
                          k_n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k_n`` nearest of the vector index's candidates and the name-word ones (which only enter
-        nearer than the vector index's last when it returned ``k_n``)."""
+        """The ``k_n`` nearest of the vector index's candidates and the name-word ones (which enter nearer
+        than the vector index's last when it returned ``k_n``), and besides them the
+        :data:`NAME_WORDS_KEPT` nearest name-word candidates, however far: a name that shares a rare word
+        or two words with the text ("J. faiith" and *Jarburg faith*) may embed far from a typo'd text,
+        and the rest of the pattern can still single it out (at its true distance)."""
         extra = self.name_words().lookup(text)
         extra = extra[(extra < len(self.index.entity_vectors)) & ~np.isin(extra, ids)]
         if len(extra) == 0:
@@ -229,12 +236,16 @@ class SubgraphRetriever:
         rows = _entity_rows(self.index, extra)
         near = np.linalg.norm(rows - vector[None, :].astype(np.float32), axis=1)
         keep = near < float(dists.max()) if len(ids) >= k_n else np.ones(len(near), dtype=bool)
-        if not keep.any():
+        kept_anyway = np.zeros(len(near), dtype=bool)
+        kept_anyway[np.lexsort((extra, near))[:NAME_WORDS_KEPT]] = True
+        kept_anyway &= ~keep
+        if not (keep | kept_anyway).any():
             return ids, dists
         merged_ids = np.concatenate([ids, extra[keep]])
         merged = np.concatenate([dists.astype(np.float64), near[keep].astype(np.float64)])
         order = np.lexsort((merged_ids, merged))[: max(k_n, len(ids))]
-        return merged_ids[order], merged[order]
+        return (np.concatenate([merged_ids[order], extra[kept_anyway]]),
+                np.concatenate([merged[order], near[kept_anyway].astype(np.float64)]))
 
     def _relation_candidates(self, vectors: np.ndarray, k_r: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query vector: the k_r nearest relations (a relation's distance: its nearest text)."""
