@@ -11,11 +11,7 @@ For each sampled subgraph (:mod:`simgrag.bootstrap.sample`: 1–3-hop chains, st
    accepted so far as its few-shot examples (a generic seed, ``data/examples/bootstrap_seed.yaml``,
    fills the static shots until there are enough) — and the subgraph search;
 3. the question is kept when one of the sample's gold answers is among the first ``check_top`` answer
-   candidates *and* the best subgraph the engine matched has the sample's relations (the right answer
-   reached through a hop dropped or added is not the sample's question): the system reads the question
-   as the subgraph. Before the LLM is asked, the engine's judge reads the sample's own pattern against the
-   question (no triple without words for it, the answer node of the kind the question asks for): the
-   question says what the subgraph says.
+   candidates: the question says what the subgraph says, and the system reads it so.
 
 A kept question becomes an example with the sample's own pattern (the KG's relation names, its
 orientation, ``UNKNOWN <kind> n`` nodes; :mod:`simgrag.bootstrap.kinds`), not the LLM's. The file is
@@ -30,13 +26,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from simgrag.bootstrap.files import ProgressLog, examples_yaml, progress_path
@@ -53,14 +47,10 @@ from simgrag.errors import ConfigError, PatternError
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
-from simgrag.match.grounding.judge import Candidate, PatternJudge
-from simgrag.match.grounding.question import STOPWORDS, QuestionReading
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import Example, ExampleSet, builtin_examples
 from simgrag.pattern.generate import DEFAULT_STATIC_SHOTS
-from simgrag.pattern.graph import Pattern
 from simgrag.progress import progress_on
-from simgrag.retrievers.base import RetrievedContext
 from simgrag.retrievers.simgrag import SimGRAGRetriever
 
 __all__ = ["ExamplesReport", "ExamplesSettings", "bootstrap_examples"]
@@ -223,7 +213,7 @@ class _Run:
         retriever = SimGRAGRetriever(self.index, self.llm, retrieval=self.retrieval, examples=self.pool(),
                                      ground_patterns=self.settings.ground_patterns, subgraphs=self.subgraphs,
                                      pattern_options={"analogy": False})
-        rows = [self._judge(q, sample, triples, retriever) for q in questions]
+        rows = [self._judge(q, sample, retriever) for q in questions]
         extra = len(sample.answers) - 1
         note = f"{sample.shape}; answer: {sample.answer}" + (f" (+{extra} more)" if extra else "")
         record = {"kind": "sample", "index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
@@ -234,9 +224,8 @@ class _Run:
             record["unreadable"] = response.text[:500]
         return record
 
-    def _judge(self, question: str, sample: Sample, triples: list[list[str]],
-               retriever: SimGRAGRetriever) -> dict[str, Any]:
-        why = screen_question(question, sample) or _unworded(question, triples, retriever)
+    def _judge(self, question: str, sample: Sample, retriever: SimGRAGRetriever) -> dict[str, Any]:
+        why = screen_question(question, sample)
         if why is not None:
             return {"question": question, "kept": False, "why": why}
         try:
@@ -244,15 +233,10 @@ class _Run:
         except PatternError as exc:
             return {"question": question, "kept": False, "why": f"no pattern: {str(exc).splitlines()[0][:200]}"}
         found = list(context.answer_candidates[: self.settings.check_top])
+        kept = bool(set(found) & set(sample.answers))
         pattern = [list(t) for t in context.pattern.pattern.triples()] if context.pattern is not None else []
-        if not set(found) & set(sample.answers):
-            return {"question": question, "kept": False, "pattern": pattern,
-                    "why": f"its pattern found {found or 'nothing'}"}
-        wanted, read = sorted(r for _, r, _ in sample.facts()), _matched_relations(context)
-        if read != wanted:  # the right answer through another structure: a hop dropped or added
-            return {"question": question, "kept": False, "pattern": pattern,
-                    "why": f"read as other relations: {read} for {wanted}"}
-        return {"question": question, "kept": True, "pattern": pattern, "why": None}
+        return {"question": question, "kept": kept, "pattern": pattern,
+                "why": None if kept else f"its pattern found {found or 'nothing'}"}
 
     def write(self, output: Path, header: str) -> None:
         ordered = self.ordered()
@@ -260,68 +244,8 @@ class _Run:
                       (({"question": k.example.question, **k.example.output()}, k.note) for k in ordered))
 
 
-def _unworded(question: str, triples: list[list[str]], retriever: SimGRAGRetriever) -> str | None:
-    """Why the sample's own pattern is not what ``question`` says, by the engine's judge (the one that checks
-    the LLM's patterns at query time): a triple the question has no words for, an answer node of
-    another kind than the question asks for ("What is the name of the **country** …" answered by a
-    continent). ``None`` when it is, or when the pattern stage has no judge (grounding off)."""
-    judge = getattr(retriever.patterns, "judge", None)
-    if not isinstance(judge, PatternJudge):
-        return None
-    reading = judge.read(question)
-    # the words only (max_problems=-1: no search): the sample is in the KG, and what the KG's types say of
-    # its bindings is about the KG, not about the question
-    verdict = judge.judge(reading, Candidate(tuple((h, r, t) for h, r, t in triples)), max_problems=-1)
-    if verdict.problems or verdict.unsupported:
-        return f"unworded: {verdict.describe()}"
-    return _said_too_few_times(judge, reading, triples)
-
-
-#: words that say two things have one relation's end in common ("countries that **share** a currency with …",
-#: "the **same** director", "who **also** acted in …"): one word for the relation is then enough for both
-SHARING_WORDS = frozenset(["share", "shares", "shared", "sharing", "same", "also", "other", "others", "another",
-                           "too", "common", "both", "alongside", "fellow", "co"])
-
-
-def _said_too_few_times(judge: PatternJudge, reading: QuestionReading, triples: list[list[str]]) -> str | None:
-    """A relation on two or more triples between unknown nodes needs as many words for it: "What countries
-    border Vlorë?" is one ``borders`` hop, not two (a triple that touches a named node needs none: the
-    name brings it, "the country whose capital is Dodoma"), unless the question says the triples share
-    an end (:data:`SHARING_WORDS`: "the countries that share a currency with …"). The engine's judge
-    counts no words, so an example that doubles a hop is caught here; its copies would teach the model
-    to do the same."""
-    between_unknowns = Counter(judge.retriever.nearest_relation(r) for h, r, t in triples
-                               if h.startswith("UNKNOWN ") and t.startswith("UNKNOWN "))
-    repeated = {rel: n for rel, n in between_unknowns.items() if rel is not None and n >= 2}
-    if not repeated or SHARING_WORDS.intersection(w.split("-")[0] for w in reading.clean_words()):
-        return None
-    view = judge.view(reading, Pattern.from_triples(triples))
-    words = [w for i, w in enumerate(reading.clean_words()) if w and not view.covered[i] and w not in STOPWORDS]
-    said: Counter[int] = Counter()
-    for row in judge.lexicon.relation_distances(words) if words else []:
-        best = int(np.argmin(row))
-        if row[best] <= judge.lexicon.support_distance:
-            said[best] += 1
-    for rel, n in repeated.items():
-        if said[rel] < n:
-            name = relation_text(judge.store.relations[rel])
-            return (f"unworded: {n} {name!r} triples between unknown nodes, but the question says it "
-                    f"{said[rel]} time{'s' if said[rel] != 1 else ''}")
-    return None
-
-
-def _matched_relations(context: RetrievedContext) -> list[str]:
-    """The KG relations of the best subgraph the question's pattern matched, sorted (empty: none)."""
-    evidence = context.subgraphs.evidence if context.subgraphs is not None else ()
-    if not evidence:
-        return []
-    best = min(evidence, key=lambda e: (e.gsd, e.rank))
-    return sorted(relation_text(t.relation) for t in best.triples())
-
-
 def _reason(why: str) -> str:
-    for key in ("does not name", "names", "no pattern", "its pattern found", "read as other relations",
-                "unworded"):
+    for key in ("does not name", "names", "no pattern", "its pattern found"):
         if why.startswith(key):
             return {"its pattern found": "wrong answer"}.get(key, key)
     return why
