@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from simgrag.eval.synthetic_dbpedia import PlantedQuery, SyntheticKG
 from simgrag.index import load_index
@@ -103,6 +104,37 @@ def build(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return {"stats": store.stats(), "queries": len(queries), "timings": {k: round(v, 3) for k, v in timings.items()},
             "peak_rss_mb_after_store": round(rss_store, 1), "peak_rss_mb": round(peak_rss_mb(), 1),
             "disk_mb": round(disk_mb(work / "index"), 1), "index": index.manifest["entity_index"]}
+
+
+def reindex(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Another IVF-PQ entity index (``--index-params``) over the vectors of the work directory ``--from-work``:
+    ``work/index`` links every other file of that index directory (nothing is copied) and gets its own
+    ``entity_index/`` and manifest, so the two indexes can be queried side by side."""
+    if args.from_work is None:
+        raise SystemExit("--phase reindex needs --from-work DIR (a built work directory)")
+    src, dst = args.from_work.resolve() / "index", work / "index"
+    dst.mkdir(parents=True, exist_ok=True)
+    for item in src.iterdir():
+        if item.name not in ("entity_index", "manifest.json") and not (dst / item.name).exists():
+            (dst / item.name).symlink_to(item.resolve())
+    if not (work / "queries.jsonl").exists():
+        (work / "queries.jsonl").symlink_to((args.from_work / "queries.jsonl").resolve())
+    vectors = np.load(src / "entity_vectors.npy", mmap_mode="r")
+    params = dict(json.loads(args.index_params)) if args.index_params else {}
+    t = time.perf_counter()
+    index = FaissIVFPQIndex(vectors.shape[1], **params)
+    index.attach_vectors(vectors, src / "entity_vectors.npy")
+    block = 262_144
+    for start in tqdm(range(0, len(vectors), block), desc="entity index", unit="block"):
+        index.add(np.asarray(vectors[start:start + block], dtype=np.float32))
+    (dst / "entity_index").mkdir(exist_ok=True)
+    index.save(dst / "entity_index")
+    manifest = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
+    manifest["entity_index"] = {"kind": index.kind, "params": {k: v for k, v in index.params.items()
+                                                               if k != "vectors_file"}}
+    (dst / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return {"entity_index_s": round(time.perf_counter() - t, 1), "params": index.params,
+            "peak_rss_mb": round(peak_rss_mb(), 1), "disk_mb_entity_index": round(disk_mb(dst / "entity_index"), 1)}
 
 
 # ---------------------------------------------------------------------------------------------- query
@@ -274,7 +306,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="answer-set GSD tolerance (default: the library's; < 0: top-k only, no answer set)")
     p.add_argument("--recall-sample", type=int, default=100, help="queries whose names measure vector recall")
     p.add_argument("--work", type=Path, default=None, help="default: runs/scale-<N>")
-    p.add_argument("--phase", choices=("all", "build", "query", "quantize"), default="all")
+    p.add_argument("--phase", choices=("all", "build", "query", "quantize", "reindex"), default="all",
+                   help="reindex: a new entity index (--index-params) over --from-work's vectors, in --work")
+    p.add_argument("--from-work", type=Path, default=None, help="--phase reindex: the built work directory")
     p.add_argument("--keep", action="store_true", help="keep the index directory afterwards")
     return p.parse_args(argv)
 
@@ -299,6 +333,9 @@ def main() -> None:
         return
     if args.phase == "query":
         print(json.dumps(query(args, work)))
+        return
+    if args.phase == "reindex":
+        print(json.dumps(reindex(args, work)))
         return
     report: dict[str, Any] = {"entities": args.entities, "seed": args.seed, "backend": args.backend,
                               "embedder": args.embedder, "settings": {"k": args.k, "k_n": args.k_n,

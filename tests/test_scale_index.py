@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pytest
 
@@ -60,6 +61,34 @@ def test_ivfpq_recall_against_exact(ivfpq_case: tuple[np.ndarray, np.ndarray, Fa
         assert np.all(np.diff(got_d, axis=1) >= 0)
     d10, i10 = index.search(queries, 10)  # every distance of a small k is exact
     np.testing.assert_allclose(d10, np.linalg.norm(queries[:, None, :] - data[i10], axis=2), rtol=1e-5)
+
+
+def test_ivfpq_fast_scan_recall_and_reload(ivfpq_case: tuple[np.ndarray, np.ndarray, FaissIVFPQIndex, ExactIndex],
+                                           tmp_path: Path) -> None:
+    data, queries, plain, exact = ivfpq_case
+    index = FaissIVFPQIndex(64, fast_scan=True, nlist=64, nprobe=16)
+    index.add(data[:6000])
+    index.add(data[6000:])
+    assert (index.m, index.nbits) == (2 * auto_pq_m(64), 4)  # twice the sub-quantizers: the same bytes per vector
+    assert "FastScan" in type(faiss.downcast_index(faiss.extract_index_ivf(index._index))).__name__
+    for k in (10, 500):
+        _, want = exact.search(queries, k)
+        d, got = index.search(queries, k)
+        assert recall(got, want) >= 0.95 and np.all(np.diff(d, axis=1) >= 0)
+    d10, i10 = index.search(queries, 10)  # re-ranked exactly, as without fast scan
+    np.testing.assert_allclose(d10, np.linalg.norm(queries[:, None, :] - data[i10], axis=2), rtol=1e-5)
+    (tmp_path / "fs").mkdir()
+    index.save(tmp_path / "fs")
+    again = FaissIVFPQIndex.load(tmp_path / "fs")
+    assert again.params["fast_scan"] is True and again.params == index.params
+    np.testing.assert_array_equal(again.search(queries, 50)[1], index.search(queries, 50)[1])
+    assert "fast_scan" not in plain.params  # an index without it reads as before
+    with pytest.raises(VectorIndexError, match="even m"):
+        FaissIVFPQIndex(64, fast_scan=True, m=1)
+    # as --index-param KEY=VALUE gives it: a word
+    assert FaissIVFPQIndex(64, fast_scan="true").fast_scan and not FaissIVFPQIndex(64, fast_scan="false").fast_scan
+    with pytest.raises(VectorIndexError, match="fast_scan='maybe'"):
+        FaissIVFPQIndex(64, fast_scan="maybe")
 
 
 def test_ivfpq_large_k_reranks_only_the_head(ivfpq_case: tuple[np.ndarray, np.ndarray, FaissIVFPQIndex,
