@@ -179,7 +179,7 @@ def test_hub_centred_star_is_searched_on_a_small_graph() -> None:
     got = search_subgraphs(store, pattern, table, k=5)
     want = search_subgraphs(store, pattern, table, k=5, algorithm="naive")
     assert _keys(got.matches) == _keys(want.matches) and len(got.matches) == 5
-    # restricting takes at most half the time left to the search's deadline; past it, the whole KG
+    # restricting takes at most RESTRICT_SHARE of the time left to the search's deadline; past it, the whole KG
     assert restrict_module.restrict(store, pattern, table, deadline=time.perf_counter()) is None
     assert restrict_module.restrict(store, pattern, table, deadline=time.perf_counter() + 60) is not None
 

@@ -46,6 +46,10 @@ MAX_SCAN_ENTRIES = 50_000_000
 #: adjacency entries a consistency pass (or the build) scans per second, a conservative guess for one
 #: busy core: with a deadline, a pass whose scan would not end before the give-up time is not started
 SCAN_ENTRIES_PER_S = 10_000_000
+#: with a deadline, the share of the time left that restricting may use (the search on the restricted graph,
+#: or on the whole KG when restricting gives up, gets the rest). A half gave up on a 10M path whose restriction
+#: took 0.33 s of 0.66 s left, and the whole-KG search then stopped at the deadline (BENCHMARKS §13)
+RESTRICT_SHARE = 0.75
 _MAX_PASSES = 4
 #: an edge costing more than this many times the cheaper edges of its pass waits for the next pass
 DEFER_RATIO = 8
@@ -81,10 +85,11 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
     between two nodes kept apart never maps to one. ``injective`` as in
     :func:`~simgrag.match.search.search_subgraphs`.
 
-    ``deadline`` (a ``time.perf_counter()`` value) is the search's: restricting may use at most half
-    of the time left to it; past that it gives up (``None``) and the search runs on the whole KG with
-    the other half."""
-    give_up = None if deadline is None else (time.perf_counter() + deadline) / 2
+    ``deadline`` (a ``time.perf_counter()`` value) is the search's: restricting may use at most
+    :data:`RESTRICT_SHARE` of the time left to it; past that it gives up (``None``) and the search runs on
+    the whole KG with the rest."""
+    now = time.perf_counter()
+    give_up = None if deadline is None else now + RESTRICT_SHARE * (deadline - now)
     nodes, edges = table.nodes, pattern.edges
     if (any(c.any_entity for c in nodes) or len(nodes) > 16 or len(edges) > 32 or not edges
             or any(e.source == e.target for e in edges) or max(len(c.ids) for c in nodes) <= MIN_CANDIDATES):
