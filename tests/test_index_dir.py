@@ -203,6 +203,9 @@ def test_hnsw_gets_the_faster_settings_on_small_kgs_unless_given(tmp_path: Path)
     assert default_index_params("hnsw", HNSW_FAST_MAX_VECTORS) == {"ef_construction": 100, "ef_search": 128}
     assert default_index_params("faiss-hnsw", HNSW_FAST_MAX_VECTORS + 1) == {}  # large: the class defaults
     assert default_index_params("exact", 10) == {}
+    from simgrag.index.registry import IVFPQ_FAST_SCAN_MIN_VECTORS
+    assert default_index_params("faiss-ivfpq", IVFPQ_FAST_SCAN_MIN_VECTORS) == {"fast_scan": True}  # large: 4-bit
+    assert default_index_params("faiss-ivfpq", IVFPQ_FAST_SCAN_MIN_VECTORS - 1) == {}
     kg = write_toy_kg(tmp_path / "toy.txt")
     build_index_dir(kg, tmp_path / "a.idx", embedder=HashEmbedder(dim=16), index_kind="faiss-hnsw")
     build_index_dir(kg, tmp_path / "b.idx", embedder=HashEmbedder(dim=16), index_kind="hnsw",
