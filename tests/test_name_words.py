@@ -218,6 +218,33 @@ def test_the_nearest_name_word_candidates_join_however_far(people: IndexDir, mon
         assert all(abs(got[i] - true_distance[i]) < 1e-5 for i in got)  # each at its own embedding distance
 
 
+class _Farthest(_Forgetful):
+    """An "approximate" index that returns the ``k`` *farthest* vectors: every name-word candidate is nearer."""
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        d, i = self.inner.search(queries, self.inner.ntotal)
+        return d[:, ::-1][:, :k].copy(), i[:, ::-1][:, :k].copy()
+
+
+def test_the_nearest_name_word_candidates_stay_when_the_k_n_cut_drops_them(people: IndexDir,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Name-word candidates nearer than the vector index's last enter, and the k_n cut then keeps the k_n
+    nearest of all; the NAME_WORDS_KEPT nearest name-word ones are in even when that cut dropped them."""
+    store = people.store
+    far = dataclasses.replace(people, entity_index=_Farthest(people.entity_index, -1))
+    pattern = Pattern.from_triples([("Alexander Lang", "born in", "UNKNOWN city 1")])
+    exact = SubgraphRetriever(people).candidates(pattern, RetrievalSettings(k_n=store.num_entities)).nodes[0]
+    true_distance = dict(zip(exact.ids.tolist(), exact.dists.tolist(), strict=True))
+    words = NameTokenIndex.build(store.entities).lookup("Alexander Lang").tolist()
+    vector = SubgraphRetriever(far).candidates(pattern, RetrievalSettings(k_n=2, name_words=False)).nodes[0]
+    beyond = sorted((i for i in words if i not in vector.ids), key=lambda i: (true_distance[i], i))
+    assert len(beyond) >= 4 and true_distance[beyond[3]] < float(vector.dists.min())  # all nearer: all enter
+    monkeypatch.setattr(retrieve_module, "NAME_WORDS_KEPT", 3)
+    on = SubgraphRetriever(far).candidates(pattern, RetrievalSettings(k_n=2)).nodes[0]
+    assert set(on.ids.tolist()) == set(beyond[:3])  # the cut keeps 2 of them, the third comes back
+    assert all(abs(d - true_distance[i]) < 1e-5 for i, d in zip(on.ids.tolist(), on.dists.tolist(), strict=True))
+
+
 def test_exact_indexes_and_small_kgs_are_left_alone(people: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
     pattern = Pattern.from_triples([("Alexander Lang", "born in", "UNKNOWN city 1")])
     exact = SubgraphRetriever(people)

@@ -229,23 +229,20 @@ class SubgraphRetriever:
         and the rest of the pattern can still single it out (at its true distance)."""
         extra = self.name_words().lookup(text)
         extra = extra[(extra < len(self.index.entity_vectors)) & ~np.isin(extra, ids)]
-        if len(extra) == 0:
-            return ids, dists
         indptr = self.store.indptr
         extra = extra[indptr[extra + 1] > indptr[extra]]  # retired entities (live updates) have no triples
-        rows = _entity_rows(self.index, extra)
-        near = np.linalg.norm(rows - vector[None, :].astype(np.float32), axis=1)
-        keep = near < float(dists.max()) if len(ids) >= k_n else np.ones(len(near), dtype=bool)
-        kept_anyway = np.zeros(len(near), dtype=bool)
-        kept_anyway[np.lexsort((extra, near))[:NAME_WORDS_KEPT]] = True
-        kept_anyway &= ~keep
-        if not (keep | kept_anyway).any():
+        if len(extra) == 0:
             return ids, dists
+        rows = _entity_rows(self.index, extra)
+        near = np.linalg.norm(rows - vector[None, :].astype(np.float32), axis=1).astype(np.float64)
+        keep = near < float(dists.max()) if len(ids) >= k_n else np.ones(len(near), dtype=bool)
         merged_ids = np.concatenate([ids, extra[keep]])
-        merged = np.concatenate([dists.astype(np.float64), near[keep].astype(np.float64)])
+        merged = np.concatenate([dists.astype(np.float64), near[keep]])
         order = np.lexsort((merged_ids, merged))[: max(k_n, len(ids))]
-        return (np.concatenate([merged_ids[order], extra[kept_anyway]]),
-                np.concatenate([merged[order], near[kept_anyway].astype(np.float64)]))
+        merged_ids, merged = merged_ids[order], merged[order]
+        nearest = np.lexsort((extra, near))[:NAME_WORDS_KEPT]  # in however far, unless the k_n cut kept it
+        nearest = nearest[~np.isin(extra[nearest], merged_ids)]
+        return np.concatenate([merged_ids, extra[nearest]]), np.concatenate([merged, near[nearest]])
 
     def _relation_candidates(self, vectors: np.ndarray, k_r: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query vector: the k_r nearest relations (a relation's distance: its nearest text)."""
