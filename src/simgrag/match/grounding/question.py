@@ -157,8 +157,9 @@ class QuestionReading:
             start = self._last_sentence(covered)
         i = start
         while i < len(clean):
-            if clean[i] in ("name", "names") and _past_name_of(clean, i) != i:
-                i = _past_name_of(clean, i)  # "List the names of the **films** …"
+            past = _past_name_of(clean, i)  # "List the names of the **films** …"
+            if past != i:
+                i = past
                 continue
             if not covered[i] and clean[i] and clean[i] not in STOPWORDS:
                 return None if clean[i] in VAGUE_FOCUS else i
