@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from simgrag._options import scalar_value
 from simgrag.cli._common import (
     DEFAULT_LLM_CHOICE,
     AsJson,
@@ -94,20 +95,14 @@ def index(
 
 
 def _index_params(pairs: list[str]) -> dict[str, Any]:
-    """``["nprobe=64", "uri=http://h:19530"]`` → ``{"nprobe": 64, "uri": "http://h:19530"}`` (ints/floats parsed)."""
+    """``["nprobe=64", "uri=http://h:19530", "fast_scan=true"]`` → ``{"nprobe": 64, "uri": "http://h:19530",
+    "fast_scan": True}`` (:func:`~simgrag._options.scalar_value`)."""
     params: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise _fail(ConfigError(f"--index-param wants KEY=VALUE; got {pair!r}"))
-        for parse in (int, float):
-            try:
-                params[key.strip()] = parse(value)
-                break
-            except ValueError:
-                continue
-        else:
-            params[key.strip()] = value
+        params[key.strip()] = scalar_value(value)
     return params
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from simgrag._options import key_values
+from simgrag._options import key_values, scalar_value
 from simgrag.errors import ConfigError
 from simgrag.kg.rdf import RDFOptions
 from simgrag.kg.sources import KUZU_PREFIX, SPARQL_PREFIX, KGSource, open_source
@@ -48,14 +48,7 @@ def _value(key: str, text: str) -> Any:
         return tuple(p.strip() for p in text.split(",") if p.strip())
     if key == "checkpoint_dir":
         return Path(text)
-    if text.lower() in ("true", "false", "yes", "no"):
-        return text.lower() in ("true", "yes")
-    for parse in (int, float):
-        try:
-            return parse(text)
-        except ValueError:
-            continue
-    return text
+    return scalar_value(text)
 
 
 def _params(pairs: list[str], allowed: set[str], kind: str) -> dict[str, Any]:

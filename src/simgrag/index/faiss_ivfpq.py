@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from simgrag._options import scalar_value
 from simgrag.errors import IndexDirError, VectorIndexError
 from simgrag.fileio import atomic_path, write_npy_atomic
 from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
@@ -70,11 +71,11 @@ def auto_nlist(n: int) -> int:
 
 
 def _flag(name: str, value: object) -> bool:
-    """A yes/no setting given as a bool, 0/1 or a word (``--index-param fast_scan=true`` reads a string)."""
-    if isinstance(value, bool | int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "false", "no", "0"):
-        return value.strip().lower() in ("true", "yes", "1")
+    """A yes/no setting given as a bool, 0/1 (``index.json`` reads its settings as ints) or a word, read as
+    the ``KEY=VALUE`` settings are (:func:`~simgrag._options.scalar_value`)."""
+    read = scalar_value(value) if isinstance(value, str) else value
+    if isinstance(read, bool | int) and read in (0, 1):
+        return bool(read)
     raise VectorIndexError(f"Invalid IVF-PQ {name}={value!r}: give true or false.")
 
 
