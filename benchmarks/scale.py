@@ -22,6 +22,7 @@ Writes ``<work>/scale-<N>-<backend>.json`` and prints a Markdown row for BENCHMA
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -224,10 +225,11 @@ def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                                "triples": [tuple(x) for x in d["triples"]]})
                for d in map(json.loads, (work / "queries.jsonl").read_text(encoding="utf-8").splitlines())]
     queries = queries[: args.queries]
-    tolerance = {} if args.answer_tolerance is None else {
-        "answer_tolerance": None if args.answer_tolerance < 0 else args.answer_tolerance}
     settings = RetrievalSettings(k=args.k, k_n=args.k_n, k_r=args.k_r, k_t=args.k_t, deadline_s=args.deadline,
-                                 name_words=not args.no_name_words, **tolerance)
+                                 name_words=not args.no_name_words)
+    if args.answer_tolerance is not None:
+        settings = dataclasses.replace(
+            settings, answer_tolerance=None if args.answer_tolerance < 0 else args.answer_tolerance)
     retriever.retrieve(Pattern.from_triples(queries[0].pattern), settings)  # warm-up (caches, page faults)
     vector, graph, total, hits, complete = [], [], [], [], []
     by_shape: dict[str, list[bool]] = {}
