@@ -122,7 +122,7 @@ def test_ls_is_generated_from_the_four_registries() -> None:
 def test_every_command_with_a_pattern_stage_takes_pattern_options() -> None:
     """`--pattern-option` (e.g. n_dynamic_shots=1) reaches the LLM pattern stage of every command that runs one."""
     with_pattern_stage = {"ask", "verify", "demo", "serve", "bench metaqa", "bench qa", "bench claims",
-                          "bench factscore", "bench abstain"}
+                          "bench factscore", "bench abstain", "bench calibrate"}
     takes = {name for name, cmd in COMMANDS if any("--pattern-option" in p.opts for p in cmd.params)}
     assert with_pattern_stage - takes == set()
 
@@ -133,3 +133,11 @@ def test_no_reader_is_refused_without_a_retriever_comparison(tmp_path: Any) -> N
     result = CliRunner().invoke(app, ["bench", "metaqa", "--metaqa-dir", str(tmp_path), "-o", str(tmp_path / "o"),
                                       "--no-reader"])
     assert result.exit_code != 0 and "--no-reader compares retrievers" in result.output
+
+
+def test_calibrate_refuses_pattern_options_with_gold_patterns(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["bench", "calibrate", "--metaqa-dir", str(tmp_path), "-o", str(tmp_path / "o"),
+                                      "--pattern-option", "n_dynamic_shots=1"])
+    assert result.exit_code != 0 and "--pattern-option applies to --patterns llm" in result.output

@@ -182,7 +182,7 @@ def bench_calibrate(
                                                                           "run to fit together with this one "
                                                                           "(repeatable)")] = None,
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
-   examples: Examples = None,
+    examples: Examples = None, pattern_option: PatternOptions = None,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Fit the abstention and substitution thresholds on MetaQA DEV: answerable questions against the same
@@ -194,7 +194,10 @@ def bench_calibrate(
 
     try:
         choice = replace(llm, spec="none") if patterns == "gold" else llm
-        engine = _bench_engine(index, metaqa_dir, choice, examples=examples, calibration="off")
+        if patterns == "gold" and pattern_option:
+            raise SimGRAGError("--pattern-option applies to --patterns llm (gold patterns use no pattern stage)")
+        engine = _bench_engine(index, metaqa_dir, choice, examples=examples, calibration="off",
+                               pattern_option=pattern_option)
         calibration = run_calibration(engine, metaqa_dir, output, hops=_hops(hops), sample=sample, seed=seed,
                                       patterns=patterns, alpha=alpha, add_rows=add_rows or [])
         if install:
