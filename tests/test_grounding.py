@@ -555,6 +555,47 @@ def test_a_phrase_ending_in_a_type_word_names_a_relation_only_when_nearer_than_t
     assert named()
 
 
+def test_a_phrase_clearly_nearest_one_relation_names_it_a_little_past_the_cover_distance(
+        retriever: SubgraphRetriever) -> None:
+    """With MiniLM "neighbouring" is 0.86 from ``borders`` (aliases "border", "neighbor"), the next
+    relation 1.02: past ``COVER_DISTANCE`` but clearly that relation, so a pattern without it leaves part of
+    the question out. Not when another relation is nearly as near, and never for a node type word."""
+    import numpy as np
+
+    from simgrag.match.grounding.judge import COVER_CLEAR_DISTANCE, COVER_DISTANCE, COVER_MARGIN
+
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    release, writer = judge.store.relations.index("release_year"), judge.store.relations.index("written_by")
+    near: dict[str, tuple[float, float]] = {}
+
+    def distances(phrases: list[str]) -> np.ndarray:
+        out = np.full((len(phrases), judge.store.num_relations), 1.2)
+        for i, phrase in enumerate(phrases):
+            out[i, release], out[i, writer] = near.get(phrase, (1.2, 1.2))
+        return out
+
+    judge.lexicon.relation_distances = distances  # type: ignore[method-assign,assignment]
+    question = "Which directors made movies with Guy Pearce?"
+    pattern = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Guy Pearce"),
+                                 ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1")))
+
+    def named(word: str) -> bool:
+        return any(f"{word!r} (release_year)" in p for p in judge.judge(judge.read(question), pattern).problems)
+
+    assert COVER_DISTANCE < 0.86 < COVER_CLEAR_DISTANCE and 1.02 - 0.86 >= COVER_MARGIN
+    near["made"] = (0.86, 1.02)
+    assert named("made")
+    near["made"] = (0.86, 0.92)  # another relation nearly as near: not clearly one
+    assert not named("made")
+    near["made"] = (COVER_CLEAR_DISTANCE + 0.01, 1.2)  # too far, however clear
+    assert not named("made")
+    near["made"] = (COVER_DISTANCE - 0.01, 0.86)  # within the cover distance: named as before, margin or not
+    assert named("made")
+    del near["made"]
+    near["movies"] = (0.86, 1.2)  # a node type word names the type, not a relation
+    assert not named("movies")
+
+
 def test_an_extra_answer_leaf_the_question_never_names_is_dropped_without_a_focus_word(judge: PatternJudge) -> None:
     """"What has Leonardo DiCaprio starred in?" with a shot's extra `release year` hop: nothing names a
     year, so the films are the answer; with "year" in the question, or asked with "who", the hop stays."""

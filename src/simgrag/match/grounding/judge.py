@@ -56,6 +56,10 @@ APPOSITION_RELATION_GAP = 0.3
 FOCUS_DISTANCE = 0.95
 #: a phrase this close to a relation no triple has means the pattern leaves part of the question out
 COVER_DISTANCE = 0.85
+#: ... or this close when no other relation is within ``COVER_MARGIN`` of it (a word the relation's texts
+#: do not spell, "neighbouring" for ``borders``: 0.86, the next relation 1.02), unless it ends in a type word
+COVER_CLEAR_DISTANCE = 0.9
+COVER_MARGIN = 0.12
 #: a phrase this near a relation's text names it whatever its words (``_uncovered``)
 EXACT_PHRASE_DISTANCE = 0.5
 #: ... and a phrase ending in a type word names a relation only this much nearer than the type word alone
@@ -477,9 +481,17 @@ class PatternJudge:
         named: dict[int, tuple[float, str]] = {}
         for phrase, row in zip(phrases, distances, strict=True):
             best = int(np.argmin(row))
-            if row[best] <= COVER_DISTANCE and best not in present:
+            if best not in present and (row[best] <= COVER_DISTANCE or self._clearly_one(phrase, row, best)):
                 named[best] = min(named.get(best, (np.inf, phrase)), (float(row[best]), phrase))
         return {r: phrase for r, (_, phrase) in sorted(named.items())}
+
+    def _clearly_one(self, phrase: str, row: np.ndarray, best: int) -> bool:
+        """``phrase`` is near one relation (``COVER_CLEAR_DISTANCE``) and far from every other (by
+        ``COVER_MARGIN``), and does not end in a node type word ("countries" is nearest ``continent``, by a
+        margin, and names the type, not the relation)."""
+        if row[best] > COVER_CLEAR_DISTANCE or len(row) < 2 or self.lexicon.is_type_word(phrase.rsplit(" ", 1)[-1]):
+            return False
+        return bool(np.partition(row, 1)[1] - row[best] >= COVER_MARGIN)
 
     def _best_relation(self, phrases: Sequence[str]) -> int | None:
         found = {r: d for r, d in self.lexicon.relation_phrases(phrases).items() if d <= FOCUS_DISTANCE}
