@@ -68,6 +68,8 @@ TYPE_WORD_MARGIN = 0.05
 JUDGE_DEADLINE_S = 0.25
 #: a best-subgraph GSD up to this counts as "the KG holds this pattern" when ranking
 GOOD_GSD = 0.5
+#: the examples say what "who" asks for (:attr:`PatternJudge.who_types`) once this many of them ask "who"
+MIN_WHO_EXAMPLES = 5
 
 
 def dangling_leaves(pattern: Pattern) -> list[tuple[int, int]]:
@@ -219,6 +221,35 @@ class PatternJudge:
                 out.setdefault(best, set()).update(sides[best])
         return out
 
+    @cached_property
+    def who_types(self) -> frozenset[str]:
+        """The node types the examples answer "who" questions with (``{"actor", "director", "writer"}`` on
+        MetaQA): a "who" question answered by a node of another of the examples' types ("Who has X directed
+        movies with?" answered by ``UNKNOWN movie 1``) has a problem. Empty — no such check — when fewer than
+        ``MIN_WHO_EXAMPLES`` example questions ask "who" (a KG whose examples never say what "who" is:
+        "Who are Iraq's neighbours?" asks for countries)."""
+        kinds: list[str] = []
+        for question, triples in self._example_questions:
+            try:
+                pattern = Pattern.from_triples(triples)
+            except PatternError:
+                continue
+            asked = pattern.asked_node()
+            if asked is not None and pattern.nodes[asked].type_hint and self.read(question).asks_who():
+                kinds.append(str(pattern.nodes[asked].type_hint))
+        return frozenset(kinds) if len(kinds) >= MIN_WHO_EXAMPLES else frozenset()
+
+    def _who_problems(self, reading: QuestionReading, pattern: Pattern) -> list[str]:
+        """"Who" answered by a node of one of the examples' types that they never answer "who" with."""
+        asked = pattern.asked_node()
+        if asked is None or not self.who_types or not reading.asks_who():
+            return []
+        kind = pattern.nodes[asked].type_hint
+        if kind is None or kind in self.who_types or kind not in self.lexicon.types:
+            return []
+        return [f"the question asks 'who', but the answer node {pattern.nodes[asked].text!r} is a {kind} "
+                f"(the examples answer 'who' with: {', '.join(sorted(self.who_types))})"]
+
     def read(self, question: str) -> QuestionReading:
         """The question's entity mentions and words (:meth:`Lexicon.read`)."""
         return self.lexicon.read(question)
@@ -280,7 +311,8 @@ class PatternJudge:
             focus, focus_problem, wanted = "confirmed", [], None
         else:
             focus, focus_problem, wanted = self._focus(reading, pattern, view)
-            focus_problem += self._uncovered(pattern, view) + self._missing_nodes(reading, pattern, view)
+            focus_problem += (self._uncovered(pattern, view) + self._missing_nodes(reading, pattern, view)
+                              + self._who_problems(reading, pattern))
         problems += focus_problem
         word = reading.clean_words()[view.focus] if view.focus is not None else None
         unsupported, stray = self._unsupported(pattern, view, word)
