@@ -80,6 +80,25 @@ def test_batches_keep_input_order_and_normalise() -> None:
     assert len(emb.batches) == 13 and max(len(b) for b in emb.batches) == 16
 
 
+def test_batches_group_texts_of_one_model_length() -> None:
+    """Batches are cut from the texts sorted by ``_lengths`` (tokens where the embedder counts them):
+    texts of equal model length share a batch whatever their characters; the output keeps input order."""
+
+    class WordCounting(CountingEmbedder):
+        def _lengths(self, texts: list[str]) -> list[int]:
+            return [len(t.split()) for t in texts]
+
+    emb = WordCounting()
+    # one word or three, each of 1 to 16 characters more: a character sort mixes them
+    texts = [("a b " if i % 2 else "") + "w" * (i // 2 % 16 + 1) + f"{i}" for i in range(64)]
+    out = emb.encode_bulk(texts, batch_size=32)
+    np.testing.assert_allclose(out, HashEmbedder(8).encode(texts), atol=1e-6)
+    assert [sorted({len(t.split()) for t in b}) for b in emb.batches] == [[3], [1]]
+    plain = CountingEmbedder()
+    plain.encode_bulk(texts, batch_size=32)
+    assert any(len({len(t.split()) for t in b}) > 1 for b in plain.batches)  # characters: mixed
+
+
 def test_query_cache_makes_repeats_free_and_skips_bulk() -> None:
     emb = CountingEmbedder()
     first = emb.encode(["directed by", "starred actors", "directed by"])
@@ -314,6 +333,24 @@ def test_minilm_without_the_library_gives_the_librarys_vectors() -> None:
     assert isinstance(fast.model, MiniBert) and not isinstance(library.model, MiniBert)
     assert fast.name == library.name  # indexes built either way open with either
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_minilm_batches_by_token_count() -> None:
+    """Our own BERT tells the batcher token counts (special tokens and truncation included), so names of
+    few characters but many tokens do not pad a batch of short ones; the vectors do not change."""
+    from simgrag.embed.bert import MiniBert
+    from simgrag.embed.sentence_transformers import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder(bulk_precision="float32")
+    texts = ["Heat", "Ünïcödé", "", "word " * 400, "Łódź–Kraków", *[f"The Movie Number {i}" for i in range(40)]]
+    model = emb.model
+    assert isinstance(model, MiniBert)
+    lengths = emb._lengths(texts)
+    assert lengths == [len(model.tokenizer.encode(t).ids) for t in texts] != [len(t) for t in texts]
+    assert lengths[2] == 2 and lengths[3] == max(lengths)  # [CLS] [SEP]; truncated, still the longest
+    one_by_one = np.vstack([emb.encode_bulk([t]) for t in texts])
+    np.testing.assert_allclose(emb.encode_bulk(texts, batch_size=8), one_by_one, atol=1e-5)
 
 
 @pytest.mark.slow

@@ -2,7 +2,8 @@
 
 Subclasses implement two methods: :meth:`BatchedEmbedder._encode_batch` (a list of texts to a
 ``(n, d)`` array) and :meth:`BatchedEmbedder._detect_dim` (called only when the width is not known
-up front). Everything else (empty input, sorting by length so batches pad little, normalisation,
+up front). Everything else (empty input, sorting by length so batches pad little — :meth:`_lengths`, in
+tokens where the embedder can count them —, normalisation,
 float32, the LRU cache for short repeated query strings) lives here once.
 """
 
@@ -133,6 +134,11 @@ class BatchedEmbedder(ABC):
         """One batch of :meth:`encode_bulk`; the same as :meth:`_encode_batch` unless overridden."""
         return self._encode_batch(texts)
 
+    def _lengths(self, texts: list[str]) -> list[int]:
+        """How long each text is for the model, to batch texts of one length together (padding costs as
+        much as a token): characters here; an embedder that can count its tokens cheaply says tokens."""
+        return [len(text) for text in texts]
+
     def _encode_cached(self, texts: list[str], batch_size: int) -> np.ndarray:
         found = {text: vec for text in dict.fromkeys(texts) if (vec := self.cache.get(text)) is not None}
         missing = [text for text in dict.fromkeys(texts) if text not in found]
@@ -146,7 +152,8 @@ class BatchedEmbedder(ABC):
     def _encode_all(self, texts: list[str], batch_size: int, show: bool, *, bulk: bool = False) -> np.ndarray:
         start = time.perf_counter()
         encode_batch = self._encode_bulk_batch if bulk else self._encode_batch
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths share a batch
+        lengths = self._lengths(texts) if len(texts) > batch_size else [len(text) for text in texts]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])  # similar lengths share a batch
         out: np.ndarray | None = None
         with tqdm(total=len(texts), desc=f"Embedding ({self.name})", unit="text", disable=not show) as bar:
             for begin in range(0, len(order), batch_size):

@@ -151,6 +151,12 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         return self._run(texts, bfloat16=False)
 
+    def _lengths(self, texts: list[str]) -> list[int]:
+        """Token counts on our own BERT (MetaQA's names sorted by characters pad batches of 256 to 1.77x
+        their tokens, by tokens to 1.01x); characters for a sentence-transformers model."""
+        model = self.model
+        return model.token_lengths(texts) if isinstance(model, MiniBert) else super()._lengths(texts)
+
     def _encode_bulk_batch(self, texts: list[str]) -> np.ndarray:
         return self._run(texts, bfloat16=self.bulk_bfloat16)
 
