@@ -634,6 +634,37 @@ def test_who_answered_by_a_type_the_examples_never_answer_who_with_is_a_problem(
     assert not any("asks 'who'" in p for p in few.judge(reading, films).problems)
 
 
+def test_who_answered_by_a_thing_is_extended_to_a_who_type(retriever: SubgraphRetriever) -> None:
+    """"Who has Leonardo DiCaprio acted in movies with?" written as the films only: the edit adds a hop from
+    the films to each who-type the examples link films to; the one the question's words read wins, without
+    an LLM call, and answers with his co-stars."""
+    judge = PatternJudge(retriever, examples=[t for _, t in WHO_EXAMPLES],
+                         example_questions=[q for q, _ in WHO_EXAMPLES])
+    reading = judge.read("Who has Leonardo DiCaprio acted in movies with?")
+    films = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio")))
+    # the examples put a typed movie only at the head of starred actors, whose tail they type actor
+    assert [e.triples[-1] for e in edits.extend_to_who(films, judge)] == [
+        ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")]
+    more = [*WHO_EXAMPLES, ("who directed the movies Guy Pearce acted in",
+                            [["UNKNOWN movie 1", "starred actors", "Guy Pearce"],
+                             ["UNKNOWN movie 1", "directed by", "UNKNOWN director 1"]])]
+    wider = PatternJudge(retriever, examples=[t for _, t in more], example_questions=[q for q, _ in more])
+    assert {e.triples[-1] for e in edits.extend_to_who(films, wider)} == {
+        ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"),
+        ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1")}
+    best, _ = best_candidate(judge, reading, [judge.judge(reading, films)])
+    assert best.candidate.triples[-1] == ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")
+    assert not best.problems and best.retrieval is not None
+    top = best.retrieval.evidence[0]
+    assert top.gsd < 1e-3 and {b.entity for b in top.nodes if b.pattern_node == "UNKNOWN actor 1"} <= {
+        "Ellen Page", "Kate Winslet"}
+    # not for an answer of a who-type, nor without who-examples
+    actors = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"),
+                                ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")))
+    assert edits.extend_to_who(actors, judge) == []
+    assert edits.extend_to_who(films, PatternJudge(retriever)) == []
+
+
 def test_an_extra_answer_leaf_the_question_never_names_is_dropped_without_a_focus_word(judge: PatternJudge) -> None:
     """"What has Leonardo DiCaprio starred in?" with a shot's extra `release year` hop: nothing names a
     year, so the films are the answer; with "year" in the question, or asked with "who", the hop stays."""

@@ -19,7 +19,9 @@ answer the small model's frequent mistakes:
 - :func:`rechain_leaf` — the answer hung from a node beside an unknown leaf that the question walks
   through ("Brazil's neighbours' currencies"), moved onto the leaf;
 - :func:`drop_part` — a part of a disconnected pattern that no named entity anchors, dropped;
-- :func:`collapse_echo` — the echoed role that :mod:`simgrag.match.repair` fixes.
+- :func:`collapse_echo` — the echoed role that :mod:`simgrag.match.repair` fixes;
+- :func:`extend_to_who` — "who" answered by a thing ("Who has X directed movies with?" as the films
+  only): one more hop from the answer to a node of a type the examples answer "who" with.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "drop_part",
     "expand_roles",
     "extend_asked",
+    "extend_to_who",
     "flip_role",
     "merge_parts",
     "prune_unsupported",
@@ -386,4 +389,36 @@ def costar(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
         out.append(candidate.edited(new, f"{list(triples[i])} -> {list(new[i])}: {head!r} is only ever the tail "
                                          f"of {relation!r} in the KG, and {tail!r} is asked for"))
     return out
+
+
+def extend_to_who(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """For a "who" question answered by a node of a type the examples never answer "who" with
+    (:attr:`~simgrag.match.grounding.judge.PatternJudge.who_types`): one more hop from that node to a new
+    node of a who-type, through each relation the examples put between the two types, on the examples'
+    sides. "Who has Stephen Merchant directed movies with?" written as ``[movie 1, directed by, Stephen
+    Merchant]`` gets ``+ [movie 1, directed by, director 1]`` (and the ``starred actors`` / ``written by``
+    hops, which no word of the question reads)."""
+    pattern = Pattern.from_triples(candidate.triples)
+    asked = pattern.asked_node()
+    if asked is None or not judge.who_types:
+        return []
+    kind = pattern.nodes[asked].type_hint
+    if kind is None or kind in judge.who_types:
+        return []
+    schema = judge.lexicon.schema
+    out: list[Candidate] = []
+    for who in sorted(judge.who_types):
+        for rel in sorted({r for t, r, side in schema if t == kind and (who, r, _other(side)) in schema}):
+            text = judge.store.relations[rel].replace("_", " ")
+            fresh = unknown_name(candidate.triples, who)
+            node = pattern.nodes[asked].text
+            for link in ((node, text, fresh), (fresh, text, node)):
+                if (kind, rel, "head" if link[0] == node else "tail") in schema:
+                    out.append(candidate.edited([*candidate.triples, link],
+                                                f"added {list(link)}: the question asks 'who'"))
+    return out
+
+
+def _other(side: str) -> str:
+    return "tail" if side == "head" else "head"
 

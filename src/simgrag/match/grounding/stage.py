@@ -62,6 +62,8 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
            *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement),
            *bridges.bridge_named(c, judge), *bridges.retype(c, judge), *bridges.bridge_typed(c, judge),
            *bridges.insert_hop(c, reading, judge)]
+    if reading.asks_who():
+        out += edits.extend_to_who(c, judge)
     if judgement.focus == "contradicted":
         out += edits.swap_named(c) + edits.drop_leaf(c)
         if judgement.focus_word is not None:
