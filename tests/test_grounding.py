@@ -10,6 +10,7 @@ import pytest
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.match.grounding import Candidate, GroundedPatterns, PatternJudge, anchors, best_candidate, edits
 from simgrag.match.grounding.question import read_question
+from simgrag.match.grounding.stage import candidate_edits
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
@@ -663,6 +664,58 @@ def test_who_answered_by_a_thing_is_extended_to_a_who_type(retriever: SubgraphRe
                                 ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")))
     assert edits.extend_to_who(actors, judge) == []
     assert edits.extend_to_who(films, PatternJudge(retriever)) == []
+
+
+def test_a_relation_the_question_names_and_no_triple_has_goes_onto_the_answers_triple(judge: PatternJudge) -> None:
+    """"Which actors starred in Inception?" written with ``directed by``: the question names ``starred
+    actors`` and no triple has it; the candidate with it on the answer's triple (in the direction the KG
+    has) wins."""
+    reading = judge.read("Which actors starred in Inception?")
+    wrong = Candidate(_triples(("Inception", "directed by", "UNKNOWN actor 1")))
+    base = judge.judge(reading, wrong)
+    assert any("(starred_actors) but no triple has that relation" in p for p in base.problems), base.problems
+    edited = {e.triples for e in candidate_edits(judge, reading, base)}
+    assert _triples(("Inception", "starred actors", "UNKNOWN actor 1")) in edited
+    best, _ = best_candidate(judge, reading, [base])
+    assert best.candidate.triples == _triples(("Inception", "starred actors", "UNKNOWN actor 1"))
+    assert not best.problems
+
+
+def test_a_type_word_by_meaning_guards_a_phrase_as_one_spelt_like_the_type_does(retriever: SubgraphRetriever) -> None:
+    """"the scriptwriter of Midnight Lace also wrote which **films**": MiniLM puts "wrote which films" at 0.80
+    from ``directed_by``, "films" alone at 0.76. "films" is no spelling of the examples' type ``movie`` but
+    names it by meaning (``Lexicon.type_words``), so the phrase must be clearly nearer than the word alone —
+    it is not, and no ``directed by`` hop is asked for (whose edit then replaced the right pattern)."""
+    import numpy as np
+
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    directed = judge.store.relations.index("directed_by")
+    near = {"made films": 0.80, "films": 0.76}
+
+    def distances(phrases: list[str]) -> np.ndarray:
+        out = np.full((len(phrases), judge.store.num_relations), np.inf)
+        for i, phrase in enumerate(phrases):
+            out[i, directed] = near.get(phrase, 1.2)
+        return out
+
+    real_types = judge.lexicon.type_words
+
+    def types(words: list[str], candidates: list[int], hints: list[str]) -> dict[int, str]:
+        found = real_types(words, candidates, hints)
+        return {**found, **{i: "movie" for i in candidates if words[i] == "films" and "movie" in hints}}
+
+    judge.lexicon.relation_distances = distances  # type: ignore[method-assign,assignment]
+    judge.lexicon.type_words = types  # type: ignore[method-assign,assignment]
+    question = "Which writers made films with Guy Pearce?"
+    pattern = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Guy Pearce"),
+                                 ("UNKNOWN movie 1", "written by", "UNKNOWN writer 1")))
+
+    def named() -> bool:
+        return any("(directed_by)" in p for p in judge.judge(judge.read(question), pattern).problems)
+
+    assert not named()
+    near["made films"] = 0.70  # clearly nearer than "films" alone
+    assert named()
 
 
 def test_an_extra_answer_leaf_the_question_never_names_is_dropped_without_a_focus_word(judge: PatternJudge) -> None:

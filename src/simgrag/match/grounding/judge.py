@@ -504,7 +504,10 @@ class PatternJudge:
         present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
         phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
         distances = self.lexicon.relation_distances(phrases)
-        typed = [i for i, p in enumerate(phrases) if " " in p and self.lexicon.is_type_word(p.rsplit(" ", 1)[1])]
+        # the last word names a node type as the examples spell it, or by meaning ("films" for ``movie``)
+        multi = [i for i, p in enumerate(phrases) if " " in p]
+        lasts = [phrases[i].rsplit(" ", 1)[1] for i in multi]
+        typed = [multi[k] for k in self.lexicon.type_words(lasts, range(len(lasts)), self.lexicon.types)]
         if typed:
             alone = self.lexicon.relation_distances([phrases[i].rsplit(" ", 1)[1] for i in typed])
             distances = np.array(distances, copy=True)
