@@ -520,25 +520,32 @@ def test_an_example_in_the_questions_own_wording_is_used_as_it_is(retriever: Sub
     assert generator.prompt.worded_like(["the", "film", "by", "directed", "this", "person", "is"]) == []
 
 
-def test_a_phrase_ending_in_a_type_word_names_a_relation_only_when_nearer_than_the_type_word(
-        retriever: SubgraphRetriever) -> None:
-    """With MiniLM "made movies" is 0.82 from ``has_genre`` (alias "kind of movie"), "movies" alone 0.80:
-    the phrase must not make the judge ask for a genre hop; "kinds of movies" (0.72) names it."""
+def _phrases_near_one_relation(judge: PatternJudge, relation: str, near: dict[str, float]) -> None:
+    """Stub the judge's phrase → relation distances: ``near[phrase]`` (1.2 for other phrases) to ``relation``,
+    infinitely far from every other relation; ``near`` is read at each call, so a test may change it."""
     import numpy as np
 
-    from simgrag.pattern.graph import Pattern
-
-    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
-    release = judge.store.relations.index("release_year")
-    near = {"made movies": 0.82, "movies": 0.80}
+    column = judge.store.relations.index(relation)
 
     def distances(phrases: list[str]) -> np.ndarray:
         out = np.full((len(phrases), judge.store.num_relations), np.inf)
         for i, phrase in enumerate(phrases):
-            out[i, release] = near.get(phrase, 1.2)
+            out[i, column] = near.get(phrase, 1.2)
         return out
 
     judge.lexicon.relation_distances = distances  # type: ignore[method-assign,assignment]
+
+
+def test_a_phrase_ending_in_a_type_word_names_a_relation_only_when_nearer_than_the_type_word(
+        retriever: SubgraphRetriever) -> None:
+    """With MiniLM "made movies" is 0.82 from ``has_genre`` (alias "kind of movie"), "movies" alone 0.80:
+    the phrase must not make the judge ask for a genre hop; "kinds of movies" (0.72) names it."""
+
+    from simgrag.pattern.graph import Pattern
+
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    near = {"made movies": 0.82, "movies": 0.80}
+    _phrases_near_one_relation(judge, "release_year", near)
     question = "Which directors made movies with Guy Pearce?"
     pattern = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Guy Pearce"),
                                  ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1")))
@@ -686,25 +693,16 @@ def test_a_type_word_by_meaning_guards_a_phrase_as_one_spelt_like_the_type_does(
     from ``directed_by``, "films" alone at 0.76. "films" is no spelling of the examples' type ``movie`` but
     names it by meaning (``Lexicon.type_words``), so the phrase must be clearly nearer than the word alone —
     it is not, and no ``directed by`` hop is asked for (whose edit then replaced the right pattern)."""
-    import numpy as np
 
     judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
-    directed = judge.store.relations.index("directed_by")
     near = {"made films": 0.80, "films": 0.76}
-
-    def distances(phrases: list[str]) -> np.ndarray:
-        out = np.full((len(phrases), judge.store.num_relations), np.inf)
-        for i, phrase in enumerate(phrases):
-            out[i, directed] = near.get(phrase, 1.2)
-        return out
-
+    _phrases_near_one_relation(judge, "directed_by", near)
     real_types = judge.lexicon.type_words
 
     def types(words: list[str], candidates: list[int], hints: list[str]) -> dict[int, str]:
         found = real_types(words, candidates, hints)
         return {**found, **{i: "movie" for i in candidates if words[i] == "films" and "movie" in hints}}
 
-    judge.lexicon.relation_distances = distances  # type: ignore[method-assign,assignment]
     judge.lexicon.type_words = types  # type: ignore[method-assign,assignment]
     question = "Which writers made films with Guy Pearce?"
     pattern = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Guy Pearce"),

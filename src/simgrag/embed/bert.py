@@ -84,9 +84,6 @@ class MiniBert:
         limit = min(_MAX_TOKENS, int(config["max_position_embeddings"]))
         self.tokenizer.enable_truncation(limit)
         self.tokenizer.enable_padding(pad_id=int(config.get("pad_token_id", 0)))
-        self._unpadded = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self._unpadded.enable_truncation(limit)
-        self._unpadded.no_padding()
         self.device = device
         needed = ("embeddings.word_embeddings.weight", f"encoder.layer.{self.layers - 1}.output.dense.weight")
         missing = [k for k in needed if k not in self.w]
@@ -95,7 +92,7 @@ class MiniBert:
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Each text's token count as :meth:`encode` sees it (special tokens and truncation included)."""
-        return [len(e.ids) for e in self._unpadded.encode_batch(texts)]
+        return [sum(e.attention_mask) for e in self.tokenizer.encode_batch(texts)]  # padding is masked out
 
     def encode(self, texts: list[str], *, bfloat16: bool = False) -> np.ndarray:
         """Unit vectors of ``texts``; ``bfloat16``: matrix products in bfloat16 (see the module doc)."""

@@ -405,20 +405,12 @@ def extend_to_who(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
     kind = pattern.nodes[asked].type_hint
     if kind is None or kind in judge.who_types:
         return []
-    schema = judge.lexicon.schema
+    node = pattern.nodes[asked].text
     out: list[Candidate] = []
     for who in sorted(judge.who_types):
-        for rel in sorted({r for t, r, side in schema if t == kind and (who, r, _other(side)) in schema}):
+        fresh = unknown_name(candidate.triples, who)
+        for rel, side in judge.lexicon.links(kind, who):
             text = judge.store.relations[rel].replace("_", " ")
-            fresh = unknown_name(candidate.triples, who)
-            node = pattern.nodes[asked].text
-            for link in ((node, text, fresh), (fresh, text, node)):
-                if (kind, rel, "head" if link[0] == node else "tail") in schema:
-                    out.append(candidate.edited([*candidate.triples, link],
-                                                f"added {list(link)}: the question asks 'who'"))
+            link = (node, text, fresh) if side == "head" else (fresh, text, node)
+            out.append(candidate.edited([*candidate.triples, link], f"added {list(link)}: the question asks 'who'"))
     return out
-
-
-def _other(side: str) -> str:
-    return "tail" if side == "head" else "head"
-

@@ -139,6 +139,7 @@ class Judgement:
     schema_misses: int = 0  # (type, relation, side) uses the examples never show
     asked: str | None = None  # the answer node's text
     stray: int = 0  # relations the question's words did not choose (PatternJudge._unsupported)
+    uncovered: tuple[int, ...] = ()  # relations the question names and no triple has (uncovered_relations)
 
     @property
     def key(self) -> tuple[float, ...]:
@@ -305,13 +306,15 @@ class PatternJudge:
         focus: Focus
         focus_problem: list[str]
         wanted: int | None
+        uncovered: dict[int, str] = {}
         if candidate.origin == "template":
             # an example in the question's own words: its author read those words (the answer node, the
             # relations they name) into this pattern; the KG checks below still apply
             focus, focus_problem, wanted = "confirmed", [], None
         else:
             focus, focus_problem, wanted = self._focus(reading, pattern, view)
-            focus_problem += (self._uncovered(pattern, view) + self._missing_nodes(reading, pattern, view)
+            uncovered = self.uncovered_relations(pattern, view)
+            focus_problem += (self._uncovered(uncovered) + self._missing_nodes(reading, pattern, view)
                               + self._who_problems(reading, pattern))
         problems += focus_problem
         word = reading.clean_words()[view.focus] if view.focus is not None else None
@@ -326,7 +329,7 @@ class PatternJudge:
         asked = pattern.asked_node()
         return Judgement(candidate, pattern, tuple(problems), unsupported, gsd, focus, retrieval, wanted,
                          self._type_word(word), self.lexicon.schema_misses(pattern),
-                         pattern.nodes[asked].text if asked is not None else None, stray)
+                         pattern.nodes[asked].text if asked is not None else None, stray, tuple(uncovered))
 
     def _type_word(self, word: str | None) -> str | None:
         """The focus word as a type for a new unknown node: a plural made singular ("cities" → city), or
@@ -488,10 +491,10 @@ class PatternJudge:
         return {kind: (said[kind], plural[kind], unknown[kind], named[kind]) for kind in said
                 if plural[kind] > unknown[kind] + wild or said[kind] > unknown[kind] + named[kind] + wild}
 
-    def _uncovered(self, pattern: Pattern, view: QuestionView) -> list[str]:
+    def _uncovered(self, uncovered: dict[int, str]) -> list[str]:
         """:meth:`uncovered_relations` as problems."""
         return [f"the question says {phrase!r} ({self.store.relations[r]}) but no triple has that relation"
-                for r, phrase in self.uncovered_relations(pattern, view).items()]
+                for r, phrase in uncovered.items()]
 
     def uncovered_relations(self, pattern: Pattern, view: QuestionView) -> dict[int, str]:
         """KG relation → the phrase naming it, for the relations the question names clearly (within

@@ -75,7 +75,7 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
         out += edits.drop_leaf(c)
     # a relation the question names and no triple has, put on the answer's triple ("the big **cities of**
     # Tunisia" left as ``[Tunisia, capital, city 1]`` once a copied hop is gone: ``[city 1, located in, Tunisia]``)
-    for rel in judge.uncovered_relations(judgement.pattern, judge.view(reading, judgement.pattern)):
+    for rel in judgement.uncovered:
         out += edits.rebind_asked(c, judge.store.relations[rel].replace("_", " "))
     if not (judgement.retrieval and judgement.retrieval.evidence):
         out += edits.drop_any(c)
