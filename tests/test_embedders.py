@@ -81,12 +81,13 @@ def test_batches_keep_input_order_and_normalise() -> None:
 
 
 def test_batches_group_texts_of_one_model_length() -> None:
-    """Batches are cut from the texts sorted by ``_lengths`` (tokens where the embedder counts them):
-    texts of equal model length share a batch whatever their characters; the output keeps input order."""
+    """Batches are cut from the texts sorted by the length of their ``_model_inputs`` (tokens where the
+    embedder tokenizes): texts of equal model length share a batch whatever their characters; the output
+    keeps input order."""
 
     class WordCounting(CountingEmbedder):
-        def _lengths(self, texts: list[str]) -> list[int]:
-            return [len(t.split()) for t in texts]
+        def _model_inputs(self, texts: list[str]) -> list[str | tuple[int, ...]]:
+            return [(*range(len(t.split())), i) for i, t in enumerate(texts)]  # distinct, one id a word
 
     emb = WordCounting()
     # one word or three, each of 1 to 16 characters more: a character sort mixes them
@@ -94,9 +95,30 @@ def test_batches_group_texts_of_one_model_length() -> None:
     out = emb.encode_bulk(texts, batch_size=32)
     np.testing.assert_allclose(out, HashEmbedder(8).encode(texts), atol=1e-6)
     assert [sorted({len(t.split()) for t in b}) for b in emb.batches] == [[3], [1]]
+    assert sum(map(len, emb.batches)) == len(texts)
     plain = CountingEmbedder()
     plain.encode_bulk(texts, batch_size=32)
     assert any(len({len(t.split()) for t in b}) > 1 for b in plain.batches)  # characters: mixed
+
+
+def test_texts_the_model_reads_alike_are_encoded_once() -> None:
+    """Texts with equal model inputs (an uncased tokenizer's "Drama" and "drama") are encoded once and
+    share the vector; every text keeps its row, in input order, and distinct inputs are all encoded."""
+
+    class Uncased(CountingEmbedder):
+        def _model_inputs(self, texts: list[str]) -> list[str | tuple[int, ...]]:
+            return [t.lower() for t in texts]
+
+    emb = Uncased()
+    texts = [f"Name {i % 30}" if i % 3 else f"name {i % 30}" for i in range(90)]
+    out = emb.encode_bulk(texts, batch_size=8)
+    encoded = [t for b in emb.batches for t in b]
+    assert len(encoded) == len({t.lower() for t in texts}) == 30
+    by_input = {t.lower(): v for t, v in zip(texts, out, strict=True)}
+    np.testing.assert_array_equal(out, np.stack([by_input[t.lower()] for t in texts]))
+    first = {t.lower(): t for t in reversed(texts)}  # the first text with each input is the one encoded
+    assert sorted(encoded) == sorted(first.values())
+    np.testing.assert_allclose(out, HashEmbedder(8).encode([first[t.lower()] for t in texts]), atol=1e-6)
 
 
 def test_query_cache_makes_repeats_free_and_skips_bulk() -> None:
@@ -346,8 +368,9 @@ def test_minilm_batches_by_token_count() -> None:
     texts = ["Heat", "Ünïcödé", "", "word " * 400, "Łódź–Kraków", *[f"The Movie Number {i}" for i in range(40)]]
     model = emb.model
     assert isinstance(model, MiniBert)
-    lengths = emb._lengths(texts)
+    lengths = [len(ids) for ids in emb._model_inputs(texts)]
     assert lengths == [len(model.tokenizer.encode(t).ids) for t in texts] != [len(t) for t in texts]
+    assert emb._model_inputs(["Drama", "drama", "Dráma"]) == [emb._model_inputs(["drama"])[0]] * 3  # uncased
     assert lengths[2] == 2 and lengths[3] == max(lengths)  # [CLS] [SEP]; truncated, still the longest
     one_by_one = np.vstack([emb.encode_bulk([t]) for t in texts])
     np.testing.assert_allclose(emb.encode_bulk(texts, batch_size=8), one_by_one, atol=1e-5)

@@ -90,9 +90,10 @@ class MiniBert:
         if missing:
             raise EmbedderError(f"{model_dir}/model.safetensors lacks {missing[0]}: not a BERT checkpoint")
 
-    def token_lengths(self, texts: list[str]) -> list[int]:
-        """Each text's token count as :meth:`encode` sees it (special tokens and truncation included)."""
-        return [sum(e.attention_mask) for e in self.tokenizer.encode_batch(texts)]  # padding is masked out
+    def token_ids(self, texts: list[str]) -> list[tuple[int, ...]]:
+        """Each text's token ids as :meth:`encode` reads them (special tokens and truncation included,
+        padding left out): equal ids, equal vectors."""
+        return [tuple(e.ids[: sum(e.attention_mask)]) for e in self.tokenizer.encode_batch(texts)]
 
     def encode(self, texts: list[str], *, bfloat16: bool = False) -> np.ndarray:
         """Unit vectors of ``texts``; ``bfloat16``: matrix products in bfloat16 (see the module doc)."""
