@@ -10,7 +10,11 @@ Sets (``--set``, several comma-separated; each goes to ``OUT/<set>.jsonl``):
 - ``metaqa-dev``: the same DEV questions in MetaQA's own wording with the full pool (the TEST setting, on
   DEV: the pool holds another DEV question of each one's template, never the question itself);
 - ``geo``: hand-written questions over the geography KG of benchmarks/heldout/make_geo_kg.py (built into
-  runs/heldout/ when missing), with benchmarks/heldout/geo_examples.yaml and geo_aliases.yaml.
+  runs/heldout/ when missing), with benchmarks/heldout/geo_examples.yaml and geo_aliases.yaml;
+- ``geo-wc``: the same KG, questions, examples and aliases rewritten in WorldCup2014 / PathQuestion's
+  conventions by benchmarks/heldout/wc_style.py (``snake_case`` entities and relations, an ``_inverse`` twin
+  of every relation, lower-case questions): the files go to ``--index-dir``/wc-<digest>/; ``--examples``,
+  when given, is used as it is (a file bootstrapped on the rewritten index).
 
 Per set and hop: Hits@1 as simgrag.eval.runner counts it (all questions and the answerable subset), p50/p95
 seconds per question, LLM calls per question (a counting wrapper around the LLM), pattern-fit rate against
@@ -39,6 +43,7 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +73,7 @@ logger = logging.getLogger("heldout_eval")
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "heldout"
 ROOT = HERE.parent
-SETS = ("metaqa-reworded", "metaqa-lto", "metaqa-reworded-lto", "metaqa-dev", "geo")
+SETS = ("metaqa-reworded", "metaqa-lto", "metaqa-reworded-lto", "metaqa-dev", "geo", "geo-wc")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -131,22 +136,33 @@ def _git_commit() -> str | None:
         return None
 
 
-def geo_index(args: argparse.Namespace) -> tuple[IndexDir, str | None]:
-    """The geography KG's index (MiniLM), built once per KG and aliases file; the aliases used."""
+def _geo_kg(args: argparse.Namespace) -> Path:
+    """The geography KG file, written from the PyPI packages' data when missing."""
     if not args.geo_kg.is_file():
         sys.path.insert(0, str(DATA))
         from make_geo_kg import write_geo_kg  # benchmarks/heldout/make_geo_kg.py
 
         write_geo_kg(args.geo_kg)
-    aliases = None if args.geo_aliases.lower() == "none" else Path(args.geo_aliases)
-    tag = f"geo-{_digest(args.geo_kg)}-{_digest(aliases) if aliases else 'noaliases'}"
+    return Path(args.geo_kg)
+
+
+def _geo_aliases(args: argparse.Namespace) -> Path | None:
+    return None if args.geo_aliases.lower() == "none" else Path(args.geo_aliases)
+
+
+def geo_index(args: argparse.Namespace, kg: Path | None = None, aliases: Path | None = None,
+              prefix: str = "geo") -> tuple[IndexDir, str | None]:
+    """The geography KG's index (MiniLM), built once per KG and aliases file; the aliases used."""
+    if kg is None:
+        kg, aliases = _geo_kg(args), _geo_aliases(args)
+    tag = f"{prefix}-{_digest(kg)}-{_digest(aliases) if aliases else 'noaliases'}"
     path = args.index_dir / f"{tag}.idx"
     if (path / "manifest.json").exists():
         from simgrag.index.directory import open_index_dir
 
         return open_index_dir(path), str(aliases) if aliases else None
-    logger.info("indexing %s into %s (aliases: %s)", args.geo_kg, path, aliases)
-    return build_index(args.geo_kg, path, embedder="minilm", relation_aliases=aliases, overwrite=True), \
+    logger.info("indexing %s into %s (aliases: %s)", kg, path, aliases)
+    return build_index(kg, path, embedder="minilm", relation_aliases=aliases, overwrite=True), \
         str(aliases) if aliases else None
 
 
@@ -163,8 +179,10 @@ class Prepared:
     """One set, ready to run: engine, items, and what the summary records about it."""
 
     def __init__(self, engine: CountingSimGRAG, items: list[QAItem], config: dict[str, Any],
-                 chains: dict[str, ChainQuestion] | None = None) -> None:
+                 chains: dict[str, ChainQuestion] | None = None,
+                 kinds_of: Callable[[str], set[str]] | None = None) -> None:
         self.engine, self.items, self.config, self.chains = engine, items, config, chains
+        self.kinds_of = kinds_of  # a relation phrase → the KG relations it names (pattern-fit annotation)
 
 
 def prepare_metaqa(name: str, args: argparse.Namespace, llm: CountingLLM, options: dict[str, Any]) -> Prepared:
@@ -192,19 +210,51 @@ def prepare_metaqa(name: str, args: argparse.Namespace, llm: CountingLLM, option
 
 def prepare_geo(args: argparse.Namespace, llm: CountingLLM, options: dict[str, Any]) -> Prepared:
     index, aliases = geo_index(args)
-    questions = load_chain_questions(args.geo_questions, index.store)
-    chosen = select_per_hop(questions, args.per_hop, args.seed)
     examples = args.examples or DATA / "geo_examples.yaml"
+    return _prepare_chains(args, llm, options, index, aliases, args.geo_kg, args.geo_questions, examples,
+                           keyword_kinds(GEO_RELATION_WORDS))
+
+
+def prepare_geo_wc(args: argparse.Namespace, llm: CountingLLM, options: dict[str, Any]) -> Prepared:
+    sys.path.insert(0, str(DATA))
+    from wc_style import RELATIONS, write_wc_set  # benchmarks/heldout/wc_style.py
+
+    kg, aliases = _geo_kg(args), _geo_aliases(args)
+    source_examples = DATA / "geo_examples.yaml"
+    parts = [_digest(p) for p in (kg, args.geo_questions, source_examples, aliases) if p is not None]
+    files = write_wc_set(kg, args.geo_questions, source_examples, aliases,
+                         args.index_dir / f"wc-{hashlib.sha256('-'.join(parts).encode()).hexdigest()[:12]}")
+    wc_kg, wc_aliases = files["kg.txt"], files["aliases.yaml"]
+    assert wc_kg is not None
+    index, used = geo_index(args, wc_kg, wc_aliases, prefix="geo-wc")
+    examples = args.examples or files["examples.yaml"]
+    assert examples is not None
+    geo_kinds = keyword_kinds(GEO_RELATION_WORDS)
+
+    def wc_kinds(text: str) -> set[str]:  # the geo keyword stems, read on the snake_case names
+        return {RELATIONS[k] for k in geo_kinds(text.replace("_", " "))}
+
+    questions = files["questions.jsonl"]
+    assert questions is not None
+    return _prepare_chains(args, llm, options, index, used, wc_kg, questions, examples, wc_kinds)
+
+
+def _prepare_chains(args: argparse.Namespace, llm: CountingLLM, options: dict[str, Any], index: IndexDir,
+                    aliases: str | None, kg: Path, questions_file: Path, examples: Path,
+                    kinds_of: Callable[[str], set[str]]) -> Prepared:
+    questions = load_chain_questions(questions_file, index.store)
+    chosen = select_per_hop(questions, args.per_hop, args.seed)
     engine = CountingSimGRAG(index, llm=llm, examples=examples, pattern_options=options, **_engine_options(args))
-    config = {"kg": str(args.geo_kg), "kg_sha": _digest(args.geo_kg), "index": str(index.path),
-              "questions_file": str(args.geo_questions), "questions_sha": _digest(args.geo_questions),
+    config = {"kg": str(kg), "kg_sha": _digest(kg), "index": str(index.path),
+              "questions_file": str(questions_file), "questions_sha": _digest(questions_file),
               "examples": str(examples), "examples_count": len(load_examples(examples)),
               "relation_aliases": aliases}
-    return Prepared(engine, chain_items(chosen), config, {q.question: q for q in chosen})
+    return Prepared(engine, chain_items(chosen), config, {q.question: q for q in chosen}, kinds_of)
 
 
 def run_set(name: str, args: argparse.Namespace, llm: CountingLLM, options: dict[str, Any]) -> dict[str, Any]:
-    prepared = prepare_geo(args, llm, options) if name == "geo" else prepare_metaqa(name, args, llm, options)
+    prepare = {"geo": prepare_geo, "geo-wc": prepare_geo_wc}.get(name)
+    prepared = prepare(args, llm, options) if prepare else prepare_metaqa(name, args, llm, options)
     engine = prepared.engine
     warm = engine.warmup()
     rows_path = args.out / f"{name}.jsonl"
@@ -212,7 +262,7 @@ def run_set(name: str, args: argparse.Namespace, llm: CountingLLM, options: dict
     run_qa_bench(engine, prepared.items, rows_path, progress=not args.quiet, resume=not args.no_resume)
     rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = annotate_rows(rows, calls=engine.calls_by_question, chains=prepared.chains,
-                         kinds_of=keyword_kinds(GEO_RELATION_WORDS) if prepared.chains else None)
+                         kinds_of=prepared.kinds_of)
     write_bytes_atomic(rows_path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n"
                                           for r in rows).encode("utf-8"))
     summary = summarize(rows)
@@ -261,7 +311,7 @@ def write_overall(out: Path) -> str:
     configs = [f"- `{r['set']}`: examples `{r['config'].get('examples')}`, pattern options "
                f"`{json.dumps(r['config'].get('pattern_options'))}`, llm `{r['config'].get('llm')}`, "
                f"commit `{r['config'].get('commit')}`, {r['config'].get('date')}"
-               + (f", relation aliases `{r['config'].get('relation_aliases')}`" if r["set"] == "geo" else "")
+               + (f", relation aliases `{r['config'].get('relation_aliases')}`" if r["set"].startswith("geo") else "")
                for r in records]
     (out / "summary.md").write_text(table + "\n" + "\n".join(configs) + "\n", encoding="utf-8")
     return table

@@ -344,3 +344,40 @@ def test_geo_kg_is_deterministic_and_answers_every_question(tmp_path: Path) -> N
     for hop in (1, 2, 3):
         assert sum(q.hop == hop for q in questions) >= 60
     assert len({q.question for q in questions}) == len(questions)
+
+
+def test_wc_style_rewrite_keeps_every_answer_and_examples_load(tmp_path: Path) -> None:
+    """benchmarks/heldout/wc_style.py: the geo files in PathQuestion's conventions answer the same questions."""
+    sys.path.insert(0, str(HELDOUT))
+    try:
+        from wc_style import entity, question, write_wc_set
+    finally:
+        sys.path.remove(str(HELDOUT))
+    assert entity("Springfield, United States (city)") == "springfield_united_states_(city)"
+    assert question("What's the capital of Peru's neighbour Chile?", ["Peru", "Chile"]) == \
+        "what 's the capital of peru 's neighbour chile ?"
+    kg = tmp_path / "geo.txt"
+    kg.write_text("".join(f"{h}|{r}|{t}\n" for h, r, t in GEO), encoding="utf-8")
+    rows = [{"hop": 2, "topic": "Lima", "chain": ["~capital", "currency"], "question": "Which currency is used "
+             "in the country whose capital is Lima?"},
+            {"hop": 1, "topic": "Peru", "chain": ["borders"], "question": "Peru's neighbours?"}]
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    aliases = tmp_path / "aliases.yaml"
+    aliases.write_text("borders: [neighbour]\nhas_capital_inverse: [capital of]\n", encoding="utf-8")
+    files = write_wc_set(kg, questions, HELDOUT / "geo_examples.yaml", aliases, tmp_path / "wc")
+    lines = (tmp_path / "wc" / "kg.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 * len(GEO) and "peru|has_capital|lima" in lines and "lima|has_capital_inverse|peru" in lines
+    store = KGStore.from_triples([tuple(line.split("|")) for line in lines])  # type: ignore[misc]
+    plain = KGStore.from_triples(GEO)
+    wc_questions = load_chain_questions(files["questions.jsonl"], store)  # type: ignore[arg-type]
+    assert [q.question for q in wc_questions] == [
+        "which currency is used in the country whose capital is lima ?", "peru 's neighbours ?"]
+    for row, wc in zip(rows, wc_questions, strict=True):
+        assert wc.answers == tuple(sorted(s.lower() for s in follow_chain(plain, str(row["topic"]),
+                                                                          row["chain"])))  # type: ignore[arg-type]
+    examples = load_examples(files["examples.yaml"])  # type: ignore[arg-type]
+    assert len(examples) == 12 and "has_capital" in examples.relations
+    assert all(t[1] in examples.relations for e in examples.examples for t in e.triples)
+    written = (tmp_path / "wc" / "aliases.yaml").read_text(encoding="utf-8")
+    assert "borders_with:" in written and "has_capital_inverse:" in written  # renamed, and kept as it was
