@@ -111,3 +111,17 @@ def test_interrupted_run_resumes_and_asks_only_the_rest(tmp_path: Path) -> None:
             {k: v for k, v in stats.items() if k != "latency_s"}
     run_qa_bench(engine, items, out, progress=False, resume=False)  # starts over
     assert sum(QUESTIONS[0]["question"] in a for a in asked) >= 1
+
+
+def test_not_found_is_never_a_hit_though_its_nearest_evidence_holds_the_answer() -> None:
+    from simgrag.answer.qa import NOT_FOUND, Answer
+    from simgrag.eval.runner import _hits
+    from simgrag.pipeline import AskResult
+    from simgrag.retrievers.base import RetrievedContext
+
+    def result(answer: Answer) -> AskResult:
+        return AskResult("what 's the capital of peru ?", RetrievedContext("simgrag", "q", ()), answer)
+
+    shown = f"{NOT_FOUND}; nearest evidence: (peru, has_capital, lima)"
+    assert _hits(result(Answer(shown, (), candidates=("lima",), abstained=True)), {"lima"}) == (False, False)
+    assert _hits(result(Answer("answer: lima", ("lima",), short_answer="lima")), {"lima"}) == (True, True)

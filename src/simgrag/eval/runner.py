@@ -85,12 +85,16 @@ def _norm(text: str) -> str:
 
 
 def _hits(result: AskResult, gold: set[str]) -> tuple[bool, bool]:
+    """(lenient, strict) Hits@1. "Not found in the KG" is never a hit, though the nearest evidence it
+    shows may hold a gold answer."""
     ans = result.answer
+    if ans.abstained:
+        return False, False
     gold_n = {_norm(g) for g in gold}
     said = {_norm(e) for e in ans.entities}
     text = _norm(ans.text)
     lenient = bool(said & gold_n) or any(g and g in text for g in gold_n if len(g) > 3 or g in said)
-    if not ans.entities and not ans.abstained and ans.short_answer:
+    if not ans.entities and ans.short_answer:
         lenient = lenient or _norm(ans.short_answer) in gold_n
     strict = ans.short_answer is not None and _norm(ans.short_answer) in gold_n
     return lenient, strict
