@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 FEATURES = ("named", "relation", "relation_excess", "gsd", "answers", "missing")
 #: a pattern-stage note saying a named entity lacks the asked relation ("'Heat' has no 'directed by' edge")
 _MISSING_EDGE = re.compile(r"\bhas no (['\"]).+?\1 edge\b")
+#: … that the judge bridged through a neighbour that has it (match/grounding/bridges.py)
+_BRIDGED = re.compile(r"\bedge in the KG, its (['\"]).+?\1 neighbours do\b")
 CALIBRATION_FILE = "calibration.json"
 FORMAT_VERSION = 1
 
@@ -68,8 +70,10 @@ class EvidenceFeatures:
 
 
 def missing_edges(notes: Sequence[str]) -> int:
-    """How many pattern-stage notes say a named entity has no edge of the asked relation."""
-    return sum(1 for note in notes if _MISSING_EDGE.search(note))
+    """How many pattern-stage notes say a named entity has no edge of the asked relation — not counting
+    the missing hops the judge bridged ("'Guadalajara' has no 'capital' edge in the KG, its 'located in'
+    neighbours do": the question asks the capital of Guadalajara's country, which the KG holds)."""
+    return sum(1 for note in notes if _MISSING_EDGE.search(note) and not _BRIDGED.search(note))
 
 
 def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[str] = ()) -> EvidenceFeatures | None:
