@@ -19,7 +19,7 @@ import numpy as np
 
 from simgrag.errors import MatchError, VectorIndexError
 from simgrag.index.base import StoredVectors
-from simgrag.index.directory import IndexDir
+from simgrag.index.directory import IndexDir, relation_text
 from simgrag.index.lexical import NameTokenIndex
 from simgrag.kg.store import Triple
 from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set
@@ -174,6 +174,14 @@ class Retrieval:
         }
 
 
+def relation_query(text: str) -> str:
+    """What a pattern's relation is embedded as: a relation written as a name (one word: ``has_capital``,
+    ``birthPlace``) in the readable form the index embeds KG relation names in (``has capital``,
+    :func:`~simgrag.index.directory.relation_text`), so that the KG's own name lies at distance 0; a
+    phrase as written."""
+    return relation_text(text) if len(text.split()) == 1 else text
+
+
 class SubgraphRetriever:
     """SimGRAG's pattern-to-subgraph alignment over an opened index directory."""
 
@@ -260,7 +268,8 @@ class SubgraphRetriever:
 
     def nearest_relation(self, text: str) -> int | None:
         """The KG relation whose texts (name and aliases) are closest to the phrase ``text``."""
-        found = self._cached_relation_candidates([text], self._embed([text]), 1)[0][0]
+        query = relation_query(text)
+        found = self._cached_relation_candidates([query], self._embed([query]), 1)[0][0]
         return int(found[0]) if len(found) else None
 
     def _cached_relation_candidates(self, texts: Sequence[str], vectors: np.ndarray,
@@ -300,7 +309,8 @@ class SubgraphRetriever:
         known_nodes = [i for i, n in enumerate(pattern.nodes) if not n.unknown]
         typed_nodes = [i for i, n in enumerate(pattern.nodes) if n.unknown and n.type_hint and use_types]
         known_edges = [j for j, e in enumerate(pattern.edges) if not e.unknown]
-        texts = ([pattern.nodes[i].text for i in known_nodes] + [pattern.edges[j].relation for j in known_edges]
+        relations = [relation_query(pattern.edges[j].relation) for j in known_edges]
+        texts = ([pattern.nodes[i].text for i in known_nodes] + relations
                  + [pattern.nodes[i].type_hint or "" for i in typed_nodes])
         t0 = time.perf_counter()
         vectors = self._embed(texts)
@@ -313,8 +323,7 @@ class SubgraphRetriever:
                 nodes[i] = self._node_candidates(pattern.nodes[i].text, vectors[row], dists[row], ids[row],
                                                  settings)
         rel_vecs = vectors[len(known_nodes): len(known_nodes) + len(known_edges)]
-        rel_found = self._cached_relation_candidates([pattern.edges[j].relation for j in known_edges], rel_vecs,
-                                                     settings.k_r)
+        rel_found = self._cached_relation_candidates(relations, rel_vecs, settings.k_r)
         rels: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(pattern.edges)
         for j, found in zip(known_edges, rel_found, strict=True):
             rels[j] = found
