@@ -9,7 +9,7 @@ import pytest
 
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.match.grounding import Candidate, GroundedPatterns, PatternJudge, anchors, best_candidate, edits
-from simgrag.match.grounding.question import read_question
+from simgrag.match.grounding.question import common_words_of, read_question
 from simgrag.match.grounding.stage import candidate_edits
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
@@ -72,6 +72,36 @@ NAMES = {"leonardo dicaprio": 1, "inception": 2, "cast": 3, "juno": 4}
 def test_mentions_longest_first_possessive_and_confidence(question: str, mentions: list[tuple[str, bool]]) -> None:
     reading = read_question(question, NAMES.get)
     assert [(m.text, m.confident) for m in reading.mentions] == mentions
+
+
+@pytest.mark.parametrize(("question", "common", "mentions"), [
+    # letter case says nothing in a lower-case question: a one-word name is a name …
+    ("who directed inception ?", (), [("inception", True)]),
+    # … unless it is a word this KG's questions are written with (or shares its stem with one) …
+    ("tell me the cast of juno", ("casting",), [("cast", False), ("juno", True)]),
+    ("tell me the cast of juno", ("cast", "juno"), [("cast", False), ("juno", False)]),
+    # … or another name already says which entity the question is about
+    ("which movies star leonardo dicaprio and inception", (), [("leonardo dicaprio", True), ("inception", False)]),
+    # with capitals, case decides as before; an identifier (words joined by "_") is a name either way
+    ("Tell me the cast of juno", (), [("cast", False), ("juno", False)]),
+    ("Who directed the_juno_film?", (), [("the_juno_film", True)]),
+])
+def test_lower_case_questions_and_identifiers_name_entities(question: str, common: tuple[str, ...],
+                                                            mentions: list[tuple[str, bool]]) -> None:
+    names = {**NAMES, "the_juno_film": 5}
+    reading = read_question(question, names.get, frozenset(common))
+    assert [(m.text, m.confident) for m in reading.mentions] == mentions
+
+
+def test_common_words_are_the_example_words_less_the_names_they_give() -> None:
+    words = common_words_of(["Who directed Inception?", "Which has_genre movies"], names=["Inception"])
+    assert words == {"who", "directed", "which", "has", "genre", "movies"}
+
+
+def test_the_judge_reads_a_lower_case_question_with_its_examples_words(judge: PatternJudge) -> None:
+    assert "directed" in judge.common_words and "juno" not in judge.common_words  # an example's name
+    reading = judge.read("who directed juno ?")
+    assert [(m.text, m.confident) for m in reading.mentions] == [("juno", True)]
 
 
 @pytest.mark.parametrize(("question", "focus"), [

@@ -36,7 +36,7 @@ import numpy as np
 
 from simgrag.errors import PatternError
 from simgrag.match.grounding.lexicon import Lexicon, kg_roles
-from simgrag.match.grounding.question import STOPWORDS, WH_WORDS, QuestionReading, phrases_of
+from simgrag.match.grounding.question import STOPWORDS, WH_WORDS, QuestionReading, common_words_of, phrases_of
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 from simgrag.pattern.validate import validate_pattern
@@ -252,8 +252,19 @@ class PatternJudge:
                 f"(the examples answer 'who' with: {', '.join(sorted(self.who_types))})"]
 
     def read(self, question: str) -> QuestionReading:
-        """The question's entity mentions and words (:meth:`Lexicon.read`)."""
-        return self.lexicon.read(question)
+        """The question's entity mentions and words (:meth:`Lexicon.read`, with :attr:`common_words`)."""
+        return self.lexicon.read(question, self.common_words)
+
+    @cached_property
+    def common_words(self) -> frozenset[str]:
+        """The words this KG's questions are written with: the example questions' words (less the names
+        their patterns give), the KG's relation names and aliases and the examples' node types; a lower-case one-word
+        mention of one of them is not taken for a name (:func:`~simgrag.match.grounding.question.read_question`)."""
+        texts = [question for question, _ in self._example_questions]
+        texts += list(self.store.relations) + list(self.retriever.index.relation_texts) + list(self.lexicon.types)
+        names = [x for _, triples in self._example_questions for t in triples for x in (t[0], t[2])
+                 if not is_unknown(x)]
+        return common_words_of(texts, names)
 
     def entity_of(self, text: str) -> int | None:
         """The KG entity a named pattern node stands for (:meth:`Lexicon.entity_of`)."""

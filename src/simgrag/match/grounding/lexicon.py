@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from functools import cached_property
 
 import numpy as np
@@ -163,9 +163,9 @@ class Lexicon:
                     table.setdefault(normalize_name(name), i)
         return table
 
-    def read(self, question: str) -> QuestionReading:
-        """The question's entity mentions and words."""
-        return read_question(question, self._names.get)
+    def read(self, question: str, common_words: Collection[str] = frozenset()) -> QuestionReading:
+        """The question's entity mentions and words (``common_words``: see :func:`read_question`)."""
+        return read_question(question, self._names.get, common_words)
 
     def entity_of(self, text: str) -> int | None:
         """The KG entity a named pattern node stands for: its exact name, else case-insensitive."""

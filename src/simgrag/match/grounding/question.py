@@ -17,13 +17,16 @@ names it. No LLM, no KG walk: a dictionary look-up per n-gram.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
 
-__all__ = ["STOPWORDS", "WH_WORDS", "Mention", "QuestionReading", "normalize_name", "phrases_of", "read_question"]
+__all__ = ["STOPWORDS", "WH_WORDS", "Mention", "QuestionReading", "common_words_of", "normalize_name", "phrases_of",
+           "read_question"]
 
 MAX_MENTION_WORDS = 10
 MAX_PHRASE_WORDS = 3
+#: two words of at least this many letters, one the other's start give or take 3 letters, share a stem
+STEM_LETTERS = 4
 
 #: words that do not start a relation phrase (they may sit inside one: "kinds of movies")
 STOPWORDS = frozenset([
@@ -73,6 +76,8 @@ class Mention:
     start: int
     end: int
     entity: int
+    #: a name by the question's own evidence (see :func:`read_question`), whatever its letters' case
+    named: bool = False
 
     @property
     def words(self) -> int:
@@ -80,9 +85,9 @@ class Mention:
 
     @property
     def confident(self) -> bool:
-        """Several words, a capital letter not at the question's start, or a digit: a name, not a
-        common word that happens to be some entity's name ("cast", "played")."""
-        if self.words > 1 or any(c.isdigit() for c in self.text):
+        """Several words, a capital letter not at the question's start, a digit, or :attr:`named`: a name,
+        not a common word that happens to be some entity's name ("cast", "played")."""
+        if self.words > 1 or self.named or any(c.isdigit() for c in self.text):
             return True
         return self.start > 0 and self.text[:1].isupper()
 
@@ -272,6 +277,8 @@ def _link(words: list[str], lookup: Callable[[str], int | None]) -> list[Mention
         for start in range(len(words) - n + 1):
             if any(taken[start:start + n]):
                 continue
+            if n > 1 and not (normalize_name(words[start]) and normalize_name(words[start + n - 1])):
+                continue  # a lone mark at an end ("abidjan ?") is not part of the name
             for form in _candidates(words, start, n):
                 key = normalize_name(form)
                 if not key or (n == 1 and (len(key) < 3 or key in STOPWORDS)):
@@ -282,6 +289,34 @@ def _link(words: list[str], lookup: Callable[[str], int | None]) -> list[Mention
                     taken[start:start + n] = [True] * n
                     break
     return sorted(found, key=lambda m: m.start)
+
+
+def _as_named(mention: Mention, lower_case: bool, common_words: Collection[str]) -> Mention:
+    """``mention``, :attr:`Mention.named` when its letters' case cannot tell (see :func:`read_question`)."""
+    if mention.words > 1 or any(c.isupper() for c in mention.text):
+        return mention
+    key = normalize_name(_POSSESSIVE.sub("", mention.text))
+    identifier = "_" in key.strip("_")
+    if identifier or (lower_case and not _is_common(key, common_words)):
+        return replace(mention, named=True)
+    return mention
+
+
+def _is_common(word: str, common_words: Collection[str]) -> bool:
+    """``word`` is one of ``common_words`` or shares its stem with one ("star": "starred"; "actors": "actor")."""
+    if word in common_words:
+        return True
+    return len(word) >= STEM_LETTERS and any(
+        (w.startswith(word) or word.startswith(w)) and len(w) >= STEM_LETTERS and abs(len(w) - len(word)) <= 3
+        for w in common_words)
+
+
+def common_words_of(texts: Iterable[str], names: Iterable[str] = ()) -> frozenset[str]:
+    """The words of ``texts`` (compared as :func:`read_question` compares them; ``_`` splits words), less
+    the words of ``names`` (the entities those texts name): :func:`read_question`'s ``common_words``."""
+    found = {w for text in texts for w in _clean_words(text.replace("_", " ").split()) if w}
+    named = {w for name in names for w in _clean_words(name.replace("_", " ").split())}
+    return frozenset(found - named)
 
 
 def _clean_words(words: Sequence[str]) -> list[str]:
@@ -310,10 +345,21 @@ def phrases_of(words: Sequence[str], covered: Sequence[bool], no_start: Sequence
     return tuple(out)
 
 
-def read_question(question: str, lookup: Callable[[str], int | None]) -> QuestionReading:
-    """Read ``question``; ``lookup`` maps a :func:`normalize_name`-d text to an entity id (or ``None``)."""
+def read_question(question: str, lookup: Callable[[str], int | None],
+                  common_words: Collection[str] = frozenset()) -> QuestionReading:
+    """Read ``question``; ``lookup`` maps a :func:`normalize_name`-d text to an entity id (or ``None``).
+
+    A one-word mention with no capital letter is a name (:attr:`Mention.named`) when it is an identifier
+    (``thai_baht``: words joined by underscores), or when the whole question is in lower case — so that
+    letter case says nothing (``what currency do they use in abidjan ?``, PathQuestion's style and many a
+    user's) — names no entity otherwise, and the word is not in ``common_words``: the words a KG's
+    questions are written with (the examples' questions, relation and type names), which name entities
+    only by accident (MetaQA has films called *Actors*, *Director*, *Fall* and *Star*)."""
     words = question.split()
     mentions = _link(words, lookup)
+    # in lower case, a one-word name stands for the entity only where nothing else in the question does
+    lower_case = not any(c.isupper() for c in question) and not any(m.confident for m in mentions)
+    mentions = [_as_named(m, lower_case, common_words) for m in mentions]
     covered = [False] * len(words)
     for m in mentions:
         if m.confident:
