@@ -322,3 +322,21 @@ def test_an_unknown_leaf_beside_the_answer_is_walked_through(judge: PatternJudge
     assert verdict.retrieval is not None and verdict.retrieval.evidence
     asked = result.pattern.nodes[result.pattern.asked_node() or 0].text
     assert _answer(verdict, asked) == "Euro"
+
+
+def test_a_named_entity_never_in_the_relation_is_rebound_and_turned_round(judge: PatternJudge) -> None:
+    """"The country that Porto is in", written as a shot's ``[country 1, capital, Porto]``: Porto is in no
+    ``capital`` edge and only ever the head of ``located_in``, so the rebound triple is turned round; the
+    note is not one the abstention rule counts as a missing fact."""
+    from simgrag.answer.calibration import missing_edges
+    from simgrag.match.grounding.edits import rebind_relation
+
+    llm = (("UNKNOWN country 1", "capital", "Porto"), ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"))
+    edits = rebind_relation(Candidate(llm), judge)
+    assert [e.triples for e in edits] == [(("Porto", "located in", "UNKNOWN country 1"), llm[1])]
+    assert missing_edges(edits[0].edits) == 0
+    verdict = judge.judge(judge.read("Which currency is used in the country Porto is in?"), edits[0])
+    assert not verdict.problems and verdict.gsd == 0.0 and _answer(verdict, "UNKNOWN currency 1") == "Euro"
+    # an entity that has edges on the triple's side is rebound on that side only, as before
+    same_side = rebind_relation(Candidate((("Porto", "capital", "UNKNOWN city 1"),)), judge)
+    assert [e.triples for e in same_side] == [(("Porto", "located in", "UNKNOWN city 1"),)]

@@ -216,7 +216,9 @@ def swap_named(candidate: Candidate) -> list[Candidate]:
 
 def rebind_relation(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
     """A triple naming entity K with a relation K has no edge of: the relation replaced by each of the
-    KG relations K has on that side ("Kevin Howarth's movies" written as ``written by`` for an actor)."""
+    KG relations K has on that side ("Kevin Howarth's movies" written as ``written by`` for an actor) and,
+    turned round, by each K has only on the other side ("the country that Antwerp is in" written as
+    ``[country 1, capital, Antwerp]``, copied from a shot: Antwerp is only ever the head of ``located in``)."""
     retriever = judge.retriever
     triples = list(candidate.triples)
     out: list[Candidate] = []
@@ -232,11 +234,16 @@ def rebind_relation(candidate: Candidate, judge: PatternJudge) -> list[Candidate
             if rel in roles:
                 continue
             for other, sides in sorted(roles.items())[:MAX_REBIND_RELATIONS]:
-                if side not in sides:
-                    continue
                 text = retriever.store.relations[other].replace("_", " ")
-                new = [(head, text, tail) if k == i else t for k, t in enumerate(triples)]
-                out.append(candidate.edited(new, f"{relation!r} -> {text!r}: {named!r} has no {relation!r} edge"))
+                if side in sides:
+                    new = [(head, text, tail) if k == i else t for k, t in enumerate(triples)]
+                    out.append(candidate.edited(new, f"{relation!r} -> {text!r}: {named!r} has no {relation!r} edge"))
+                else:
+                    new = [(tail, text, head) if k == i else t for k, t in enumerate(triples)]
+                    # worded apart from "has no R edge" (a missing fact, calibration.missing_edges): an entity
+                    # of the wrong kind for R entirely is the LLM's slip, not a gap in the KG
+                    out.append(candidate.edited(new, f"{relation!r} -> {text!r}, turned round: {named!r} is in no "
+                                                     f"{relation!r} edge, and the {next(iter(sides))} of {text!r}"))
     return out
 
 
