@@ -82,11 +82,16 @@ def _hops(judge: PatternJudge, entity: int, rel: int, side: Side) -> list[tuple[
     return [(r0, own) for _, r0, own in scored[:MAX_BRIDGES]]
 
 
-def bridge_named(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+def bridge_named(candidate: Candidate, judge: PatternJudge,
+                 reading: QuestionReading | None = None) -> list[Candidate]:
     """``(K, r, X)`` where the KG has no ``r`` edge at K → ``(K, r0, M)`` + ``(M, r, X)`` through a
-    relation ``r0`` whose neighbours of K do have ``r`` (module docstring)."""
+    relation ``r0`` whose neighbours of K do have ``r`` (module docstring). The note says when the
+    question's words name ``r0`` (``reading``): "What's the capital of the **country** Guadalajara is in?"
+    asks for the hop, while "Who directed Heat?" bridged through Heat's actors, on a KG without Heat's
+    director, is a question bent to what the KG holds (:func:`simgrag.answer.calibration.missing_edges`)."""
     triples = list(candidate.triples)
     out: list[Candidate] = []
+    worded = set(judge.lexicon.relation_phrases(reading.phrases)) if reading is not None else set()
     for i, rel, named, side in judge.lexicon.relation_ends(triples):
         entity = None if is_unknown(named) else judge.entity_of(named)
         if entity is None or rel in kg_roles(judge.retriever, entity):
@@ -98,8 +103,9 @@ def bridge_named(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
             r0_text = _relation_text(judge, r0)
             hop = (named, r0_text, middle) if own == "head" else (middle, r0_text, named)
             moved = (middle, relation, tail) if side == "head" else (head, relation, middle)
+            said = f" (the question words {r0_text!r})" if r0 in worded else ""
             out.append(candidate.split(i, hop, moved, f"{named!r} has no {relation!r} edge in the KG, its "
-                                                      f"{r0_text!r} neighbours do"))
+                                                      f"{r0_text!r} neighbours do{said}"))
     return out
 
 
