@@ -209,5 +209,6 @@ def test_a_question_bent_to_the_kg_by_the_pattern_stage_counts_as_missing(toy_di
                "+ ['UNKNOWN country 1', 'capital', 'UNKNOWN city 1']: 'Guadalajara' has no 'capital' edge in the "
                "KG, its 'located in' neighbours do")
     assert missing_edges([bridged + " (the question words 'located in')"]) == 0
+    assert missing_edges([bridged + " (the examples' country nodes take 'located in')"]) == 0
     # ... one the question does not word is ("Who directed Heat?" through Heat's actors, its director removed)
     assert missing_edges([bridged]) == 1

@@ -86,9 +86,12 @@ def bridge_named(candidate: Candidate, judge: PatternJudge,
                  reading: QuestionReading | None = None) -> list[Candidate]:
     """``(K, r, X)`` where the KG has no ``r`` edge at K → ``(K, r0, M)`` + ``(M, r, X)`` through a
     relation ``r0`` whose neighbours of K do have ``r`` (module docstring). The note says when the
-    question's words name ``r0`` (``reading``): "What's the capital of the **country** Guadalajara is in?"
-    asks for the hop, while "Who directed Heat?" bridged through Heat's actors, on a KG without Heat's
-    director, is a question bent to what the KG holds (:func:`simgrag.answer.calibration.missing_edges`)."""
+    question's words name ``r0`` (``reading``) or the examples put the middle node's type on that side of
+    ``r0``: "What language is spoken in Maracaibo?" asks the language of Maracaibo's *country* (the examples
+    link a country to a city by ``located in``), while "which person directed A Sunday in the Country",
+    bridged through the film's release year to "other movies" on a KG without its director, is a question
+    bent to what the KG holds (no example puts a movie at the tail of ``release year``;
+    :func:`simgrag.answer.calibration.missing_edges`)."""
     triples = list(candidate.triples)
     out: list[Candidate] = []
     worded = set(judge.lexicon.relation_phrases(reading.phrases)) if reading is not None else set()
@@ -103,7 +106,13 @@ def bridge_named(candidate: Candidate, judge: PatternJudge,
             r0_text = _relation_text(judge, r0)
             hop = (named, r0_text, middle) if own == "head" else (middle, r0_text, named)
             moved = (middle, relation, tail) if side == "head" else (head, relation, middle)
-            said = f" (the question words {r0_text!r})" if r0 in worded else ""
+            middle_type = middle.split()[1] if len(middle.split()) > 2 else ""
+            if r0 in worded:
+                said = f" (the question words {r0_text!r})"
+            elif (middle_type, r0, far) in judge.lexicon.schema:  # the examples take this very hop
+                said = f" (the examples' {middle_type} nodes take {r0_text!r})"
+            else:
+                said = ""
             out.append(candidate.split(i, hop, moved, f"{named!r} has no {relation!r} edge in the KG, its "
                                                       f"{r0_text!r} neighbours do{said}"))
     return out
