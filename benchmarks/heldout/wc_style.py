@@ -31,6 +31,8 @@ from typing import Any
 
 import yaml
 
+from simgrag.pattern.graph import is_unknown
+
 HERE = Path(__file__).resolve().parent
 
 RELATIONS: Mapping[str, str] = {
@@ -95,7 +97,7 @@ def kg_lines(lines: list[str]) -> list[str]:
 
 
 def _named_entities(example_triples: list[list[str]]) -> list[str]:
-    return [x for t in example_triples for x in (t[0], t[2]) if not x.upper().startswith("UNKNOWN")]
+    return [x for t in example_triples for x in (t[0], t[2]) if not is_unknown(x)]
 
 
 def examples(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,7 +110,7 @@ def examples(data: Mapping[str, Any]) -> dict[str, Any]:
         triples = ex["triples"]
         rewritten.append({
             "question": question(ex["question"], _named_entities(triples)),
-            "triples": [[x if x.upper().startswith("UNKNOWN") else entity(x) if i != 1 else relation(x)
+            "triples": [[x if is_unknown(x) else entity(x) if i != 1 else relation(x)
                          for i, x in enumerate(t)] for t in triples],
         })
     out["examples"] = rewritten
@@ -117,11 +119,10 @@ def examples(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_wc_set(kg: Path, questions_file: Path, examples_file: Path, aliases_file: Path | None,
                  out: Path) -> dict[str, Path | None]:
-    """Write the rewritten KG, questions, examples and aliases into ``out``; the paths written."""
+    """Write the rewritten KG, questions, examples and aliases into ``out``; the paths written (``None`` for
+    the aliases without an aliases file)."""
     out.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path | None] = {name: out / name for name in FILES}
-    kg_out = paths["kg.txt"]
-    assert kg_out is not None
+    kg_out, q_out, ex_out, al_out = (out / name for name in FILES)
     kg_out.write_text("\n".join(kg_lines(kg.read_text(encoding="utf-8").splitlines())) + "\n", encoding="utf-8")
     rows = []
     for line in questions_file.read_text(encoding="utf-8").splitlines():
@@ -132,24 +133,16 @@ def write_wc_set(kg: Path, questions_file: Path, examples_file: Path, aliases_fi
         row["topic"] = entity(row["topic"])
         row["chain"] = [relation(step) for step in row["chain"]]
         rows.append(json.dumps(row, ensure_ascii=False))
-    q_out = paths["questions.jsonl"]
-    assert q_out is not None
     q_out.write_text("\n".join(rows) + "\n", encoding="utf-8")
     ex = examples(yaml.safe_load(examples_file.read_text(encoding="utf-8")))
-    ex_out = paths["examples.yaml"]
-    assert ex_out is not None
     ex_out.write_text(yaml.safe_dump(ex, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
-    if aliases_file is None:
-        paths["aliases.yaml"] = None
-    else:
+    if aliases_file is not None:
         aliases = yaml.safe_load(aliases_file.read_text(encoding="utf-8")) or {}
-        al_out = paths["aliases.yaml"]
-        assert al_out is not None
         # a file already under the new names (one bootstrapped on the rewritten index) is kept as it is
-        al_out.write_text(yaml.safe_dump({k if _is_wc(k) else relation(k): v for k, v in aliases.items()},
-                                         sort_keys=False,
-                                         allow_unicode=True, width=120), encoding="utf-8")
-    return paths
+        renamed = {k if _is_wc(k) else relation(k): v for k, v in aliases.items()}
+        al_out.write_text(yaml.safe_dump(renamed, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+    return {"kg.txt": kg_out, "questions.jsonl": q_out, "examples.yaml": ex_out,
+            "aliases.yaml": al_out if aliases_file is not None else None}
 
 
 def main() -> None:

@@ -102,15 +102,15 @@ def bridge_named(candidate: Candidate, judge: PatternJudge,
         head, relation, tail = triples[i]
         for r0, own in _hops(judge, entity, rel, side):
             far = "tail" if own == "head" else "head"
-            middle = unknown_name(triples, _middle_type(judge.lexicon.schema, (rel, side), (r0, far)))
+            kind = _middle_type(judge.lexicon.schema, (rel, side), (r0, far))
+            middle = unknown_name(triples, kind)
             r0_text = _relation_text(judge, r0)
             hop = (named, r0_text, middle) if own == "head" else (middle, r0_text, named)
             moved = (middle, relation, tail) if side == "head" else (head, relation, middle)
-            middle_type = middle.split()[1] if len(middle.split()) > 2 else ""
             if r0 in worded:
                 said = f" (the question words {r0_text!r})"
-            elif (middle_type, r0, far) in judge.lexicon.schema:  # the examples take this very hop
-                said = f" (the examples' {middle_type} nodes take {r0_text!r})"
+            elif (kind, r0, far) in judge.lexicon.schema:  # the examples take this very hop
+                said = f" (the examples' {kind} nodes take {r0_text!r})"
             else:
                 said = ""
             out.append(candidate.split(i, hop, moved, f"{named!r} has no {relation!r} edge in the KG, its "

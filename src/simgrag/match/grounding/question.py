@@ -295,7 +295,7 @@ def _as_named(mention: Mention, lower_case: bool, common_words: Collection[str])
     """``mention``, :attr:`Mention.named` when its letters' case cannot tell (see :func:`read_question`)."""
     if mention.words > 1 or any(c.isupper() for c in mention.text):
         return mention
-    key = normalize_name(_POSSESSIVE.sub("", mention.text))
+    key = _clean_words([mention.text])[0]
     identifier = "_" in key.strip("_")
     if identifier or (lower_case and not _is_common(key, common_words)):
         return replace(mention, named=True)
