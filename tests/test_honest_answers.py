@@ -23,7 +23,7 @@ from simgrag.eval.calibrate import fit_calibration
 from simgrag.llm.base import ChatMessage
 from simgrag.match.answers import names_match
 from simgrag.match.retrieve import RetrievalSettings
-from simgrag.pipeline import SimGRAG
+from simgrag.pipeline import AskResult, SimGRAG
 from simgrag.testing.llm import FakeLLM
 
 PATTERNS = {
@@ -212,3 +212,35 @@ def test_a_question_bent_to_the_kg_by_the_pattern_stage_counts_as_missing(toy_di
     assert missing_edges([bridged + " (the examples' country nodes take 'located in')"]) == 0
     # ... one the question does not word is ("Who directed Heat?" through Heat's actors, its director removed)
     assert missing_edges([bridged]) == 1
+
+
+def test_a_question_bent_into_a_longer_pattern_counts_its_unworded_triples(toy_dir: Path) -> None:
+    """"who directed Titanic" written as the 3-hop analogy "the directors of the films sharing actors with
+    Titanic": the KG holds it exactly, but the question has no words for the two ``starred actors`` triples.
+    The pattern stage counts them (``unworded``: the judge's unsupported triples and stray relations), the
+    evidence features carry the count, and a calibration with an ``unworded`` threshold abstains on it
+    while the 1-hop pattern of the same question is answered."""
+    bent = [["Titanic", "starred actors", "UNKNOWN actor 1"], ["UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"],
+            ["UNKNOWN movie 1", "directed by", "UNKNOWN director 1"]]
+
+    def scripted_as(triples: list[list[str]]) -> FakeLLM:
+        def llm(messages: list[ChatMessage]) -> str:
+            if "knowledge-graph pattern" in messages[0].content:
+                return json.dumps({"triples": triples})
+            return "answer: James Cameron"
+        return FakeLLM(llm)
+
+    def ask(triples: list[list[str]], calibration: Calibration | str) -> AskResult:
+        return SimGRAG(toy_dir, llm=scripted_as(triples), claim_examples=None, calibration=calibration,
+                       pattern_options=NO_ANALOGY).ask("who directed Titanic")
+
+    loose = ask(bent, "off")
+    found = loose.context.pattern
+    assert found is not None and found.pattern.triples() == [tuple(t) for t in bent] and found.unworded >= 2
+    assert loose.answer.features is not None and loose.answer.features.unworded == found.unworded
+    assert not loose.answer.abstained
+    assert Calibration.from_dict({"unworded": 1}).unworded == 1
+    assert ask(bent, Calibration(unworded=1)).answer.abstained
+    plain = ask([["Titanic", "directed by", "UNKNOWN director 1"]], Calibration(unworded=1))
+    assert plain.context.pattern is not None and plain.context.pattern.unworded == 0
+    assert not plain.answer.abstained and "James Cameron" in plain.answer.entities

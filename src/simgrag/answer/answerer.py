@@ -83,7 +83,7 @@ class Answerer:
             return self._flat_simgrag(_llm(llm), context)
         pattern, retrieval = context.pattern.pattern, context.subgraphs
         calibration = self.calibration or NO_ABSTENTION
-        features = evidence_features(pattern, retrieval, context.pattern.kg_repairs)
+        features = evidence_features(pattern, retrieval, context.pattern.kg_repairs, context.pattern.unworded)
         subs = calibration.substitutions(pattern, retrieval)
         reason = abstain_reason(retrieval, self.abstain_gsd) or calibration.decide(features)
         if reason is not None:

@@ -9,7 +9,10 @@ the best GSD (``gsd``), the size of the answer set (``answers``) and how many of
 notes (``kg_repairs``) say that a named entity *has no edge* of the relation the question asked for
 (``missing``): the KG judge then rebinds the relation to one the entity has, or leaves it unresolved —
 on a KG that lacks the asked fact, the question was bent to what the KG holds, though the bent pattern
-may match exactly.
+may match exactly; and how many triples of the pattern the question has no words for, plus relations its
+words did not choose (``unworded``: the judge's ``unsupported`` and ``stray``, carried by
+:attr:`~simgrag.pattern.generate.PatternResult.unworded`): a 1-hop question whose fact is gone comes back
+as a longer pattern the KG still holds, through a hop nobody asked for.
 
 A :class:`Calibration` holds one threshold per feature (``None``: not used) and the substitution
 threshold: a named node bound further than ``substitution`` to an entity of another name is a
@@ -40,12 +43,14 @@ from simgrag.match.answers import Substitution, names_match, substitutions
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["FEATURES", "Calibration", "EvidenceFeatures", "bundled_calibration", "evidence_features",
+__all__ = ["COUNT_FEATURES", "FEATURES", "Calibration", "EvidenceFeatures", "bundled_calibration", "evidence_features",
            "load_calibration", "missing_edges", "resolve_calibration", "save_calibration"]
 
 logger = logging.getLogger(__name__)
 
-FEATURES = ("named", "relation", "relation_excess", "gsd", "answers", "missing")
+FEATURES = ("named", "relation", "relation_excess", "gsd", "answers", "missing", "unworded")
+#: the features that count things (integer thresholds); the others are distances
+COUNT_FEATURES = ("answers", "missing", "unworded")
 #: a pattern-stage note saying a named entity lacks the asked relation ("'Heat' has no 'directed by' edge")
 _MISSING_EDGE = re.compile(r"\bhas no (['\"]).+?\1 edge\b")
 #: … that the judge bridged by a hop the question words or the examples' types take (grounding/bridges.py)
@@ -64,6 +69,7 @@ class EvidenceFeatures:
     gsd: float
     answers: int
     missing: int = 0
+    unworded: int = 0
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -80,9 +86,11 @@ def missing_edges(notes: Sequence[str]) -> int:
     return sum(1 for note in notes if _MISSING_EDGE.search(note) and not _BRIDGED.search(note))
 
 
-def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[str] = ()) -> EvidenceFeatures | None:
+def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[str] = (),
+                      unworded: int = 0) -> EvidenceFeatures | None:
     """The features of ``retrieval``'s best subgraph (``repairs``: the pattern stage's ``kg_repairs``
-    notes); ``None`` when nothing matched."""
+    notes; ``unworded``: its :attr:`~simgrag.pattern.generate.PatternResult.unworded`); ``None`` when
+    nothing matched."""
     if not retrieval.evidence:
         return None
     best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank))
@@ -95,7 +103,7 @@ def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[
     answers = len(retrieval.answer_set) if retrieval.answer_set is not None else 0
     return EvidenceFeatures(float(named), float(max((d for d, _ in rel), default=0.0)),
                             float(max((x for _, x in rel), default=0.0)), float(best.gsd), answers,
-                            missing_edges(repairs))
+                            missing_edges(repairs), unworded)
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,7 @@ class Calibration:
     gsd: float | None = None
     answers: int | None = None
     missing: int | None = None
+    unworded: int | None = None
     info: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def decide(self, features: EvidenceFeatures | None) -> str | None:
@@ -142,12 +151,9 @@ class Calibration:
                               f"unknown keys {unknown}); fit one with `simgrag bench calibrate`.")
         try:
             values = {k: data[k] for k in known if k in data}
-            for name in ("substitution", "named", "relation", "relation_excess", "gsd"):
+            for name in ("substitution", *FEATURES):
                 if values.get(name) is not None:
-                    values[name] = float(values[name])
-            for name in ("answers", "missing"):
-                if values.get(name) is not None:
-                    values[name] = int(values[name])
+                    values[name] = int(values[name]) if name in COUNT_FEATURES else float(values[name])
             return cls(**values)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{where}: bad threshold ({exc})") from exc

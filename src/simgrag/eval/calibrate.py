@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from simgrag.answer.calibration import FEATURES, Calibration, evidence_features, save_calibration
+from simgrag.answer.calibration import COUNT_FEATURES, FEATURES, Calibration, evidence_features, save_calibration
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.abstention import reduced_index, sample_answerable, supporting_edges
 from simgrag.eval.gold_patterns import gold_pattern
@@ -53,9 +53,10 @@ __all__ = ["fit_calibration", "format_calibration", "observe", "run_calibration"
 KGS = ("full", "removed")
 
 
-def observe(pattern: Pattern, retrieval: Retrieval, gold: Sequence[str], repairs: Sequence[str] = ()) -> dict[str, Any]:
+def observe(pattern: Pattern, retrieval: Retrieval, gold: Sequence[str], repairs: Sequence[str] = (),
+            unworded: int = 0) -> dict[str, Any]:
     """What the fit needs of one ask: features, named bindings, whether the answer set is gold."""
-    features = evidence_features(pattern, retrieval, repairs)
+    features = evidence_features(pattern, retrieval, repairs, unworded)
     best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank)) if retrieval.evidence else None
     named = [] if best is None else [
         {"node": b.pattern_node, "entity": b.entity, "distance": b.distance,
@@ -75,13 +76,14 @@ def _ask(item: QAItem, kgs: dict[str, Any], patterns: str, seed: int) -> dict[st
             if patterns == "gold":
                 question = MetaQAQuestion(item.question, item.topic or "", item.answers, item.chain or "")
                 pattern = gold_pattern(question, random.Random(f"{seed}:{item.question}"))
-                retrieval, repairs = target.retrieve(pattern), ()
+                retrieval, repairs, unworded = target.retrieve(pattern), (), 0
             else:
                 context = target.retriever.retrieve(item.question)
                 if context.pattern is None or context.subgraphs is None:
                     raise DatasetError(f"the {context.retriever} retriever returns no subgraphs to calibrate on")
-                pattern, retrieval, repairs = context.pattern.pattern, context.subgraphs, context.pattern.kg_repairs
-            row[name] = observe(pattern, retrieval, item.answers, repairs)
+                pattern, retrieval = context.pattern.pattern, context.subgraphs
+                repairs, unworded = context.pattern.kg_repairs, context.pattern.unworded
+            row[name] = observe(pattern, retrieval, item.answers, repairs, unworded)
         except SimGRAGError as exc:
             row[name] = {"error": f"{type(exc).__name__}: {exc}"}
     return row
@@ -160,7 +162,7 @@ def fit_calibration(rows: Sequence[dict[str, Any]], *, alpha: float = 0.01,
     for j, name in enumerate(FEATURES):
         if np.isfinite(limits[j]):
             cut = _between(limits[j], everything[:, j][np.isfinite(everything[:, j])])
-            thresholds[name] = int(np.floor(cut)) if name in ("answers", "missing") else cut
+            thresholds[name] = int(np.floor(cut)) if name in COUNT_FEATURES else cut
     found = Calibration(substitution=_fit_substitution(usable, alpha), **thresholds)
     return replace(found, info={**dict(info or {}), **_rates(found, usable)})
 

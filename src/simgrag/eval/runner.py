@@ -140,6 +140,7 @@ def _record(item: QAItem, result: AskResult | None, error: SimGRAGError | None) 
         "pattern_fits": _fits(item, result),
         "answer": ans.text, "entities": list(ans.entities), "short_answer": ans.short_answer,
         "candidates": list(ans.candidates[:10]), "abstained": ans.abstained, "timings": result.timings,
+        "evidence_features": None if ans.features is None else ans.features.to_dict(),
         "tokens": {"pattern_prompt": found.prompt_tokens if found else 0,
                    "pattern_completion": found.completion_tokens if found else 0,
                    "answer_prompt": ans.prompt_tokens, "answer_completion": ans.completion_tokens},

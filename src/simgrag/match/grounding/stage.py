@@ -289,4 +289,5 @@ class GroundedPatterns:
                        prompt_tokens=sum(r.prompt_tokens for r in results),
                        completion_tokens=sum(r.completion_tokens for r in results),
                        latency_s=sum(r.latency_s for r in results) + judge_s,
-                       repaired=source.repaired or len(results) > 1, kg_repairs=tuple(notes))
+                       repaired=source.repaired or len(results) > 1, kg_repairs=tuple(notes),
+                       unworded=len(best.unsupported) + best.stray)
