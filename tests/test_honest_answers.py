@@ -217,7 +217,7 @@ def test_a_question_bent_to_the_kg_by_the_pattern_stage_counts_as_missing(toy_di
 def test_a_question_bent_into_a_longer_pattern_counts_its_unworded_triples(toy_dir: Path) -> None:
     """"who directed Titanic" written as the 3-hop analogy "the directors of the films sharing actors with
     Titanic": the KG holds it exactly, but the question has no words for the two ``starred actors`` triples.
-    The pattern stage counts them (``unworded``: the judge's unsupported triples and stray relations), the
+    The pattern stage counts them (``unworded``: the judge's unsupported triples), the
     evidence features carry the count, and a calibration with an ``unworded`` threshold abstains on it
     while the 1-hop pattern of the same question is answered."""
     bent = [["Titanic", "starred actors", "UNKNOWN actor 1"], ["UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"],

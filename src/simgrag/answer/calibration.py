@@ -9,10 +9,12 @@ the best GSD (``gsd``), the size of the answer set (``answers``) and how many of
 notes (``kg_repairs``) say that a named entity *has no edge* of the relation the question asked for
 (``missing``): the KG judge then rebinds the relation to one the entity has, or leaves it unresolved —
 on a KG that lacks the asked fact, the question was bent to what the KG holds, though the bent pattern
-may match exactly; and how many triples of the pattern the question has no words for, plus relations its
-words did not choose (``unworded``: the judge's ``unsupported`` and ``stray``, carried by
-:attr:`~simgrag.pattern.generate.PatternResult.unworded`): a 1-hop question whose fact is gone comes back
-as a longer pattern the KG still holds, through a hop nobody asked for.
+may match exactly; and how many triples of the pattern the question has no words for (``unworded``: the
+judge's ``unsupported`` triples, carried by :attr:`~simgrag.pattern.generate.PatternResult.unworded`): a
+1-hop question whose fact is gone comes back as a longer pattern the KG still holds — "who directed
+Titanic" as the analogy "the directors of the films sharing actors with Titanic", two ``starred actors``
+triples nobody asked for. (The judge's *stray* relations are not counted: a relation chosen by a type word,
+"the actors of the director John Hindman", reads as stray though the pattern is right.)
 
 A :class:`Calibration` holds one threshold per feature (``None``: not used) and the substitution
 threshold: a named node bound further than ``substitution`` to an entity of another name is a

@@ -43,8 +43,8 @@ class PatternResult:
     repaired: bool  # the text needed a parse repair, or a second LLM call was made
     divided: tuple[str, ...] | None = None
     kg_repairs: tuple[str, ...] = ()  # changes made afterwards with the KG's help (simgrag.match.repair)
-    #: triples of the chosen pattern the question has no words for, and relations its words did not choose
-    #: (the KG judge's ``unsupported`` and ``stray``, :mod:`simgrag.match.grounding.judge`); 0 with no judge
+    #: triples of the chosen pattern the question has no words for (the KG judge's ``unsupported``,
+    #: :mod:`simgrag.match.grounding.judge`); 0 when no judge ran
     unworded: int = 0
 
 

@@ -290,4 +290,4 @@ class GroundedPatterns:
                        completion_tokens=sum(r.completion_tokens for r in results),
                        latency_s=sum(r.latency_s for r in results) + judge_s,
                        repaired=source.repaired or len(results) > 1, kg_repairs=tuple(notes),
-                       unworded=len(best.unsupported) + best.stray)
+                       unworded=len(best.unsupported))
