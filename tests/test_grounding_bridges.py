@@ -344,3 +344,28 @@ def test_a_named_entity_never_in_the_relation_is_rebound_and_turned_round(judge:
     # an entity that has edges on the triple's side is rebound on that side only, as before
     same_side = rebind_relation(Candidate((("Porto", "capital", "UNKNOWN city 1"),)), judge)
     assert [e.triples for e in same_side] == [(("Porto", "located in", "UNKNOWN city 1"),)]
+
+
+def test_a_kg_storing_each_fact_twice_bridges_through_the_hop_the_examples_take(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every triple also stored turned round as ``<relation>_inverse`` (WorldCup2014 / PathQuestion's
+    habit): Maracaibo reaches Venezuela by ``located_in`` and by ``located_in_inverse`` alike. Only the hop
+    the examples take is offered — the twin's middle node would be an untyped ``entity`` that the examples'
+    schema check cannot see, and its note would not say the hop is an implicit one."""
+    root = tmp_path_factory.mktemp("twins")
+    rows = [line.split("|") for line in KG.splitlines()]
+    (root / "geo.txt").write_text("".join(f"{t}|{r}_inverse|{h}\n{h}|{r}|{t}\n" for h, r, t in rows), encoding="utf-8")
+    (root / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
+    build_index_dir(root / "geo.txt", root / "geo.idx", embedder=HashEmbedder(dim=256),
+                    relation_aliases=root / "aliases.yaml")
+    twins = SubgraphRetriever(open_index_dir(root / "geo.idx", embedder=HashEmbedder(dim=256)))
+    assert {"located_in", "located_in_inverse"} <= set(twins.index.store.relations)
+    judge = PatternJudge(twins, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    question = "What language is spoken in Maracaibo?"
+    bridged = bridge_named(Candidate((("Maracaibo", "official language", "UNKNOWN language 1"),)), judge,
+                           judge.read(question))
+    assert [c.triples for c in bridged] == [(("Maracaibo", "located in", "UNKNOWN country 1"),
+                                             ("UNKNOWN country 1", "official language", "UNKNOWN language 1"))]
+    assert "(the examples' country nodes take 'located in')" in bridged[0].edits[-1]
+    verdict = judge.judge(judge.read(question), bridged[0])
+    assert verdict.gsd == 0.0 and _answer(verdict, "UNKNOWN language 1") == "Spanish"

@@ -65,11 +65,15 @@ def _middle_type(schema: set[Use], *ends: tuple[int, Side]) -> str:
 
 def _hops(judge: PatternJudge, entity: int, rel: int, side: Side) -> list[tuple[int, Side]]:
     """(KG relation, the entity's side of it) whose far ends take ``side`` of ``rel``: the hop from
-    ``entity`` to something that has ``rel``, best supported first."""
+    ``entity`` to something that has ``rel``, best supported first. A hop the examples take (their middle
+    node's type on that side of it) rules out every hop no better supported that they do not take: a KG that
+    stores each fact twice, ``is_in_country`` and ``is_in_country_inverse``, offers both, the examples use
+    one, and the other's untyped middle node would escape the examples' schema check."""
+    schema = judge.lexicon.schema
     store = judge.store
     others, rels, tids = store.neighbors(entity)
     is_head = np.asarray(store.heads[tids]) == entity
-    scored: list[tuple[float, int, Side]] = []
+    scored: list[tuple[float, bool, int, Side]] = []  # (-support, not taken by the examples, relation, side)
     for r0 in np.unique(rels).tolist():
         for own in (True, False):
             far = np.asarray(others)[(rels == r0) & (is_head == own)][:MAX_BRIDGE_NEIGHBOURS]
@@ -77,9 +81,14 @@ def _hops(judge: PatternJudge, entity: int, rel: int, side: Side) -> list[tuple[
                 continue
             hits = sum(side in kg_roles(judge.retriever, int(o)).get(rel, set()) for o in far.tolist())
             if hits:
-                scored.append((hits / len(far), int(r0), "head" if own else "tail"))
-    scored.sort(key=lambda x: (-x[0], x[1], x[2]))
-    return [(r0, own) for _, r0, own in scored[:MAX_BRIDGES]]
+                own_side, far_side = ("head", "tail") if own else ("tail", "head")
+                in_examples = (_middle_type(schema, (rel, side), (r0, far_side)), r0, far_side) in schema
+                scored.append((-hits / len(far), not in_examples, int(r0), own_side))
+    scored.sort()
+    taken = min((support for support, untaken, _, _ in scored if not untaken), default=None)
+    if taken is not None:  # (support is negated: lower is better supported)
+        scored = [hop for hop in scored if not hop[1] or hop[0] < taken]
+    return [(r0, own) for _, _, r0, own in scored[:MAX_BRIDGES]]
 
 
 def bridge_named(candidate: Candidate, judge: PatternJudge,
