@@ -13,10 +13,10 @@ Fit (:func:`fit_calibration`), with ``alpha`` the Hits@1 the rule may cost on an
 - ``substitution``: the smallest distance above which at most ``alpha`` of the right answers on the
   full KG have a named binding of another name (0 when none has one);
 - abstention: thresholds on the features ``named``, ``relation``, ``relation_excess``, ``gsd``,
-  ``answers`` and ``missing``, chosen greedily one at a time — each step takes the threshold that makes the rule abstain
-  on the most removed questions whose answer set is not gold, as long as it abstains on at most
-  ``alpha`` of the answerable questions answered right; a threshold sits halfway between the largest
-  value it keeps and the next value seen.
+  ``answers``, ``missing`` and ``unworded``, chosen greedily one at a time — each step takes the threshold
+  that makes the rule abstain on the most removed questions whose answer set is not gold, as long as it
+  abstains on at most ``alpha`` of the answerable questions answered right; a threshold sits halfway
+  between the largest value it keeps and the next value seen.
 
 Only DEV is read: :func:`run_calibration` has no split argument.
 """

@@ -178,7 +178,8 @@ class AskResponse(_Generated):
     substitutions: list[SubstitutionOut] = Field(default_factory=list, description=(
         "named pattern nodes bound to an entity of another name (the nearest the KG has)"))
     evidence_features: dict[str, float] | None = Field(None, description=(
-        "what the abstention rule read: named / relation / relation_excess distances, gsd, answers"))
+        "what the abstention rule read: named / relation / relation_excess distances, gsd, answers, missing "
+        "(asked relations the named entity lacks), unworded (pattern triples the question has no words for)"))
     candidates: list[str]
     short_answer: str | None
     asked_node: str | None
