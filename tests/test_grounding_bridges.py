@@ -369,3 +369,36 @@ def test_a_kg_storing_each_fact_twice_bridges_through_the_hop_the_examples_take(
     assert "(the examples' country nodes take 'located in')" in bridged[0].edits[-1]
     verdict = judge.judge(judge.read(question), bridged[0])
     assert verdict.gsd == 0.0 and _answer(verdict, "UNKNOWN language 1") == "Spanish"
+
+
+def test_a_link_the_examples_only_show_with_a_named_end_is_read_off_the_kg(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The examples ask the continent only of a named country ("On which continent is Spain?"), so they
+    never link a country *type* to a continent. The KG does — every head of ``continent`` is a country by its
+    other edges — so ``[UNKNOWN continent 1, currency, …]`` (a continent has no currency; a country has)
+    is a type clash with a bridge: the currencies of the countries on Portugal's continent."""
+    root = tmp_path_factory.mktemp("continents")
+    continents = "Venezuela|continent|South America\nPortugal|continent|Europe\nSpain|continent|Europe\n"
+    (root / "geo.txt").write_text(KG + continents, encoding="utf-8")
+    (root / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
+    build_index_dir(root / "geo.txt", root / "geo.idx", embedder=HashEmbedder(dim=256),
+                    relation_aliases=root / "aliases.yaml")
+    retriever = SubgraphRetriever(open_index_dir(root / "geo.idx", embedder=HashEmbedder(dim=256)))
+    examples = EXAMPLES + """\
+  - question: On which continent is Spain?
+    triples: [[Spain, continent, UNKNOWN continent 1]]
+"""
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(examples).examples])
+    lexicon, continent = judge.lexicon, retriever.nearest_relation("continent")
+    assert continent is not None and ("country", continent, "head") not in lexicon.schema
+    assert lexicon.kg_side_is(continent, "head", "country") and not lexicon.kg_side_is(continent, "tail", "country")
+    assert lexicon.links("country", "continent") == [(continent, "head")]
+    question = "What currencies are used on Portugal's continent?"
+    shortcut = (("Portugal", "continent", "UNKNOWN continent 1"),
+                ("UNKNOWN continent 1", "currency", "UNKNOWN currency 1"))
+    bridged = bridge_typed(Candidate(shortcut), judge)
+    assert [c.triples for c in bridged] == [(("Portugal", "continent", "UNKNOWN continent 1"),
+                                             ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"),
+                                             ("UNKNOWN country 1", "continent", "UNKNOWN continent 1"))]
+    verdict = judge.judge(judge.read(question), bridged[0])
+    assert verdict.gsd == 0.0 and _answer(verdict, "UNKNOWN currency 1") == "Euro"

@@ -29,6 +29,11 @@ SUPPORT_DISTANCE = 1.0
 TYPE_DISTANCE = 0.75
 
 
+#: entities looked at per (relation, side) when asking what type the KG puts at that end of a relation …
+KG_SIDE_SAMPLE = 32
+#: … and the share of them that must be of the type
+KG_SIDE_SHARE = 0.8
+
 #: (node type, KG relation, the type's side of it: "head" | "tail"): how the examples use a type
 Use = tuple[str, int, str]
 #: a typed unknown where the examples never put its type: (triple index, node, its side, the type the
@@ -45,6 +50,10 @@ def kg_roles(retriever: SubgraphRetriever, entity: int) -> dict[int, set[str]]:
     for rel, is_head in zip(rels.tolist(), heads.tolist(), strict=True):
         roles.setdefault(int(rel), set()).add("head" if is_head else "tail")
     return roles
+
+
+def _other_side(side: str) -> str:
+    return "tail" if side == "head" else "head"
 
 
 class Lexicon:
@@ -64,6 +73,7 @@ class Lexicon:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._examples = [list(map(tuple, triples)) for triples in examples]
+        self._side_kinds: dict[tuple[int, str], tuple[int, dict[str, int]]] = {}
 
     @cached_property
     def schema(self) -> set[Use]:
@@ -147,10 +157,33 @@ class Lexicon:
 
     def links(self, one: str, other: str) -> list[tuple[int, str]]:
         """(KG relation, the side ``one`` takes) for each relation the examples use between a node of type
-        ``one`` and one of type ``other`` (``country`` → ``currency``: ``(currency, "head")``)."""
+        ``one`` and one of type ``other`` (``country`` → ``currency``: ``(currency, "head")``). When they use
+        none, the relations at which the examples put ``other`` and whose other end the KG fills with
+        ``one``s (:meth:`kg_side_is`): a 12-example file asks "On which continent is Chad?" with a named
+        country only, but every head of ``continent`` in the KG is a country."""
         schema = self.schema
-        return [(rel, side) for t, rel, side in sorted(schema)
-                if t == one and (other, rel, "tail" if side == "head" else "head") in schema]
+        found = [(rel, side) for t, rel, side in sorted(schema)
+                 if t == one and (other, rel, _other_side(side)) in schema]
+        if found:
+            return found
+        return [(rel, _other_side(side)) for t, rel, side in sorted(schema)
+                if t == other and self.kg_side_is(rel, _other_side(side), one)]
+
+    def kg_side_is(self, rel: int, side: str, kind: str) -> bool:
+        """Whether the KG's entities at ``side`` of ``rel`` are ``kind``s by their uses (:meth:`kinds_of`):
+        at least :data:`KG_SIDE_SHARE` of the first :data:`KG_SIDE_SAMPLE` of them."""
+        key = (rel, side)
+        if key not in self._side_kinds:
+            store = self.store
+            tids = np.flatnonzero(np.asarray(store.rels) == rel)[:KG_SIDE_SAMPLE]
+            ends = (store.heads if side == "head" else store.tails)[tids]
+            counts: dict[str, int] = {}
+            for entity in np.unique(ends).tolist():
+                for t in self.kinds_of(int(entity)):
+                    counts[t] = counts.get(t, 0) + 1
+            self._side_kinds[key] = (len(np.unique(ends)), counts)
+        n, counts = self._side_kinds[key]
+        return n > 0 and counts.get(kind, 0) >= KG_SIDE_SHARE * n
 
     # ------------------------------------------------------------------ the question
     @cached_property
