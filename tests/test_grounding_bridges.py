@@ -402,3 +402,23 @@ def test_a_link_the_examples_only_show_with_a_named_end_is_read_off_the_kg(
                                              ("UNKNOWN country 1", "continent", "UNKNOWN continent 1"))]
     verdict = judge.judge(judge.read(question), bridged[0])
     assert verdict.gsd == 0.0 and _answer(verdict, "UNKNOWN currency 1") == "Euro"
+
+
+def test_a_bridge_through_a_hop_the_kg_types_is_an_implicit_hop(retriever: SubgraphRetriever) -> None:
+    """Without "Which country is Lisbon in?" the examples never put a country at the tail of ``located
+    in``, but the KG's tails of it are all countries: "What currency does Maracaibo use?" bridged
+    through Maracaibo's country is an implicit hop, noted as such (not a missing fact for abstention)."""
+    from simgrag.answer.calibration import missing_edges
+
+    examples = EXAMPLES.replace("""  - question: Which country is Lisbon in?
+    triples: [[Lisbon, located in, UNKNOWN country 1]]
+""", "")
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(examples).examples])
+    located_in = retriever.nearest_relation("located in")
+    assert located_in is not None and ("country", located_in, "tail") not in judge.lexicon.schema
+    question = "What currency does Maracaibo use?"
+    bridged = bridge_named(Candidate((("Maracaibo", "currency", "UNKNOWN currency 1"),)), judge, judge.read(question))
+    assert bridged and bridged[0].triples == (("Maracaibo", "located in", "UNKNOWN country 1"),
+                                              ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"))
+    assert "(the KG's country nodes take 'located in')" in bridged[0].edits[-1]
+    assert missing_edges(bridged[0].edits) == 0

@@ -55,8 +55,8 @@ FEATURES = ("named", "relation", "relation_excess", "gsd", "answers", "missing",
 COUNT_FEATURES = ("answers", "missing", "unworded")
 #: a pattern-stage note saying a named entity lacks the asked relation ("'Heat' has no 'directed by' edge")
 _MISSING_EDGE = re.compile(r"\bhas no (['\"]).+?\1 edge\b")
-#: … that the judge bridged by a hop the question words or the examples' types take (grounding/bridges.py)
-_BRIDGED = re.compile(r"\bedge in the KG, its (['\"]).+?\1 neighbours do \((the question words|the examples')")
+#: … that the judge bridged by a hop the question words or the examples' (else the KG's) types take (bridges.py)
+_BRIDGED = re.compile(r"\bedge in the KG, its (['\"]).+?\1 neighbours do \((the question words|the examples'|the KG's)")
 CALIBRATION_FILE = "calibration.json"
 FORMAT_VERSION = 1
 
@@ -79,12 +79,13 @@ class EvidenceFeatures:
 
 def missing_edges(notes: Sequence[str]) -> int:
     """How many pattern-stage notes say a named entity has no edge of the asked relation — not counting
-    the missing hops the judge bridged through a relation the question words or the examples' types take
-    ("'Guadalajara' has no 'capital' edge in the KG, its 'located in' neighbours do (the question words
-    'located in')": the capital of the country Guadalajara is in, which the KG holds). Any other bridge is
-    counted: on a KG without the director of *A Sunday in the Country*, "which person directed A Sunday in
-    the Country" bridged through its release year to other movies is a question bent to what the KG holds
-    (the abstention bench: 1-hop abstention 57.5 % with such bridges counted, 47.5 % without)."""
+    the missing hops the judge bridged through a relation the question words, or that the types take (the
+    examples', else the KG's): "'Guadalajara' has no 'capital' edge in the KG, its 'located in' neighbours
+    do (the question words 'located in')" is the capital of the country Guadalajara is in, which the KG
+    holds. Any other bridge is counted: on a KG without the director of *A Sunday in the Country*, "which
+    person directed A Sunday in the Country" bridged through its release year to other movies is a
+    question bent to what the KG holds (the abstention bench: 1-hop abstention 57.5 % with such bridges
+    counted, 47.5 % without)."""
     return sum(1 for note in notes if _MISSING_EDGE.search(note) and not _BRIDGED.search(note))
 
 

@@ -95,7 +95,8 @@ def bridge_named(candidate: Candidate, judge: PatternJudge,
                  reading: QuestionReading | None = None) -> list[Candidate]:
     """``(K, r, X)`` where the KG has no ``r`` edge at K → ``(K, r0, M)`` + ``(M, r, X)`` through a
     relation ``r0`` whose neighbours of K do have ``r`` (module docstring). The note says when the
-    question's words name ``r0`` (``reading``) or the examples put the middle node's type on that side of
+    question's words name ``r0`` (``reading``) or the examples — else the KG's own entities
+    (:meth:`~simgrag.match.grounding.lexicon.Lexicon.kg_side_is`) — put the middle node's type on that side of
     ``r0``: "What language is spoken in Maracaibo?" asks the language of Maracaibo's *country* (the examples
     link a country to a city by ``located in``), while "which person directed A Sunday in the Country",
     bridged through the film's release year to "other movies" on a KG without its director, is a question
@@ -120,6 +121,8 @@ def bridge_named(candidate: Candidate, judge: PatternJudge,
                 said = f" (the question words {r0_text!r})"
             elif (kind, r0, far) in judge.lexicon.schema:  # the examples take this very hop
                 said = f" (the examples' {kind} nodes take {r0_text!r})"
+            elif kind != "entity" and judge.lexicon.kg_side_is(r0, far, kind):  # so do the KG's own
+                said = f" (the KG's {kind} nodes take {r0_text!r})"
             else:
                 said = ""
             out.append(candidate.split(i, hop, moved, f"{named!r} has no {relation!r} edge in the KG, its "
