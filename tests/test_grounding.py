@@ -680,16 +680,21 @@ def test_who_answered_by_a_thing_is_extended_to_a_who_type(retriever: SubgraphRe
                          example_questions=[q for q, _ in WHO_EXAMPLES])
     reading = judge.read("Who has Leonardo DiCaprio acted in movies with?")
     films = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio")))
-    # the examples put a typed movie only at the head of starred actors, whose tail they type actor
-    assert [e.triples[-1] for e in edits.extend_to_who(films, judge)] == [
-        ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")]
+    # the examples put a typed movie only at the head of starred actors, whose tail they type actor; they
+    # link no movie to a director or a writer, but the KG's heads of directed_by / written_by are movies
+    hops = {("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"),
+            ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1"),
+            ("UNKNOWN movie 1", "written by", "UNKNOWN writer 1")}
+    assert {e.triples[-1] for e in edits.extend_to_who(films, judge)} == hops
+    directed_by = retriever.nearest_relation("directed by")
+    assert directed_by is not None and ("movie", directed_by, "head") not in judge.lexicon.schema
+    assert judge.lexicon.links("movie", "director") == [(directed_by, "head")]  # read off the KG
     more = [*WHO_EXAMPLES, ("who directed the movies Guy Pearce acted in",
                             [["UNKNOWN movie 1", "starred actors", "Guy Pearce"],
                              ["UNKNOWN movie 1", "directed by", "UNKNOWN director 1"]])]
     wider = PatternJudge(retriever, examples=[t for _, t in more], example_questions=[q for q, _ in more])
-    assert {e.triples[-1] for e in edits.extend_to_who(films, wider)} == {
-        ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"),
-        ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1")}
+    assert ("movie", directed_by, "head") in wider.lexicon.schema  # now the examples' own link
+    assert {e.triples[-1] for e in edits.extend_to_who(films, wider)} == hops
     best, _ = best_candidate(judge, reading, [judge.judge(reading, films)])
     assert best.candidate.triples[-1] == ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1")
     assert not best.problems and best.retrieval is not None
