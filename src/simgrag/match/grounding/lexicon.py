@@ -171,17 +171,18 @@ class Lexicon:
 
     def kg_side_is(self, rel: int, side: str, kind: str) -> bool:
         """Whether the KG's entities at ``side`` of ``rel`` are ``kind``s by their uses (:meth:`kinds_of`):
-        at least :data:`KG_SIDE_SHARE` of the first :data:`KG_SIDE_SAMPLE` of them."""
+        at least :data:`KG_SIDE_SHARE` of the distinct entities there in its first :data:`KG_SIDE_SAMPLE`
+        triples (counted once per (relation, side) and kept)."""
         key = (rel, side)
         if key not in self._side_kinds:
             store = self.store
             tids = np.flatnonzero(np.asarray(store.rels) == rel)[:KG_SIDE_SAMPLE]
-            ends = (store.heads if side == "head" else store.tails)[tids]
+            ends = np.unique((store.heads if side == "head" else store.tails)[tids]).tolist()
             counts: dict[str, int] = {}
-            for entity in np.unique(ends).tolist():
+            for entity in ends:
                 for t in self.kinds_of(int(entity)):
                     counts[t] = counts.get(t, 0) + 1
-            self._side_kinds[key] = (len(np.unique(ends)), counts)
+            self._side_kinds[key] = (len(ends), counts)
         n, counts = self._side_kinds[key]
         return n > 0 and counts.get(kind, 0) >= KG_SIDE_SHARE * n
 
