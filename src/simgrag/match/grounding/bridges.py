@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from simgrag.match.grounding.judge import Candidate, PatternJudge, unknown_name
-from simgrag.match.grounding.lexicon import Use, kg_roles
+from simgrag.match.grounding.lexicon import Use, kg_roles, other_side
 from simgrag.match.grounding.question import QuestionReading
 from simgrag.pattern.graph import Pattern, is_unknown, singular
 
@@ -111,7 +111,7 @@ def bridge_named(candidate: Candidate, judge: PatternJudge,
             continue
         head, relation, tail = triples[i]
         for r0, own in _hops(judge, entity, rel, side):
-            far = "tail" if own == "head" else "head"
+            far = other_side(own)
             kind = _middle_type(judge.lexicon.schema, (rel, side), (r0, far))
             middle = unknown_name(triples, kind)
             r0_text = _relation_text(judge, r0)

@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 
 from simgrag.errors import PatternError
-from simgrag.match.grounding.lexicon import Lexicon, kg_roles
+from simgrag.match.grounding.lexicon import Lexicon, kg_roles, other_side
 from simgrag.match.grounding.question import STOPWORDS, WH_WORDS, QuestionReading, common_words_of, phrases_of
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
@@ -384,8 +384,8 @@ class PatternJudge:
                 if not sides:
                     problems.append(f"{text!r} has no {self.store.relations[rel]!r} edge in the KG")
                 elif side not in sides:
-                    other = "tail" if side == "head" else "head"
-                    problems.append(f"{text!r} is never the {side} of {relation!r} in the KG, only its {other}")
+                    problems.append(f"{text!r} is never the {side} of {relation!r} in the KG, only its "
+                                    f"{other_side(side)}")
         return problems
 
     def _type_problems(self, pattern: Pattern, retrieval: Retrieval) -> list[str]:

@@ -21,7 +21,7 @@ from simgrag.match.grounding.question import QuestionReading, normalize_name, re
 from simgrag.match.retrieve import EXACT_NAME_MAX_ENTITIES, SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 
-__all__ = ["SUPPORT_DISTANCE", "TYPE_DISTANCE", "Clash", "Lexicon", "Use", "kg_roles", "singular"]
+__all__ = ["SUPPORT_DISTANCE", "TYPE_DISTANCE", "Clash", "Lexicon", "Use", "kg_roles", "other_side", "singular"]
 
 #: a phrase supports a relation when it is this close (L2 between unit vectors: cosine ≥ 0.5) …
 SUPPORT_DISTANCE = 1.0
@@ -52,7 +52,8 @@ def kg_roles(retriever: SubgraphRetriever, entity: int) -> dict[int, set[str]]:
     return roles
 
 
-def _other_side(side: str) -> str:
+def other_side(side: str) -> str:
+    """The other end of a relation: ``"head"`` ↔ ``"tail"``."""
     return "tail" if side == "head" else "head"
 
 
@@ -163,11 +164,11 @@ class Lexicon:
         country only, but every head of ``continent`` in the KG is a country."""
         schema = self.schema
         found = [(rel, side) for t, rel, side in sorted(schema)
-                 if t == one and (other, rel, _other_side(side)) in schema]
+                 if t == one and (other, rel, other_side(side)) in schema]
         if found:
             return found
-        return [(rel, _other_side(side)) for t, rel, side in sorted(schema)
-                if t == other and self.kg_side_is(rel, _other_side(side), one)]
+        return [(rel, other_side(side)) for t, rel, side in sorted(schema)
+                if t == other and self.kg_side_is(rel, other_side(side), one)]
 
     def kg_side_is(self, rel: int, side: str, kind: str) -> bool:
         """Whether the KG's entities at ``side`` of ``rel`` are ``kind``s by their uses (:meth:`kinds_of`):
