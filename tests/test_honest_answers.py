@@ -118,6 +118,10 @@ def test_calibration_resolution_index_file_bundled_and_off(toy_dir: Path, tmp_pa
     (tmp_path / "bad.json").write_text('{"named": 1, "bogus": 2}')
     with pytest.raises(ConfigError, match="bogus"):
         load_calibration(tmp_path / "bad.json")
+    for hostile in ('{"unworded": Infinity}', '{"missing": -Infinity}', '{"unworded": NaN}', '{"answers": "many"}'):
+        (tmp_path / "bad.json").write_text(hostile)  # Python's json reads Infinity / NaN: a count cannot be either
+        with pytest.raises(ConfigError, match="bad threshold"):
+            load_calibration(tmp_path / "bad.json")
 
 
 def _row(full: dict[str, float], removed: dict[str, float], gold_full: bool = True,

@@ -158,7 +158,7 @@ class Calibration:
                 if values.get(name) is not None:
                     values[name] = int(values[name]) if name in COUNT_FEATURES else float(values[name])
             return cls(**values)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: int(Infinity)
             raise ConfigError(f"{where}: bad threshold ({exc})") from exc
 
 
