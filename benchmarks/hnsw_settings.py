@@ -64,7 +64,8 @@ def main() -> None:
     parser.add_argument("--index-dir", type=Path, help="an index directory (default: WORK/index with --scale-work)")
     parser.add_argument("--metaqa-dir", type=Path, help="queries from MetaQA TEST topic names")
     parser.add_argument("--scale-work", type=Path, help="queries from a scale.py work directory's planted names")
-    parser.add_argument("--settings", default="32x200,32x100,16x100", help="MxEF_CONSTRUCTION, comma-separated")
+    parser.add_argument("--settings", default="32x200,32x100,16x100",
+                        help="MxEF_CONSTRUCTION[xfp16], comma-separated (xfp16: float16 rows, IndexHNSWSQ)")
     parser.add_argument("--ef-search", default="32,64,128,256")
     parser.add_argument("--per-hop", type=int, default=200)
     parser.add_argument("-k", type=int, default=16)
@@ -90,8 +91,14 @@ def main() -> None:
     _, truth = flat.search(queries, args.k)
     print(f"{len(vectors):,} vectors x {vectors.shape[1]}, {len(texts)} queries, k = {args.k}")
     for setting in args.settings.split(","):
-        m, ef_construction = (int(x) for x in setting.split("x"))
-        hnsw = faiss.IndexHNSWFlat(vectors.shape[1], m)
+        m_text, ef_text, *storage = setting.split("x")
+        m, ef_construction = int(m_text), int(ef_text)
+        if storage == ["fp16"]:
+            hnsw = faiss.IndexHNSWSQ(vectors.shape[1], faiss.ScalarQuantizer.QT_fp16, m)
+        elif not storage:
+            hnsw = faiss.IndexHNSWFlat(vectors.shape[1], m)
+        else:
+            parser.error(f"bad setting {setting!r}: MxEF_CONSTRUCTION or MxEF_CONSTRUCTIONxfp16")
         hnsw.hnsw.efConstruction = ef_construction
         start = time.perf_counter()
         hnsw.add(vectors)
@@ -106,7 +113,8 @@ def main() -> None:
                 found.append(ids[0])
             recall = np.mean([len(set(a) & set(b)) / args.k for a, b in zip(found, truth, strict=True)])
             top1 = np.mean([a[0] == b[0] for a, b in zip(found, truth, strict=True)])
-            print(f"M {m} ef_construction {ef_construction} (build {build_s:.1f} s) ef_search {ef}: "
+            rows = "float16" if storage else "float32"
+            print(f"M {m} ef_construction {ef_construction} {rows} (build {build_s:.1f} s) ef_search {ef}: "
                   f"recall@{args.k} {recall:.4f} top-1 {top1:.4f} "
                   f"p50 {np.percentile(times, 50):.3f} ms p99 {np.percentile(times, 99):.3f} ms")
 

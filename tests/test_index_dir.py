@@ -87,6 +87,10 @@ def test_crash_leaves_no_valid_index_and_rebuild_resumes(tmp_path: Path, monkeyp
     assert 10_000 - counting.budget == (n - 8) + relation_texts  # only the missing entities were embedded
     fresh = build_index_dir(kg, tmp_path / "fresh.idx", embedder=HashEmbedder(dim=64))
     assert np.array_equal(np.asarray(built.entity_vectors), np.asarray(fresh.entity_vectors))
+    order = directory_mod._length_order(built.store)  # the chunks' order: names by length, every entity once
+    assert sorted(order.tolist()) == list(range(n))
+    lengths = [len(built.store.entities[int(i)]) for i in order]
+    assert lengths == sorted(lengths) and lengths[0] < lengths[-1]
 
 
 def test_retrieve_on_toy_index(toy_index: Path) -> None:
@@ -200,7 +204,8 @@ def test_entity_names_take_the_embedders_bulk_path_relation_texts_do_not(tmp_pat
 def test_hnsw_gets_the_faster_settings_on_small_kgs_unless_given(tmp_path: Path) -> None:
     from simgrag.index.registry import HNSW_FAST_MAX_VECTORS, default_index_params
 
-    assert default_index_params("hnsw", HNSW_FAST_MAX_VECTORS) == {"ef_construction": 100, "ef_search": 128}
+    assert default_index_params("hnsw", HNSW_FAST_MAX_VECTORS) == {"ef_construction": 100, "ef_search": 128,
+                                                                   "storage": "float16"}
     assert default_index_params("faiss-hnsw", HNSW_FAST_MAX_VECTORS + 1) == {}  # large: the class defaults
     assert default_index_params("exact", 10) == {}
     from simgrag.index.registry import IVFPQ_FAST_SCAN_MIN_VECTORS
@@ -209,8 +214,8 @@ def test_hnsw_gets_the_faster_settings_on_small_kgs_unless_given(tmp_path: Path)
     kg = write_toy_kg(tmp_path / "toy.txt")
     build_index_dir(kg, tmp_path / "a.idx", embedder=HashEmbedder(dim=16), index_kind="faiss-hnsw")
     build_index_dir(kg, tmp_path / "b.idx", embedder=HashEmbedder(dim=16), index_kind="hnsw",
-                    index_params={"ef_search": 256})
+                    index_params={"ef_search": 256, "storage": "float32"})
     params = [json.loads((tmp_path / n / "manifest.json").read_text())["entity_index"]["params"]
               for n in ("a.idx", "b.idx")]
-    assert params == [{"M": 32, "ef_construction": 100, "ef_search": 128},
+    assert params == [{"M": 32, "ef_construction": 100, "ef_search": 128, "storage": "float16"},
                       {"M": 32, "ef_construction": 100, "ef_search": 256}]

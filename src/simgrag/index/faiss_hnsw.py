@@ -1,4 +1,4 @@
-"""Approximate L2 search with a FAISS HNSW graph (``faiss.IndexHNSWFlat``)."""
+"""Approximate L2 search with a FAISS HNSW graph (``faiss.IndexHNSWFlat``, or ``IndexHNSWSQ`` on float16 rows)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ _INDEX_FILE = "faiss.index"
 #: start-up and spinning cost more than the search for a handful of queries, and on cores busy with
 #: other work (the LLM) 5-10x more (2 queries at 43K vectors: 9-17 ms batched, 1.7-2 ms one by one)
 SERIAL_QUERIES = 16
+#: how the graph stores its vectors: ``float32`` rows (``IndexHNSWFlat``) or ``float16`` rows (``IndexHNSWSQ``,
+#: half the memory; on MetaQA's 42,718 MiniLM names the graph builds in two thirds of the time and answers
+#: sooner at the same recall, BENCHMARKS.md §17). Distances from float16 rows differ from float32's by ~1e-4.
+STORAGES = ("float32", "float16")
 
 
 def _faiss() -> Any:
@@ -36,7 +40,8 @@ class FaissHNSWIndex:
     ``efSearch = max(ef_search, 2 * k)``, so asking for many neighbours never starves the beam.
     When the index holds no more vectors than that beam would visit, the search scans the stored
     vectors exactly instead (same cost, no missed neighbours, complete rows when ``k >= ntotal``).
-    FAISS reports squared L2; this class returns plain L2 (the square root).
+    FAISS reports squared L2; this class returns plain L2 (the square root). ``storage="float16"`` keeps the
+    rows in half precision (:data:`STORAGES`).
 
     Measured recall@10 against exact search (20,000 x 64, 200 queries): 1.000 on clustered,
     embedding-like data; on isotropic Gaussian data (the hard case) 0.98 with ef_search=128, 0.994 with
@@ -49,17 +54,25 @@ class FaissHNSWIndex:
 
     kind = "faiss-hnsw"
 
-    def __init__(self, dim: int, M: int = 32, ef_construction: int = 200, ef_search: int = 256) -> None:
+    def __init__(self, dim: int, M: int = 32, ef_construction: int = 200, ef_search: int = 256,
+                 storage: str = "float32") -> None:
         if dim <= 0 or M <= 1 or ef_construction <= 0 or ef_search <= 0:
             raise VectorIndexError(
                 f"Invalid HNSW settings dim={dim}, M={M}, ef_construction={ef_construction}, "
                 f"ef_search={ef_search}: dim and the ef values must be positive, M at least 2."
             )
+        if storage not in STORAGES:
+            raise VectorIndexError(f"Invalid HNSW storage {storage!r}: one of {', '.join(STORAGES)}")
         self.dim = int(dim)
         self.M = int(M)
         self.ef_construction = int(ef_construction)
         self.ef_search = int(ef_search)
-        self._index = _faiss().IndexHNSWFlat(self.dim, self.M)
+        self.storage = storage
+        faiss = _faiss()
+        if storage == "float16":
+            self._index = faiss.IndexHNSWSQ(self.dim, faiss.ScalarQuantizer.QT_fp16, self.M)
+        else:
+            self._index = faiss.IndexHNSWFlat(self.dim, self.M)
         self._index.hnsw.efConstruction = self.ef_construction
 
     @property
@@ -67,8 +80,11 @@ class FaissHNSWIndex:
         return int(self._index.ntotal)
 
     @property
-    def params(self) -> dict[str, int]:
-        return {"M": self.M, "ef_construction": self.ef_construction, "ef_search": self.ef_search}
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"M": self.M, "ef_construction": self.ef_construction, "ef_search": self.ef_search}
+        if self.storage != "float32":  # an index of float32 rows keeps the manifest it always had
+            out["storage"] = self.storage
+        return out
 
     def add(self, vectors: np.ndarray) -> None:
         """Insert vectors into the graph; they get the next ids in order."""
@@ -117,12 +133,21 @@ class FaissHNSWIndex:
         manifest, path = open_index_file(directory, cls.kind, _INDEX_FILE)
         if not path.is_file():
             raise IndexDirError(f"{path} is missing; rebuild the index.")
-        params = {key: int(value) for key, value in manifest.params.items()}
-        index = cls(manifest.dim, **params)
+        params: dict[str, Any] = dict(manifest.params)
+        storage = str(params.pop("storage", "float32"))
+        try:
+            ints = {key: int(value) for key, value in params.items()}
+            index = cls(manifest.dim, storage=storage, **ints)
+        except (TypeError, ValueError, VectorIndexError) as exc:
+            raise IndexDirError(f"{directory}/index.json has bad HNSW parameters {manifest.params}: {exc}") from exc
         try:
             index._index = _faiss().read_index(str(path))
         except RuntimeError as exc:
             raise IndexDirError(f"Cannot read {path} ({exc}); rebuild the index.") from exc
+        expected = "IndexHNSWSQ" if storage == "float16" else "IndexHNSWFlat"
+        if type(index._index).__name__ != expected:
+            raise IndexDirError(f"{path} holds a {type(index._index).__name__}, but index.json says {storage} rows "
+                                f"({expected}); rebuild the index.")
         if index._index.d != manifest.dim or index.ntotal != manifest.ntotal:
             raise IndexDirError(
                 f"{path} holds {index.ntotal} x {index._index.d} vectors but index.json says "

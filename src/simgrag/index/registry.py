@@ -32,9 +32,10 @@ __all__ = [
 EXACT_MAX_VECTORS = 20_000
 # Up to this many vectors HNSW gets the faster settings below (BENCHMARKS.md §10): on MetaQA's 42,718 names
 # recall@16 0.990 (vs 0.998 with the class defaults, 200 / 256) at half the build and query time, the same
-# MetaQA answers; on 1.1M static name vectors they lose too much (recall@16 0.81 vs 0.91).
+# MetaQA answers; on 1.1M static name vectors they lose too much (recall@16 0.81 vs 0.91). Their rows are float16
+# (BENCHMARKS.md §17: on MetaQA the graph builds in two thirds of the time, recall@16 within 0.002).
 HNSW_FAST_MAX_VECTORS = 100_000
-HNSW_FAST_PARAMS = {"ef_construction": 100, "ef_search": 128}
+HNSW_FAST_PARAMS: dict[str, Any] = {"ef_construction": 100, "ef_search": 128, "storage": "float16"}
 # From this many vectors an IVF-PQ index gets 4-bit fast-scan codes (BENCHMARKS.md §13): on 2M and 10M static
 # name vectors the same recall at a sixth of the scan time (10M: vector p50 70-78 vs 131-162 ms, planted Hits@1
 # unchanged); smaller indexes were not measured with them and keep the 8-bit codes.
