@@ -308,6 +308,19 @@ def test_grounding_asks_the_llm_once_more_with_the_reason(retriever: SubgraphRet
     assert grounded.last_report is not None and grounded.last_report.llm_calls == 2
 
 
+def test_grounding_asks_again_when_the_kg_holds_nothing_close(retriever: SubgraphRetriever) -> None:
+    """No problem and every triple worded, but nothing in the KG near it (a title the KG lacks): the LLM gets
+    one revision with that reason; the same pattern written again stays, and the evidence says how far it is."""
+    pattern = _json(("Bogus Filmtitle", "directed by", "UNKNOWN director 1"))
+    llm, grounded = _generator([pattern, pattern], retriever)
+    result = grounded.generate("Who directed Bogus Filmtitle?")
+    assert len(llm.calls) == 2 and result.attempts == 2
+    assert "the knowledge graph has nothing close to it" in llm.calls[1].prompt
+    assert result.pattern.triples() == [("Bogus Filmtitle", "directed by", "UNKNOWN director 1")]
+    chosen = grounded.last_report.chosen if grounded.last_report is not None else None
+    assert chosen is not None and not chosen.problems and not chosen.sound
+
+
 def test_grounding_revises_at_most_max_revisions(retriever: SubgraphRetriever) -> None:
     wrong = _json(("Kate Winslet", "starred actors", "UNKNOWN actor 1"))
     llm, grounded = _generator([wrong], retriever)

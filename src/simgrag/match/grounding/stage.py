@@ -10,12 +10,14 @@
    problem are edited once more. An edited candidate may replace the
    LLM's pattern only when it has fewer problems, or when it has none and the question's focus word
    confirms its answer node — no rewriting a pattern on a hunch;
-4. when the best candidate still has a problem, the LLM is asked once more, told what is wrong
-   (``revise``); its new pattern and that pattern's edits join the candidates;
+4. when the best candidate is still not sound (a problem, a triple without words, or nothing in the KG close
+   to it), the LLM is asked once more, told what is wrong (``revise``); its new pattern and that pattern's
+   edits join the candidates;
 5. the best-ranked candidate wins; its edits are reported as ``kg_repairs``.
 
-At most one extra LLM call per question (``max_revisions``), only for patterns with a problem; every
-candidate search runs under the judge's deadline.
+At most one extra LLM call per question (``max_revisions``), only for patterns that stay unsound (asking
+also when the KG holds nothing close, not only on a problem: BENCHMARKS.md §17, +0.03–0.2 calls per question);
+every candidate search runs under the judge's deadline.
 """
 
 from __future__ import annotations
@@ -220,7 +222,7 @@ class GroundedPatterns:
         best, considered = best_candidate(self.judge, reading, originals, alternatives=analogies)
         judge_s += time.perf_counter() - t0
         for _ in range(self.max_revisions):
-            if not best.problems:
+            if best.sound:
                 break
             revised = self._revise(question, result.raw_text, best, scores)
             if revised is None:
