@@ -171,6 +171,8 @@ def _script(messages: list[ChatMessage]) -> str:
         return SPLITS[last.split("Answer: ", 1)[1]]
     if "\nclaim: " in last:
         return "verdict: Supported" if last.rsplit("claim: ", 1)[1] in TRUE_CLAIMS else "verdict: Refuted"
+    if last.startswith("That answer is not usable"):  # the KG judge's revision: the same pattern again
+        last = last.split("for the question '", 1)[1].rsplit("', following", 1)[0]
     return json.dumps({"triples": PATTERNS[last]})
 
 

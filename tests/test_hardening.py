@@ -90,7 +90,8 @@ def test_llm_text_with_lone_surrogates_is_made_valid() -> None:
 
 @pytest.mark.parametrize("bad", [{"k": 10**11}, {"k": 1e11}, {"k": 2.5}, {"k": True}, {"k": 0}, {"k_n": -1},
                                  {"k_r": 1.5}, {"k_t": 0}, {"deadline_s": math.nan}, {"deadline_s": 0},
-                                 {"deadline_s": -1.0}, {"deadline_s": "soon"}, {"algorithm": "fast"}])
+                                 {"deadline_s": -1.0}, {"deadline_s": "soon"}, {"algorithm": "fast"},
+                                 {"max_steps": 0}, {"max_steps": 2.5}, {"max_steps": True}, {"max_steps": "many"}])
 def test_retrieval_settings_refuse_values_no_search_can_honour(bad: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         RetrievalSettings(**bad)  # type: ignore[arg-type]
@@ -131,6 +132,25 @@ def test_typed_unknowns_that_match_any_entity_are_searched_with_a_step_cap(toy: 
     table = CandidateTable.from_relation_pairs([NodeCandidates.anything()] * 5, [None] * 4, store.num_relations)
     capped = search_subgraphs(store, chain, table, k=3, max_steps=UNANCHORED_MAX_STEPS)
     assert not capped.complete and capped.steps < 2 * UNANCHORED_MAX_STEPS
+
+
+def test_max_steps_bounds_a_search_by_count_not_time(toy: Path) -> None:
+    """``max_steps`` stops the graph search after that many steps, best-so-far returned, the same on every run
+    (the pattern judge bounds its searches so, a deadline behind it only as a safety net)."""
+    from simgrag.match.grounding.judge import JUDGE_MAX_STEPS, PatternJudge
+
+    engine = SimGRAG(toy, llm=None, embedder=EMBEDDER)
+    chain = [["UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"], ["UNKNOWN movie 2", "starred actors",
+                                                                        "UNKNOWN actor 1"]]
+    free = engine.retrieve(chain, RetrievalSettings(deadline_s=math.inf))
+    assert free.complete and free.steps > 2
+    runs = [engine.retrieve(chain, RetrievalSettings(deadline_s=math.inf, max_steps=2)) for _ in range(2)]
+    assert all(not r.complete and r.steps <= free.steps for r in runs)
+    assert runs[0].to_dict()["matches"] == runs[1].to_dict()["matches"]
+    from simgrag.match.retrieve import SubgraphRetriever
+
+    judge = PatternJudge(SubgraphRetriever(open_index_dir(toy, embedder=EMBEDDER)))
+    assert judge.settings.max_steps == JUDGE_MAX_STEPS
 
 
 # -- build swap ------------------------------------------------------------------------------------

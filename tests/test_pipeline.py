@@ -83,11 +83,13 @@ def test_ask_repairs_bad_pattern_once_then_fails_typed(toy_dir: Path) -> None:
 
 
 def test_abstains_without_llm_call_when_evidence_is_too_far(toy_dir: Path) -> None:
-    llm = FakeLLM([json.dumps({"triples": [["Zzyzx Qwerty", "fought", "UNKNOWN thing 1"]]})])
+    pattern = json.dumps({"triples": [["Zzyzx Qwerty", "fought", "UNKNOWN thing 1"]]})
+    llm = FakeLLM([pattern, pattern])
     engine = SimGRAG(toy_dir, llm=llm, abstain_gsd=0.05)
     result = engine.ask("who fought Zzyzx Qwerty?")
     assert result.answer.abstained
-    assert len(llm.calls) == 1  # the pattern call only
+    # the pattern call and the KG judge's one revision, no answer call
+    assert len(llm.calls) == 2 and "That answer is not usable" in llm.calls[1].prompt
 
 
 def test_verify_supported_and_refuted(toy_dir: Path) -> None:
@@ -121,9 +123,11 @@ def test_auto_answer_mode_skips_llm_on_exact_match_only(toy_dir: Path) -> None:
     assert result.answer.entities == ("James Cameron",)
     assert result.answer.reason.startswith("exact match")
     assert len(llm.calls) == 1
-    fuzzy = FakeLLM([json.dumps({"triples": [["Titanic", "made by", "UNKNOWN person 1"]]}), "answer: James Cameron"])
+    made_by = json.dumps({"triples": [["Titanic", "made by", "UNKNOWN person 1"]]})
+    fuzzy = FakeLLM([made_by, made_by, "answer: James Cameron"])
     result = SimGRAG(toy_dir, llm=fuzzy, answer_mode="auto", pattern_options=NO_ANALOGY).ask("who made Titanic?")
-    assert len(fuzzy.calls) == 2  # not exact: the LLM answers
+    assert len(fuzzy.calls) == 3  # not exact (the judge asked for one revision, the same came back): the LLM answers
+    assert fuzzy.calls[2].prompt != fuzzy.calls[1].prompt and result.answer.entities == ("James Cameron",)
     with pytest.raises(ConfigError, match="answer_mode"):
         SimGRAG(toy_dir, llm=llm, answer_mode="guess")
 

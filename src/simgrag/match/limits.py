@@ -4,9 +4,9 @@
   after this many seconds unless told otherwise, and returns its best matches so far with
   ``complete=False`` and the lower bound of everything it did not explore. ``deadline_s=None`` (or
   ``inf``) asks for no deadline.
-- :func:`check_settings`: ``k``, ``k_n``, ``k_r``, ``k_t`` are integers in range (``k=2.5``, ``1e11``,
-  ``NaN`` or ``True`` are refused with a :class:`~simgrag.errors.ConfigError` naming the value, not
-  turned into a ``TypeError`` or ``MemoryError`` deep inside numpy).
+- :func:`check_settings`: ``k``, ``k_n``, ``k_r``, ``k_t`` (and ``max_steps``, when set) are integers in
+  range (``k=2.5``, ``1e11``, ``NaN`` or ``True`` are refused with a :class:`~simgrag.errors.ConfigError`
+  naming the value, not turned into a ``TypeError`` or ``MemoryError`` deep inside numpy).
 - a part of a pattern with no named and no typed node is refused before any search
   (:func:`~simgrag.pattern.validate.validate_pattern`); a part whose typed unknowns still match every
   entity (the KG has no entity types, or ``k_t`` is not set) is searched with at most
@@ -39,6 +39,7 @@ DEFAULT_DEADLINE_S = 10.0
 UNANCHORED_MAX_STEPS = 100_000  # ~0.2 s of search on a hub
 MAX_K = 10_000
 MAX_K_CANDIDATES = 10_000_000
+MAX_STEPS = 10**15
 
 
 def _count(name: str, value: Any, upper: int, *, optional: bool = False) -> None:
@@ -56,6 +57,7 @@ def check_settings(settings: Any) -> None:
     _count("k_n", settings.k_n, MAX_K_CANDIDATES)
     _count("k_r", settings.k_r, MAX_K_CANDIDATES)
     _count("k_t", settings.k_t, MAX_K_CANDIDATES, optional=True)
+    _count("max_steps", settings.max_steps, MAX_STEPS, optional=True)
     if settings.algorithm not in ("optimized", "naive"):
         raise ConfigError(f"algorithm must be 'optimized' or 'naive', got {settings.algorithm!r}")
     if settings.matching not in ("injective", "typed", "homomorphic"):

@@ -59,7 +59,9 @@ logger = logging.getLogger(__name__)
 class RetrievalSettings:
     """k: subgraphs returned; k_n / k_r / k_t: candidates per node / relation / type (App. C.1);
     deadline_s: seconds of graph search before the best matches so far are returned (``None``: no
-    deadline). Invalid values raise :class:`~simgrag.errors.ConfigError` (see :mod:`simgrag.match.limits`).
+    deadline); ``max_steps``: the same counted in search steps (``None``: no count) — a bound that, unlike
+    seconds, does not depend on how busy the machine is (the pattern judge's searches use both). Invalid
+    values raise :class:`~simgrag.errors.ConfigError` (see :mod:`simgrag.match.limits`).
 
     ``name_words``: a named node's candidates also include the entities whose names share its rare words
     (:mod:`simgrag.index.lexical`), at their embedding distances, where they are nearer than the vector
@@ -89,6 +91,7 @@ class RetrievalSettings:
     name_words: bool = True
     answer_tolerance: float | None = ANSWER_TOLERANCE
     answer_cap: int = WITHIN_CAP
+    max_steps: int | None = None
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -353,21 +356,24 @@ class SubgraphRetriever:
                         "searched with at most %d steps", "; ".join(loose), UNANCHORED_MAX_STEPS)
         limit = deadline_of(settings.deadline_s)
         deadline = None if limit is None else max(0.0, limit - (time.perf_counter() - t0))
+        caps = [cap for cap in (UNANCHORED_MAX_STEPS if loose else None, settings.max_steps) if cap is not None]
+        steps_cap = min(caps) if caps else None
         t1 = time.perf_counter()
         within = settings.answer_tolerance if pattern.asked_node() is not None else None
         result = search_subgraphs(self.store, pattern, table, k=settings.k,
                                   injective=distinct_of(settings, pattern, table),
                                   algorithm=settings.algorithm, deadline_s=deadline,
-                                  max_steps=UNANCHORED_MAX_STEPS if loose else None, within=within,
-                                  within_cap=settings.answer_cap)
+                                  max_steps=steps_cap, within=within, within_cap=settings.answer_cap)
         timings["graph_s"] = time.perf_counter() - t1
         answers = None if result.within is None else answer_set(self.store, pattern, result.within)
         timings["answers_s"] = time.perf_counter() - t1 - timings["graph_s"]
         timings["total_s"] = time.perf_counter() - t0
         counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}
         if not result.complete:
-            why = (f"its cap of {UNANCHORED_MAX_STEPS:,} steps for parts without a named node" if loose
-                   and result.steps >= UNANCHORED_MAX_STEPS else f"its deadline of {limit} s")
+            why = f"its deadline of {limit} s"
+            if steps_cap is not None and result.steps >= steps_cap:
+                why = (f"its cap of {steps_cap:,} steps for parts without a named node" if loose
+                       and steps_cap == UNANCHORED_MAX_STEPS else f"its max_steps of {steps_cap:,}")
             logger.warning("the graph search stopped at %s after %d steps: best matches so far, any better one "
                            "has GSD >= %.4f", why, result.steps, result.lower_bound)
         return Retrieval(pattern, self._evidence(pattern, result), result.complete, result.lower_bound,

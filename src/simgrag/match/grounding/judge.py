@@ -64,8 +64,13 @@ COVER_MARGIN = 0.12
 EXACT_PHRASE_DISTANCE = 0.5
 #: ... and a phrase ending in a type word names a relation only this much nearer than the type word alone
 TYPE_WORD_MARGIN = 0.05
-#: each candidate's search stops here (best-so-far): a bad edit must not hold the question up
-JUDGE_DEADLINE_S = 0.25
+#: each candidate's search stops after this many steps (best-so-far): a bad edit must not hold the question up.
+#: A count, so that the judgement does not depend on the machine's load (BENCHMARKS.md §17: on geo-wc 35 of
+#: 1,587 judge searches needed 0.2-1.6M steps, all under 0.25 s on a quiet machine, cut by a 0.25 s deadline
+#: beside two busy processes)
+JUDGE_MAX_STEPS = 2_000_000
+#: ... and after this many seconds, a safety net only (2M steps took ~0.4 s on a hub of the 2-core machine)
+JUDGE_DEADLINE_S = 1.0
 #: a best-subgraph GSD up to this counts as "the KG holds this pattern" when ranking
 GOOD_GSD = 0.5
 #: the examples say what "who" asks for (:attr:`PatternJudge.who_types`) once this many of them ask "who"
@@ -177,7 +182,8 @@ class PatternJudge:
                  lexicon: Lexicon | None = None, example_questions: Sequence[str] = ()) -> None:
         self.retriever = retriever
         self.store = retriever.store
-        self.settings = settings or RetrievalSettings(deadline_s=JUDGE_DEADLINE_S, answer_tolerance=None)
+        self.settings = settings or RetrievalSettings(deadline_s=JUDGE_DEADLINE_S, max_steps=JUDGE_MAX_STEPS,
+                                                      answer_tolerance=None)
         self.asks = asks
         self.lexicon = lexicon or Lexicon(retriever, examples=examples)
         self._example_questions = list(zip(example_questions, examples, strict=False))
@@ -598,15 +604,17 @@ class PatternJudge:
         return tuple(out), len(unread) if choice else 0
 
     def judge_all(self, reading: QuestionReading, candidates: Sequence[Candidate], *,
-                  max_problems: int | None = None, deadline: float | None = None) -> list[Judgement]:
-        """Judge each candidate (identical triples judged once), in order; past ``deadline``
-        (a :func:`time.perf_counter` value) the rest are left out."""
+                  max_problems: int | None = None, deadline: float | None = None,
+                  budget: int | None = None) -> list[Judgement]:
+        """Judge each candidate (identical triples judged once), in order; after ``budget`` distinct
+        judgements, or past ``deadline`` (a :func:`time.perf_counter` value), the rest are left out."""
         seen: dict[tuple[Triple3, ...], Judgement] = {}
         out: list[Judgement] = []
         for candidate in candidates:
             key = tuple(sorted(candidate.triples))
             if key not in seen:
-                if deadline is not None and time.perf_counter() > deadline:
+                if (budget is not None and len(seen) >= budget) or (deadline is not None
+                                                                     and time.perf_counter() > deadline):
                     break
                 seen[key] = self.judge(reading, candidate, max_problems=max_problems)
             found = seen[key]

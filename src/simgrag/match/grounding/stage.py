@@ -17,7 +17,8 @@
 
 At most one extra LLM call per question (``max_revisions``), only for patterns that stay unsound (asking
 also when the KG holds nothing close, not only on a problem: BENCHMARKS.md §17, +0.03–0.2 calls per question);
-every candidate search runs under the judge's deadline.
+at most :data:`EDIT_BUDGET` edited candidates are judged (a count: the choice does not depend on the machine's
+load); every candidate search runs under the judge's deadline.
 """
 
 from __future__ import annotations
@@ -44,8 +45,13 @@ logger = logging.getLogger(__name__)
 
 #: edited candidates that fixed some problems but not all are edited once more, the best few of them
 SECOND_ROUND = 4
-#: seconds spent judging edited candidates of one question, at most (each search has its own deadline)
-EDIT_BUDGET_S = 1.5
+#: edited candidates of one question judged at most — a count, not seconds, so the chosen pattern does not depend
+#: on how busy the machine is (BENCHMARKS.md §17: a 1.5 s budget cut 2 of geo-wc's 195 questions on a quiet machine,
+#: more beside other work); quiet, most questions judge none, the most was 124 offered
+EDIT_BUDGET = 64
+#: seconds spent judging edited candidates of one question, at most: a safety net behind :data:`EDIT_BUDGET`
+#: (64 judgements took at most ~3 s on the 2-core machine), each search also under the judge's own deadline
+EDIT_DEADLINE_S = 6.0
 #: added to the shot score of an example worded exactly as the question (above any structure score)
 SAME_WORDING_BONUS = 10.0
 
@@ -131,24 +137,26 @@ def _drops_unnamed_answer(judge: PatternJudge, reading: QuestionReading, base: J
 
 
 def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: list[Judgement], *,
-                   budget_s: float = EDIT_BUDGET_S,
+                   budget: int = EDIT_BUDGET, deadline_s: float = EDIT_DEADLINE_S,
                    alternatives: Sequence[Judgement] = ()) -> tuple[Judgement, list[Judgement]]:
     """The chosen judgement among ``originals`` (the LLM's patterns) and their edits (two rounds: the
     best few edits that still have a problem are edited again); all judgements considered, originals
-    first. Edits are judged for at most ``budget_s`` seconds. ``alternatives`` (judged already: the
+    first. At most ``budget`` distinct edits are judged (the first round's first, in the order the edits
+    offer them), and none after ``deadline_s`` seconds. ``alternatives`` (judged already: the
     analogies of :mod:`~simgrag.match.grounding.analogy`) compete like edits."""
     base = min(originals, key=lambda j: j.key)
     considered = [*originals, *alternatives]
     if base.sound:
         return base, considered
-    deadline = time.perf_counter() + budget_s
+    deadline = time.perf_counter() + deadline_s
     limit = max(len(base.problems) - 1, 0)  # an edit needs fewer problems than the LLM's pattern to win
     first = judge.judge_all(reading, [e for j in originals for e in candidate_edits(judge, reading, j)],
-                            max_problems=limit, deadline=deadline)
+                            max_problems=limit, deadline=deadline, budget=budget)
     promising = sorted((j for j in first if j.problems and len(j.problems) < len(base.problems)),
                        key=lambda j: j.key)[:SECOND_ROUND]
+    left = budget - len({tuple(sorted(j.candidate.triples)) for j in first})
     second = judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j)],
-                             max_problems=limit, deadline=deadline)
+                             max_problems=limit, deadline=deadline, budget=left) if left > 0 else []
     considered += first + second
     eligible = [j for j in [*alternatives, *first, *second]
                 if j.retrieval is not None and (_eligible(j, base) or _drops_unnamed_answer(judge, reading, base, j))]
