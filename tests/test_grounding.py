@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -218,6 +219,21 @@ def test_edits_shapes(judge: PatternJudge) -> None:
     dropped = [x.triples for x in edits.drop_leaf(leafy)]
     assert dropped == [_triples(("UNKNOWN movie 1", "starred actors", "Ellen Page"))]
     assert all(x.edits for x in edits.drop_leaf(leafy))
+
+
+def test_prune_stray_drops_the_leaf_hops_of_relations_the_words_did_not_choose(judge: PatternJudge) -> None:
+    """The judge says which relations are stray (not only how many); ``prune_stray`` drops their triples that
+    end in an unknown leaf, one at a time, and always leaves one triple."""
+    reading = judge.read("Which movies did Christopher Nolan direct?")
+    c = Candidate(_triples(("UNKNOWN movie 1", "directed by", "Christopher Nolan"),
+                           ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")))
+    j = judge.judge(reading, c)
+    year = judge.retriever.nearest_relation("release year")
+    assert year in j.stray_relations and j.stray == len(j.stray_relations)
+    pruned = edits.prune_stray(c, j, judge)
+    assert [x.triples for x in pruned] == [_triples(("UNKNOWN movie 1", "directed by", "Christopher Nolan"))]
+    assert "chose other relations" in pruned[0].edits[-1]
+    assert edits.prune_stray(c, replace(j, stray=0, stray_relations=()), judge) == []
 
 
 def test_anchor_and_name_unknown_attach_the_dropped_entity(judge: PatternJudge) -> None:

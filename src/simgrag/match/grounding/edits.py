@@ -26,7 +26,7 @@ answer the small model's frequent mistakes:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, dangling_leaves, unknown_name
 from simgrag.match.grounding.lexicon import kg_roles
@@ -68,6 +68,22 @@ def _degrees(triples: Sequence[Triple3]) -> dict[str, int]:
 def prune_unsupported(candidate: Candidate, judgement: Judgement) -> list[Candidate]:
     """Drop unsupported triples that end in an unknown leaf, repeatedly; at least one triple stays."""
     unsupported = set(judgement.unsupported)
+    return _prune_leaves(candidate, unsupported.__contains__, "the question has no words for them")
+
+
+def prune_stray(candidate: Candidate, judgement: Judgement, judge: PatternJudge) -> list[Candidate]:
+    """Drop the triples of relations the question's words did not choose (``judgement.stray_relations``)
+    that end in an unknown leaf, repeatedly: what an example's pattern brings along that the question never
+    asked ("which country 's capital is montevideo ?" by the example of "the countries that speak the same
+    official language as the country with madrid as its capital")."""
+    stray = set(judgement.stray_relations)
+    if not stray:
+        return []
+    return _prune_leaves(candidate, lambda t: judge.retriever.nearest_relation(t[1]) in stray,
+                         "the question's words chose other relations")
+
+
+def _prune_leaves(candidate: Candidate, drop: Callable[[Triple3], bool], why: str) -> list[Candidate]:
     triples = list(candidate.triples)
     dropped: list[Triple3] = []
     changed = True
@@ -77,15 +93,14 @@ def prune_unsupported(candidate: Candidate, judgement: Judgement) -> list[Candid
         for triple in triples:
             head, _, tail = triple
             leaf = (is_unknown(tail) and degree[tail] == 1) or (is_unknown(head) and degree[head] == 1)
-            if triple in unsupported and leaf:
+            if leaf and drop(triple):
                 triples.remove(triple)
                 dropped.append(triple)
                 changed = True
                 break
     if not dropped:
         return []
-    return [candidate.edited(triples, "dropped " + ", ".join(str(list(t)) for t in dropped)
-                             + ": the question has no words for them")]
+    return [candidate.edited(triples, "dropped " + ", ".join(str(list(t)) for t in dropped) + ": " + why)]
 
 
 def connect_parts(candidate: Candidate) -> list[Candidate]:

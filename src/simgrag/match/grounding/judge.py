@@ -145,6 +145,7 @@ class Judgement:
     asked: str | None = None  # the answer node's text
     stray: int = 0  # relations the question's words did not choose (PatternJudge._unsupported)
     uncovered: tuple[int, ...] = ()  # relations the question names and no triple has (uncovered_relations)
+    stray_relations: tuple[int, ...] = ()  # the ``stray`` relations themselves (KG relation ids)
 
     @property
     def key(self) -> tuple[float, ...]:
@@ -346,7 +347,8 @@ class PatternJudge:
         asked = pattern.asked_node()
         return Judgement(candidate, pattern, tuple(problems), unsupported, gsd, focus, retrieval, wanted,
                          self._type_word(word), self.lexicon.schema_misses(pattern),
-                         pattern.nodes[asked].text if asked is not None else None, stray, tuple(uncovered))
+                         pattern.nodes[asked].text if asked is not None else None, len(stray), tuple(uncovered),
+                         tuple(sorted(r for r in stray if r is not None)))
 
     def _type_word(self, word: str | None) -> str | None:
         """The focus word as a type for a new unknown node: a plural made singular ("cities" → city), or
@@ -553,8 +555,8 @@ class PatternJudge:
         return min(found, key=lambda r: found[r]) if found else None
 
     def _unsupported(self, pattern: Pattern, view: QuestionView,
-                     focus_word: str | None = None) -> tuple[tuple[Triple3, ...], int]:
-        """The triples nothing in the question supports, and the number of *stray* relations: relations of
+                     focus_word: str | None = None) -> tuple[tuple[Triple3, ...], frozenset[int | None]]:
+        """The triples nothing in the question supports, and the *stray* relations: relations of
         the pattern the question's words did not choose. Those no phrase reads while a phrase reads another
         ("Which country has Canberra as its capital?" words ``capital``; a pattern that also walks
         ``official language`` took that from somewhere else, even when the named type "country" supports
@@ -597,11 +599,12 @@ class PatternJudge:
             if any(e is not None and set(kg_roles(self.retriever, e)) == {relation} for e in entities):
                 continue  # the KG knows this entity only through this relation
             out.append(triple)
+        stray = frozenset(unread)  # None: a pattern relation near no KG relation
         if read or not unread:
-            return tuple(out), len(unread)
+            return tuple(out), stray
         named = (self.entity_of(n.text) for n in pattern.nodes if not n.unknown)
         choice = any(e is not None and len(kg_roles(self.retriever, e)) > 1 for e in named)
-        return tuple(out), len(unread) if choice else 0
+        return tuple(out), stray if choice else frozenset()
 
     def judge_all(self, reading: QuestionReading, candidates: Sequence[Candidate], *,
                   max_problems: int | None = None, deadline: float | None = None,

@@ -263,8 +263,19 @@ class GroundedPatterns:
             return []
         examples = self.generator.prompt.examples.examples
         order = self.generator.prompt.ranked(question, scores)
-        return self.judge.judge_all(reading, analog_candidates(self.judge, reading, examples, order,
-                                                               same_wording=same_wording))
+        judged = self.judge.judge_all(reading, analog_candidates(self.judge, reading, examples, order,
+                                                                 same_wording=same_wording))
+        return [self._without_stray_hops(reading, j) for j in judged]
+
+    def _without_stray_hops(self, reading: QuestionReading, analogy: Judgement) -> Judgement:
+        """An example's pattern may bring along hops the question never asked for, through relations its
+        words did not choose (*stray*): the analogy without them, when that is sound and stray-free."""
+        if not analogy.stray or analogy.problems or analogy.candidate.origin != "analogy":
+            return analogy
+        for pruned in self.judge.judge_all(reading, edits.prune_stray(analogy.candidate, analogy, self.judge)):
+            if pruned.sound and not pruned.stray:
+                return replace(pruned, candidate=replace(pruned.candidate, asked=pruned.asked))
+        return analogy
 
     def _revise(self, question: str, previous: str, best: Judgement,
                 scores: Sequence[float] | None) -> PatternResult | None:
