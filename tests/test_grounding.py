@@ -290,6 +290,23 @@ def test_a_confirmed_analogy_answers_without_an_llm_call(retriever: SubgraphRetr
     assert "no LLM call" in result.kg_repairs[0] and "'James Cameron' for 'Jason Reitman'" in result.kg_repairs[0]
 
 
+def test_an_analogy_is_used_without_the_hops_its_example_brought_along(retriever: SubgraphRetriever) -> None:
+    """An example whose pattern walks a relation the question's words do not choose (``starred actors`` for
+    "… as its director?"), its leaf types named all the same ("movie"): the analogy is used without those hops,
+    sound and confirmed, so no LLM call."""
+    examples = EXAMPLES + (
+        "  - question: which movies share an actor with the movie directed by Jason Reitman\n"
+        "    triples: [[UNKNOWN movie 1, directed by, Jason Reitman], [UNKNOWN movie 1, starred actors, UNKNOWN "
+        "actor 1], [UNKNOWN movie 2, starred actors, UNKNOWN actor 1]]\n")
+    llm = FakeLLM([])
+    generator = PatternGenerator(llm, parse_examples(examples), n_static_shots=2, n_dynamic_shots=1,
+                                 use_json_schema=False, analogy=True)
+    grounded = GroundedPatterns(generator, retriever)
+    result = grounded.generate("Which movie has James Cameron as its director?")
+    assert result.pattern.triples() == [("UNKNOWN movie 1", "directed by", "James Cameron")]
+    assert llm.calls == [] and "chose other relations" in result.kg_repairs[-1]
+
+
 def test_an_unconfirmed_analogy_leaves_the_question_to_the_llm(retriever: SubgraphRetriever) -> None:
     # no focus word ("Tell me when …"): the analogy is not enough on its own; the LLM's sound pattern stays
     answer = _json(("UNKNOWN movie 1", "directed by", "James Cameron"), ("UNKNOWN movie 1", "release year",
