@@ -272,10 +272,10 @@ def test_an_edit_without_evidence_does_not_replace_the_llm_pattern(judge: Patter
     assert best.candidate == llm
 
 
-def _generator(responses: list[str], retriever: SubgraphRetriever, *,
-               analogy: bool = False) -> tuple[FakeLLM, GroundedPatterns]:
+def _generator(responses: list[str], retriever: SubgraphRetriever, *, analogy: bool = False,
+               examples: str = EXAMPLES) -> tuple[FakeLLM, GroundedPatterns]:
     llm = FakeLLM(responses)
-    generator = PatternGenerator(llm, parse_examples(EXAMPLES), n_static_shots=2, n_dynamic_shots=1,
+    generator = PatternGenerator(llm, parse_examples(examples), n_static_shots=2, n_dynamic_shots=1,
                                  use_json_schema=False, analogy=analogy)
     return llm, GroundedPatterns(generator, retriever)
 
@@ -298,10 +298,7 @@ def test_an_analogy_is_used_without_the_hops_its_example_brought_along(retriever
         "  - question: which movies share an actor with the movie directed by Jason Reitman\n"
         "    triples: [[UNKNOWN movie 1, directed by, Jason Reitman], [UNKNOWN movie 1, starred actors, UNKNOWN "
         "actor 1], [UNKNOWN movie 2, starred actors, UNKNOWN actor 1]]\n")
-    llm = FakeLLM([])
-    generator = PatternGenerator(llm, parse_examples(examples), n_static_shots=2, n_dynamic_shots=1,
-                                 use_json_schema=False, analogy=True)
-    grounded = GroundedPatterns(generator, retriever)
+    llm, grounded = _generator([], retriever, analogy=True, examples=examples)
     result = grounded.generate("Which movie has James Cameron as its director?")
     assert result.pattern.triples() == [("UNKNOWN movie 1", "directed by", "James Cameron")]
     assert llm.calls == [] and "chose other relations" in result.kg_repairs[-1]
@@ -582,10 +579,8 @@ def test_an_example_in_the_questions_own_wording_is_used_as_it_is(retriever: Sub
   - question: the film directed by this person is Juno
     triples: [[Juno, directed by, UNKNOWN director 1]]
 """
-    llm = FakeLLM([])
-    generator = PatternGenerator(llm, parse_examples(examples), n_static_shots=2, n_dynamic_shots=1,
-                                 use_json_schema=False, analogy=True)
-    grounded = GroundedPatterns(generator, retriever)
+    llm, grounded = _generator([], retriever, analogy=True, examples=examples)
+    generator = grounded.generator
     result = grounded.generate("the film directed by this person is Memento")
     assert result.pattern.triples() == [("Memento", "directed by", "UNKNOWN director 1")]
     assert llm.calls == [] and "the question's own wording" in result.kg_repairs[0]

@@ -140,14 +140,14 @@ class FaissHNSWIndex:
             index = cls(manifest.dim, storage=storage, **ints)
         except (TypeError, ValueError, VectorIndexError) as exc:
             raise IndexDirError(f"{directory}/index.json has bad HNSW parameters {manifest.params}: {exc}") from exc
+        expected = type(index._index)  # the FAISS class the constructor chose for this storage
         try:
             index._index = _faiss().read_index(str(path))
         except RuntimeError as exc:
             raise IndexDirError(f"Cannot read {path} ({exc}); rebuild the index.") from exc
-        expected = "IndexHNSWSQ" if storage == "float16" else "IndexHNSWFlat"
-        if type(index._index).__name__ != expected:
+        if type(index._index) is not expected:
             raise IndexDirError(f"{path} holds a {type(index._index).__name__}, but index.json says {storage} rows "
-                                f"({expected}); rebuild the index.")
+                                f"({expected.__name__}); rebuild the index.")
         if index._index.d != manifest.dim or index.ntotal != manifest.ntotal:
             raise IndexDirError(
                 f"{path} holds {index.ntotal} x {index._index.d} vectors but index.json says "
