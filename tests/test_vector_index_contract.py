@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -233,12 +234,30 @@ def test_faiss_hnsw_storage_is_checked(tmp_path: Path) -> None:
     (tmp_path / "float32" / "index.json").write_text(json.dumps(manifest))
     with pytest.raises(IndexDirError, match=r"IndexHNSWFlat.*float16"):
         load_index(tmp_path / "float32")
-    for bad in ({"storage": "int4"}, {"M": "many"}, {"colour": 3}):
-        manifest = json.loads((tmp_path / "float16" / "index.json").read_text())
-        manifest["params"].update(bad)
-        (tmp_path / "float16" / "index.json").write_text(json.dumps(manifest))
-        with pytest.raises(IndexDirError, match="bad HNSW parameters"):
+    good = json.loads((tmp_path / "float16" / "index.json").read_text())
+    for bad, match in (({"storage": "int4"}, "bad HNSW parameters"), ({"colour": 3}, "bad HNSW parameters"),
+                       ({"M": "many"}, "'M' = 'many' is not an integer"),
+                       ({"ef_search": math.inf}, "'ef_search' = inf is not an integer")):
+        manifest = {**good, "params": {**good["params"], **bad}}
+        (tmp_path / "float16" / "index.json").write_text(json.dumps(manifest))  # inf is written as Infinity
+        with pytest.raises(IndexDirError, match=match):
             load_index(tmp_path / "float16")
+
+
+def test_faiss_ivfpq_parameters_are_checked(tmp_path: Path) -> None:
+    """index.json's IVF-PQ parameters that are no integers (Infinity, a word) or that the class refuses or does
+    not know are IndexDirErrors, not OverflowError / ValueError / TypeError."""
+    index = make_index("faiss-ivfpq", 16, nlist=4)
+    data = np.random.default_rng(5).normal(size=(300, 16)).astype(np.float32)
+    index.add(data)
+    index.save(tmp_path)
+    good = json.loads((tmp_path / "index.json").read_text())
+    for bad, match in (({"nprobe": math.inf}, "'nprobe' = inf is not an integer"),
+                       ({"nlist": "many"}, "'nlist' = 'many' is not an integer"),
+                       ({"colour": 3}, "bad IVF-PQ parameters"), ({"nlist": -4}, "bad IVF-PQ parameters")):
+        (tmp_path / "index.json").write_text(json.dumps({**good, "params": {**good["params"], **bad}}))
+        with pytest.raises(IndexDirError, match=match):
+            load_index(tmp_path)
 
 
 def test_exact_load_detects_inconsistent_directory(tmp_path: Path) -> None:

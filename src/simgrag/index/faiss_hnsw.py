@@ -10,7 +10,7 @@ import numpy as np
 from simgrag.errors import IndexDirError, VectorIndexError
 from simgrag.fileio import atomic_path
 from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
-from simgrag.index.manifest import open_index_file, save_index_manifest
+from simgrag.index.manifest import int_params, open_index_file, save_index_manifest
 
 __all__ = ["FaissHNSWIndex"]
 
@@ -135,10 +135,10 @@ class FaissHNSWIndex:
             raise IndexDirError(f"{path} is missing; rebuild the index.")
         params: dict[str, Any] = dict(manifest.params)
         storage = str(params.pop("storage", "float32"))
+        ints = int_params(directory, params)
         try:
-            ints = {key: int(value) for key, value in params.items()}
             index = cls(manifest.dim, storage=storage, **ints)
-        except (TypeError, ValueError, VectorIndexError) as exc:
+        except (TypeError, VectorIndexError) as exc:
             raise IndexDirError(f"{directory}/index.json has bad HNSW parameters {manifest.params}: {exc}") from exc
         expected = type(index._index)  # the FAISS class the constructor chose for this storage
         try:

@@ -46,7 +46,7 @@ from simgrag.errors import IndexDirError, VectorIndexError
 from simgrag.fileio import atomic_path, write_npy_atomic
 from simgrag.index._checks import as_matrix, check_k, check_searchable, pad_results
 from simgrag.index.faiss_hnsw import _faiss
-from simgrag.index.manifest import read_manifest, save_index_manifest
+from simgrag.index.manifest import int_params, read_manifest, save_index_manifest
 from simgrag.progress import progress_on
 
 __all__ = ["FaissIVFPQIndex", "auto_nlist", "auto_pq_m"]
@@ -353,8 +353,11 @@ class FaissIVFPQIndex:
         params = dict(manifest.params)
         vectors_file = params.pop("vectors_file", None)
         rerank = str(params.pop("rerank", "float32"))
-        ints: dict[str, Any] = {key: int(value) for key, value in params.items()}
-        index = cls(manifest.dim, **ints, rerank=rerank)
+        ints: dict[str, Any] = int_params(directory, params)
+        try:
+            index = cls(manifest.dim, **ints, rerank=rerank)
+        except (TypeError, VectorIndexError) as exc:
+            raise IndexDirError(f"{directory}/index.json has bad IVF-PQ parameters {manifest.params}: {exc}") from exc
         vpath = directory / (vectors_file or _VECTORS_FILE)
         if vectors_file is not None:  # a later save() records the same file again instead of copying it
             index.vectors_file = str(vpath.resolve())

@@ -24,6 +24,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MANIFEST_NAME",
     "IndexManifest",
+    "int_params",
     "open_index_file",
     "read_manifest",
     "save_index_manifest",
@@ -81,6 +82,19 @@ def open_index_file(directory: Path, kind: str, data_file: str) -> tuple[IndexMa
     """The first step of an index's ``load``: its checked ``index.json`` and the path of its ``data_file``."""
     directory = Path(directory)
     return read_manifest(directory, expect_kind=kind), directory / data_file
+
+
+def int_params(directory: Path, params: Mapping[str, Any]) -> dict[str, int]:
+    """``params`` of ``directory/index.json`` as integers; a value that is none (a word, ``Infinity``, a list)
+    is an :class:`IndexDirError` naming it."""
+    out: dict[str, int] = {}
+    for key, value in params.items():
+        try:
+            out[key] = int(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise IndexDirError(f"{directory}/index.json: parameter {key!r} = {value!r} is not an integer; "
+                                "rebuild the index.") from exc
+    return out
 
 
 def read_manifest(directory: Path, *, expect_kind: str | None = None) -> IndexManifest:
