@@ -27,11 +27,12 @@ from simgrag.bootstrap import (
 )
 from simgrag.bootstrap.aliases import filter_phrases
 from simgrag.bootstrap.files import progress_path
-from simgrag.bootstrap.prompts import read_kind, read_phrases, read_questions, screen_question
+from simgrag.bootstrap.prompts import read_kind, read_phrases, read_questions, respell, screen_question
 from simgrag.cli import _common, app
 from simgrag.errors import ConfigError, IndexDirError, LLMConnectionError
 from simgrag.index.directory import IndexDir, build_index_dir, load_aliases, open_index_dir, relation_text
 from simgrag.kg.store import KGStore
+from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import ChatMessage
 from simgrag.pattern.copies import merge_unknown_copies
 from simgrag.pattern.examples import load_examples
@@ -249,6 +250,19 @@ def test_questions_are_screened_for_the_names_they_must_and_must_not_say(geo_ind
     assert "should ask about" in str(screen_question(f"What about {name} and {hidden[-1]}?", sample))
 
 
+def test_questions_are_respelt_as_the_kg_writes_its_names() -> None:
+    assert respell("What country uses Somali Shilling?", ["somali_shilling"]) == "What country uses somali_shilling?"
+    assert respell("Which country is Saint Barthélemy in?", ["saint_barthelemy"]) == (
+        "Which country is saint_barthelemy in?")  # accents and case aside
+    assert respell("Is Saint Paul in it?", ["saint-paul"]) == "Is saint-paul in it?"
+    assert respell("What about Cuba's capital?", ["cuba"]) == "What about Cuba's capital?"  # named already
+    assert respell("Nigeria's neighbours?", ["niger"]) == "Nigeria's neighbours?"  # whole words only
+    # the longer name first; the shorter is not found again inside it
+    assert respell("Is Guinea near Equatorial Guinea?", ["guinea", "equatorial_guinea"]) == (
+        "Is Guinea near equatorial_guinea?")
+    assert respell("Name the New-Zealand cities", ["new_zealand", "zealand"]) == "Name the new_zealand cities"
+
+
 # -- the examples bootstrap --------------------------------------------------------------------------------
 def test_bootstrap_keeps_only_questions_whose_pattern_finds_the_answer(geo_index: IndexDir, tmp_path: Path) -> None:
     script = ScriptedBootstrap(geo_index.store)
@@ -289,6 +303,46 @@ def test_bootstrap_keeps_only_questions_whose_pattern_finds_the_answer(geo_index
     last_pattern_prompt = next(c.prompt for c in reversed(script.llm.calls) if "Turn the question" in c.prompt)
     assert sum(q in last_pattern_prompt for q in script.right) >= 6  # accepted questions became the shots
     assert "Pride and Prejudice" not in last_pattern_prompt  # … instead of the generic seed
+
+
+class Respelt(ScriptedBootstrap):
+    """Writes the right question's names another way ("Swiss-Fránc"): the bootstrap must spell them as the KG."""
+
+    def questions(self, prompt: str) -> str:
+        written = json.loads(super().questions(prompt))["questions"]
+        said = re.search(r"Each (?:names|contains) (.+?) (?:exactly as written|word for word)", prompt)
+        right = written[0]
+        for name in re.findall(r'"([^"]+)"', said.group(1)):  # type: ignore[union-attr]
+            if name in KIND_OF:  # an entity, not a chain's description
+                right = right.replace(name, name.replace(" ", "-").replace("e", "é"))
+        return json.dumps({"questions": [right, *written[1:]]})
+
+
+def test_a_kg_that_stores_each_fact_twice_is_sampled_listed_and_typed_once(tmp_path: Path) -> None:
+    triples = geo_triples() + [(t, f"{r} inverse", h) for h, r, t in geo_triples()]
+    (tmp_path / "twins.txt").write_text("\n".join("|".join(t) for t in triples) + "\n", encoding="utf-8")
+    index = build_index_dir(tmp_path / "twins.txt", tmp_path / "twins.idx", embedder=HashEmbedder(dim=64))
+    twins = twin_relations(index.store)
+    assert twins == {f"{r} inverse": r for r in KINDS}
+    samples = sample_subgraphs(index.store, SHAPES, 3, seed=1, skip_relations=twins)
+    assert len(samples) == 15 and {e.relation for s in samples for e in s.edges} <= set(KINDS)
+    for sample in samples:  # the gold answers are still every answer the KG holds
+        assert set(sample.answers) == brute_answers(index.store, sample.pattern_triples(
+            lambda r, role: KINDS[r][role == "tail"]))
+    script = Respelt(index.store)
+    report = bootstrap_examples(index, script.llm, tmp_path / "ex.yaml",
+                                ExamplesSettings(per_shape=2, questions_per_sample=3, seed=0))
+    loaded = load_examples(tmp_path / "ex.yaml")
+    assert list(loaded.relations) == list(KINDS)  # the twins are not listed …
+    assert "turned round (capital inverse for capital, …)" in str(loaded.instructions)
+    kind_prompts = [c for c in script.llm.calls if "You describe knowledge graphs" in c.messages[0].content]
+    assert len(kind_prompts) == 2 * len(KINDS)  # … nor typed
+    assert all(t[1] in KINDS for e in loaded.examples for t in e.triples)
+    records = [json.loads(line) for line in progress_path(tmp_path / "ex.yaml").read_text().splitlines()]
+    assert records[0]["settings"]["twins_skipped"] == sorted(twins)
+    respelt = [q for r in records[1:] if r["kind"] == "sample" for q in r["questions"] if "written" in q]
+    assert respelt and all(q["question"] in script.right and q["written"] != q["question"] for q in respelt)
+    assert report.kept and {e.question for e in loaded.examples} <= script.right  # kept as the KG spells them
 
 
 def test_bootstrap_resumes_after_an_error_and_ends_where_a_clean_run_ends(geo_index: IndexDir,

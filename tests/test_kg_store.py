@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from simgrag.errors import EmptyKGError, KGError
 from simgrag.kg import KGStore, NameTable, Triple
+from simgrag.kg.twins import twin_relations
 
 TRIPLES = [
     ("a", "r", "b"),
@@ -104,3 +105,19 @@ def test_load_missing_directory(tmp_path: Path) -> None:
 def test_name_table() -> None:
     table = NameTable.from_names(["x", "Amélie", ""])
     assert list(table) == ["x", "Amélie", ""] and table[-1] == "" and table.id_of("Amélie") == 1
+
+
+# -- twin relations (simgrag.kg.twins) ---------------------------------------------------------------------
+def test_twin_relations_are_the_facts_turned_round_found_from_the_triples() -> None:
+    facts = [("France", "capital", "Paris"), ("Peru", "capital", "Lima"), ("Lyon", "in", "France"),
+             ("Cusco", "in", "Peru"), ("France", "borders", "Spain"), ("Spain", "borders", "France")]
+    turned = [(t, f"{r}_inverse", h) for h, r, t in facts]
+    # "capital of": Paris's fact turned round, Lima's missing, a wrong one instead: not a twin
+    near = [("Paris", "capital of", "France"), ("Lima", "capital of", "Chile")]
+    store = KGStore.from_triples(turned[:2] + facts + turned[2:] + near)
+    assert twin_relations(store) == {"capital_inverse": "capital", "in_inverse": "in", "borders_inverse": "borders"}
+    # names do not decide whether two relations are twins, only which one is kept; a symmetric relation is
+    # not its own twin
+    renamed = KGStore.from_triples([(t, "seat of government of", h) for h, r, t in facts if r == "capital"] + facts)
+    assert twin_relations(renamed) == {"capital": "seat of government of"}  # the first in the KG kept
+    assert twin_relations(KGStore.from_triples(facts)) == {}

@@ -4,8 +4,10 @@ For each sampled subgraph (:mod:`simgrag.bootstrap.sample`: 1–3-hop chains, st
 
 1. the LLM writes several natural questions about it (one call; :func:`~simgrag.bootstrap.prompts.
    question_messages`: it sees the subgraph's pattern, the named entities and the unknowns' kinds, not
-   the unknowns' names); a question that does not name the named entities, or names one of the others
-   (the model may know them), is dropped without an LLM call;
+   the unknowns' names); a name written another way than the KG's ("Somali Shilling" for
+   ``somali_shilling``) is spelt as the KG does (:func:`~simgrag.bootstrap.prompts.respell`), then a
+   question that does not name the named entities, or names one of the others (the model may know
+   them), is dropped without an LLM call;
 2. each remaining question goes through the engine's own pattern stage — the LLM's pattern judged and
    repaired with the KG (:class:`~simgrag.retrievers.simgrag.SimGRAGRetriever`), with the examples
    accepted so far as its few-shot examples (a generic seed, ``data/examples/bootstrap_seed.yaml``,
@@ -13,9 +15,11 @@ For each sampled subgraph (:mod:`simgrag.bootstrap.sample`: 1–3-hop chains, st
 3. the question is kept when one of the sample's gold answers is among the first ``check_top`` answer
    candidates: the question says what the subgraph says, and the system reads it so.
 
-A kept question becomes an example with the sample's own pattern (the KG's relation names, its
-orientation, ``UNKNOWN <kind> n`` nodes; :mod:`simgrag.bootstrap.kinds`), not the LLM's. The file is
-rewritten after every sample; the progress log beside it (:mod:`simgrag.bootstrap.files`) makes the run
+A KG that stores each fact twice (``has_capital`` and ``has_capital_inverse``:
+:func:`~simgrag.kg.twins.twin_relations`) is sampled, typed and listed with one relation of each pair;
+the instructions say the other exists. A kept question becomes an example with the sample's own pattern
+(the KG's relation names, its orientation, ``UNKNOWN <kind> n`` nodes; :mod:`simgrag.bootstrap.kinds`),
+not the LLM's. The file is rewritten after every sample; the progress log beside it (:mod:`simgrag.bootstrap.files`) makes the run
 resumable. LLM calls: two per relation for its kinds (KGs without entity types), then per sample one for
 its questions (a 2-hop chain one more, a 3-hop chain two more: their middle is described first, one hop
 per call) and one per screened question (two when the judge asks the LLM for a revision).
@@ -40,11 +44,13 @@ from simgrag.bootstrap.prompts import (
     question_messages,
     read_description,
     read_questions,
+    respell,
     screen_question,
 )
 from simgrag.bootstrap.sample import SHAPES, Sample, parse_shapes, sample_subgraphs
 from simgrag.errors import ConfigError, PatternError
 from simgrag.index.directory import IndexDir, relation_text
+from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
@@ -135,14 +141,15 @@ class _Kept:
 class _Run:
     """One bootstrap: the samples, the accepted examples, the pattern stage (see the module docstring)."""
 
-    def __init__(self, index: IndexDir, llm: CountingLLM, settings: ExamplesSettings, log: ProgressLog) -> None:
-        self.index, self.llm, self.settings, self.log = index, llm, settings, log
+    def __init__(self, index: IndexDir, llm: CountingLLM, settings: ExamplesSettings, log: ProgressLog,
+                 twins: Mapping[str, str]) -> None:
+        self.index, self.llm, self.settings, self.log, self.twins = index, llm, settings, log, dict(twins)
         self.kinds = RelationKinds(index.store, llm, log, seed=settings.seed)
         self.subgraphs = SubgraphRetriever(index)
         self.seed_examples = builtin_examples("bootstrap_seed").examples
         self.kept: list[_Kept] = []
         self.retrieval = RetrievalSettings(k=3)
-        relations = list(index.store.relations)
+        relations = [r for r in index.store.relations if r not in self.twins]
         self.listed = relations if len(relations) <= MAX_LISTED_RELATIONS else []
 
     # -- the examples so far -----------------------------------------------------------------------
@@ -161,10 +168,15 @@ class _Run:
 
     def instructions(self) -> str | None:
         described = [d for d in self.kinds.described() if not self.listed or d.split(" (")[0] in self.relations()]
-        if not described or len(described) > MAX_LISTED_RELATIONS:
-            return None
-        return ("Each relation links two kinds of things; write its triples in this direction: "
-                + "; ".join(described) + ".")
+        said = []
+        if described and len(described) <= MAX_LISTED_RELATIONS:
+            said.append("Each relation links two kinds of things; write its triples in this direction: "
+                        + "; ".join(described) + ".")
+        if self.twins:  # the twins are neither listed nor sampled: their facts are the listed relations'
+            twin, kept = next(iter(self.twins.items()))
+            said.append(f"The KG also stores facts turned round ({relation_text(twin)} for {relation_text(kept)}"
+                        + (", …" if len(self.twins) > 1 else "") + "); write them with the relations listed.")
+        return " ".join(said) or None
 
     def pool(self) -> ExampleSet:
         own = [k.example for k in self.ordered()]
@@ -224,18 +236,20 @@ class _Run:
             record["unreadable"] = response.text[:500]
         return record
 
-    def _judge(self, question: str, sample: Sample, retriever: SimGRAGRetriever) -> dict[str, Any]:
+    def _judge(self, written: str, sample: Sample, retriever: SimGRAGRetriever) -> dict[str, Any]:
+        question = respell(written, sample.named_entities)
+        asked = {"question": question} if question == written else {"question": question, "written": written}
         why = screen_question(question, sample)
         if why is not None:
-            return {"question": question, "kept": False, "why": why}
+            return {**asked, "kept": False, "why": why}
         try:
             context = retriever.retrieve(question)
         except PatternError as exc:
-            return {"question": question, "kept": False, "why": f"no pattern: {str(exc).splitlines()[0][:200]}"}
+            return {**asked, "kept": False, "why": f"no pattern: {str(exc).splitlines()[0][:200]}"}
         found = list(context.answer_candidates[: self.settings.check_top])
         kept = bool(set(found) & set(sample.answers))
         pattern = [list(t) for t in context.pattern.pattern.triples()] if context.pattern is not None else []
-        return {"question": question, "kept": kept, "pattern": pattern,
+        return {**asked, "kept": kept, "pattern": pattern,
                 "why": None if kept else f"its pattern found {found or 'nothing'}"}
 
     def write(self, output: Path, header: str) -> None:
@@ -263,15 +277,18 @@ def bootstrap_examples(index: IndexDir, llm: LLM, output: str | Path, settings: 
     settings = settings or ExamplesSettings()
     output, t0 = Path(output), time.perf_counter()
     counted = CountingLLM(llm)
+    twins = twin_relations(index.store)
     samples = sample_subgraphs(index.store, settings.shapes, settings.per_shape, seed=settings.seed,
-                               max_answers=settings.max_answers, exclude=settings.exclude)
+                               max_answers=settings.max_answers, exclude=settings.exclude, skip_relations=twins)
     if not samples:
         raise ConfigError(f"No subgraph of the shapes {', '.join(settings.shapes)} could be sampled from this KG "
                           f"with at most {settings.max_answers} answers; try other --shapes")
     logged = {"kg": index.manifest.get("kg", {}).get("content_hash"), "llm": counted.name,
               "embedder": index.manifest.get("embedder", {}).get("name"), **settings.logged()}
+    if twins:
+        logged["twins_skipped"] = sorted(twins)
     log = ProgressLog(progress_path(output), logged, resume=resume, command="simgrag examples bootstrap")
-    run = _Run(index, counted, settings, log)
+    run = _Run(index, counted, settings, log, twins)
     done = {int(r["index"]): r for r in log.of_kind("sample")}
     for i in sorted(done):
         run.replay(done[i])

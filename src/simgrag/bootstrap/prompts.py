@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,8 @@ from simgrag.llm.base import ChatMessage
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["alias_messages", "describe_messages", "kind_messages", "question_messages", "read_description",
-           "read_kind", "read_phrases", "read_questions", "render_pattern", "role_messages", "screen_question"]
+           "read_kind", "read_phrases", "read_questions", "render_pattern", "respell", "role_messages",
+           "screen_question"]
 
 _QUESTION_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
                     "Answer with JSON only.")
@@ -269,6 +271,34 @@ def _contains(text: str, name: str) -> bool:
     """``name`` occurs in ``text`` as whole words (case, punctuation and spacing ignored)."""
     needle = _normal(name)
     return bool(needle) and f" {needle} " in f" {_normal(text)} "
+
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    """``text`` case-folded with its accents dropped, and for each folded character its index in ``text``."""
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        folded = [c for c in unicodedata.normalize("NFKD", ch.casefold()) if not unicodedata.combining(c)]
+        out.extend(folded)
+        where.extend([i] * len(folded))
+    return "".join(out), where
+
+
+def respell(question: str, names: Sequence[str]) -> str:
+    """``question`` with each of ``names`` it writes another way spelt as the KG does: "Somali Shilling",
+    "Saint Barthélemy", "saint denis" become ``somali_shilling``, ``saint_barthelemy``, ``saint-denis``.
+    The words must be the name's own (case, accents, and ``_`` / ``-`` / spaces between them aside): an
+    example then reads as the KG's users write its entities, and the screen sees the entity named."""
+    for name in sorted(names, key=len, reverse=True):
+        parts = re.findall(r"[^\W_]+", _folded(name)[0])
+        if not parts or re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", question, re.IGNORECASE):
+            continue
+        folded, where = _folded(question)
+        found = re.search(r"(?<!\w)" + r"[\W_]+".join(map(re.escape, parts)) + r"(?!\w)", folded)
+        if found is not None:
+            start, end = where[found.start()], where[found.end() - 1] + 1
+            question = question[:start] + name + question[end:]
+    return question
 
 
 def screen_question(question: str, sample: Sample) -> str | None:

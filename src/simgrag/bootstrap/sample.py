@@ -118,14 +118,19 @@ def parse_shapes(text: str | Sequence[str]) -> tuple[str, ...]:
 class _Sampler:
     """Draws the samples of one KG (see the module docstring)."""
 
-    def __init__(self, store: KGStore, rng: np.random.Generator, max_answers: int, excluded: set[int]) -> None:
+    def __init__(self, store: KGStore, rng: np.random.Generator, max_answers: int, excluded: set[int],
+                 skipped: set[int]) -> None:
         if store.num_triples == 0:
             raise ConfigError("The KG has no triples to sample questions from")
         self.store, self.rng, self.max_answers, self.excluded = store, rng, max_answers, excluded
+        self._skipped = np.asarray(sorted(skipped), dtype=np.int64)
         rels = np.asarray(store.rels)
         self._by_rel = np.argsort(rels, kind="stable")
         self._rel_start = np.concatenate([[0], np.cumsum(np.bincount(rels, minlength=store.num_relations))])
-        present = [r for r in range(store.num_relations) if self._rel_start[r + 1] > self._rel_start[r]]
+        present = [r for r in range(store.num_relations)
+                   if self._rel_start[r + 1] > self._rel_start[r] and r not in skipped]
+        if not present:
+            raise ConfigError("Every relation of the KG is skipped: nothing to sample questions from")
         self._relations = [int(r) for r in rng.permutation(present)]
         self._turn = 0
         self._heads, self._tails = np.asarray(store.heads), np.asarray(store.tails)
@@ -149,7 +154,7 @@ class _Sampler:
         """A random (triple id, other end) at ``node``: a relation first (uniform), then a triple of it;
         triples in ``used`` and ends in ``avoid`` are skipped."""
         nbr, rel, tid = (np.asarray(a) for a in self.store.neighbors(node))
-        keep = ~np.isin(tid, list(used)) & ~np.isin(nbr, list(avoid))
+        keep = ~np.isin(tid, list(used)) & ~np.isin(nbr, list(avoid)) & ~np.isin(rel, self._skipped)
         if not keep.any():
             return None
         rels = np.unique(rel[keep])
@@ -210,14 +215,17 @@ class _Sampler:
 
 
 def sample_subgraphs(store: KGStore, shapes: Sequence[str], per_shape: int, *, seed: int = 0,
-                     max_answers: int = 20, exclude: Collection[str] = ()) -> list[Sample]:
+                     max_answers: int = 20, exclude: Collection[str] = (),
+                     skip_relations: Collection[str] = ()) -> list[Sample]:
     """``per_shape`` samples of each shape (fewer when the KG has too few), shapes interleaved
     (1hop, 2hop, …, 1hop, 2hop, …); the same arguments give the same list. No sample touches an entity
-    named in ``exclude`` (names the KG does not have are ignored): e.g. the topics of an evaluation."""
+    named in ``exclude`` (names the KG does not have are ignored): e.g. the topics of an evaluation; nor
+    a relation in ``skip_relations`` (e.g. :func:`~simgrag.kg.twins.twin_relations`' twins)."""
     if per_shape < 0 or max_answers < 1:
         raise ConfigError(f"per_shape must be >= 0 and max_answers >= 1; got {per_shape}, {max_answers}")
     excluded = {i for i in (store.entities.id_of(name) for name in exclude) if i is not None}
-    sampler = _Sampler(store, np.random.default_rng(seed), max_answers, excluded)
+    skipped = {i for i in (store.relations.id_of(name) for name in skip_relations) if i is not None}
+    sampler = _Sampler(store, np.random.default_rng(seed), max_answers, excluded, skipped)
     found: dict[str, list[Sample]] = {s: [] for s in parse_shapes(shapes)}
     for shape, bucket in found.items():
         bucket.extend(_draw_distinct(sampler, shape, per_shape))
