@@ -419,6 +419,26 @@ def test_filter_keeps_phrases_near_their_relation_by_a_margin() -> None:
     kept, dropped = filter_phrases({0: ["seat", "almost"], 1: ["money"]}, names, owner, vectors, names,
                                    margin=0.1, max_distance=None, role_nouns={0: ["almost"]})
     assert kept == {0: ["seat", "almost"], 1: ["money"]} and not dropped
+    # a relation's twin (its facts turned round, named alike) is no rival: "seat" is as near to "capital
+    # inverse" as to "capital", and kept; "almost" is still too near "currency"
+    twins = {**vectors, "capital inverse": np.array([0.95, 0.05])}
+    texts, owner3 = ["capital", "currency", "capital inverse"], np.array([0, 1, 2])
+    kept, dropped = filter_phrases({0: ["seat", "almost"]}, texts, owner3, twins, texts, margin=0.1,
+                                   max_distance=None, twins={2: 0})
+    assert kept == {0: ["seat"]} and "as near to 'currency'" in dict(dropped[0])["almost"]
+    kept, _ = filter_phrases({0: ["seat"]}, texts, owner3, twins, texts, margin=0.1, max_distance=None)
+    assert kept == {}  # without the twins given, "capital inverse" is a rival
+
+
+def test_aliases_are_asked_once_per_pair_of_twin_relations(tmp_path: Path) -> None:
+    triples = geo_triples() + [(t, f"{r} inverse", h) for h, r, t in geo_triples()]
+    (tmp_path / "twins.txt").write_text("\n".join("|".join(t) for t in triples) + "\n", encoding="utf-8")
+    index = build_index_dir(tmp_path / "twins.txt", tmp_path / "twins.idx", embedder=HashEmbedder(dim=64))
+    script = ScriptedBootstrap(index.store, {"capital": ["capital city"], "capital inverse": ["capital of"]})
+    report = bootstrap_aliases(index, script.llm, tmp_path / "aliases.yaml", AliasesSettings(margin=0.1))
+    assert report.llm_calls == 2 * len(KINDS) and report.relations == 2 * len(KINDS)
+    table = yaml.safe_load((tmp_path / "aliases.yaml").read_text())
+    assert table["capital"] == ["capital city"] and table["capital inverse"] == []
 
 
 def test_aliases_bootstrap_writes_installable_aliases(geo_index: IndexDir, tmp_path: Path) -> None:

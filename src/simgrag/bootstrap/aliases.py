@@ -15,9 +15,10 @@ so a kept phrase pulls a pattern's wording towards ``r`` and towards no other re
 YAML ``relation: [phrase, …]`` that ``simgrag index --relation-aliases`` and ``simgrag aliases
 install`` read, keyed by the KG's relation names; the index's existing aliases come first, and each
 relation's dropped phrases are listed in a comment with the relation they were nearer to. Phrases that
-name an entity of the KG are no paraphrases and are left out. The LLM's phrases are kept in the progress
-log beside the file: a rerun asks the LLM only about the relations it has not answered yet, and a rerun
-with another margin or distance asks it nothing.
+name an entity of the KG are no paraphrases and are left out. Of twin relations (the same facts turned
+round, :func:`~simgrag.kg.twins.twin_relations`) only the kept one is asked about, and a twin is no rival
+of its pair. The LLM's phrases are kept in the progress log beside the file: a rerun asks the LLM only
+about the relations it has not answered yet, and a rerun with another margin or distance asks it nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from simgrag.errors import ConfigError
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.kg.store import KGStore
+from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM, ChatMessage
 from simgrag.llm.counting import CountingLLM
 from simgrag.progress import progress_on
@@ -92,13 +94,16 @@ def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_owner: np.ndarray,
                    vectors: dict[str, np.ndarray], names: Sequence[str], *, margin: float,
                    max_distance: float | None, role_nouns: Mapping[int, Sequence[str]] | None = None,
+                   twins: Mapping[int, int] | None = None,
                    ) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, str]]]]:
     """Kept phrases per relation id, and the dropped ones with why. ``base_texts`` (owned by
     ``base_owner``) are the relations' current texts; ``vectors`` embeds every text and phrase;
     ``names``: the relations' names, for the reasons. A relation's ``role_nouns`` (the answers to the
     blank "Portugal is Spain's ___") need only be nearer to it than to any other relation (margin 0): the
     blank names the relation's own triples, and such nouns embed far from every relation name (MiniLM:
-    "neighbour" 1.17 from ``borders``, 1.19 from ``continent``)."""
+    "neighbour" 1.17 from ``borders``, 1.19 from ``continent``). ``twins`` (``{twin id: kept id}``,
+    :func:`~simgrag.kg.twins.twin_relations`): a relation's twin holds its facts turned round and is no rival."""
+    pair = {a: b for t, k in (twins or {}).items() for a, b in ((t, k), (k, t))}
     nouns = {(rid, n) for rid, ns in (role_nouns or {}).items() for n in ns}
     base = np.stack([vectors[t] for t in base_texts])
     kept: dict[int, list[str]] = {}
@@ -114,12 +119,13 @@ def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_o
             continue
         dist = _distances(np.stack([vectors[p] for p in fresh]), base)
         for phrase, row in zip(fresh, dist, strict=True):
-            own, others = row[base_owner == rid].min(), row[base_owner != rid]
+            rival = (base_owner != rid) & (base_owner != pair.get(rid, -1))
+            own, others = row[base_owner == rid].min(), row[rival]
             other = others.min() if len(others) else np.inf
             if max_distance is not None and own > max_distance:
                 dropped.setdefault(rid, []).append((phrase, f"distance {own:.2f} > {max_distance:g}"))
             elif other - own < (0.0 if (rid, phrase) in nouns else margin):
-                nearest = int(base_owner[base_owner != rid][int(np.argmin(others))])
+                nearest = int(base_owner[rival][int(np.argmin(others))])
                 dropped.setdefault(rid, []).append((phrase, f"as near to {names[nearest]!r}"))
             else:
                 kept.setdefault(rid, []).append(phrase)
@@ -173,12 +179,13 @@ def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: A
     logged = {"kg": index.manifest.get("kg", {}).get("content_hash"), "llm": counted.name,  # what the LLM saw
               "per_relation": settings.per_relation, "shown": settings.shown, "seed": settings.seed}
     log = ProgressLog(progress_path(output), logged, resume=resume, command="simgrag aliases bootstrap")
-    asked = {r["relation"]: r["phrases"] for r in log.of_kind("phrases")}
-    roles = {r["relation"]: r["phrases"] for r in log.of_kind("nouns")}
+    twins = twin_relations(store)  # asked about once per pair: the twin's phrases would be the same
+    asked = {r["relation"]: r["phrases"] for r in log.of_kind("phrases") if r["relation"] not in twins}
+    roles = {r["relation"]: r["phrases"] for r in log.of_kind("nouns") if r["relation"] not in twins}
     for rid in tqdm(range(store.num_relations), desc="bootstrap aliases", unit="relation",
                     disable=not progress_on(show_progress)):
         name = store.relations[rid]
-        if name in asked and name in roles:
+        if (name in asked and name in roles) or name in twins:
             continue
         pairs = example_pairs(store, rid, settings.shown, settings.seed)
         shown = {n.lower() for pair in pairs for n in pair}
@@ -201,8 +208,10 @@ def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: A
     vectors = dict(zip(every, index.embedder.encode(every, show_progress=False), strict=True))
     nouns = {store.relations.id_of(n) or 0: [p for p in found if p not in asked.get(n, [])]
              for n, found in roles.items() if store.relations.id_of(n) is not None}
+    twin_ids = {store.relations.id_of(t) or 0: store.relations.id_of(k) or 0 for t, k in twins.items()}
     kept, dropped = filter_phrases(proposed, base_texts, base_owner, vectors, list(store.relations),
-                                   margin=settings.margin, max_distance=settings.max_distance, role_nouns=nouns)
+                                   margin=settings.margin, max_distance=settings.max_distance, role_nouns=nouns,
+                                   twins=twin_ids)
     existing = {rid: [t for t, o in zip(base_texts, base_owner, strict=True)
                       if o == rid and t != relation_text(store.relations[rid])] for rid in range(store.num_relations)}
     table = {store.relations[rid]: existing[rid] + kept.get(rid, []) for rid in range(store.num_relations)}

@@ -19,10 +19,11 @@ A KG that stores each fact twice (``has_capital`` and ``has_capital_inverse``:
 :func:`~simgrag.kg.twins.twin_relations`) is sampled, typed and listed with one relation of each pair;
 the instructions say the other exists. A kept question becomes an example with the sample's own pattern
 (the KG's relation names, its orientation, ``UNKNOWN <kind> n`` nodes; :mod:`simgrag.bootstrap.kinds`),
-not the LLM's. The file is rewritten after every sample; the progress log beside it (:mod:`simgrag.bootstrap.files`) makes the run
-resumable. LLM calls: two per relation for its kinds (KGs without entity types), then per sample one for
-its questions (a 2-hop chain one more, a 3-hop chain two more: their middle is described first, one hop
-per call) and one per screened question (two when the judge asks the LLM for a revision).
+not the LLM's. The file is rewritten after every sample; the progress log beside it
+(:mod:`simgrag.bootstrap.files`) makes the run resumable. LLM calls: two per relation for its kinds (KGs
+without entity types), then per sample one for its questions (a 2-hop chain one more, a 3-hop chain two
+more: their middle is described first, one hop per call) and one per screened question (two when the
+judge asks the LLM for a revision).
 """
 
 from __future__ import annotations
