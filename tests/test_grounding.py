@@ -119,6 +119,10 @@ def test_the_judge_reads_a_lower_case_question_with_its_examples_words(judge: Pa
     ("Which tags have the movies where Juno's actors starred?", "tags"),  # a relative "where" after "which"
     ("Where was Juno filmed? Which year?", "year"),            # "which" opens the second clause
     ("Where was Juno filmed?", None),
+    ("List the movies where Juno's actors starred.", "movies"),  # a relative "where" after a noun phrase …
+    ("Tell me the writers of the films where Juno's director worked.", "writers"),
+    ("Tell me where Juno was filmed.", None),                # … not after a request
+    ("Juno came out when?", None),                            # … nor at the end
     ("the films Juno's actors starred in were written by who", "written"),  # a clause-final "who"
     ("the director of Juno is who", "director"),             # ... after a named entity: the usual rule
     ("what are the movies that have the same writer as Juno", "movies"),  # a noun after a form of *be*

@@ -50,6 +50,9 @@ VAGUE_FOCUS = frozenset(["kind", "kinds", "sort", "sorts", "type", "types"])
 AUXILIARIES = frozenset(["did", "does", "do", "is", "are", "was", "were", "has", "have", "had", "can", "could",
                          "will", "would", "should", "may", "might"])
 WH_WITHOUT_FOCUS = frozenset(["when", "where", "how"])
+#: a "where/when" after a noun phrase that begins with one of these is relative ("the countries **where**
+#: French is official"), not a question word
+NOUN_PHRASE_DETERMINERS = frozenset(["the", "a", "an", "this", "that", "these", "those", "some", "every", "each"])
 #: past participles that do not end in -ed (a noun phrase ends before one: "a movie **written** by X")
 IRREGULAR_PARTICIPLES = frozenset(["written", "spoken", "made", "known", "seen", "shown", "given", "taken", "sung",
                                    "shot", "set", "told", "sold", "won", "done", "begun", "drawn", "chosen"])
@@ -122,7 +125,8 @@ class QuestionReading:
         - after an interrogative "what/which": the next content word when no verb comes first ("Which
           **tags** …", "… are in which **genres**?"; "What else *did* …" has none), or the noun after a
           form of *be*, as after "who" ("What are the **movies** that …", "What is the release **year** of …");
-        - none at all with "when/where/how" ("Tell me when …") or before "kind of" — unless an interrogative
+        - none at all with "when/where/how" ("Tell me when …"; a relative one does not count: "the countries
+          **where** …") or before "kind of" — unless an interrogative
           "who/what/which" opens a clause of the question ("Which **countries** use the currency of the
           country where Abidjan is?": a relative "where"; "Where is Vladivostok? Which **country**?");
         - before a clause-final "who", the content word before it ("the films X acted in were **written**
@@ -136,7 +140,8 @@ class QuestionReading:
         clean = self.clean_words()
         opened = any(w in WH_WORDS - WH_WITHOUT_FOCUS and not covered[i] and self._opens_clause(i)
                      for i, w in enumerate(clean))
-        if not opened and any(w in WH_WITHOUT_FOCUS and not covered[i] for i, w in enumerate(clean)):
+        if not opened and any(w in WH_WITHOUT_FOCUS and not covered[i] and not self._relative(clean, i)
+                              for i, w in enumerate(clean)):
             return None
         start = 0
         for i, word in enumerate(clean):
@@ -212,6 +217,13 @@ class QuestionReading:
         who"); not a relative one ("the person who directed X")."""
         return any(w in ("who", "whom", "whose") and (self._opens_clause(i) or self._last_of_clause(i))
                    for i, w in enumerate(self.clean_words()))
+
+    def _relative(self, clean: Sequence[str], i: int) -> bool:
+        """Word ``i`` ("where", "when") joins a clause to the noun phrase before it: "List the countries
+        **where** Dutch is official" (a determiner within the three words before it, more words after it),
+        not "Tell me **where** …" nor "… came out **when**?"."""
+        return (not self._last_of_clause(i) and not self._opens_clause(i)
+                and any(w in NOUN_PHRASE_DETERMINERS for w in clean[max(0, i - 3): i - 1]))
 
     def _last_of_clause(self, i: int) -> bool:
         """Word ``i`` ends its clause (the question's last word, or followed by . ; : ? !)."""
