@@ -216,6 +216,15 @@ def test_a_question_bent_to_the_kg_by_the_pattern_stage_counts_as_missing(toy_di
     assert missing_edges([bridged + " (the examples' country nodes take 'located in')"]) == 0
     # ... one the question does not word is ("Who directed Heat?" through Heat's actors, its director removed)
     assert missing_edges([bridged]) == 1
+    # an LLM revision's note describes the pattern the LLM wrote first: a missing edge of a triple the question
+    # had no words for was that pattern's invention, not a fact the KG lacks ...
+    invented = ("revised by the LLM after: 'Mandalay' has no 'has_capital' edge in the KG; the question has no "
+                "words for the triple ['UNKNOWN country 1', 'has capital', 'Mandalay']")
+    assert missing_edges([invented]) == 0
+    # ... but a worded one still counts, beside an invented one or alone
+    asked = "revised by the LLM after: 'Titanic' has no 'written_by' edge in the KG"
+    assert missing_edges([asked]) == 1 and missing_edges([asked + invented[len("revised by the LLM after:"):]]) == 1
+    assert missing_edges([invented[len("revised by the LLM after: "):]]) == 1  # the final pattern's own note counts
 
 
 def test_a_question_bent_into_a_longer_pattern_counts_its_unworded_triples(toy_dir: Path) -> None:

@@ -77,6 +77,29 @@ class EvidenceFeatures:
         return asdict(self)
 
 
+#: the note of an LLM revision, which describes the pattern the LLM wrote first (judge.Judgement.describe)
+_REVISED = "revised by the LLM after:"
+_MISSING_EDGE_AT = re.compile(r"(['\"])(?P<entity>.+?)\1 has no (['\"])(?P<relation>.+?)\3 edge\b")
+#: "the question has no words for the triple ['UNKNOWN country 1', 'has capital', 'Mandalay']"
+_UNWORDED_TRIPLE = re.compile(r"no words for the triple \[(['\"])(.*?)\1, (['\"])(.*?)\3, (['\"])(.*?)\5\]")
+
+
+def _relation_key(text: str) -> str:
+    return " ".join(text.replace("_", " ").lower().split())
+
+
+def _unworded_misses(note: str) -> int:
+    """Missing edges an LLM revision note gives for triples the question had no words for: the first
+    pattern's own inventions ("which currency is used in Mandalay?" first written with ``[country 1, has
+    capital, Mandalay]``), not a fact the question asked for and the KG lacks."""
+    if not note.startswith(_REVISED):
+        return 0
+    unworded = {(_relation_key(m.group(4)), end) for m in _UNWORDED_TRIPLE.finditer(note)
+                for end in (m.group(2), m.group(6))}
+    return sum(1 for m in _MISSING_EDGE_AT.finditer(note)
+               if (_relation_key(m.group("relation")), m.group("entity")) in unworded)
+
+
 def missing_edges(notes: Sequence[str]) -> int:
     """How many pattern-stage notes say a named entity has no edge of the asked relation — not counting
     the missing hops the judge bridged through a relation the question words, or that the types take (the
@@ -85,8 +108,10 @@ def missing_edges(notes: Sequence[str]) -> int:
     holds. Any other bridge is counted: on a KG without the director of *A Sunday in the Country*, "which
     person directed A Sunday in the Country" bridged through its release year to other movies is a
     question bent to what the KG holds (the abstention bench: 1-hop abstention 57.5 % with such bridges
-    counted, 47.5 % without)."""
-    return sum(1 for note in notes if _MISSING_EDGE.search(note) and not _BRIDGED.search(note))
+    counted, 47.5 % without). Nor does an LLM revision's note count a missing edge of a triple the
+    question had no words for (:func:`_unworded_misses`)."""
+    return sum(1 for note in notes if _MISSING_EDGE.search(note) and not _BRIDGED.search(note)
+               and len(_MISSING_EDGE_AT.findall(note)) > _unworded_misses(note))
 
 
 def evidence_features(pattern: Pattern, retrieval: Retrieval, repairs: Sequence[str] = (),
