@@ -419,6 +419,14 @@ def test_filter_keeps_phrases_near_their_relation_by_a_margin() -> None:
     kept, dropped = filter_phrases({0: ["seat", "almost"], 1: ["money"]}, names, owner, vectors, names,
                                    margin=0.1, max_distance=None, role_nouns={0: ["almost"]})
     assert kept == {0: ["seat", "almost"], 1: ["money"]} and not dropped
+    # a role noun a little nearer to another relation name is kept when its relation's kept paraphrase is nearer
+    flat = {**vectors, "neighbour": np.array([0.0, 0.05]), "next door": np.array([0.45, 0.0])}
+    kept, dropped = filter_phrases({0: ["next door", "neighbour"]}, names, owner, flat, names, margin=0.1,
+                                   max_distance=None, role_nouns={0: ["neighbour"]})
+    assert kept == {0: ["next door", "neighbour"]}, dropped
+    kept, _ = filter_phrases({0: ["neighbour"]}, names, owner, flat, names, margin=0.1, max_distance=None,
+                             role_nouns={0: ["neighbour"]})
+    assert kept == {}  # without the paraphrase it goes
     # a relation's twin (its facts turned round, named alike) is no rival: "seat" is as near to "capital
     # inverse" as to "capital", and kept; "almost" is still too near "currency"
     twins = {**vectors, "capital inverse": np.array([0.95, 0.05])}

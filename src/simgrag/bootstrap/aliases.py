@@ -99,37 +99,47 @@ def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_o
     """Kept phrases per relation id, and the dropped ones with why. ``base_texts`` (owned by
     ``base_owner``) are the relations' current texts; ``vectors`` embeds every text and phrase;
     ``names``: the relations' names, for the reasons. A relation's ``role_nouns`` (the answers to the
-    blank "Portugal is Spain's ___") need only be nearer to it than to any other relation (margin 0): the
-    blank names the relation's own triples, and such nouns embed far from every relation name (MiniLM:
-    "neighbour" 1.17 from ``borders``, 1.19 from ``continent``). ``twins`` (``{twin id: kept id}``,
+    blank "Portugal is Spain's ___") need only be nearer to it — its texts and the paraphrases kept for it —
+    than to any other relation (margin 0): the blank names the relation's own triples, and such nouns embed
+    far from every relation name (MiniLM: "neighbour" 1.21 from ``borders with``, 1.20 from ``in
+    continent``, 1.02 from the paraphrase "adjacent to"). ``twins`` (``{twin id: kept id}``,
     :func:`~simgrag.kg.twins.twin_relations`): a relation's twin holds its facts turned round and is no rival."""
     pair = {a: b for t, k in (twins or {}).items() for a, b in ((t, k), (k, t))}
     nouns = {(rid, n) for rid, ns in (role_nouns or {}).items() for n in ns}
-    base = np.stack([vectors[t] for t in base_texts])
     kept: dict[int, list[str]] = {}
     dropped: dict[int, list[tuple[str, str]]] = {}
     own_distance: dict[tuple[int, str], float] = {}
+
+    def screen(phrases_of: dict[int, list[str]], texts: list[str], owner: np.ndarray, need: float) -> None:
+        table = np.stack([vectors[t] for t in texts])
+        for rid, fresh in phrases_of.items():
+            if not fresh:
+                continue
+            rival = (owner != rid) & (owner != pair.get(rid, -1))
+            for phrase, row in zip(fresh, _distances(np.stack([vectors[p] for p in fresh]), table), strict=True):
+                own, others = row[owner == rid].min(), row[rival]
+                other = others.min() if len(others) else np.inf
+                if max_distance is not None and own > max_distance:
+                    dropped.setdefault(rid, []).append((phrase, f"distance {own:.2f} > {max_distance:g}"))
+                elif other - own < need:
+                    nearest = int(owner[rival][int(np.argmin(others))])
+                    dropped.setdefault(rid, []).append((phrase, f"as near to {names[nearest]!r}"))
+                else:
+                    kept.setdefault(rid, []).append(phrase)
+                    own_distance[(rid, phrase)] = float(own)
+
     for rid, phrases in proposed.items():
-        fresh = [p for p in phrases if p not in base_texts]
         for phrase in (p for p in phrases if p in base_texts):  # already a text: its own (kept) or another's
             owner = int(base_owner[base_texts.index(phrase)])
             if owner != rid:
                 dropped.setdefault(rid, []).append((phrase, f"a text of {names[owner]!r}"))
-        if not fresh:
-            continue
-        dist = _distances(np.stack([vectors[p] for p in fresh]), base)
-        for phrase, row in zip(fresh, dist, strict=True):
-            rival = (base_owner != rid) & (base_owner != pair.get(rid, -1))
-            own, others = row[base_owner == rid].min(), row[rival]
-            other = others.min() if len(others) else np.inf
-            if max_distance is not None and own > max_distance:
-                dropped.setdefault(rid, []).append((phrase, f"distance {own:.2f} > {max_distance:g}"))
-            elif other - own < (0.0 if (rid, phrase) in nouns else margin):
-                nearest = int(base_owner[rival][int(np.argmin(others))])
-                dropped.setdefault(rid, []).append((phrase, f"as near to {names[nearest]!r}"))
-            else:
-                kept.setdefault(rid, []).append(phrase)
-                own_distance[(rid, phrase)] = float(own)
+    fresh = {rid: [p for p in phrases if p not in base_texts] for rid, phrases in proposed.items()}
+    screen({rid: [p for p in ps if (rid, p) not in nouns] for rid, ps in fresh.items()}, base_texts, base_owner,
+           margin)
+    paraphrases = [(rid, p) for rid, ps in kept.items() for p in ps]  # role nouns: against these too
+    screen({rid: [p for p in ps if (rid, p) in nouns] for rid, ps in fresh.items()},
+           base_texts + [p for _, p in paraphrases],
+           np.concatenate([base_owner, np.array([rid for rid, _ in paraphrases], dtype=base_owner.dtype)]), 0.0)
     return _against_each_other(kept, dropped, own_distance, vectors, names, margin, nouns)
 
 
