@@ -422,3 +422,32 @@ def test_a_bridge_through_a_hop_the_kg_types_is_an_implicit_hop(retriever: Subgr
                                               ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"))
     assert "(the KG's country nodes take 'located in')" in bridged[0].edits[-1]
     assert missing_edges(bridged[0].edits) == 0
+
+
+def test_a_hop_through_a_relation_and_its_twin_is_the_only_way_the_kg_knows_the_city(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A KG that stores each fact twice (``located_in`` and ``located_in_inverse``) knows Maracaibo only
+    through its country, as the KG without the twins does: the bridge "What money do people pay with at
+    Maracaibo?" → its country's currency needs no words for the hop, so no LLM revision is asked for and
+    the note is the bridge's (an implicit hop, which the abstention rule does not count as a missing fact)."""
+    from simgrag.answer.calibration import missing_edges
+
+    root = tmp_path_factory.mktemp("twins")
+    twins = "".join(f"{t}|{r}_inverse|{h}\n" for h, r, t in (line.split("|") for line in KG.splitlines())
+                    if r == "located_in")
+    (root / "geo.txt").write_text(KG + twins, encoding="utf-8")
+    (root / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
+    build_index_dir(root / "geo.txt", root / "geo.idx", embedder=HashEmbedder(dim=256),
+                    relation_aliases=root / "aliases.yaml")
+    retriever = SubgraphRetriever(open_index_dir(root / "geo.idx", embedder=HashEmbedder(dim=256)))
+    bridged = [["Maracaibo", "located in", "UNKNOWN country 1"], ["UNKNOWN country 1", "currency", "UNKNOWN currency 1"]]
+    llm = FakeLLM([json.dumps({"triples": [["Maracaibo", "currency", "UNKNOWN currency 1"]]}),
+                   json.dumps({"triples": bridged})])
+    examples = EXAMPLES.replace("""  - question: Which country is Lisbon in?
+    triples: [[Lisbon, located in, UNKNOWN country 1]]
+""", "")
+    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(examples)), retriever)
+    result = stage.generate("What money do people pay with at Maracaibo?")
+    assert result.pattern.triples() == [tuple(t) for t in bridged]
+    assert len(llm.calls) == 1, result.kg_repairs  # the bridge is sound: no revision
+    assert any("neighbours do" in n for n in result.kg_repairs) and missing_edges(result.kg_repairs) == 0

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from simgrag.errors import EmptyKGError, KGError
 from simgrag.kg import KGStore, NameTable, Triple
-from simgrag.kg.twins import twin_relations
+from simgrag.kg.twins import twin_ids, twin_relations
 
 TRIPLES = [
     ("a", "r", "b"),
@@ -121,3 +121,6 @@ def test_twin_relations_are_the_facts_turned_round_found_from_the_triples() -> N
     renamed = KGStore.from_triples([(t, "seat of government of", h) for h, r, t in facts if r == "capital"] + facts)
     assert twin_relations(renamed) == {"capital": "seat of government of"}  # the first in the KG kept
     assert twin_relations(KGStore.from_triples(facts)) == {}
+    ids = twin_ids(store)  # both ways, by id
+    capital, inverse = store.relations.id_of("capital"), store.relations.id_of("capital_inverse")
+    assert ids[capital] == inverse and ids[inverse] == capital and len(ids) == 6

@@ -10,11 +10,15 @@ contains (``has_capital`` in ``has_capital_inverse``), else the one first in the
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from simgrag.kg.store import KGStore
 
-__all__ = ["twin_relations"]
+__all__ = ["twin_ids", "twin_relations"]
+
+_TWIN_IDS: weakref.WeakKeyDictionary[KGStore, dict[int, int]] = weakref.WeakKeyDictionary()
 
 
 def _pair_keys(store: KGStore, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
@@ -49,3 +53,16 @@ def twin_relations(store: KGStore) -> dict[str, str]:
                 kept, twin = (name_b, name_a) if name_b in name_a and name_b != name_a else (name_a, name_b)
                 twins[twin] = kept
     return twins
+
+
+def twin_ids(store: KGStore) -> dict[int, int]:
+    """Relation id → the id of its twin, both ways (:func:`twin_relations`; found once per store)."""
+    found = _TWIN_IDS.get(store)
+    if found is None:
+        found = {}
+        for twin, kept in twin_relations(store).items():
+            a, b = store.relations.id_of(twin), store.relations.id_of(kept)
+            if a is not None and b is not None:
+                found[a], found[b] = b, a
+        _TWIN_IDS[store] = found
+    return found

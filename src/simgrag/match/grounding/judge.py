@@ -35,6 +35,7 @@ from typing import Literal
 import numpy as np
 
 from simgrag.errors import PatternError
+from simgrag.kg.twins import twin_ids
 from simgrag.match.grounding.lexicon import Lexicon, kg_roles, other_side
 from simgrag.match.grounding.question import STOPWORDS, WH_WORDS, QuestionReading, common_words_of, phrases_of
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
@@ -554,6 +555,14 @@ class PatternJudge:
         found = {r: d for r, d in self.lexicon.relation_phrases(phrases).items() if d <= FOCUS_DISTANCE}
         return min(found, key=lambda r: found[r]) if found else None
 
+    def _only_through(self, entity: int, relation: int) -> bool:
+        """The KG has ``entity`` on ``relation`` only — or on it and its twin, the same facts turned round
+        (:func:`~simgrag.kg.twins.twin_ids`: ``is_in_country`` and ``is_in_country_inverse``)."""
+        roles = set(kg_roles(self.retriever, entity))
+        if roles == {relation}:
+            return True
+        return len(roles) == 2 and relation in roles and twin_ids(self.store).get(relation) in roles
+
     def _unsupported(self, pattern: Pattern, view: QuestionView,
                      focus_word: str | None = None) -> tuple[tuple[Triple3, ...], frozenset[int | None]]:
         """The triples nothing in the question supports, and the *stray* relations: relations of
@@ -596,7 +605,7 @@ class PatternJudge:
             if relation in by_phrase or any(n.type_hint in named_types for n in typed):
                 continue  # the question names the relation, or the type of what the triple leads to
             entities = [self.entity_of(n.text) for n in ends if not n.unknown]
-            if any(e is not None and set(kg_roles(self.retriever, e)) == {relation} for e in entities):
+            if any(e is not None and self._only_through(e, relation) for e in entities):
                 continue  # the KG knows this entity only through this relation
             out.append(triple)
         stray = frozenset(unread)  # None: a pattern relation near no KG relation
