@@ -100,7 +100,7 @@ def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_o
     ``base_owner``) are the relations' current texts; ``vectors`` embeds every text and phrase;
     ``names``: the relations' names, for the reasons. A relation's ``role_nouns`` (the answers to the
     blank "Portugal is Spain's ___") need only be nearer to it — its texts and the paraphrases kept for it —
-    than to any other relation (margin 0): the blank names the relation's own triples, and such nouns embed
+    than to any other relation's texts (margin 0): the blank names the relation's own triples, and such nouns embed
     far from every relation name (MiniLM: "neighbour" 1.21 from ``borders with``, 1.20 from ``in
     continent``, 1.02 from the paraphrase "adjacent to"). ``twins`` (``{twin id: kept id}``,
     :func:`~simgrag.kg.twins.twin_relations`): a relation's twin holds its facts turned round and is no rival."""
@@ -110,12 +110,13 @@ def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_o
     dropped: dict[int, list[tuple[str, str]]] = {}
     own_distance: dict[tuple[int, str], float] = {}
 
-    def screen(phrases_of: dict[int, list[str]], texts: list[str], owner: np.ndarray, need: float) -> None:
+    def screen(phrases_of: dict[int, list[str]], texts: list[str], owner: np.ndarray, need: float,
+               rivals: np.ndarray) -> None:
         table = np.stack([vectors[t] for t in texts])
         for rid, fresh in phrases_of.items():
             if not fresh:
                 continue
-            rival = (owner != rid) & (owner != pair.get(rid, -1))
+            rival = rivals & (owner != rid) & (owner != pair.get(rid, -1))
             for phrase, row in zip(fresh, _distances(np.stack([vectors[p] for p in fresh]), table), strict=True):
                 own, others = row[owner == rid].min(), row[rival]
                 other = others.min() if len(others) else np.inf
@@ -134,12 +135,16 @@ def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_o
             if owner != rid:
                 dropped.setdefault(rid, []).append((phrase, f"a text of {names[owner]!r}"))
     fresh = {rid: [p for p in phrases if p not in base_texts] for rid, phrases in proposed.items()}
+    every = np.ones(len(base_texts), dtype=bool)
     screen({rid: [p for p in ps if (rid, p) not in nouns] for rid, ps in fresh.items()}, base_texts, base_owner,
-           margin)
-    paraphrases = [(rid, p) for rid, ps in kept.items() for p in ps]  # role nouns: against these too
+           margin, every)
+    # role nouns: their own relation's kept paraphrases count as its texts; the other relations' do not (as
+    # in _against_each_other, a role noun has no rival phrase)
+    paraphrases = [(rid, p) for rid, ps in kept.items() for p in ps]
     screen({rid: [p for p in ps if (rid, p) in nouns] for rid, ps in fresh.items()},
            base_texts + [p for _, p in paraphrases],
-           np.concatenate([base_owner, np.array([rid for rid, _ in paraphrases], dtype=base_owner.dtype)]), 0.0)
+           np.concatenate([base_owner, np.array([rid for rid, _ in paraphrases], dtype=base_owner.dtype)]), 0.0,
+           np.concatenate([every, np.zeros(len(paraphrases), dtype=bool)]))
     return _against_each_other(kept, dropped, own_distance, vectors, names, margin, nouns)
 
 
