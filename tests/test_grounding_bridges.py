@@ -440,7 +440,8 @@ def test_a_hop_through_a_relation_and_its_twin_is_the_only_way_the_kg_knows_the_
     build_index_dir(root / "geo.txt", root / "geo.idx", embedder=HashEmbedder(dim=256),
                     relation_aliases=root / "aliases.yaml")
     retriever = SubgraphRetriever(open_index_dir(root / "geo.idx", embedder=HashEmbedder(dim=256)))
-    bridged = [["Maracaibo", "located in", "UNKNOWN country 1"], ["UNKNOWN country 1", "currency", "UNKNOWN currency 1"]]
+    bridged = [["Maracaibo", "located in", "UNKNOWN country 1"],
+               ["UNKNOWN country 1", "currency", "UNKNOWN currency 1"]]
     llm = FakeLLM([json.dumps({"triples": [["Maracaibo", "currency", "UNKNOWN currency 1"]]}),
                    json.dumps({"triples": bridged})])
     examples = EXAMPLES.replace("""  - question: Which country is Lisbon in?
@@ -451,3 +452,23 @@ def test_a_hop_through_a_relation_and_its_twin_is_the_only_way_the_kg_knows_the_
     assert result.pattern.triples() == [tuple(t) for t in bridged]
     assert len(llm.calls) == 1, result.kg_repairs  # the bridge is sound: no revision
     assert any("neighbours do" in n for n in result.kg_repairs) and missing_edges(result.kg_repairs) == 0
+
+
+def test_anchors_leave_out_twin_relations(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A country of a KG that stores each fact twice has twice as many relations; the anchors offer at
+    most MAX_ANCHOR_RELATIONS, and twins (the same facts turned round) must not crowd out ``borders``."""
+    from simgrag.match.grounding.anchors import MAX_ANCHOR_RELATIONS, anchor_entity
+
+    root = tmp_path_factory.mktemp("twin-anchors")
+    facts = [line.split("|") for line in KG.splitlines()]
+    text = "".join(f"{h}|{r}|{t}\n{t}|{r}_inverse|{h}\n" for h, r, t in facts)  # each relation, then its twin
+    (root / "geo.txt").write_text(text, encoding="utf-8")
+    build_index_dir(root / "geo.txt", root / "geo.idx", embedder=HashEmbedder(dim=256))
+    retriever = SubgraphRetriever(open_index_dir(root / "geo.idx", embedder=HashEmbedder(dim=256)))
+    judge = PatternJudge(retriever)
+    spain = {r for h, r, t in facts if "Spain" in (h, t)}
+    assert len(spain) == 5 and 2 * len(spain) > MAX_ANCHOR_RELATIONS
+    stray = Candidate((("UNKNOWN country 1", "currency", "UNKNOWN currency 1"),))
+    offered = {t[1] for c in anchor_entity(stray, judge.read("Which currencies do Spain's neighbours use?"), retriever)
+               for t in c.triples[1:]}
+    assert offered == {r.replace("_", " ") for r in spain}  # borders among them, no "… inverse"

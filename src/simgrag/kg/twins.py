@@ -11,14 +11,15 @@ contains (``has_capital`` in ``has_capital_inverse``), else the one first in the
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable
 
 import numpy as np
 
 from simgrag.kg.store import KGStore
 
-__all__ = ["twin_ids", "twin_relations"]
+__all__ = ["twin_ids", "twin_relations", "without_twins"]
 
-_TWIN_IDS: weakref.WeakKeyDictionary[KGStore, dict[int, int]] = weakref.WeakKeyDictionary()
+_FOUND: weakref.WeakKeyDictionary[KGStore, dict[int, int]] = weakref.WeakKeyDictionary()  # twin id → kept id
 
 
 def _pair_keys(store: KGStore, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
@@ -55,14 +56,27 @@ def twin_relations(store: KGStore) -> dict[str, str]:
     return twins
 
 
-def twin_ids(store: KGStore) -> dict[int, int]:
-    """Relation id → the id of its twin, both ways (:func:`twin_relations`; found once per store)."""
-    found = _TWIN_IDS.get(store)
+def _twin_to_kept(store: KGStore) -> dict[int, int]:
+    found = _FOUND.get(store)
     if found is None:
         found = {}
         for twin, kept in twin_relations(store).items():
             a, b = store.relations.id_of(twin), store.relations.id_of(kept)
             if a is not None and b is not None:
-                found[a], found[b] = b, a
-        _TWIN_IDS[store] = found
+                found[a] = b
+        _FOUND[store] = found
     return found
+
+
+def twin_ids(store: KGStore) -> dict[int, int]:
+    """Relation id → the id of its twin, both ways (:func:`twin_relations`; found once per store)."""
+    found = _twin_to_kept(store)
+    return {**found, **{kept: twin for twin, kept in found.items()}}
+
+
+def without_twins(store: KGStore, relations: Iterable[int]) -> list[int]:
+    """``relations`` less each twin whose kept relation is among them (the same facts turned round)."""
+    given = list(relations)
+    found = _twin_to_kept(store)
+    present = set(given)
+    return [r for r in given if found.get(r) not in present]

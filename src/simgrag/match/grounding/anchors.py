@@ -7,6 +7,7 @@ unknown node — and the judge picks among them (:mod:`~simgrag.match.grounding.
 
 from __future__ import annotations
 
+from simgrag.kg.twins import without_twins
 from simgrag.match.grounding.judge import Candidate, PatternJudge, unknown_name
 from simgrag.match.grounding.lexicon import kg_roles
 from simgrag.match.grounding.question import QuestionReading, normalize_name
@@ -17,6 +18,15 @@ __all__ = ["MAX_ANCHOR_RELATIONS", "anchor_entity", "anchor_via", "name_unknown"
 
 #: KG relations of the entity tried per anchoring edit
 MAX_ANCHOR_RELATIONS = 6
+
+
+def _anchor_roles(retriever: SubgraphRetriever, entity: int) -> list[tuple[int, set[str]]]:
+    """The first :data:`MAX_ANCHOR_RELATIONS` (KG relation, the entity's sides) of ``entity``, a twin
+    relation left out when its pair is there (:func:`~simgrag.kg.twins.without_twins`: on a KG that stores
+    each fact twice a country's six relations and their six twins would crowd out half of them)."""
+    roles = kg_roles(retriever, entity)
+    kept = without_twins(retriever.store, sorted(roles))
+    return [(rel, roles[rel]) for rel in kept[:MAX_ANCHOR_RELATIONS]]
 
 
 def anchor_entity(candidate: Candidate, reading: QuestionReading, retriever: SubgraphRetriever) -> list[Candidate]:
@@ -31,8 +41,7 @@ def anchor_entity(candidate: Candidate, reading: QuestionReading, retriever: Sub
     relations = retriever.store.relations
     for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
         name = retriever.store.entities[mention.entity]
-        roles = sorted(kg_roles(retriever, mention.entity).items())[:MAX_ANCHOR_RELATIONS]
-        for rel, sides in roles:
+        for rel, sides in _anchor_roles(retriever, mention.entity):
             text = relations[rel].replace("_", " ")
             for node in unknowns:
                 for side in sorted(sides):
@@ -54,8 +63,7 @@ def anchor_via(candidate: Candidate, reading: QuestionReading, judge: PatternJud
     out: list[Candidate] = []
     for mention in sorted(mentions, key=lambda m: -m.words)[:2]:
         name = judge.store.entities[mention.entity]
-        roles = sorted(kg_roles(judge.retriever, mention.entity).items())[:MAX_ANCHOR_RELATIONS]
-        for rel, sides in roles:
+        for rel, sides in _anchor_roles(judge.retriever, mention.entity):
             text = relations[rel].replace("_", " ")
             for side in sorted(sides):
                 hop = unknown_name(triples, "entity")
