@@ -123,6 +123,8 @@ def test_the_judge_reads_a_lower_case_question_with_its_examples_words(judge: Pa
     ("Tell me the writers of the films where Juno's director worked.", "writers"),
     ("Tell me where Juno was filmed.", None),                # … not after a request
     ("Juno came out when?", None),                            # … nor at the end
+    ("Who are Juno's writers?", "writers"),                   # past a named owner
+    ("What is Juno 's release year ?", "year"),
     ("the films Juno's actors starred in were written by who", "written"),  # a clause-final "who"
     ("the director of Juno is who", "director"),             # ... after a named entity: the usual rule
     ("what are the movies that have the same writer as Juno", "movies"),  # a noun after a form of *be*

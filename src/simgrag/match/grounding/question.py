@@ -184,13 +184,13 @@ class QuestionReading:
                 return i
         return 0
 
-    @staticmethod
-    def _after_who(clean: Sequence[str], covered: Sequence[bool], i: int) -> int | None:
+    def _after_who(self, clean: Sequence[str], covered: Sequence[bool], i: int) -> int | None:
         """"Who **directed** …" (a verb right after), "Who were the **writers** …" (a noun after a form
-        of *be*: the last word of the noun phrase, "Who are film **co-directors** of …"); nothing for
-        "Who was in the movies …"; the noun phrase ends before a participle ("What is a **movie** written by …")."""
+        of *be*: the last word of the noun phrase, "Who are film **co-directors** of …", also after a
+        named owner: "Who are Iraq's **neighbours**?"); nothing for "Who was in the movies …"; the noun
+        phrase ends before a participle ("What is a **movie** written by …")."""
         if i < len(clean) and clean[i] in ("is", "are", "was", "were", "'s"):
-            i = _past_name_of(clean, _past_determiners(clean, i + 1))
+            i = self._past_owner(covered, _past_name_of(clean, _past_determiners(clean, i + 1)))
             start = i
             while (i + 1 < len(clean) and i + 1 - start < 3 and not covered[i + 1] and clean[i + 1]
                    and clean[i + 1] not in STOPWORDS and not covered[i] and not _participle(clean[i + 1])):
@@ -200,6 +200,14 @@ class QuestionReading:
         if i < len(clean) and not covered[i] and clean[i] and clean[i] not in STOPWORDS:
             return None if clean[i] in VAGUE_FOCUS else i
         return None
+
+    def _past_owner(self, covered: Sequence[bool], i: int) -> int:
+        """Past a named entity in the possessive that starts at word ``i`` ("**Iraq's** neighbours",
+        "**iraq 's** neighbours"); ``i`` itself otherwise."""
+        j = i
+        while j < len(covered) and covered[j]:
+            j += 1
+        return j if j > i and any(self.possessive(k) for k in range(i, j)) else i
 
     @staticmethod
     def _before_who(clean: Sequence[str], covered: Sequence[bool], i: int) -> int | None:
