@@ -472,3 +472,28 @@ def test_anchors_leave_out_twin_relations(tmp_path_factory: pytest.TempPathFacto
     offered = {t[1] for c in anchor_entity(stray, judge.read("Which currencies do Spain's neighbours use?"), retriever)
                for t in c.triples[1:]}
     assert offered == {r.replace("_", " ") for r in spain}  # borders among them, no "… inverse"
+
+
+def test_the_answer_takes_the_place_of_the_node_before_a_copied_hop() -> None:
+    from simgrag.match.grounding.edits import shortcut_answer
+
+    copied = Candidate((("UNKNOWN country 1", "located in", "Spain"),
+                        ("UNKNOWN country 1", "capital", "UNKNOWN city 1")))
+    assert [c.triples for c in shortcut_answer(copied)] == [(("UNKNOWN city 1", "located in", "Spain"),)]
+    # the node before the answer must be an unknown with no other triple than these two
+    assert shortcut_answer(Candidate((("Spain", "capital", "UNKNOWN city 1"),))) == []
+    star = Candidate((("UNKNOWN country 1", "located in", "Spain"), ("UNKNOWN country 1", "currency", "Euro"),
+                      ("UNKNOWN country 1", "capital", "UNKNOWN city 1")))
+    assert shortcut_answer(star) == []
+
+
+def test_an_edit_that_fixes_one_problem_is_edited_again(retriever: SubgraphRetriever) -> None:
+    """"What are the big cities of Spain?" written ``[Spain, located in, country 1], [country 1, capital, city
+    1]``: turning the first triple round fixes Spain's role but leaves a pattern the KG holds nothing close
+    to; the second round takes the copied hop out and puts the city where the country was."""
+    llm = FakeLLM([json.dumps({"triples": [["Spain", "located in", "UNKNOWN country 1"],
+                                           ["UNKNOWN country 1", "capital", "UNKNOWN city 1"]]})] * 2)
+    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(EXAMPLES), analogy=False), retriever)
+    result = stage.generate("What are the big cities of Spain?")
+    assert result.pattern.triples() == [("UNKNOWN city 1", "located in", "Spain")], result.kg_repairs
+    assert any("turned" in n for n in result.kg_repairs) and any("put in place of" in n for n in result.kg_repairs)

@@ -51,6 +51,7 @@ __all__ = [
     "rebind_asked",
     "rebind_relation",
     "rechain_leaf",
+    "shortcut_answer",
     "swap_named",
 ]
 
@@ -200,6 +201,29 @@ def drop_leaf(candidate: Candidate) -> list[Candidate]:
         if (is_unknown(tail) and degree[tail] == 1) or (is_unknown(head) and degree[head] == 1):
             rest = [t for t in triples if t != triple]
             out.append(candidate.edited(rest, f"dropped {list(triple)}"))
+    return out
+
+
+def shortcut_answer(candidate: Candidate) -> list[Candidate]:
+    """The answer's last hop taken out, the answer node put where the node before it was: "the big cities
+    of Tunisia" written ``[country 1, located in, Tunisia], [country 1, capital, city 1]`` (a copied
+    hop, and a country where the KG has cities) becomes ``[city 1, located in, Tunisia]``."""
+    pattern = Pattern.from_triples(candidate.triples)
+    asked = pattern.asked_node()
+    if asked is None or len(candidate.triples) < 2:
+        return []
+    answer = pattern.nodes[asked].text
+    degree = _degrees(candidate.triples)
+    out: list[Candidate] = []
+    for triple in candidate.triples:
+        head, _, tail = triple
+        if answer not in (head, tail) or degree.get(answer) != 1:
+            continue
+        before = tail if head == answer else head
+        if not is_unknown(before) or degree.get(before) != 2:
+            continue
+        rest = [tuple(answer if x == before else x for x in t) for t in candidate.triples if t != triple]
+        out.append(candidate.edited(rest, f"dropped {list(triple)}, {answer!r} put in place of {before!r}"))
     return out
 
 

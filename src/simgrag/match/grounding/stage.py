@@ -73,14 +73,14 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
     if reading.asks_who():
         out += edits.extend_to_who(c, judge)
     if judgement.focus == "contradicted":
-        out += edits.swap_named(c) + edits.drop_leaf(c)
+        out += edits.swap_named(c) + edits.drop_leaf(c) + edits.shortcut_answer(c)
         if judgement.focus_word is not None:
             out += bridges.extend_to_focus(c, judge, judgement.focus_word)
         if judgement.wanted_relation is not None:
             text = judge.store.relations[judgement.wanted_relation].replace("_", " ")
             out += edits.rebind_asked(c, text) + edits.extend_asked(c, text, judgement.focus_word or "entity")
     elif judgement.gsd > GOOD_GSD:
-        out += edits.drop_leaf(c)
+        out += edits.drop_leaf(c) + edits.shortcut_answer(c)
     # a relation the question names and no triple has, put on the answer's triple ("the big **cities of**
     # Tunisia" left as ``[Tunisia, capital, city 1]`` once a copied hop is gone: ``[city 1, located in, Tunisia]``)
     for rel in judgement.uncovered:
@@ -89,6 +89,16 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
         out += edits.drop_any(c)
     # an edit that leaves a part no named entity anchors (a hop bridged past it) is offered without it too
     return out + [tidy for e in [c, *out] for tidy in edits.drop_part(e)]
+
+
+def _fixes_some(edited: Judgement, base: Judgement) -> bool:
+    """Whether ``edited`` is worth editing once more: fewer problems than ``base``, or as many but not all
+    of them ``base``'s ("of what nation is Tbilisi the capital?" written ``[Tbilisi, located in, country 1]
+    + [country 1, capital, city 1]``: dropping the last triple fixes the answer's type and leaves
+    "capital" unworded, which the next edit puts back the right way round)."""
+    if len(edited.problems) != len(base.problems):
+        return len(edited.problems) < len(base.problems)
+    return bool(set(base.problems) - set(edited.problems))
 
 
 def _eligible(judgement: Judgement, base: Judgement) -> bool:
@@ -152,8 +162,7 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     limit = max(len(base.problems) - 1, 0)  # an edit needs fewer problems than the LLM's pattern to win
     first = judge.judge_all(reading, [e for j in originals for e in candidate_edits(judge, reading, j)],
                             max_problems=limit, deadline=deadline, budget=budget)
-    promising = sorted((j for j in first if j.problems and len(j.problems) < len(base.problems)),
-                       key=lambda j: j.key)[:SECOND_ROUND]
+    promising = sorted((j for j in first if not j.sound and _fixes_some(j, base)), key=lambda j: j.key)[:SECOND_ROUND]
     left = budget - len({tuple(sorted(j.candidate.triples)) for j in first})
     second = judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j)],
                              max_problems=limit, deadline=deadline, budget=left) if left > 0 else []
