@@ -92,13 +92,12 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
 
 
 def _fixes_some(edited: Judgement, base: Judgement) -> bool:
-    """Whether ``edited`` is worth editing once more: fewer problems than ``base``, or as many but not all
-    of them ``base``'s ("of what nation is Tbilisi the capital?" written ``[Tbilisi, located in, country 1]
-    + [country 1, capital, city 1]``: dropping the last triple fixes the answer's type and leaves
-    "capital" unworded, which the next edit puts back the right way round)."""
-    if len(edited.problems) != len(base.problems):
-        return len(edited.problems) < len(base.problems)
-    return bool(set(base.problems) - set(edited.problems))
+    """Whether ``edited`` is worth editing once more: it has fewer problems than ``base`` ("the big cities
+    of Tunisia" written ``[Tunisia, located in, country 1], [country 1, capital, city 1]``: turning the
+    first triple round leaves no problem but a pattern the KG holds nothing close to, which the next edit
+    shortens). One with as many problems, other ones, is not: on MetaQA's reworded questions such second
+    edits (a relation rebound, then bridged) beat the LLM's right pattern with one no question asks."""
+    return len(edited.problems) < len(base.problems)
 
 
 def _eligible(judgement: Judgement, base: Judgement) -> bool:
