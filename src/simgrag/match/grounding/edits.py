@@ -222,7 +222,8 @@ def shortcut_answer(candidate: Candidate) -> list[Candidate]:
         before = tail if head == answer else head
         if not is_unknown(before) or degree.get(before) != 2:
             continue
-        rest = [tuple(answer if x == before else x for x in t) for t in candidate.triples if t != triple]
+        rest = [(answer if h == before else h, r, answer if t == before else t)
+                for h, r, t in candidate.triples if (h, r, t) != triple]
         out.append(candidate.edited(rest, f"dropped {list(triple)}, {answer!r} put in place of {before!r}"))
     return out
 
