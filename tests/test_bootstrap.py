@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from simgrag.bootstrap import (
@@ -261,6 +263,18 @@ def test_questions_are_respelt_as_the_kg_writes_its_names() -> None:
     assert respell("Is Guinea near Equatorial Guinea?", ["guinea", "equatorial_guinea"]) == (
         "Is Guinea near equatorial_guinea?")
     assert respell("Name the New-Zealand cities", ["new_zealand", "zealand"]) == "Name the new_zealand cities"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=60), st.lists(st.text(min_size=1, max_size=12).map(str.strip), max_size=3))
+def test_respelling_never_fails_and_is_stable(question: str, names: list[str]) -> None:
+    """Any text and names (LLM output is data): a string back, and respelling it again changes nothing when
+    the names are distinct after folding (two named entities of one sample are)."""
+    out = respell(question, names)
+    assert isinstance(out, str)
+    folded = [" ".join(re.split(r"[\s_\-]+", n.casefold())) for n in names]
+    if len(set(folded)) == len(folded):
+        assert respell(out, names) == out
 
 
 # -- the examples bootstrap --------------------------------------------------------------------------------

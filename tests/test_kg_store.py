@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from simgrag.errors import EmptyKGError, KGError
 from simgrag.kg import KGStore, NameTable, Triple
-from simgrag.kg.twins import twin_ids, twin_relations
+from simgrag.kg.twins import twin_ids, twin_relations, without_twins
 
 TRIPLES = [
     ("a", "r", "b"),
@@ -124,3 +124,17 @@ def test_twin_relations_are_the_facts_turned_round_found_from_the_triples() -> N
     ids = twin_ids(store)  # both ways, by id
     capital, inverse = store.relations.id_of("capital"), store.relations.id_of("capital_inverse")
     assert ids[capital] == inverse and ids[inverse] == capital and len(ids) == 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcde"), st.sampled_from(["r", "r_inverse", "s", "t"]),
+                          st.sampled_from("abcde")), min_size=1, max_size=30))
+def test_twins_are_exactly_the_facts_turned_round(triples: list[tuple[str, str, str]]) -> None:
+    store = KGStore.from_triples(triples)
+    twins = twin_relations(store)
+    facts = set(triples)
+    for twin, kept in twins.items():
+        assert {(t, h) for h, r, t in facts if r == twin} == {(h, t) for h, r, t in facts if r == kept}
+    ids = twin_ids(store)
+    assert all(ids[ids[a]] == a for a in ids)
+    assert len(without_twins(store, range(store.num_relations))) == store.num_relations - len(twins)

@@ -287,17 +287,25 @@ def _folded(text: str) -> tuple[str, list[int]]:
 def respell(question: str, names: Sequence[str]) -> str:
     """``question`` with each of ``names`` it writes another way spelt as the KG does: "Somali Shilling",
     "Saint Barthélemy", "saint denis" become ``somali_shilling``, ``saint_barthelemy``, ``saint-denis``.
-    The words must be the name's own (case, accents, and ``_`` / ``-`` / spaces between them aside): an
-    example then reads as the KG's users write its entities, and the screen sees the entity named."""
+    The words must be the name's own (case, accents, and ``_`` / ``-`` / spaces between them aside; other
+    punctuation as written): an example then reads as the KG's users write its entities, and the screen
+    sees the entity named."""
+    respelt: list[tuple[int, int]] = []  # spans already written the KG's way: not matched again
     for name in sorted(names, key=len, reverse=True):
-        parts = re.findall(r"[^\W_]+", _folded(name)[0])
+        parts = [p for p in re.split(r"[\s_\-]+", _folded(name)[0]) if p]
         if not parts or re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", question, re.IGNORECASE):
             continue
         folded, where = _folded(question)
-        found = re.search(r"(?<!\w)" + r"[\W_]+".join(map(re.escape, parts)) + r"(?!\w)", folded)
-        if found is not None:
+        pattern = r"(?<!\w)" + r"[\s_\-]+".join(map(re.escape, parts)) + r"(?!\w)"
+        for found in re.finditer(pattern, folded):
             start, end = where[found.start()], where[found.end() - 1] + 1
+            if any(start < b and a < end for a, b in respelt):
+                continue
             question = question[:start] + name + question[end:]
+            shift = len(name) - (end - start)
+            respelt = [(a + shift, b + shift) if a >= end else (a, b) for a, b in respelt]
+            respelt.append((start, start + len(name)))
+            break
     return question
 
 
