@@ -497,3 +497,21 @@ def test_an_edit_that_fixes_one_problem_is_edited_again(retriever: SubgraphRetri
     result = stage.generate("What are the big cities of Spain?")
     assert result.pattern.triples() == [("UNKNOWN city 1", "located in", "Spain")], result.kg_repairs
     assert any("turned" in n for n in result.kg_repairs) and any("put in place of" in n for n in result.kg_repairs)
+
+
+def test_a_hop_the_question_has_no_words_for_is_skipped_from_the_named_entity(retriever: SubgraphRetriever) -> None:
+    """"What currency does Spain use?" written through Spain's neighbours (``[Spain, borders, country 1],
+    [country 1, currency, currency 1]``: no word reads ``borders``) becomes ``[Spain, currency, currency 1]``."""
+    from simgrag.match.grounding.edits import skip_named_hop
+
+    detour = [["Spain", "borders", "UNKNOWN country 1"], ["UNKNOWN country 1", "currency", "UNKNOWN currency 1"]]
+    judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    question = "What currency does Spain use?"
+    verdict = judge.judge(judge.read(question), Candidate(tuple(tuple(t) for t in detour)))
+    assert verdict.unsupported == (("Spain", "borders", "UNKNOWN country 1"),)
+    assert [c.triples for c in skip_named_hop(verdict.candidate, verdict, judge, judge.read(question))] == [
+        (("Spain", "currency", "UNKNOWN currency 1"),)]
+    llm = FakeLLM([json.dumps({"triples": detour})] * 2)
+    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(EXAMPLES), analogy=False), retriever)
+    result = stage.generate(question)
+    assert result.pattern.triples() == [("Spain", "currency", "UNKNOWN currency 1")], result.kg_repairs

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 
 from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, dangling_leaves, unknown_name
 from simgrag.match.grounding.lexicon import kg_roles
+from simgrag.match.grounding.question import QuestionReading
 from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown
@@ -52,6 +53,7 @@ __all__ = [
     "rebind_relation",
     "rechain_leaf",
     "shortcut_answer",
+    "skip_named_hop",
     "swap_named",
 ]
 
@@ -70,6 +72,36 @@ def prune_unsupported(candidate: Candidate, judgement: Judgement) -> list[Candid
     """Drop unsupported triples that end in an unknown leaf, repeatedly; at least one triple stays."""
     unsupported = set(judgement.unsupported)
     return _prune_leaves(candidate, unsupported.__contains__, "the question has no words for them")
+
+
+def skip_named_hop(candidate: Candidate, judgement: Judgement, judge: PatternJudge,
+                   reading: QuestionReading) -> list[Candidate]:
+    """An unsupported triple between a named entity and an unknown node the rest of the pattern goes on
+    from, taken out with the entity put in the unknown node's place, when the question's words read the
+    relations the entity then gets: "if i go to cambodia, what currency will i need ?" written ``[cambodia,
+    capital, country 1], [country 1, currency, currency 1]`` (no word for ``capital``; "currency" reads
+    ``currency``) becomes ``[cambodia, currency, currency 1]``. ("The big cities of Spain" written ``[Spain,
+    located in, country 1], [country 1, capital, city 1]`` does not become ``[Spain, capital, city 1]``:
+    nothing reads ``capital``.)"""
+    if not judgement.unsupported or judgement.pattern is None:
+        return []
+    words = [*judge.view(reading, judgement.pattern).phrases, *([judgement.focus_word] if judgement.focus_word else [])]
+    read = set(judge.lexicon.relation_phrases(words))
+    degree = _degrees(candidate.triples)
+    out: list[Candidate] = []
+    for triple in judgement.unsupported:
+        head, _, tail = triple
+        for named, node in ((head, tail), (tail, head)):
+            if is_unknown(named) or not is_unknown(node) or degree.get(node, 0) < 2:
+                continue
+            moved = [r for h, r, t in candidate.triples if (h, r, t) != triple and node in (h, t)]
+            if not all(judge.retriever.nearest_relation(r) in read for r in moved):
+                continue
+            rest = [(named if h == node else h, r, named if t == node else t)
+                    for h, r, t in candidate.triples if (h, r, t) != triple]
+            out.append(candidate.edited(rest, f"dropped {list(triple)}, {named!r} put in place of {node!r}: "
+                                              "the question has no words for it"))
+    return out
 
 
 def prune_stray(candidate: Candidate, judgement: Judgement, judge: PatternJudge) -> list[Candidate]:

@@ -68,6 +68,7 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
            *edits.flip_role(c, judge),
            *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
            *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement),
+           *edits.skip_named_hop(c, judgement, judge, reading),
            *bridges.bridge_named(c, judge, reading), *bridges.retype(c, judge), *bridges.bridge_typed(c, judge),
            *bridges.insert_hop(c, reading, judge)]
     if reading.asks_who():
