@@ -41,7 +41,7 @@ from simgrag.errors import ConfigError
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.kg.store import KGStore
-from simgrag.kg.twins import twin_relations
+from simgrag.kg.twins import twin_ids, twin_relations
 from simgrag.llm.base import LLM, ChatMessage
 from simgrag.llm.counting import CountingLLM
 from simgrag.progress import progress_on
@@ -102,8 +102,8 @@ def filter_phrases(proposed: dict[int, list[str]], base_texts: list[str], base_o
     blank "Portugal is Spain's ___") need only be nearer to it — its texts and the paraphrases kept for it —
     than to any other relation's texts (margin 0): the blank names the relation's own triples, and such nouns embed
     far from every relation name (MiniLM: "neighbour" 1.21 from ``borders with``, 1.20 from ``in
-    continent``, 1.02 from the paraphrase "adjacent to"). ``twins`` (``{twin id: kept id}``,
-    :func:`~simgrag.kg.twins.twin_relations`): a relation's twin holds its facts turned round and is no rival."""
+    continent``, 1.02 from the paraphrase "adjacent to"). ``twins`` (relation id → its twin's id, one way or
+    both, :func:`~simgrag.kg.twins.twin_ids`): a relation's twin holds its facts turned round and is no rival."""
     pair = {a: b for t, k in (twins or {}).items() for a, b in ((t, k), (k, t))}
     nouns = {(rid, n) for rid, ns in (role_nouns or {}).items() for n in ns}
     kept: dict[int, list[str]] = {}
@@ -223,10 +223,9 @@ def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: A
     vectors = dict(zip(every, index.embedder.encode(every, show_progress=False), strict=True))
     nouns = {store.relations.id_of(n) or 0: [p for p in found if p not in asked.get(n, [])]
              for n, found in roles.items() if store.relations.id_of(n) is not None}
-    twin_ids = {store.relations.id_of(t) or 0: store.relations.id_of(k) or 0 for t, k in twins.items()}
     kept, dropped = filter_phrases(proposed, base_texts, base_owner, vectors, list(store.relations),
                                    margin=settings.margin, max_distance=settings.max_distance, role_nouns=nouns,
-                                   twins=twin_ids)
+                                   twins=twin_ids(store))
     existing = {rid: [t for t, o in zip(base_texts, base_owner, strict=True)
                       if o == rid and t != relation_text(store.relations[rid])] for rid in range(store.num_relations)}
     table = {store.relations[rid]: existing[rid] + kept.get(rid, []) for rid in range(store.num_relations)}

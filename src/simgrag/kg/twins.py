@@ -11,7 +11,9 @@ contains (``has_capital`` in ``has_capital_inverse``), else the one first in the
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -19,17 +21,55 @@ from simgrag.kg.store import KGStore
 
 __all__ = ["twin_ids", "twin_relations", "without_twins"]
 
-_FOUND: weakref.WeakKeyDictionary[KGStore, dict[int, int]] = weakref.WeakKeyDictionary()  # twin id → kept id
+
+@dataclass(frozen=True)
+class _Twins:
+    names: Mapping[str, str]  # twin → kept, by name
+    kept: Mapping[int, int]  # twin id → kept id
+    pairs: Mapping[int, int]  # relation id → its twin's id, both ways
+
+
+_FOUND: weakref.WeakKeyDictionary[KGStore, _Twins] = weakref.WeakKeyDictionary()
+
+
+def _twins(store: KGStore) -> _Twins:
+    """The store's twins, found once per store (a store's triples do not change)."""
+    found = _FOUND.get(store)
+    if found is None:
+        ids = _find_twins(store)
+        names = {store.relations[t]: store.relations[k] for t, k in ids.items()}
+        found = _Twins(MappingProxyType(names), MappingProxyType(ids),
+                       MappingProxyType({**ids, **{k: t for t, k in ids.items()}}))
+        _FOUND[store] = found
+    return found
+
+
+def twin_relations(store: KGStore) -> dict[str, str]:
+    """``{twin: kept}`` for every relation whose facts are exactly another relation's turned round (a
+    symmetric relation is not its own twin, but a copy of it is: ``borders_with_inverse`` of
+    ``borders_with``). One sort per relation of the triples' count, O(T log T) for T triples, once per store."""
+    return dict(_twins(store).names)
+
+
+def twin_ids(store: KGStore) -> Mapping[int, int]:
+    """Relation id → the id of its twin, both ways (:func:`twin_relations`; read-only, found once per store)."""
+    return _twins(store).pairs
+
+
+def without_twins(store: KGStore, relations: Iterable[int]) -> list[int]:
+    """``relations`` less each twin whose kept relation is among them (the same facts turned round)."""
+    given = list(relations)
+    kept = _twins(store).kept
+    present = set(given)
+    return [r for r in given if kept.get(r) not in present]
 
 
 def _pair_keys(store: KGStore, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
     return np.sort(heads.astype(np.int64) * max(store.num_entities, 1) + tails.astype(np.int64))
 
 
-def twin_relations(store: KGStore) -> dict[str, str]:
-    """``{twin: kept}`` for every relation whose facts are exactly another relation's turned round (a
-    symmetric relation is not its own twin, but a copy of it is: ``borders_with_inverse`` of
-    ``borders_with``). One sort per relation of the triples' count: O(T log T) for T triples."""
+def _find_twins(store: KGStore) -> dict[int, int]:
+    """Twin id → kept id (module docstring)."""
     rels = np.asarray(store.rels)
     heads, tails = np.asarray(store.heads), np.asarray(store.tails)
     order = np.argsort(rels, kind="stable")
@@ -39,7 +79,7 @@ def twin_relations(store: KGStore) -> dict[str, str]:
         size = int(starts[r + 1] - starts[r])
         if size:
             by_count.setdefault(size, []).append(r)
-    twins: dict[str, str] = {}
+    twins: dict[int, int] = {}
     for group in by_count.values():
         if len(group) < 2:
             continue
@@ -48,35 +88,10 @@ def twin_relations(store: KGStore) -> dict[str, str]:
         turned = {r: _pair_keys(store, tails[rows[r]], heads[rows[r]]) for r in group}
         for i, a in enumerate(group):
             for b in group[i + 1:]:
-                name_a, name_b = store.relations[a], store.relations[b]
-                if name_a in twins or name_b in twins or not np.array_equal(forward[a], turned[b]):
+                if a in twins or b in twins or not np.array_equal(forward[a], turned[b]):
                     continue
-                kept, twin = (name_b, name_a) if name_b in name_a and name_b != name_a else (name_a, name_b)
+                name_a, name_b = store.relations[a], store.relations[b]
+                twin, kept = (a, b) if name_b in name_a and name_b != name_a else (b, a)
                 twins[twin] = kept
     return twins
 
-
-def _twin_to_kept(store: KGStore) -> dict[int, int]:
-    found = _FOUND.get(store)
-    if found is None:
-        found = {}
-        for twin, kept in twin_relations(store).items():
-            a, b = store.relations.id_of(twin), store.relations.id_of(kept)
-            if a is not None and b is not None:
-                found[a] = b
-        _FOUND[store] = found
-    return found
-
-
-def twin_ids(store: KGStore) -> dict[int, int]:
-    """Relation id → the id of its twin, both ways (:func:`twin_relations`; found once per store)."""
-    found = _twin_to_kept(store)
-    return {**found, **{kept: twin for twin, kept in found.items()}}
-
-
-def without_twins(store: KGStore, relations: Iterable[int]) -> list[int]:
-    """``relations`` less each twin whose kept relation is among them (the same facts turned round)."""
-    given = list(relations)
-    found = _twin_to_kept(store)
-    present = set(given)
-    return [r for r in given if found.get(r) not in present]

@@ -74,6 +74,11 @@ def prune_unsupported(candidate: Candidate, judgement: Judgement) -> list[Candid
     return _prune_leaves(candidate, unsupported.__contains__, "the question has no words for them")
 
 
+def _put_in_place(triples: Sequence[Triple3], dropped: Triple3, old: str, new: str) -> list[Triple3]:
+    """``triples`` without ``dropped``, node ``old`` renamed ``new`` in the rest (the two merged)."""
+    return [(new if h == old else h, r, new if t == old else t) for h, r, t in triples if (h, r, t) != dropped]
+
+
 def skip_named_hop(candidate: Candidate, judgement: Judgement, judge: PatternJudge,
                    reading: QuestionReading) -> list[Candidate]:
     """An unsupported triple between a named entity and an unknown node the rest of the pattern goes on
@@ -97,10 +102,9 @@ def skip_named_hop(candidate: Candidate, judgement: Judgement, judge: PatternJud
             moved = [r for h, r, t in candidate.triples if (h, r, t) != triple and node in (h, t)]
             if not all(judge.retriever.nearest_relation(r) in read for r in moved):
                 continue
-            rest = [(named if h == node else h, r, named if t == node else t)
-                    for h, r, t in candidate.triples if (h, r, t) != triple]
-            out.append(candidate.edited(rest, f"dropped {list(triple)}, {named!r} put in place of {node!r}: "
-                                              "the question has no words for it"))
+            out.append(candidate.edited(_put_in_place(candidate.triples, triple, node, named),
+                                        f"dropped {list(triple)}, {named!r} put in place of {node!r}: "
+                                        "the question has no words for it"))
     return out
 
 
@@ -254,9 +258,8 @@ def shortcut_answer(candidate: Candidate) -> list[Candidate]:
         before = tail if head == answer else head
         if not is_unknown(before) or degree.get(before) != 2:
             continue
-        rest = [(answer if h == before else h, r, answer if t == before else t)
-                for h, r, t in candidate.triples if (h, r, t) != triple]
-        out.append(candidate.edited(rest, f"dropped {list(triple)}, {answer!r} put in place of {before!r}"))
+        out.append(candidate.edited(_put_in_place(candidate.triples, triple, before, answer),
+                                    f"dropped {list(triple)}, {answer!r} put in place of {before!r}"))
     return out
 
 

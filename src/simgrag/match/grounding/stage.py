@@ -92,15 +92,6 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
     return out + [tidy for e in [c, *out] for tidy in edits.drop_part(e)]
 
 
-def _fixes_some(edited: Judgement, base: Judgement) -> bool:
-    """Whether ``edited`` is worth editing once more: it has fewer problems than ``base`` ("the big cities
-    of Tunisia" written ``[Tunisia, located in, country 1], [country 1, capital, city 1]``: turning the
-    first triple round leaves no problem but a pattern the KG holds nothing close to, which the next edit
-    shortens). One with as many problems, other ones, is not: on MetaQA's reworded questions such second
-    edits (a relation rebound, then bridged) beat the LLM's right pattern with one no question asks."""
-    return len(edited.problems) < len(base.problems)
-
-
 def _eligible(judgement: Judgement, base: Judgement) -> bool:
     """Whether an edited candidate may replace the LLM's pattern: it has fewer problems, or none and the
     focus word confirms its answer node. (Dropping a triple only because no phrase reads as its relation
@@ -162,7 +153,12 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     limit = max(len(base.problems) - 1, 0)  # an edit needs fewer problems than the LLM's pattern to win
     first = judge.judge_all(reading, [e for j in originals for e in candidate_edits(judge, reading, j)],
                             max_problems=limit, deadline=deadline, budget=budget)
-    promising = sorted((j for j in first if not j.sound and _fixes_some(j, base)), key=lambda j: j.key)[:SECOND_ROUND]
+    # edited again: unsound edits with fewer problems than the LLM's pattern, none left included ("the big cities of
+    # Tunisia" written [Tunisia, located in, country 1] + [country 1, capital, city 1]: turned round, nothing close in
+    # the KG; shortened next). Not those with as many other problems: on MetaQA's reworded questions such second
+    # edits (a relation rebound, then bridged) beat the LLM's right pattern with one no question asks.
+    promising = sorted((j for j in first if not j.sound and len(j.problems) < len(base.problems)),
+                       key=lambda j: j.key)[:SECOND_ROUND]
     left = budget - len({tuple(sorted(j.candidate.triples)) for j in first})
     second = judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j)],
                              max_problems=limit, deadline=deadline, budget=left) if left > 0 else []
