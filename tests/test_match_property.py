@@ -7,10 +7,11 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from simgrag.kg.store import KGStore
+from simgrag.match import _kernel
 from simgrag.match import restrict as restrict_module
 from simgrag.match import search as search_module
 from simgrag.match.candidates import CandidateTable, NodeCandidates
@@ -367,6 +368,37 @@ def test_within_set_capped_keeps_true_members(data: tuple[KGStore, Pattern, Cand
     assert result.within.complete == (len(expected) <= cap)
     if len(expected) <= cap:
         assert got == _keys(expected)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.55, 0.6, 0.62, 0.7, 1.0]), min_size=1, max_size=14),
+       WITHIN, st.integers(1, 5))
+@example([0.6, 0.7, 0.7, 0.62, 0.55], 0.1, 3)
+def test_within_buffer_at_its_cap_is_exact_in_any_arrival_order(arrivals: list[float], within: float,
+                                                               cap: int) -> None:
+    """The kernel's within buffer fed mappings in any order (the best improving on the way), at its cap
+    from the start: ``capped`` (a dropped GSD within the final cut) holds exactly when more than the cap
+    are within the final cut, and otherwise the buffer holds every one of them. (Dropping the newcomer
+    instead of the buffer's worst lost a member once the best improved: GSDs .6 .7 .7, then .62 dropped,
+    then .55 left .7 .7 behind, cap 3 — a set of 3 reported capped.)"""
+    state = np.zeros(_kernel.N_STATE, dtype=np.int64)
+    state[_kernel.S_SET_CAP] = 1
+    res_gsd = np.full(1, np.inf)
+    set_gsd, set_f = np.zeros(cap), np.array([np.inf, np.inf, -1.0])
+    set_nodes, set_tids, set_rels = (np.zeros((cap, 1), dtype=np.int64) for _ in range(3))
+    for row, gsd in enumerate(arrivals):
+        mapping = np.array([row], dtype=np.int64)
+        assert _kernel._keep_within(gsd, mapping, mapping, mapping, res_gsd, state, within,
+                                    set_gsd, set_nodes, set_tids, set_rels, set_f)
+        res_gsd[0], state[_kernel.S_COUNT] = min(res_gsd[0], gsd), 1  # the top-1 the search would record
+    cut = min(arrivals) + within
+    members = {row for row, gsd in enumerate(arrivals) if gsd <= cut}
+    n = int(state[_kernel.S_SET])
+    kept = {int(set_nodes[i, 0]) for i in range(n) if set_gsd[i] <= cut}
+    assert (set_f[0] <= cut) == (len(members) > cap)
+    assert kept <= members and all(arrivals[int(set_nodes[i, 0])] == set_gsd[i] for i in range(n))
+    if len(members) <= cap:
+        assert kept == members
 
 
 def test_within_set_grows_its_buffer_and_stops_at_the_deadline() -> None:

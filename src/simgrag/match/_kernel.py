@@ -37,8 +37,11 @@ pruning threshold becomes ``max(k-th best, best + within)``, so nothing within `
 best is pruned; entries that fall out as the best improves are dropped when the buffer is compacted
 (and by the caller at the end). A full buffer returns ``SET_FULL`` with the mapping not yet recorded,
 so the caller can grow the buffer and resume; once the caller sets ``state[S_SET_CAP]`` (the buffer is
-at its cap), such mappings are dropped instead and the smallest dropped GSD is kept in ``set_f[0]``, so
-the caller knows whether the final set lost a member.
+at its cap), the buffer keeps the best mappings offered: the worse of the new mapping and the buffer's
+worst entry (``set_f[2]`` holds its row, -1 when unknown) is dropped and the smallest dropped GSD is kept
+in ``set_f[0]``. A dropped GSD within the final cut then means that the cap entries kept beside it were
+members too, i.e. more than the cap exist (dropping the newcomer instead could lose a member of a set
+that fits the cap, once the best improves and the worse entries fall out).
 """
 
 from __future__ import annotations
@@ -152,12 +155,22 @@ def _limit(res_gsd, state, k, within):
 
 
 @njit(cache=True, nogil=True)
+def _worst_row(set_gsd, n):
+    """The row of the largest GSD among the first ``n`` of the within buffer (the first of equals)."""
+    worst = 0
+    for i in range(1, n):
+        if set_gsd[i] > set_gsd[worst]:
+            worst = i
+    return worst
+
+
+@njit(cache=True, nogil=True)
 def _keep_within(gsd, f, tids, rels, res_gsd, state, within, set_gsd, set_nodes, set_tids, set_rels, set_f):
     """Within mode: write the current mapping to the set buffers when its GSD is within ``within`` of
     the best so far (itself included). A full buffer first drops the entries the best has left behind
-    (only when the best improved since the last time: ``set_f[1]``); still full, the mapping is dropped
-    and its GSD kept in ``set_f[0]`` when ``state[S_SET_CAP]`` says the buffer is at its cap, else
-    False is returned and nothing recorded."""
+    (only when the best improved since the last time: ``set_f[1]``); still full, the worse of the mapping
+    and the buffer's worst entry is dropped (its GSD kept in ``set_f[0]``) when
+    ``state[S_SET_CAP]`` says the buffer is at its cap, else False is returned and nothing recorded."""
     best = gsd
     if state[S_COUNT] > 0:
         best = min(best, res_gsd[:state[S_COUNT]].min())
@@ -178,10 +191,24 @@ def _keep_within(gsd, f, tids, rels, res_gsd, state, within, set_gsd, set_nodes,
                 kept += 1
         n = kept
         state[S_SET] = n
+        set_f[2] = -1.0  # the worst row moved
     if n >= set_gsd.shape[0]:
         if state[S_SET_CAP] == 0:
             return False
-        set_f[0] = min(set_f[0], gsd)
+        # at the cap the buffer keeps the best mappings: the worse of this one and the buffer's worst
+        # (ties: this one) is dropped, so a dropped GSD within the final cut means more than the cap exist
+        if set_f[2] < 0.0:
+            set_f[2] = _worst_row(set_gsd, n)
+        worst = int(set_f[2])
+        if gsd >= set_gsd[worst]:
+            set_f[0] = min(set_f[0], gsd)
+            return True
+        set_f[0] = min(set_f[0], set_gsd[worst])
+        set_gsd[worst] = gsd
+        set_nodes[worst, :] = f
+        set_tids[worst, :] = tids
+        set_rels[worst, :] = rels
+        set_f[2] = _worst_row(set_gsd, n)
         return True
     set_gsd[n] = gsd
     set_nodes[n, :] = f

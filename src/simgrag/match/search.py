@@ -291,7 +291,8 @@ class _Run:
         self.state[_kernel.S_DEPTH] = -1
         self.done = self.empty
         self.within, self.within_cap = within, within_cap
-        self.set_f = np.array([np.inf, np.inf])  # smallest dropped GSD, cut at the last compaction
+        # smallest dropped GSD, cut at the last compaction, row of the worst entry (-1: unknown)
+        self.set_f = np.array([np.inf, np.inf, -1.0])
         rows = 0 if within is None else min(within_cap, _WITHIN_START)
         self.set_gsd = np.zeros(rows, dtype=np.float64)
         self.set_nodes = np.zeros((rows, n_nodes), dtype=np.int64)
@@ -356,6 +357,7 @@ class _Run:
             self.state[_kernel.S_SET_CAP] = 1
             return
         self.set_f[1] = np.inf  # a bigger buffer: compaction may help again later
+        self.set_f[2] = -1.0
         size = min(self.within_cap, 2 * rows)
         self.set_gsd = np.resize(self.set_gsd, size)
         self.set_nodes = np.resize(self.set_nodes, (size, self.set_nodes.shape[1]))
