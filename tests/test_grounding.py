@@ -136,6 +136,8 @@ def test_the_judge_reads_a_lower_case_question_with_its_examples_words(judge: Pa
     ("the actor Juno is a co-star of who", None),
     # no question word: the request is the last sentence
     ("Juno is a film of some year. List the writers of the films released then.", "writers"),
+    ("juno is a film of some year. list the writers of the films released then .", "writers"),  # all lower case
+    ("the writers of juno wrote other films. list them.", "writers"),  # the last sentence has no content word
     # "the name of the X" asks for the X
     ("What is the name of the director of Juno?", "director"),
     ("Give me the names of the films Juno's writer wrote.", "films"),
@@ -209,6 +211,11 @@ def test_edits_shapes(judge: PatternJudge) -> None:
     assert [x.triples for x in edits.expand_roles(c, judge)] == [_triples(
         ("Juno", "starred actors", "UNKNOWN entity 1"), ("UNKNOWN movie 1", "starred actors", "UNKNOWN entity 1"))]
     assert [x.triples for x in edits.flip_role(c, judge)] == [_triples(("Juno", "starred actors", "UNKNOWN movie 1"))]
+    # turned round with the unknown typed after the side it left: also offered retyped to the side it takes
+    wrong_side = Candidate(_triples(("Jason Reitman", "directed by", "UNKNOWN director 1")))
+    assert [x.triples for x in edits.flip_role(wrong_side, judge)] == [
+        _triples(("UNKNOWN director 1", "directed by", "Jason Reitman")),
+        _triples(("UNKNOWN movie 1", "directed by", "Jason Reitman"))]
     swapped = edits.swap_named(Candidate(_triples(("UNKNOWN movie 1", "directed by", "Ellen Page"),
                                                   ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"))))
     assert [x.triples for x in swapped] == [_triples(("UNKNOWN movie 1", "directed by", "UNKNOWN actor 1"),
@@ -260,6 +267,29 @@ def test_an_extra_leaf_the_question_has_no_words_for_is_dropped(judge: PatternJu
     best, considered = best_candidate(judge, reading, originals)
     assert best.candidate.triples == _triples(("UNKNOWN movie 1", "starred actors", "Leonardo DiCaprio"))
     assert best.candidate.edits and len(considered) > 1
+
+
+def test_a_named_entity_on_the_wrong_side_is_turned_round_and_the_unknown_retyped(judge: PatternJudge) -> None:
+    reading = judge.read("Which movies did Jason Reitman direct?")
+    originals = judge.judge_all(reading, [Candidate(_triples(("Jason Reitman", "directed by", "UNKNOWN director 1")))])
+    best, _ = best_candidate(judge, reading, originals)
+    assert best.candidate.triples == _triples(("UNKNOWN movie 1", "directed by", "Jason Reitman"))
+    assert best.sound and best.retrieval is not None and best.retrieval.evidence
+
+
+def test_a_named_entity_given_a_hop_of_its_own_takes_the_leaf_it_is(judge: PatternJudge) -> None:
+    # "Of what nation is Tbilisi the capital?" in the toy KG's terms: the LLM gave the director a hop of his
+    # own (one the KG has: Nolan wrote Inception) and left the director asked for
+    reading = judge.read("Which movies is Christopher Nolan the director of?")
+    llm = Candidate(_triples(("UNKNOWN movie 1", "written by", "Christopher Nolan"),
+                             ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1")))
+    right = _triples(("UNKNOWN movie 1", "directed by", "Christopher Nolan"))
+    assert [x.triples for x in edits.name_in_place(llm)] == [right]
+    best, _ = best_candidate(judge, reading, judge.judge_all(reading, [llm]))
+    assert best.candidate.triples == right and best.focus == "confirmed" and best.sound
+    # named in a second triple too, the entity's own hop stays: nothing to offer
+    twice = Candidate((*llm.triples, ("Christopher Nolan", "written by", "UNKNOWN writer 1")))
+    assert edits.name_in_place(twice) == []
 
 
 def test_a_sound_pattern_is_kept_without_judging_edits(judge: PatternJudge) -> None:

@@ -16,6 +16,9 @@ answer the small model's frequent mistakes:
 - :func:`detach_named` — one entity named in two triples although the KG has it in one of the two
   relations only ("Who stars in the films that Ronan Bennett wrote?" → ``[movie 1, starred actors,
   Ronan Bennett]``): that end becomes the unknown asked for;
+- :func:`swap_named` / :func:`name_in_place` — the named entity and an unknown leaf beside it in each
+  other's places ("Who directed the movies Marc Connelly wrote?"), or the entity given a hop of its own
+  beside the leaf it is ("Of what nation is Tbilisi the capital?");
 - :func:`rechain_leaf` — the answer hung from a node beside an unknown leaf that the question walks
   through ("Brazil's neighbours' currencies"), moved onto the leaf;
 - :func:`drop_part` — a part of a disconnected pattern that no named entity anchors, dropped;
@@ -33,7 +36,7 @@ from simgrag.match.grounding.lexicon import kg_roles
 from simgrag.match.grounding.question import QuestionReading
 from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import SubgraphRetriever
-from simgrag.pattern.graph import Pattern, is_unknown
+from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 
 __all__ = [
     "collapse_echo",
@@ -48,6 +51,7 @@ __all__ = [
     "extend_to_who",
     "flip_role",
     "merge_parts",
+    "name_in_place",
     "prune_unsupported",
     "rebind_asked",
     "rebind_relation",
@@ -263,29 +267,50 @@ def shortcut_answer(candidate: Candidate) -> list[Candidate]:
     return out
 
 
+def _named_beside_leaf(triples: Sequence[Triple3]) -> list[tuple[int, int, str, str]]:
+    """(i, j, K, U) for two triples on one unknown node M, triple i naming entity K, triple j ending in
+    an unknown leaf U."""
+    degree = _degrees(triples)
+    found: list[tuple[int, int, str, str]] = []
+    for i, first in enumerate(triples):
+        for j, second in enumerate(triples):
+            shared = {first[0], first[2]} & {second[0], second[2]}
+            if i == j or len(shared) != 1:
+                continue
+            middle = shared.pop()
+            named = first[2] if first[0] == middle else first[0]
+            leaf = second[2] if second[0] == middle else second[0]
+            if is_unknown(middle) and not is_unknown(named) and is_unknown(leaf) and degree[leaf] == 1:
+                found.append((i, j, named, leaf))
+    return found
+
+
 def swap_named(candidate: Candidate) -> list[Candidate]:
     """Two triples on one unknown node M, one naming entity K, the other ending in an unknown leaf U:
     K and U trade places ("Who directed the movies Marc Connelly wrote?" written as ``[M, directed by,
     Marc Connelly]``, ``[M, written by, U]``)."""
     triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for i, j, named, leaf in _named_beside_leaf(triples):
+        new_first = tuple(leaf if x == named else x for x in triples[i])
+        new_second = tuple(named if x == leaf else x for x in triples[j])
+        new = [new_first if k == i else new_second if k == j else t for k, t in enumerate(triples)]
+        out.append(candidate.edited(new, f"swapped {named!r} and {leaf!r}"))  # type: ignore[arg-type]
+    return out
+
+
+def name_in_place(candidate: Candidate) -> list[Candidate]:
+    """The same two triples, K named in no other: K takes U's place and its own triple goes — the question
+    names the leaf, and the LLM gave K a hop of its own ("Of what nation is Tbilisi the capital?" written
+    as ``[Tbilisi, in country, M]``, ``[M, capital, U]``: Tbilisi *is* the capital, ``[M, capital, Tbilisi]``)."""
+    triples = list(candidate.triples)
     degree = _degrees(triples)
     out: list[Candidate] = []
-    for i, first in enumerate(triples):
-        for j, second in enumerate(triples):
-            if i == j:
-                continue
-            shared = {first[0], first[2]} & {second[0], second[2]}
-            if len(shared) != 1:
-                continue
-            middle = shared.pop()
-            named = first[2] if first[0] == middle else first[0]
-            leaf = second[2] if second[0] == middle else second[0]
-            if not is_unknown(middle) or is_unknown(named) or not is_unknown(leaf) or degree[leaf] != 1:
-                continue
-            new_first = tuple(leaf if x == named else x for x in first)
-            new_second = tuple(named if x == leaf else x for x in second)
-            new = [new_first if k == i else new_second if k == j else t for k, t in enumerate(triples)]
-            out.append(candidate.edited(new, f"swapped {named!r} and {leaf!r}"))  # type: ignore[arg-type]
+    for i, _, named, leaf in _named_beside_leaf(triples):
+        if degree[named] == 1:
+            new = [tuple(named if x == leaf else x for x in t) for k, t in enumerate(triples) if k != i]
+            out.append(candidate.edited(new, f"took {leaf!r} to be {named!r}, dropped "  # type: ignore[arg-type]
+                                             f"{list(triples[i])}: the question names it there"))
     return out
 
 
@@ -354,7 +379,11 @@ def drop_any(candidate: Candidate) -> list[Candidate]:
 
 
 def flip_role(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
-    """``(K, r, U)`` where the KG has K only as the tail of r (or the reverse): the triple turned round."""
+    """``(K, r, U)`` where the KG has K only as the tail of r (or the reverse): the triple turned round.
+    When U's type word came with the side it leaves (``[South America, in continent, UNKNOWN continent 1]``
+    for "which countries are in South America?"), the turned triple is also offered with U retyped to what
+    the examples put at its new end (``[UNKNOWN country 1, in continent, South America]``): one edit, since
+    the turned triple alone is as unsound as the LLM's and would not be edited again."""
     triples = list(candidate.triples)
     out: list[Candidate] = []
     for i, (head, relation, tail) in enumerate(triples):
@@ -366,7 +395,32 @@ def flip_role(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
             sides = kg_roles(judge.retriever, entity).get(rel, set())
             if sides and side not in sides:
                 new = [(tail, relation, head) if k == i else t for k, t in enumerate(triples)]
-                out.append(candidate.edited(new, f"turned {list(triples[i])} round: {named!r} is never its {side}"))
+                note = f"turned {list(triples[i])} round: {named!r} is never its {side}"
+                out.append(candidate.edited(new, note))
+                out += _retyped_at(candidate, judge, new, i, note)
+    return out
+
+
+def _retyped_at(candidate: Candidate, judge: PatternJudge, triples: list[Triple3], i: int,
+                note: str) -> list[Candidate]:
+    """``triples`` with the typed unknown of triple ``i`` renamed to each type the examples put at its end
+    there, when they never put its own type there (one candidate per type); when they put none there, to
+    each type of theirs that the KG's entities at that end are (:meth:`~simgrag.match.grounding.lexicon.
+    Lexicon.kg_side_is`: a 12-example file asks "On which continent is Chad?" with a named country only)."""
+    schema = judge.lexicon.schema
+    known = {hint for hint, _, _ in schema}
+    out: list[Candidate] = []
+    for _, rel, node, side in judge.lexicon.relation_ends(triples[i:i + 1]):
+        hint = type_hint(node) if is_unknown(node) else None
+        have = singular(hint.lower()) if hint else None
+        if have is None or have not in known or (have, rel, side) in schema:
+            continue
+        fits = ({t for t, r, s in schema if r == rel and s == side}
+                or {t for t in known if t != have and judge.lexicon.kg_side_is(rel, side, t)})
+        for fit in sorted(fits):
+            name = unknown_name(triples, fit)
+            new = [(name if h == node else h, r, name if t == node else t) for h, r, t in triples]
+            out.append(candidate.edited(new, f"{note}; took {node!r} to be a {fit} ({name!r})"))
     return out
 
 

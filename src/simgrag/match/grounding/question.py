@@ -178,9 +178,15 @@ class QuestionReading:
 
     def _last_sentence(self, covered: Sequence[bool]) -> int:
         """First word of the question's last sentence: after a word ending in . ! ? or ; that no entity
-        name covers ("Dr. No" stays one name), where a capitalised word begins; 0 for one sentence."""
+        name covers ("Dr. No" stays one name), where a capitalised word begins — any word, in a question
+        written all in lower case ("tampere is in some country. list the capitals …") — and a content word
+        follows; 0 for one sentence."""
+        lower_case = not any(w[:1].isupper() for w in self.words)
+        clean = self.clean_words()
         for i in range(len(self.words) - 1, 0, -1):
-            if self.words[i - 1][-1:] in ".!?;" and not covered[i - 1] and self.words[i][:1].isupper():
+            if (self.words[i - 1][-1:] in ".!?;" and not covered[i - 1]
+                    and (lower_case or self.words[i][:1].isupper())
+                    and any(w and w not in STOPWORDS and not covered[k] for k, w in enumerate(clean[i:], i))):
                 return i
         return 0
 

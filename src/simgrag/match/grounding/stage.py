@@ -74,7 +74,7 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
     if reading.asks_who():
         out += edits.extend_to_who(c, judge)
     if judgement.focus == "contradicted":
-        out += edits.swap_named(c) + edits.drop_leaf(c) + edits.shortcut_answer(c)
+        out += edits.swap_named(c) + edits.name_in_place(c) + edits.drop_leaf(c) + edits.shortcut_answer(c)
         if judgement.focus_word is not None:
             out += bridges.extend_to_focus(c, judge, judgement.focus_word)
         if judgement.wanted_relation is not None:
