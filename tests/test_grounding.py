@@ -216,6 +216,13 @@ def test_edits_shapes(judge: PatternJudge) -> None:
     assert [x.triples for x in edits.flip_role(wrong_side, judge)] == [
         _triples(("UNKNOWN director 1", "directed by", "Jason Reitman")),
         _triples(("UNKNOWN movie 1", "directed by", "Jason Reitman"))]
+    # the answer's triple rebound to the focus relation: the unknown retyped to what that relation's end holds
+    copied = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "Ellen Page"),
+                                ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")))
+    rebound = [x.triples for x in edits.rebind_asked(copied, "directed by", judge)]
+    assert _triples(("UNKNOWN movie 1", "starred actors", "Ellen Page"),
+                    ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1")) in rebound
+    assert len(edits.rebind_asked(copied, "directed by")) == 2 < len(rebound)  # without the judge: no retyping
     swapped = edits.swap_named(Candidate(_triples(("UNKNOWN movie 1", "directed by", "Ellen Page"),
                                                   ("UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"))))
     assert [x.triples for x in swapped] == [_triples(("UNKNOWN movie 1", "directed by", "UNKNOWN actor 1"),

@@ -347,10 +347,12 @@ def rebind_relation(candidate: Candidate, judge: PatternJudge) -> list[Candidate
     return out
 
 
-def rebind_asked(candidate: Candidate, relation_text: str) -> list[Candidate]:
+def rebind_asked(candidate: Candidate, relation_text: str, judge: PatternJudge | None = None) -> list[Candidate]:
     """The triple that reaches the answer node given the question's focus relation, in either direction
     (the KG's sides decide): "the **capitals** of the countries that use X" written as ``[city 1, located
-    in, country 1]`` becomes ``[country 1, capital, city 1]`` (and ``[city 1, capital, country 1]``)."""
+    in, country 1]`` becomes ``[country 1, capital, city 1]`` (and ``[city 1, capital, country 1]``). With
+    ``judge``, a rebound triple whose unknown kept the type of the old relation's end is also offered with it
+    retyped (``[country 2, capital, UNKNOWN currency 1]`` → ``UNKNOWN city 1``: a copied example's last hop)."""
     pattern = Pattern.from_triples(candidate.triples)
     asked = pattern.asked_node()
     if asked is None:
@@ -361,8 +363,10 @@ def rebind_asked(candidate: Candidate, relation_text: str) -> list[Candidate]:
             head, _, tail = candidate.triples[i]
             for turned, note in (((head, relation_text, tail), ""), ((tail, relation_text, head), ", turned round")):
                 new = [turned if k == i else t for k, t in enumerate(candidate.triples)]
-                out.append(candidate.edited(new, f"{edge.relation!r} -> {relation_text!r} on the answer's "
-                                                 f"triple{note}"))
+                why = f"{edge.relation!r} -> {relation_text!r} on the answer's triple{note}"
+                out.append(candidate.edited(new, why))
+                if judge is not None:
+                    out += _retyped_at(candidate, judge, new, i, why)
     return out
 
 

@@ -79,13 +79,13 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
             out += bridges.extend_to_focus(c, judge, judgement.focus_word)
         if judgement.wanted_relation is not None:
             text = judge.store.relations[judgement.wanted_relation].replace("_", " ")
-            out += edits.rebind_asked(c, text) + edits.extend_asked(c, text, judgement.focus_word or "entity")
+            out += edits.rebind_asked(c, text, judge) + edits.extend_asked(c, text, judgement.focus_word or "entity")
     elif judgement.gsd > GOOD_GSD:
         out += edits.drop_leaf(c) + edits.shortcut_answer(c)
     # a relation the question names and no triple has, put on the answer's triple ("the big **cities of**
     # Tunisia" left as ``[Tunisia, capital, city 1]`` once a copied hop is gone: ``[city 1, located in, Tunisia]``)
     for rel in judgement.uncovered:
-        out += edits.rebind_asked(c, judge.store.relations[rel].replace("_", " "))
+        out += edits.rebind_asked(c, judge.store.relations[rel].replace("_", " "), judge)
     if not (judgement.retrieval and judgement.retrieval.evidence):
         out += edits.drop_any(c)
     # an edit that leaves a part no named entity anchors (a hop bridged past it) is offered without it too
