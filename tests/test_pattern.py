@@ -94,6 +94,21 @@ def test_validation_messages(triples, message):
         validate_triples(triples)
 
 
+def test_a_path_written_as_one_list_is_split_into_its_triples():
+    # seen from the embedded model on a held-out question ("… the official language of Thessaloníki's country …")
+    pattern = validate_triples([["UNKNOWN country 1", "official language", "UNKNOWN language 1",
+                                 "official language", "UNKNOWN country 2"], ["Thessaloníki", "located in",
+                                                                           "UNKNOWN country 1"]])
+    assert [tuple(t) for t in pattern.triples()] == [
+        ("UNKNOWN country 1", "official language", "UNKNOWN language 1"),
+        ("UNKNOWN language 1", "official language", "UNKNOWN country 2"),  # as written: the judge turns it round
+        ("Thessaloníki", "located in", "UNKNOWN country 1")]
+    with pytest.raises(PatternError, match="expected exactly 3 items"):  # an even length is no path
+        validate_triples([["a", "r", "b", "s"]])
+    with pytest.raises(PatternError, match="expected exactly 3 items"):  # nor a list with a non-string
+        validate_triples([["a", 5, "b", "s", "c"]])
+
+
 def test_repeated_triples_are_dropped():
     pattern = validate_triples([TITANIC[0], list(TITANIC[0]), ["Titanic", "directed  by", "UNKNOWN director 1"]])
     assert len(pattern.edges) == 1

@@ -4,7 +4,8 @@ A pattern is usable when every triple is exactly three non-empty strings, it is 
 each connected component anchors on something (a known node or a *typed* unknown such as
 ``UNKNOWN director 1``), and — when ``require_connected`` — it is one connected graph. The matcher
 can search each component on its own, so connectivity is optional. Exact repeats of a triple (a
-small model's stutter) are dropped.
+small model's stutter) are dropped, and a path written as one list (``[A, r1, B, r2, C]``) is split
+into its triples.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def validate_triples(
         raise PatternError(
             f"The pattern has {len(triples)} triples, more than the limit of {max_triples}; "
             "a question's pattern should only hold the facts the question mentions")
+    triples = _split_paths(triples)
     for i, triple in enumerate(triples):
         _check_triple(i, triple)
     unique = _without_repeats(triples)  # a small model's stutter repeats one triple many times
@@ -103,6 +105,20 @@ def _check_triple(i: int, triple: Any) -> None:
             raise PatternError(f"{where}: the {name} is empty")
     if normalize_text(triple[0]) == normalize_text(triple[2]):  # "william  talbot" is "william talbot"
         raise PatternError(f"{where}: head and tail are the same node; a triple links two different nodes")
+
+
+def _split_paths(triples: Sequence[Any]) -> list[Any]:
+    """A path written as one list — ``[A, r1, B, r2, C]``, an odd number (≥ 5) of strings — split into its
+    triples ``[A, r1, B]``, ``[B, r2, C]`` (a small model's shorthand for a chain); anything else as it is."""
+    out: list[Any] = []
+    for triple in triples:
+        if (not isinstance(triple, (str, bytes)) and isinstance(triple, Sequence) and len(triple) >= 5
+                and len(triple) % 2 == 1 and all(isinstance(x, str) for x in triple)):
+            logger.info("split the path %r into %d triples", triple, len(triple) // 2)
+            out += [list(triple[k:k + 3]) for k in range(0, len(triple) - 2, 2)]
+        else:
+            out.append(triple)
+    return out
 
 
 def _without_repeats(triples: Sequence[Sequence[str]]) -> list[Sequence[str]]:
