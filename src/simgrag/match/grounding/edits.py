@@ -308,9 +308,9 @@ def name_in_place(candidate: Candidate) -> list[Candidate]:
     out: list[Candidate] = []
     for i, _, named, leaf in _named_beside_leaf(triples):
         if degree[named] == 1:
-            new = [tuple(named if x == leaf else x for x in t) for k, t in enumerate(triples) if k != i]
-            out.append(candidate.edited(new, f"took {leaf!r} to be {named!r}, dropped "  # type: ignore[arg-type]
-                                             f"{list(triples[i])}: the question names it there"))
+            out.append(candidate.edited(_put_in_place(triples, triples[i], leaf, named),
+                                        f"took {leaf!r} to be {named!r}, dropped {list(triples[i])}: the question "
+                                        "names it there"))
     return out
 
 
@@ -347,12 +347,12 @@ def rebind_relation(candidate: Candidate, judge: PatternJudge) -> list[Candidate
     return out
 
 
-def rebind_asked(candidate: Candidate, relation_text: str, judge: PatternJudge | None = None) -> list[Candidate]:
+def rebind_asked(candidate: Candidate, relation_text: str, judge: PatternJudge) -> list[Candidate]:
     """The triple that reaches the answer node given the question's focus relation, in either direction
     (the KG's sides decide): "the **capitals** of the countries that use X" written as ``[city 1, located
-    in, country 1]`` becomes ``[country 1, capital, city 1]`` (and ``[city 1, capital, country 1]``). With
-    ``judge``, a rebound triple whose unknown kept the type of the old relation's end is also offered with it
-    retyped (``[country 2, capital, UNKNOWN currency 1]`` → ``UNKNOWN city 1``: a copied example's last hop)."""
+    in, country 1]`` becomes ``[country 1, capital, city 1]`` (and ``[city 1, capital, country 1]``). A
+    rebound triple whose unknown kept the type of the old relation's end is also offered with it retyped
+    (``[country 2, capital, UNKNOWN currency 1]`` → ``UNKNOWN city 1``: a copied example's last hop)."""
     pattern = Pattern.from_triples(candidate.triples)
     asked = pattern.asked_node()
     if asked is None:
@@ -364,9 +364,7 @@ def rebind_asked(candidate: Candidate, relation_text: str, judge: PatternJudge |
             for turned, note in (((head, relation_text, tail), ""), ((tail, relation_text, head), ", turned round")):
                 new = [turned if k == i else t for k, t in enumerate(candidate.triples)]
                 why = f"{edge.relation!r} -> {relation_text!r} on the answer's triple{note}"
-                out.append(candidate.edited(new, why))
-                if judge is not None:
-                    out += _retyped_at(candidate, judge, new, i, why)
+                out += [candidate.edited(new, why), *_retyped_at(candidate, judge, new, i, why)]
     return out
 
 
