@@ -107,6 +107,11 @@ def test_a_path_written_as_one_list_is_split_into_its_triples():
         validate_triples([["a", "r", "b", "s"]])
     with pytest.raises(PatternError, match="expected exactly 3 items"):  # nor a list with a non-string
         validate_triples([["a", 5, "b", "s", "c"]])
+    # the raw limit counts split triples, and a path longer than it is reported as it is, not copied
+    with pytest.raises(PatternError, match="120 triples, more than the limit of 12"):
+        validate_triples([["a", "r", f"b{i}", "s", f"c{i}"] for i in range(60)])
+    with pytest.raises(PatternError, match="expected exactly 3 items"):
+        validate_triples([[f"n{i}" if i % 2 == 0 else "r" for i in range(2 * 8 * 12 + 3)]])
 
 
 def test_repeated_triples_are_dropped():

@@ -36,11 +36,11 @@ def validate_triples(
     """Check raw triples (e.g. from :func:`~simgrag.pattern.parse.parse_pattern_text`) → :class:`Pattern`."""
     if isinstance(triples, (str, bytes)) or not isinstance(triples, Sequence):
         raise PatternError(f"A pattern is a list of [head, relation, tail] triples, got {triples!r:.300}")
-    if len(triples) > RAW_LIMIT_FACTOR * max_triples:
+    raw_limit = RAW_LIMIT_FACTOR * max_triples
+    if len(triples) > raw_limit or len(triples := _split_paths(triples, raw_limit)) > raw_limit:
         raise PatternError(
             f"The pattern has {len(triples)} triples, more than the limit of {max_triples}; "
             "a question's pattern should only hold the facts the question mentions")
-    triples = _split_paths(triples)
     for i, triple in enumerate(triples):
         _check_triple(i, triple)
     unique = _without_repeats(triples)  # a small model's stutter repeats one triple many times
@@ -107,14 +107,16 @@ def _check_triple(i: int, triple: Any) -> None:
         raise PatternError(f"{where}: head and tail are the same node; a triple links two different nodes")
 
 
-def _split_paths(triples: Sequence[Any]) -> list[Any]:
+def _split_paths(triples: Sequence[Any], limit: int) -> list[Any]:
     """A path written as one list — ``[A, r1, B, r2, C]``, an odd number (≥ 5) of strings — split into its
-    triples ``[A, r1, B]``, ``[B, r2, C]`` (a small model's shorthand for a chain); anything else as it is."""
+    triples ``[A, r1, B]``, ``[B, r2, C]`` (a small model's shorthand for a chain); anything else, and a path
+    of more than ``limit`` triples (reported as it is, not copied), as it is."""
     out: list[Any] = []
     for triple in triples:
-        if (not isinstance(triple, (str, bytes)) and isinstance(triple, Sequence) and len(triple) >= 5
-                and len(triple) % 2 == 1 and all(isinstance(x, str) for x in triple)):
-            logger.info("split the path %r into %d triples", triple, len(triple) // 2)
+        if (not isinstance(triple, (str, bytes)) and isinstance(triple, Sequence)
+                and 5 <= len(triple) <= 2 * limit + 1 and len(triple) % 2 == 1
+                and all(isinstance(x, str) for x in triple)):
+            logger.info("split the path %.300r into %d triples", triple, len(triple) // 2)
             out += [list(triple[k:k + 3]) for k in range(0, len(triple) - 2, 2)]
         else:
             out.append(triple)
