@@ -300,6 +300,15 @@ def test_a_named_entity_given_a_hop_of_its_own_takes_the_leaf_it_is(judge: Patte
     assert edits.name_in_place(twice) == []
 
 
+def test_a_candidate_repeating_a_triple_is_edited_without_emptying_it(judge: PatternJudge) -> None:
+    # found by fuzzing: merging a dropped hop removed every copy of it, and the empty pattern raised
+    reading = judge.read("which")
+    hop = ("Juno", "directed by", "UNKNOWN movie 1")
+    repeated = Candidate(_triples(hop, hop))
+    best, considered = best_candidate(judge, reading, judge.judge_all(reading, [repeated]))
+    assert best.candidate.triples and all(j.candidate.triples for j in considered)
+
+
 def test_a_sound_pattern_is_kept_without_judging_edits(judge: PatternJudge) -> None:
     reading = judge.read("Who directed Memento?")
     originals = judge.judge_all(reading, [Candidate(_triples(("Memento", "directed by", "UNKNOWN director 1")))])

@@ -79,8 +79,11 @@ def prune_unsupported(candidate: Candidate, judgement: Judgement) -> list[Candid
 
 
 def _put_in_place(triples: Sequence[Triple3], dropped: Triple3, old: str, new: str) -> list[Triple3]:
-    """``triples`` without ``dropped``, node ``old`` renamed ``new`` in the rest (the two merged)."""
-    return [(new if h == old else h, r, new if t == old else t) for h, r, t in triples if (h, r, t) != dropped]
+    """``triples`` without ``dropped`` (one copy: an edited candidate may repeat a triple, and dropping every
+    copy could leave none), node ``old`` renamed ``new`` in the rest (the two merged)."""
+    rest = list(triples)
+    rest.remove(dropped)
+    return [(new if h == old else h, r, new if t == old else t) for h, r, t in rest]
 
 
 def skip_named_hop(candidate: Candidate, judgement: Judgement, judge: PatternJudge,
