@@ -115,6 +115,25 @@ def skip_named_hop(candidate: Candidate, judgement: Judgement, judge: PatternJud
     return out
 
 
+def undo_displaced(candidate: Candidate, judgement: Judgement, judge: PatternJudge) -> list[Candidate]:
+    """A named entity the best subgraph matches with another entity while the entity itself stands for an
+    UNKNOWN node next to it (:meth:`PatternJudge.displaced_names`): the triple between the two taken out
+    and the entity put in the unknown node's place. "which cities are capitals of the countries next to
+    kenya ?" written ``[country 1, is in country, kenya], [country 2, borders with, country 1], …`` becomes
+    ``[country 2, borders with, kenya], …``. Where the entity lands on a side of a relation the KG never has
+    it on, that triple is also offered turned round (:func:`flip_role`): "List cities located in New Zealand."
+    written ``[entity 1, located in, New Zealand], [entity 1, located in, city 1]``."""
+    out: list[Candidate] = []
+    for named, unknown in judge.displaced_names(judgement.retrieval):
+        for triple in candidate.triples:
+            if {triple[0], triple[2]} == {named.pattern_node, unknown}:
+                merged = candidate.edited(_put_in_place(candidate.triples, triple, unknown, named.pattern_node),
+                                          f"dropped {list(triple)}: the KG's {named.pattern_node!r} stood "
+                                          f"for {unknown!r} in it")
+                out += [merged, *flip_role(merged, judge)]
+    return out
+
+
 def prune_stray(candidate: Candidate, judgement: Judgement, judge: PatternJudge) -> list[Candidate]:
     """Drop the triples of relations the question's words did not choose (``judgement.stray_relations``)
     that end in an unknown leaf, repeatedly: what an example's pattern brings along that the question never
@@ -147,9 +166,12 @@ def _prune_leaves(candidate: Candidate, drop: Callable[[Triple3], bool], why: st
     return [candidate.edited(triples, "dropped " + ", ".join(str(list(t)) for t in dropped) + ": " + why)]
 
 
-def connect_parts(candidate: Candidate) -> list[Candidate]:
+def connect_parts(candidate: Candidate, named_relations: Sequence[str] = ()) -> list[Candidate]:
     """Join a disconnected pattern: link an unknown node of a part without a named node to a node of
-    another part by a relation already on that node."""
+    another part by a relation already on that node, or by one of ``named_relations`` (relations the
+    question names and no triple has) either way round: "Which currencies do the neighbours of the country
+    using the Hungarian Forint use?" written ``[country 1, currency, Hungarian Forint], [country 2, currency,
+    currency 1]`` is joined by ``[country 2, borders, country 1]``."""
     pattern = Pattern.from_triples(candidate.triples)
     parts = pattern.components()
     if len(parts) < 2:
@@ -167,9 +189,11 @@ def connect_parts(candidate: Candidate) -> list[Candidate]:
                     b_text = pattern.nodes[b].text
                     if not pattern.nodes[b].unknown:
                         continue
-                    for relation in relations:
-                        link = (b_text, relation, a_text)
-                        out.append(candidate.edited([*triples, link], f"added {list(link)} to connect the parts"))
+                    links = [(b_text, r, a_text) for r in relations]
+                    links += [link for r in named_relations if r not in relations
+                              for link in ((b_text, r, a_text), (a_text, r, b_text))]
+                    out += [candidate.edited([*triples, link], f"added {list(link)} to connect the parts")
+                            for link in links]
     return out
 
 
@@ -403,6 +427,39 @@ def flip_role(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
                 note = f"turned {list(triples[i])} round: {named!r} is never its {side}"
                 out.append(candidate.edited(new, note))
                 out += _retyped_at(candidate, judge, new, i, note)
+    return out
+
+
+def turn_typed(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
+    """A triple whose typed ends sit where the examples put the other end's type: the triple turned round.
+    "which cities are in the country whose capital is quito ?" written ``[country 1, has capital, quito],
+    [country 1, is in country, city 1]`` (cities are the heads of ``is in country``, countries its tails)
+    becomes ``…, [city 1, is in country, country 1]``. A type is at an end where the examples put it, or
+    where the KG's entities are of it (:meth:`~simgrag.match.grounding.lexicon.Lexicon.kg_side_is`: examples
+    that name every city still say what a city is). An end whose type the examples never use, or a named
+    one (:func:`flip_role` turns those by the KG), decides nothing."""
+    schema = judge.lexicon.schema
+    known = {hint for hint, _, _ in schema}
+
+    def fits(node: str, rel: int, side: str) -> bool | None:
+        hint = type_hint(node) if is_unknown(node) else None
+        kind = singular(hint.lower()) if hint else None
+        if kind is None or kind not in known:
+            return None
+        return (kind, rel, side) in schema or judge.lexicon.kg_side_is(rel, side, kind)
+
+    triples = list(candidate.triples)
+    out: list[Candidate] = []
+    for i, (head, relation, tail) in enumerate(triples):
+        rel = None if is_unknown(relation) else judge.retriever.nearest_relation(relation)
+        if rel is None:
+            continue
+        now = (fits(head, rel, "head"), fits(tail, rel, "tail"))
+        turned = (fits(tail, rel, "head"), fits(head, rel, "tail"))
+        if False in now and False not in turned and True in turned:
+            new = [(tail, relation, head) if k == i else t for k, t in enumerate(triples)]
+            out.append(candidate.edited(new, f"turned {list(triples[i])} round: the examples put its ends' "
+                                             "types the other way"))
     return out
 
 

@@ -38,7 +38,7 @@ from simgrag.errors import PatternError
 from simgrag.kg.twins import twin_ids
 from simgrag.match.grounding.lexicon import Lexicon, kg_roles, other_side
 from simgrag.match.grounding.question import STOPWORDS, WH_WORDS, QuestionReading, common_words_of, phrases_of
-from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
+from simgrag.match.retrieve import NodeBinding, Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 from simgrag.pattern.validate import validate_pattern
 
@@ -341,7 +341,7 @@ class PatternJudge:
         retrieval = None
         if max_problems is None or len(problems) <= max_problems:
             retrieval = self.retriever.retrieve(pattern, self.settings)
-            problems += self._type_problems(pattern, retrieval)
+            problems += self._type_problems(pattern, retrieval) + self._displaced_problems(retrieval)
             if not retrieval.evidence:
                 problems.append("no subgraph of the KG matches it")
         gsd = retrieval.evidence[0].gsd if retrieval is not None and retrieval.evidence else math.inf
@@ -425,6 +425,28 @@ class PatternJudge:
                 problems[f"{typed.text!r} is bound to {binding.entity!r}, which the KG makes a "
                          f"{' / '.join(sorted(kinds))}, not a {kind}"] = None
         return list(problems)
+
+    def displaced_names(self, retrieval: Retrieval | None) -> list[tuple[NodeBinding, str]]:
+        """Named nodes the best subgraph matches with another entity while the entity they name stands in
+        it for an UNKNOWN node (the named node's binding, that unknown node): ``[UNKNOWN country 1, is in
+        country, Kenya]`` + ``[UNKNOWN country 2, borders with, UNKNOWN country 1]`` fits the KG only as
+        (Nairobi, is in country, Kenya), "Kenya" matched by Nairobi and Kenya itself the unknown country — a
+        hop the question has no words for."""
+        if retrieval is None or not retrieval.evidence:
+            return []
+        best = retrieval.evidence[0]
+        standing_for = {n.entity_id: n.pattern_node for n in best.nodes if n.unknown}
+        out: list[tuple[NodeBinding, str]] = []
+        for node in best.nodes:
+            entity = None if node.unknown else self.entity_of(node.pattern_node)
+            if entity is not None and entity != node.entity_id and entity in standing_for:
+                out.append((node, standing_for[entity]))
+        return out
+
+    def _displaced_problems(self, retrieval: Retrieval) -> list[str]:
+        return [f"{named.pattern_node!r} is matched by {named.entity!r} while the KG's {named.pattern_node!r} "
+                f"stands for {unknown!r}: a hop too many at the named entity"
+                for named, unknown in self.displaced_names(retrieval)]
 
     def _focus(self, reading: QuestionReading, pattern: Pattern,
                view: QuestionView) -> tuple[Focus, list[str], int | None]:

@@ -61,14 +61,15 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
     if judgement.sound or judgement.pattern is None:
         return []
     c = judgement.candidate
-    out = [*edits.connect_parts(c), *edits.merge_parts(c), *edits.rechain_leaf(c),
+    named = [judge.store.relations[rel].replace("_", " ") for rel in judgement.uncovered]
+    out = [*edits.connect_parts(c, named), *edits.merge_parts(c), *edits.rechain_leaf(c),
            *anchors.anchor_entity(c, reading, judge.retriever),
            *anchors.name_unknown(c, reading, judge),
            *anchors.anchor_via(c, reading, judge), *edits.costar(c, judge),
-           *edits.flip_role(c, judge),
+           *edits.flip_role(c, judge), *edits.turn_typed(c, judge),
            *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
            *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement),
-           *edits.skip_named_hop(c, judgement, judge, reading),
+           *edits.skip_named_hop(c, judgement, judge, reading), *edits.undo_displaced(c, judgement, judge),
            *bridges.bridge_named(c, judge, reading), *bridges.retype(c, judge), *bridges.bridge_typed(c, judge),
            *bridges.insert_hop(c, reading, judge)]
     if reading.asks_who():
@@ -84,8 +85,8 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
         out += edits.drop_leaf(c) + edits.shortcut_answer(c)
     # a relation the question names and no triple has, put on the answer's triple ("the big **cities of**
     # Tunisia" left as ``[Tunisia, capital, city 1]`` once a copied hop is gone: ``[city 1, located in, Tunisia]``)
-    for rel in judgement.uncovered:
-        out += edits.rebind_asked(c, judge.store.relations[rel].replace("_", " "), judge)
+    for text in named:
+        out += edits.rebind_asked(c, text, judge)
     if not (judgement.retrieval and judgement.retrieval.evidence):
         out += edits.drop_any(c)
     # an edit that leaves a part no named entity anchors (a hop bridged past it) is offered without it too
@@ -153,6 +154,12 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     limit = max(len(base.problems) - 1, 0)  # an edit needs fewer problems than the LLM's pattern to win
     first = judge.judge_all(reading, [e for j in originals for e in candidate_edits(judge, reading, j)],
                             max_problems=limit, deadline=deadline, budget=budget)
+    # a displaced name is undone in the same round: the edit that made it may be right apart from that hop
+    # ("List cities located in New Zealand." given [entity 1, located in, New Zealand] as its entity's triple)
+    judged = {tuple(sorted(j.candidate.triples)) for j in first}
+    undone = [e for j in first for e in edits.undo_displaced(j.candidate, j, judge)
+              if tuple(sorted(e.triples)) not in judged]
+    first += judge.judge_all(reading, undone, max_problems=limit, deadline=deadline, budget=budget - len(judged))
     # edited again: unsound edits with fewer problems than the LLM's pattern, none left included ("the big cities of
     # Tunisia" written [Tunisia, located in, country 1] + [country 1, capital, city 1]: turned round, nothing close in
     # the KG; shortened next). Not those with as many other problems: on MetaQA's reworded questions such second
