@@ -7,6 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.match.grounding import Candidate, GroundedPatterns, PatternJudge, anchors, best_candidate, edits
@@ -347,6 +349,25 @@ def test_a_triple_whose_typed_ends_sit_the_other_way_round_is_turned(judge: Patt
     # the type check flags it — a city at the tail of ``is in country`` — and the turned triple wins)
     [judged] = judge.judge_all(reading, [Candidate(right)])
     assert judged.sound
+
+
+def test_the_asked_type_joined_by_two_triples_is_freed_to_be_the_answer(judge: PatternJudge) -> None:
+    # "On which continents are the countries that border the nation whose capital is Moscow?" written with the
+    # continent shared by two countries (the answer became the second country)
+    reading = judge.read("In which years were the movies Christopher Nolan directed released?")
+    llm = Candidate(_triples(("UNKNOWN movie 1", "directed by", "Christopher Nolan"),
+                             ("UNKNOWN movie 1", "release year", "UNKNOWN year 1"),
+                             ("UNKNOWN movie 2", "release year", "UNKNOWN year 1"),
+                             ("UNKNOWN movie 2", "starred actors", "UNKNOWN actor 1")))
+    right = _triples(("UNKNOWN movie 1", "directed by", "Christopher Nolan"),
+                     ("UNKNOWN movie 1", "release year", "UNKNOWN year 1"))
+    freed = [x.triples for x in edits.free_focus(llm, "years")]
+    assert right in freed and len(freed) == 2
+    assert edits.free_focus(Candidate(right), "years") == []  # the year is a leaf already
+    [judged] = judge.judge_all(reading, [llm])
+    assert judged.focus == "contradicted"
+    best, _ = best_candidate(judge, reading, [judged])
+    assert best.candidate.triples == right and best.sound
 
 
 def test_a_candidate_repeating_a_triple_is_edited_without_emptying_it(judge: PatternJudge) -> None:
@@ -956,3 +977,24 @@ def test_cli_pattern_options_reach_the_prompt_and_bad_ones_are_named(tmp_path: P
         run = CliRunner().invoke(app, [*base, "--pattern-option", bad])
         assert run.exit_code != 0 and message in run.output, run.output
         assert "Traceback" not in run.output
+
+
+NODES = ["Juno", "Memento", "Christopher Nolan", "Kate Winslet", "2010", "English", "UNKNOWN movie 1",
+         "UNKNOWN movie 2", "UNKNOWN director 1", "UNKNOWN actor 1", "UNKNOWN year 1", "UNKNOWN 1", "UNKNOWN entity 1"]
+RELATIONS = ["directed by", "written by", "starred actors", "release year", "in language", "sold by"]
+WORDS = ["who", "which", "movies", "years", "directed", "starred", "Juno", "Memento", "Kate", "Winslet", "the",
+         "of", "in", "released", "language", "?", ".", "co-stars", "whose", "where", "films"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(triples=st.lists(st.tuples(st.sampled_from(NODES), st.sampled_from(RELATIONS), st.sampled_from(NODES)),
+                        min_size=1, max_size=5),
+       words=st.lists(st.sampled_from(WORDS), min_size=0, max_size=12))
+def test_the_edits_never_fail_on_any_pattern_and_question(judge: PatternJudge, triples: list[tuple[str, str, str]],
+                                                          words: list[str]) -> None:
+    # every edit of the pattern stage, fed odd LLM patterns (self-loops, repeats, no named node) and odd
+    # questions: a judgement always comes back, every candidate keeps a triple, nothing raises
+    reading = judge.read(" ".join(words))
+    originals = judge.judge_all(reading, [Candidate(tuple(triples))])
+    best, considered = best_candidate(judge, reading, originals)
+    assert best.candidate.triples and all(j.candidate.triples for j in considered)

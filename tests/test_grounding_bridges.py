@@ -213,9 +213,12 @@ def test_a_named_relation_between_two_nodes_of_one_type_is_inserted(judge: Patte
     verdicts = [judge.judge(reading, c) for c in inserted]
     exact = [v for v in verdicts if not v.problems and v.gsd == 0.0]
     assert exact and {_answer(v, "UNKNOWN city 1") for v in exact} <= {"Lisbon", "Madrid"}
-    # a relation the examples never put between two countries, or a question that does not name it: nothing
+    # a question that does not name it: nothing
     assert insert_hop(llm, judge.read("What is the capital of the country that uses the Euro?"), judge) == []
-    assert insert_hop(llm, no_borders.read(question), no_borders) == []
+    # examples that never put ``borders`` between two countries: the KG's borders link countries (the
+    # examples' other relations say what a country is), so the hop is offered all the same
+    assert [c.triples for c in insert_hop(llm, no_borders.read(question), no_borders)] == [c.triples
+                                                                                          for c in inserted]
 
 
 @pytest.mark.parametrize(("question", "triples", "missing"), [
@@ -515,3 +518,20 @@ def test_a_hop_the_question_has_no_words_for_is_skipped_from_the_named_entity(re
     stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(EXAMPLES), analogy=False), retriever)
     result = stage.generate(question)
     assert result.pattern.triples() == [("Spain", "currency", "UNKNOWN currency 1")], result.kg_repairs
+
+
+def test_a_third_round_of_edits_mends_what_two_could_not(judge: PatternJudge, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "Which money do the neighbours of the country containing Oran use?" written [country 1, official language,
+    # language 1]: the currency hop, Oran's hop and the neighbours' hop, one per round (the examples have no
+    # ``borders`` question: the KG says which ends are countries)
+    from simgrag.match.grounding import stage
+
+    reading = judge.read("Which money is used in the countries bordering the country where Porto is?")
+    llm = Candidate((("UNKNOWN country 1", "official language", "UNKNOWN language 1"),))
+    originals = judge.judge_all(reading, [llm])
+    best, _ = stage.best_candidate(judge, reading, originals)
+    assert best.sound and {t[1] for t in best.candidate.triples} == {"currency", "located in", "borders"}
+    assert _answer(best, str(best.asked)) == "Euro"  # Spain's: Porto is in Portugal, which borders Spain
+    monkeypatch.setattr(stage, "EDIT_ROUNDS", 2)
+    two, _ = stage.best_candidate(judge, reading, originals)
+    assert not two.sound

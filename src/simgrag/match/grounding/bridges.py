@@ -187,12 +187,14 @@ def insert_hop(candidate: Candidate, reading: QuestionReading, judge: PatternJud
     directions), its triples divided between the two halves every way. Where the question names a type
     more often than the pattern has nodes of it and names no relation for the hop ("the capitals of the
     countries **next to** the country whose official language is Persian"), the one relation the
-    examples put between two nodes of that type (``borders``) is the hop."""
+    examples put between two nodes of that type (``borders``) is the hop. A type may be at an end the
+    examples never put it, where the KG's entities are of it (:meth:`~simgrag.match.grounding.lexicon.
+    Lexicon.can_be_at`: examples without a ``borders`` question still know the countries).
+    """
     triples = list(candidate.triples)
     pattern = Pattern.from_triples(triples)
     view = judge.view(reading, pattern)
     missing = judge.uncovered_relations(pattern, view)
-    schema = judge.lexicon.schema
     for short in judge.missing_kinds(reading, pattern, view):
         # a thing of this kind too few, unworded ("the countries **next to** the country whose …"): the
         # one relation the examples put between two things of this kind
@@ -204,7 +206,8 @@ def insert_hop(candidate: Candidate, reading: QuestionReading, judge: PatternJud
         text = _relation_text(judge, rel)
         for node in pattern.nodes:
             kind = singular(str(node.type_hint).lower()) if node.unknown and node.type_hint else None
-            if kind is None or (kind, rel, "head") not in schema or (kind, rel, "tail") not in schema:
+            if kind is None or not (judge.lexicon.can_be_at(kind, rel, "head")
+                                    and judge.lexicon.can_be_at(kind, rel, "tail")):
                 continue
             around = [i for i, (h, _, t) in enumerate(triples) if node.text in (h, t)]
             if not 2 <= len(around) <= MAX_SPLIT_DEGREE:

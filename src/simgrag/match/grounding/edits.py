@@ -147,23 +147,30 @@ def prune_stray(candidate: Candidate, judgement: Judgement, judge: PatternJudge)
 
 
 def _prune_leaves(candidate: Candidate, drop: Callable[[Triple3], bool], why: str) -> list[Candidate]:
-    triples = list(candidate.triples)
-    dropped: list[Triple3] = []
-    changed = True
-    while changed and len(triples) > 1:
-        changed = False
-        degree = _degrees(triples)
-        for triple in triples:
-            head, _, tail = triple
-            leaf = (is_unknown(tail) and degree[tail] == 1) or (is_unknown(head) and degree[head] == 1)
-            if leaf and drop(triple):
-                triples.remove(triple)
-                dropped.append(triple)
-                changed = True
-                break
+    triples, dropped = _without_leaves(candidate.triples, drop)
     if not dropped:
         return []
     return [candidate.edited(triples, "dropped " + ", ".join(str(list(t)) for t in dropped) + ": " + why)]
+
+
+def _without_leaves(triples: Sequence[Triple3], drop: Callable[[Triple3], bool]) -> tuple[list[Triple3], list[Triple3]]:
+    """``triples`` less those ending in an unknown leaf that ``drop`` accepts, repeatedly (one triple kept at
+    least); the rest and the dropped."""
+    rest = list(triples)
+    dropped: list[Triple3] = []
+    changed = True
+    while changed and len(rest) > 1:
+        changed = False
+        degree = _degrees(rest)
+        for triple in rest:
+            head, _, tail = triple
+            leaf = (is_unknown(tail) and degree[tail] == 1) or (is_unknown(head) and degree[head] == 1)
+            if leaf and drop(triple):
+                rest.remove(triple)
+                dropped.append(triple)
+                changed = True
+                break
+    return rest, dropped
 
 
 def connect_parts(candidate: Candidate, named_relations: Sequence[str] = ()) -> list[Candidate]:
@@ -268,6 +275,30 @@ def drop_leaf(candidate: Candidate) -> list[Candidate]:
         if (is_unknown(tail) and degree[tail] == 1) or (is_unknown(head) and degree[head] == 1):
             rest = [t for t in triples if t != triple]
             out.append(candidate.edited(rest, f"dropped {list(triple)}"))
+    return out
+
+
+def free_focus(candidate: Candidate, focus_word: str) -> list[Candidate]:
+    """A node of the type the focus word asks for that two triples join, made the answer: each of its
+    triples dropped in turn, then the unknown leaves left hanging (repeatedly). "On which continents are the
+    countries that border the nation whose capital is Moscow?" written ``…, [country 2, continent, continent
+    1], [country 2, borders, country 3], [country 3, continent, continent 1]`` (the continent shared: the
+    answer became country 3) gives ``…, [country 2, continent, continent 1]``."""
+    kind = singular(focus_word.lower())
+    degree = _degrees(candidate.triples)
+    out: list[Candidate] = []
+    for node in dict.fromkeys(n for h, _, t in candidate.triples for n in (h, t)):
+        hint = type_hint(node) if is_unknown(node) else None
+        if hint is None or singular(hint.lower()) != kind or degree[node] < 2:
+            continue
+        for triple in candidate.triples:
+            if node not in (triple[0], triple[2]):
+                continue
+            rest = list(candidate.triples)
+            rest.remove(triple)
+            rest, hanging = _without_leaves(rest, lambda t, n=node: n not in (t[0], t[2]))  # type: ignore[misc]
+            gone = ", ".join(str(list(t)) for t in [triple, *hanging])
+            out.append(candidate.edited(rest, f"dropped {gone}: {node!r} is what the question asks for"))
     return out
 
 
@@ -434,19 +465,17 @@ def turn_typed(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
     """A triple whose typed ends sit where the examples put the other end's type: the triple turned round.
     "which cities are in the country whose capital is quito ?" written ``[country 1, has capital, quito],
     [country 1, is in country, city 1]`` (cities are the heads of ``is in country``, countries its tails)
-    becomes ``…, [city 1, is in country, country 1]``. A type is at an end where the examples put it, or
-    where the KG's entities are of it (:meth:`~simgrag.match.grounding.lexicon.Lexicon.kg_side_is`: examples
-    that name every city still say what a city is). An end whose type the examples never use, or a named
-    one (:func:`flip_role` turns those by the KG), decides nothing."""
-    schema = judge.lexicon.schema
-    known = {hint for hint, _, _ in schema}
+    becomes ``…, [city 1, is in country, country 1]`` (:meth:`~simgrag.match.grounding.lexicon.Lexicon.
+    can_be_at`). An end whose type the examples never use, or a named one (:func:`flip_role` turns those by
+    the KG), decides nothing."""
+    known = {hint for hint, _, _ in judge.lexicon.schema}
 
     def fits(node: str, rel: int, side: str) -> bool | None:
         hint = type_hint(node) if is_unknown(node) else None
         kind = singular(hint.lower()) if hint else None
         if kind is None or kind not in known:
             return None
-        return (kind, rel, side) in schema or judge.lexicon.kg_side_is(rel, side, kind)
+        return judge.lexicon.can_be_at(kind, rel, side)
 
     triples = list(candidate.triples)
     out: list[Candidate] = []

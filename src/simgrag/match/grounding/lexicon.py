@@ -170,6 +170,12 @@ class Lexicon:
         return [(rel, other_side(side)) for t, rel, side in sorted(schema)
                 if t == other and self.kg_side_is(rel, other_side(side), one)]
 
+    def can_be_at(self, kind: str, rel: int, side: str) -> bool:
+        """Whether a ``kind`` node may stand at ``side`` of ``rel``: the examples put one there
+        (:attr:`schema`), or the KG's entities there are of that kind (:meth:`kg_side_is`: examples that
+        name every city still say what a city is)."""
+        return (kind, rel, side) in self.schema or self.kg_side_is(rel, side, kind)
+
     def kg_side_is(self, rel: int, side: str, kind: str) -> bool:
         """Whether the KG's entities at ``side`` of ``rel`` are ``kind``s by their uses (:meth:`kinds_of`):
         at least :data:`KG_SIDE_SHARE` of the distinct entities there in its first :data:`KG_SIDE_SAMPLE`

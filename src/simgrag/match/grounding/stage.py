@@ -7,7 +7,7 @@
    pattern (no problem, every triple supported, a close KG match) is used as it is — most are;
 3. otherwise candidates are derived by the edits of :mod:`~simgrag.match.grounding.edits` (each small, each
    answering one frequent small-model mistake) and judged too; the few best that still have a
-   problem are edited once more. An edited candidate may replace the
+   problem are edited again, twice at most (:data:`EDIT_ROUNDS`). An edited candidate may replace the
    LLM's pattern only when it has fewer problems, or when it has none and the question's focus word
    confirms its answer node — no rewriting a pattern on a hunch;
 4. when the best candidate is still not sound (a problem, a triple without words, or nothing in the KG close
@@ -43,8 +43,10 @@ __all__ = ["GroundedPatterns", "best_candidate", "candidate_edits"]
 
 logger = logging.getLogger(__name__)
 
-#: edited candidates that fixed some problems but not all are edited once more, the best few of them
+#: edited candidates that fixed some problems but not all are edited again, the best few of them per round
 SECOND_ROUND = 4
+#: rounds of edits: the LLM's pattern edited, then the best few edits that still have a problem, then theirs
+EDIT_ROUNDS = 3
 #: edited candidates of one question judged at most — a count, not seconds, so the chosen pattern does not depend
 #: on how busy the machine is (BENCHMARKS.md §17: a 1.5 s budget cut 2 of geo-wc's 195 questions on a quiet machine,
 #: more beside other work); quiet, most questions judge none, the most was 124 offered
@@ -77,7 +79,7 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
     if judgement.focus == "contradicted":
         out += edits.swap_named(c) + edits.name_in_place(c) + edits.drop_leaf(c) + edits.shortcut_answer(c)
         if judgement.focus_word is not None:
-            out += bridges.extend_to_focus(c, judge, judgement.focus_word)
+            out += bridges.extend_to_focus(c, judge, judgement.focus_word) + edits.free_focus(c, judgement.focus_word)
         if judgement.wanted_relation is not None:
             text = judge.store.relations[judgement.wanted_relation].replace("_", " ")
             out += edits.rebind_asked(c, text, judge) + edits.extend_asked(c, text, judgement.focus_word or "entity")
@@ -141,11 +143,11 @@ def _drops_unnamed_answer(judge: PatternJudge, reading: QuestionReading, base: J
 def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: list[Judgement], *,
                    budget: int = EDIT_BUDGET, deadline_s: float = EDIT_DEADLINE_S,
                    alternatives: Sequence[Judgement] = ()) -> tuple[Judgement, list[Judgement]]:
-    """The chosen judgement among ``originals`` (the LLM's patterns) and their edits (two rounds: the
-    best few edits that still have a problem are edited again); all judgements considered, originals
-    first. At most ``budget`` distinct edits are judged (the first round's first, in the order the edits
-    offer them), and none after ``deadline_s`` seconds. ``alternatives`` (judged already: the
-    analogies of :mod:`~simgrag.match.grounding.analogy`) compete like edits."""
+    """The chosen judgement among ``originals`` (the LLM's patterns) and their edits (:data:`EDIT_ROUNDS`
+    rounds: the best few edits that still have a problem, fewer than those edited before, are edited again);
+    all judgements considered, originals first. At most ``budget`` distinct edits are judged (the first
+    round's first, in the order the edits offer them), and none after ``deadline_s`` seconds.
+    ``alternatives`` (judged already: the analogies of :mod:`~simgrag.match.grounding.analogy`) compete like edits."""
     base = min(originals, key=lambda j: j.key)
     considered = [*originals, *alternatives]
     if base.sound:
@@ -164,13 +166,21 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     # Tunisia" written [Tunisia, located in, country 1] + [country 1, capital, city 1]: turned round, nothing close in
     # the KG; shortened next). Not those with as many other problems: on MetaQA's reworded questions such second
     # edits (a relation rebound, then bridged) beat the LLM's right pattern with one no question asks.
-    promising = sorted((j for j in first if not j.sound and len(j.problems) < len(base.problems)),
-                       key=lambda j: j.key)[:SECOND_ROUND]
-    left = budget - len({tuple(sorted(j.candidate.triples)) for j in first})
-    second = judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j)],
-                             max_problems=limit, deadline=deadline, budget=left) if left > 0 else []
-    considered += first + second
-    eligible = [j for j in [*alternatives, *first, *second]
+    # A third round likewise, from edits with fewer problems still than the best one edited in the second:
+    # "Which money do the neighbours of the country containing Oran use?" written [country 1, official language,
+    # language 1] — the currency hop, then Oran's hop, then the neighbours' hop, one per round.
+    edited, bar = list(first), len(base.problems)
+    for _ in range(EDIT_ROUNDS - 1):
+        promising = sorted((j for j in edited if not j.sound and len(j.problems) < bar), key=lambda j: j.key)
+        promising = promising[:SECOND_ROUND]
+        left = budget - len({tuple(sorted(j.candidate.triples)) for j in edited})
+        if not promising or left <= 0:
+            break
+        bar = min(len(j.problems) for j in promising)
+        edited += judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j)],
+                                  max_problems=limit, deadline=deadline, budget=left)
+    considered += edited
+    eligible = [j for j in [*alternatives, *edited]
                 if j.retrieval is not None and (_eligible(j, base) or _drops_unnamed_answer(judge, reading, base, j))]
     return min([base, *eligible], key=lambda j: j.key), considered
 
