@@ -7,9 +7,11 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
+import hypothesis
 import numpy as np
 import pytest
 import yaml
@@ -294,12 +296,15 @@ def test_questions_are_respelt_as_the_kg_writes_its_names() -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(st.text(max_size=60), st.lists(st.text(min_size=1, max_size=12).map(str.strip), max_size=3))
+@hypothesis.example("¼0:¹", ["1"])  # a name found inside a character that folds to several ("¼" → "1⁄4")
 def test_respelling_never_fails_and_is_stable(question: str, names: list[str]) -> None:
     """Any text and names (LLM output is data): a string back, and respelling it again changes nothing when
     the names are distinct after folding (two named entities of one sample are)."""
     out = respell(question, names)
     assert isinstance(out, str)
-    folded = [" ".join(re.split(r"[\s_\-]+", n.casefold())) for n in names]
+    # distinct as respelling sees them: case, accents and compatibility forms folded ("O" and "Ò" are one name)
+    folded = [" ".join(re.split(r"[\s_\-]+", "".join(c for c in unicodedata.normalize("NFKD", n.casefold())
+                                                      if not unicodedata.combining(c)))) for n in names]
     if len(set(folded)) == len(folded):
         assert respell(out, names) == out
 
