@@ -31,15 +31,7 @@ from simgrag.bootstrap import (
 )
 from simgrag.bootstrap.aliases import filter_phrases
 from simgrag.bootstrap.files import progress_path
-from simgrag.bootstrap.prompts import (
-    read_description,
-    read_kind,
-    read_phrases,
-    read_questions,
-    respell,
-    says_all,
-    screen_question,
-)
+from simgrag.bootstrap.prompts import read_kind, read_phrases, read_questions, respell, screen_question
 from simgrag.cli import _common, app
 from simgrag.errors import ConfigError, IndexDirError, LLMConnectionError
 from simgrag.index.directory import IndexDir, build_index_dir, load_aliases, open_index_dir, relation_text
@@ -262,25 +254,6 @@ def test_questions_are_screened_for_the_names_they_must_and_must_not_say(geo_ind
     assert "should ask about" in str(screen_question(f"What about {name} and {hidden[-1]}?", sample))
 
 
-def test_a_question_must_say_the_chain_middle_it_was_given_and_a_description_what_it_builds_on(
-        geo_index: IndexDir) -> None:
-    # the model shortened "the country that borders the country with Dodoma as its capital" to "the country
-    # that borders Dodoma": an example whose words skip a hop of its pattern
-    sample = next(s for s in sample_subgraphs(geo_index.store, ["3hop"], 8, seed=0))
-    name = sample.named_entities[0]
-    middle = f"the country that borders the country with {name} as its capital"
-    assert screen_question(f"What are the capitals of the countries that border the country with {name} as "
-                           "its capital?", sample, middle) is None  # plurals, case and stopwords aside
-    assert "does not say" in str(screen_question(f"What is the capital of the country that borders {name}?",
-                                                 sample, middle))
-    assert screen_question(f"What is the capital of the country that borders {name}?", sample) is None
-    assert says_all("The Country of Peru's  capitals", "capital of peru") and not says_all("Peru", "capital of peru")
-    lost = json.dumps({"description": "the country that borders Lomé"})
-    assert read_description(lost, "Lomé", keeps="the country with the capital of Lomé") is None
-    kept = json.dumps({"description": "the country that borders the country with the capital of Lomé"})
-    assert read_description(kept, "Lomé", keeps="the country with the capital of Lomé") is not None
-
-
 def test_questions_are_respelt_as_the_kg_writes_its_names() -> None:
     assert respell("What country uses Somali Shilling?", ["somali_shilling"]) == "What country uses somali_shilling?"
     assert respell("Which country is Saint Barthélemy in?", ["saint_barthelemy"]) == (
@@ -349,49 +322,6 @@ def test_bootstrap_keeps_only_questions_whose_pattern_finds_the_answer(geo_index
     last_pattern_prompt = next(c.prompt for c in reversed(script.llm.calls) if "Turn the question" in c.prompt)
     assert sum(q in last_pattern_prompt for q in script.right) >= 6  # accepted questions became the shots
     assert "Pride and Prejudice" not in last_pattern_prompt  # … instead of the generic seed
-
-
-def _asked(triples: list[list[str]]) -> str:
-    pattern = Pattern.from_triples(triples)
-    return pattern.nodes[pattern.asked_node() or 0].text
-
-
-class Detour(ScriptedBootstrap):
-    """Its third question reads a hop the sample does not have: the sample's pattern with a ``continent`` hop
-    from a named country put first (the answer node stays the sample's: the asked node is the last leaf)."""
-
-    def questions(self, prompt: str) -> str:
-        written = json.loads(super().questions(prompt))["questions"]
-        right, third = written[0], written[2]
-        country = next((e for t in self.patterns[right] for e in (t[0], t[2]) if e in COUNTRIES), None)
-        detour = [[country, "continent", "UNKNOWN continent 5"], *self.patterns[right]]
-        if country is not None and _asked(detour) == _asked(self.patterns[right]):
-            self.patterns[third] = detour
-            self.wrong.discard(third)
-            self.detours.add(third)
-        return json.dumps({"questions": written})
-
-    detours: set[str]
-
-
-def test_a_question_whose_pattern_finds_the_answer_by_other_relations_is_not_kept(geo_index: IndexDir,
-                                                                                   tmp_path: Path) -> None:
-    # the answer alone kept "What is the capital of the country that borders Dodoma?" for capital → borders →
-    # capital (its pattern went located in → borders → capital): an example whose words skip a hop
-    script = Detour(geo_index.store)
-    script.detours = set()
-    settings = ExamplesSettings(per_shape=2, questions_per_sample=3, seed=0, ground_patterns=False)
-    report = bootstrap_examples(geo_index, script.llm, tmp_path / "ex.yaml", settings)
-    records = [json.loads(line) for line in progress_path(tmp_path / "ex.yaml").read_text().splitlines()[1:]]
-    rows = {q["question"]: q for r in records if r["kind"] == "sample" for q in r["questions"]}
-    assert len(script.detours) >= 3
-    for question in script.detours:  # its pattern found a gold answer, and still it is not kept
-        row = rows[question]
-        assert not row["kept"] and row["why"].startswith("its pattern reads other relations"), row
-        assert "continent" in row["why"]
-    assert report.rejected.get("other relations") == len(script.detours)
-    kept = {e.question for e in load_examples(tmp_path / "ex.yaml").examples}
-    assert kept and kept <= script.right and not kept & script.detours
 
 
 class Respelt(ScriptedBootstrap):

@@ -21,15 +21,13 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from simgrag.bootstrap.sample import Sample
 from simgrag.llm.base import ChatMessage
-from simgrag.match.grounding.question import STOPWORDS
-from simgrag.pattern.graph import Pattern, singular
+from simgrag.pattern.graph import Pattern
 
 __all__ = ["alias_messages", "describe_messages", "kind_messages", "question_messages", "read_description",
            "read_kind", "read_phrases", "read_questions", "render_pattern", "respell", "role_messages",
@@ -145,30 +143,14 @@ def describe_messages(fact: Sequence[str], anchor: str) -> list[ChatMessage]:
             ChatMessage("user", _describe(fact, anchor))]
 
 
-def read_description(text: str, named: str, keeps: str | None = None) -> str | None:
-    """The description in the LLM's answer when it still names the chain's entity ``named``, says every
-    content word of ``keeps`` (the description it builds on: :func:`says_all`) and is at most 25 words, else
-    ``None`` (whether it describes the right thing, the retrieval check decides). "the country that borders
-    Lomé" built on "the country with the capital of Lomé" lost a hop."""
+def read_description(text: str, named: str) -> str | None:
+    """The description in the LLM's answer when it still names the chain's entity ``named`` and is at most
+    25 words, else ``None`` (whether it describes the right thing, the retrieval check decides)."""
     value = (_json_object(text) or {}).get("description")
     if not isinstance(value, str):
         return None
     value = " ".join(value.split()).rstrip(".")
-    if keeps is not None and not says_all(value, keeps):
-        return None
     return value if _contains(value, named) and len(value.split()) <= 25 else None
-
-
-def _content_words(text: str) -> Counter[str]:
-    return Counter(singular(w) for w in _normal(text.replace("_", " ")).split() if w not in STOPWORDS)
-
-
-def says_all(text: str, said: str) -> bool:
-    """Whether ``text`` has each content word of ``said`` (stopwords left out, plurals as singulars) at least
-    as many times: "the capital of the country that borders Dodoma" does not say "the country that borders
-    the country with Dodoma as its capital" (one "country" short)."""
-    have = _content_words(text)
-    return all(have[word] >= n for word, n in _content_words(said).items())
 
 
 def _relation_prompt(relation: str, examples: Sequence[tuple[str, str]]) -> str:
@@ -335,15 +317,12 @@ def _splits_a_character(where: Sequence[int], start: int, end: int) -> bool:
             or (end < len(where) and where[end] == where[end - 1]))
 
 
-def screen_question(question: str, sample: Sample, description: str | None = None) -> str | None:
+def screen_question(question: str, sample: Sample) -> str | None:
     """Why ``question`` cannot be an example of ``sample`` (``None``: it can): it must name each named
-    entity as written and none of the others (an entity name inside a named one does not count), and say
-    what ``description`` (a chain's middle it was asked to use) says (:func:`says_all`)."""
+    entity as written and none of the others (an entity name inside a named one does not count)."""
     for name in sample.named_entities:
         if not _contains(question, name):
             return f"does not name {name!r}"
-    if description is not None and not says_all(question, description):
-        return f"does not say {description!r}"
     named = sample.named_entities
     for name in sample.hidden_entities:
         if len(_normal(name)) >= 3 and _contains(question, name) and not any(_contains(n, name) for n in named):
