@@ -535,3 +535,23 @@ def test_a_third_round_of_edits_mends_what_two_could_not(judge: PatternJudge, mo
     monkeypatch.setattr(stage, "EDIT_ROUNDS", 2)
     two, _ = stage.best_candidate(judge, reading, originals)
     assert not two.sound
+
+
+def test_one_node_on_two_triples_of_a_relation_is_split(judge: PatternJudge) -> None:
+    # "Hanoi is a capital. What are the capitals of its country's neighbours?" written with one city the capital
+    # of two countries
+    from simgrag.match.grounding import stage
+    from simgrag.match.grounding.edits import split_shared
+
+    reading = judge.read("What are the capitals of the countries bordering Spain?")
+    llm = Candidate((("Spain", "capital", "UNKNOWN city 1"), ("UNKNOWN country 2", "borders", "Spain"),
+                     ("UNKNOWN country 2", "capital", "UNKNOWN city 1")))
+    right = (("UNKNOWN country 2", "borders", "Spain"), ("UNKNOWN country 2", "capital", "UNKNOWN city 1"))
+    assert right in [c.triples for c in split_shared(llm)]
+    assert split_shared(Candidate(right)) == []  # no node on two triples of one relation
+    [judged] = judge.judge_all(reading, [llm])
+    assert not judged.sound  # no city is the capital of two countries
+    best, _ = stage.best_candidate(judge, reading, [judged])
+    # (the borders triple may come back turned round: the toy KG has Spain only as its head)
+    assert {t[1] for t in best.candidate.triples} == {"borders", "capital"} and len(best.candidate.triples) == 2
+    assert best.sound and _answer(best, "UNKNOWN city 1") == "Lisbon"

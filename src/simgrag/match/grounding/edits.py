@@ -302,6 +302,27 @@ def free_focus(candidate: Candidate, focus_word: str) -> list[Candidate]:
     return out
 
 
+def split_shared(candidate: Candidate) -> list[Candidate]:
+    """An unknown node on the same side of two triples of one relation, one of those triples dropped (with
+    the unknown leaves it leaves hanging): "Hanoi is a capital. What are the capitals of its country's
+    neighbours?" written ``[country 1, capital, Hanoi], [country 1, capital, city 1], [country 2, borders,
+    country 1], [country 2, capital, city 1]`` (one city the capital of two countries) gives ``…, [country 2,
+    capital, city 1]``. A shared node can be right ("the movies that share a director with X"): offered for
+    unsound patterns only, like every edit, and judged."""
+    out: list[Candidate] = []
+    triples = candidate.triples
+    for i, (head, relation, tail) in enumerate(triples):
+        for node, side in ((head, 0), (tail, 2)):
+            if not is_unknown(node) or not any(k != i and t[1] == relation and t[side] == node
+                                               for k, t in enumerate(triples)):
+                continue
+            rest = [t for k, t in enumerate(triples) if k != i]
+            rest, hanging = _without_leaves(rest, lambda t, n=node: n not in (t[0], t[2]))  # type: ignore[misc]
+            gone = ", ".join(str(list(t)) for t in [triples[i], *hanging])
+            out.append(candidate.edited(rest, f"dropped {gone}: {node!r} was on two {relation!r} triples"))
+    return out
+
+
 def shortcut_answer(candidate: Candidate) -> list[Candidate]:
     """The answer's last hop taken out, the answer node put where the node before it was: "the big cities
     of Tunisia" written ``[country 1, located in, Tunisia], [country 1, capital, city 1]`` (a copied

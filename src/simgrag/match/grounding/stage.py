@@ -68,7 +68,7 @@ def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Ju
            *anchors.anchor_entity(c, reading, judge.retriever),
            *anchors.name_unknown(c, reading, judge),
            *anchors.anchor_via(c, reading, judge), *edits.costar(c, judge),
-           *edits.flip_role(c, judge), *edits.turn_typed(c, judge),
+           *edits.flip_role(c, judge), *edits.turn_typed(c, judge), *edits.split_shared(c),
            *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
            *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement),
            *edits.skip_named_hop(c, judgement, judge, reading), *edits.undo_displaced(c, judgement, judge),
