@@ -293,7 +293,11 @@ def respell(question: str, names: Sequence[str]) -> str:
     respelt: list[tuple[int, int]] = []  # spans already written the KG's way: not matched again
     for name in sorted(names, key=len, reverse=True):
         parts = [p for p in re.split(r"[\s_\-]+", _folded(name)[0]) if p]
-        if not parts or re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", question, re.IGNORECASE):
+        if not parts:
+            continue
+        written = [m.span() for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", question, re.IGNORECASE)]
+        if written:  # spelt the KG's way already; a shorter name is not looked for inside it (":E" holds "E")
+            respelt += written
             continue
         folded, where = _folded(question)
         pattern = r"(?<!\w)" + r"[\s_\-]+".join(map(re.escape, parts)) + r"(?!\w)"
