@@ -83,7 +83,29 @@ def _put_in_place(triples: Sequence[Triple3], dropped: Triple3, old: str, new: s
     copy could leave none), node ``old`` renamed ``new`` in the rest (the two merged)."""
     rest = list(triples)
     rest.remove(dropped)
-    return [(new if h == old else h, r, new if t == old else t) for h, r, t in rest]
+    return _renamed(rest, old, new)
+
+
+def _renamed(triples: Sequence[Triple3], old: str, new: str) -> list[Triple3]:
+    """``triples`` with node ``old`` renamed ``new``."""
+    return [(new if h == old else h, r, new if t == old else t) for h, r, t in triples]
+
+
+def _kind(node: str) -> str | None:
+    """The singular, lower-case type of a typed unknown node (``UNKNOWN countries 2`` → ``country``); ``None``
+    for a named node or a bare placeholder."""
+    hint = type_hint(node)
+    return singular(hint.lower()) if hint else None
+
+
+def _dropped_with_hanging(candidate: Candidate, i: int, node: str, why: str) -> Candidate:
+    """``candidate`` without its triple ``i``, and without the triples that leaves ending in an unknown leaf
+    other than ``node`` (repeatedly); ``why`` ends the note."""
+    triple = candidate.triples[i]
+    rest = [t for k, t in enumerate(candidate.triples) if k != i]
+    rest, hanging = _without_leaves(rest, lambda t: node not in (t[0], t[2]))
+    gone = ", ".join(str(list(t)) for t in [triple, *hanging])
+    return candidate.edited(rest, f"dropped {gone}: {why}")
 
 
 def skip_named_hop(candidate: Candidate, judgement: Judgement, judge: PatternJudge,
@@ -286,20 +308,11 @@ def free_focus(candidate: Candidate, focus_word: str) -> list[Candidate]:
     answer became country 3) gives ``…, [country 2, continent, continent 1]``."""
     kind = singular(focus_word.lower())
     degree = _degrees(candidate.triples)
-    out: list[Candidate] = []
-    for node in dict.fromkeys(n for h, _, t in candidate.triples for n in (h, t)):
-        hint = type_hint(node) if is_unknown(node) else None
-        if hint is None or singular(hint.lower()) != kind or degree[node] < 2:
-            continue
-        for triple in candidate.triples:
-            if node not in (triple[0], triple[2]):
-                continue
-            rest = list(candidate.triples)
-            rest.remove(triple)
-            rest, hanging = _without_leaves(rest, lambda t, n=node: n not in (t[0], t[2]))  # type: ignore[misc]
-            gone = ", ".join(str(list(t)) for t in [triple, *hanging])
-            out.append(candidate.edited(rest, f"dropped {gone}: {node!r} is what the question asks for"))
-    return out
+    triples = candidate.triples
+    return [_dropped_with_hanging(candidate, triples.index(triple), node, f"{node!r} is what the question asks for")
+            for node in dict.fromkeys(n for h, _, t in triples for n in (h, t))
+            if _kind(node) == kind and degree[node] >= 2
+            for triple in triples if node in (triple[0], triple[2])]
 
 
 def split_shared(candidate: Candidate) -> list[Candidate]:
@@ -316,10 +329,7 @@ def split_shared(candidate: Candidate) -> list[Candidate]:
             if not is_unknown(node) or not any(k != i and t[1] == relation and t[side] == node
                                                for k, t in enumerate(triples)):
                 continue
-            rest = [t for k, t in enumerate(triples) if k != i]
-            rest, hanging = _without_leaves(rest, lambda t, n=node: n not in (t[0], t[2]))  # type: ignore[misc]
-            gone = ", ".join(str(list(t)) for t in [triples[i], *hanging])
-            out.append(candidate.edited(rest, f"dropped {gone}: {node!r} was on two {relation!r} triples"))
+            out.append(_dropped_with_hanging(candidate, i, node, f"{node!r} was on two {relation!r} triples"))
     return out
 
 
@@ -492,8 +502,7 @@ def turn_typed(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
     known = {hint for hint, _, _ in judge.lexicon.schema}
 
     def fits(node: str, rel: int, side: str) -> bool | None:
-        hint = type_hint(node) if is_unknown(node) else None
-        kind = singular(hint.lower()) if hint else None
+        kind = _kind(node)
         if kind is None or kind not in known:
             return None
         return judge.lexicon.can_be_at(kind, rel, side)
@@ -523,16 +532,15 @@ def _retyped_at(candidate: Candidate, judge: PatternJudge, triples: list[Triple3
     known = {hint for hint, _, _ in schema}
     out: list[Candidate] = []
     for _, rel, node, side in judge.lexicon.relation_ends(triples[i:i + 1]):
-        hint = type_hint(node) if is_unknown(node) else None
-        have = singular(hint.lower()) if hint else None
+        have = _kind(node)
         if have is None or have not in known or (have, rel, side) in schema:
             continue
         fits = ({t for t, r, s in schema if r == rel and s == side}
                 or {t for t in known if t != have and judge.lexicon.kg_side_is(rel, side, t)})
         for fit in sorted(fits):
             name = unknown_name(triples, fit)
-            new = [(name if h == node else h, r, name if t == node else t) for h, r, t in triples]
-            out.append(candidate.edited(new, f"{note}; took {node!r} to be a {fit} ({name!r})"))
+            out.append(candidate.edited(_renamed(triples, node, name),
+                                        f"{note}; took {node!r} to be a {fit} ({name!r})"))
     return out
 
 

@@ -645,7 +645,7 @@ class PatternJudge:
         seen: dict[tuple[Triple3, ...], Judgement] = {}
         out: list[Judgement] = []
         for candidate in candidates:
-            key = tuple(sorted(candidate.triples))
+            key = triple_set(candidate.triples)
             if key not in seen:
                 if (budget is not None and len(seen) >= budget) or (deadline is not None
                                                                      and time.perf_counter() > deadline):
@@ -654,6 +654,11 @@ class PatternJudge:
             found = seen[key]
             out.append(found if found.candidate == candidate else replace(found, candidate=candidate))
         return out
+
+
+def triple_set(triples: Sequence[Triple3]) -> tuple[Triple3, ...]:
+    """``triples`` in a canonical order: two candidates with the same triples are judged once."""
+    return tuple(sorted(triples))
 
 
 def unknown_name(triples: Sequence[Triple3], hint: str) -> str:

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from simgrag.errors import PatternError
 from simgrag.match.grounding import anchors, bridges, edits
 from simgrag.match.grounding.analogy import analog_candidates
-from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
+from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge, Triple3, triple_set
 from simgrag.match.grounding.question import STOPWORDS, QuestionReading
 from simgrag.match.grounding.shots import ShotRanker
 from simgrag.match.retrieve import SubgraphRetriever
@@ -158,9 +158,9 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
                             max_problems=limit, deadline=deadline, budget=budget)
     # a displaced name is undone in the same round: the edit that made it may be right apart from that hop
     # ("List cities located in New Zealand." given [entity 1, located in, New Zealand] as its entity's triple)
-    judged = {tuple(sorted(j.candidate.triples)) for j in first}
+    judged = _distinct(j.candidate for j in first)
     undone = [e for j in first for e in edits.undo_displaced(j.candidate, j, judge)
-              if tuple(sorted(e.triples)) not in judged]
+              if triple_set(e.triples) not in judged]
     first += judge.judge_all(reading, undone, max_problems=limit, deadline=deadline, budget=budget - len(judged))
     # edited again: unsound edits with fewer problems than the LLM's pattern, none left included ("the big cities of
     # Tunisia" written [Tunisia, located in, country 1] + [country 1, capital, city 1]: turned round, nothing close in
@@ -173,7 +173,7 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     for _ in range(EDIT_ROUNDS - 1):
         promising = sorted((j for j in edited if not j.sound and len(j.problems) < bar), key=lambda j: j.key)
         promising = promising[:SECOND_ROUND]
-        left = budget - len({tuple(sorted(j.candidate.triples)) for j in edited})
+        left = budget - len(_distinct(j.candidate for j in edited))
         if not promising or left <= 0:
             break
         bar = min(len(j.problems) for j in promising)
@@ -183,6 +183,11 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     eligible = [j for j in [*alternatives, *edited]
                 if j.retrieval is not None and (_eligible(j, base) or _drops_unnamed_answer(judge, reading, base, j))]
     return min([base, *eligible], key=lambda j: j.key), considered
+
+
+def _distinct(candidates: Iterable[Candidate]) -> set[tuple[Triple3, ...]]:
+    """The distinct triple sets among ``candidates`` (as :meth:`PatternJudge.judge_all` counts them)."""
+    return {triple_set(c.triples) for c in candidates}
 
 
 def _candidate(result: PatternResult, origin: str) -> Candidate:
