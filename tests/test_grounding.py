@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.match.grounding import Candidate, GroundedPatterns, PatternJudge, anchors, best_candidate, edits
 from simgrag.match.grounding.question import common_words_of, read_question
-from simgrag.match.grounding.stage import candidate_edits
+from simgrag.match.grounding.stage import candidate_edits, confirmed_relations, replaces_confirmed
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
@@ -872,19 +872,42 @@ def test_who_answered_by_a_thing_is_extended_to_a_who_type(retriever: SubgraphRe
     assert edits.extend_to_who(films, PatternJudge(retriever)) == []
 
 
-def test_a_relation_the_question_names_and_no_triple_has_goes_onto_the_answers_triple(judge: PatternJudge) -> None:
+def test_a_relation_the_llm_chose_that_the_kg_matches_is_not_replaced_on_words_alone(
+        judge: PatternJudge, retriever: SubgraphRetriever) -> None:
     """"Which actors starred in Inception?" written with ``directed by``: the question names ``starred
-    actors`` and no triple has it; the candidate with it on the answer's triple (in the direction the KG
-    has) wins."""
+    actors`` and no triple has it, and the edit that puts it on the answer's triple is offered — but the KG
+    has ``directed by`` and matches it exactly (GSD 0), so only the LLM may change it (issue 41: word
+    similarity read "plays" as ``plays_position`` on WorldCup2014 and replaced the LLM's right ``is in
+    country``). The judge's reason goes to the LLM's revision, whose pattern then wins."""
     reading = judge.read("Which actors starred in Inception?")
     wrong = Candidate(_triples(("Inception", "directed by", "UNKNOWN actor 1")))
     base = judge.judge(reading, wrong)
     assert any("(starred_actors) but no triple has that relation" in p for p in base.problems), base.problems
+    assert confirmed_relations(base, judge, reading) == {"directed_by": 1}
     edited = {e.triples for e in candidate_edits(judge, reading, base)}
     assert _triples(("Inception", "starred actors", "UNKNOWN actor 1")) in edited
     best, _ = best_candidate(judge, reading, [base])
-    assert best.candidate.triples == _triples(("Inception", "starred actors", "UNKNOWN actor 1"))
-    assert not best.problems
+    assert best.candidate.triples == wrong.triples  # the LLM's relation stays: the KG has it and matches it
+    llm, grounded = _generator([_json(("Inception", "directed by", "UNKNOWN actor 1")),
+                                _json(("Inception", "starred actors", "UNKNOWN actor 1"))], retriever)
+    result = grounded.generate("Which actors starred in Inception?")
+    assert result.pattern.triples() == [("Inception", "starred actors", "UNKNOWN actor 1")]
+    assert result.attempts == 2 and result.families == ("revision",) and len(llm.calls) == 2
+
+
+def test_a_relation_the_kg_does_not_match_exactly_may_be_replaced(judge: PatternJudge) -> None:
+    """The guard holds only for a relation the KG matches at distance ≈ 0: a paraphrase the LLM made up
+    ("featured performers") binds its nearest KG relation at a distance, and the edit may replace it."""
+    reading = judge.read("Which actors starred in Inception?")
+    loose = Candidate(_triples(("Inception", "directed", "UNKNOWN actor 1")))
+    base = judge.judge(reading, loose)
+    if confirmed_relations(base):  # "directed" is an alias of directed_by in this index: exact too
+        assert replaces_confirmed(judge, base, confirmed_relations(base),
+                                  judge.judge(reading, Candidate(_triples(("Inception", "starred actors",
+                                                                           "UNKNOWN actor 1")))))
+    made_up = judge.judge(reading, Candidate(_triples(("Inception", "featured performers", "UNKNOWN actor 1"))))
+    assert not confirmed_relations(made_up)
+    assert not replaces_confirmed(judge, made_up, confirmed_relations(made_up), base)
 
 
 def test_a_type_word_by_meaning_guards_a_phrase_as_one_spelt_like_the_type_does(retriever: SubgraphRetriever) -> None:

@@ -115,7 +115,7 @@ def test_interrupted_run_resumes_and_asks_only_the_rest(tmp_path: Path) -> None:
 
 def test_not_found_is_never_a_hit_though_its_nearest_evidence_holds_the_answer() -> None:
     from simgrag.answer.qa import NOT_FOUND, Answer
-    from simgrag.eval.runner import _hits
+    from simgrag.eval.runner import hits_at_1 as _hits
     from simgrag.pipeline import AskResult
     from simgrag.retrievers.base import RetrievedContext
 

@@ -209,7 +209,8 @@ class SimGRAG:
         self._llm_options = dict(llm_options or {})
         self._llm: LLM | None = None
         found = resolve_calibration(calibration, self.index.path,
-                                    self.index.manifest.get("embedder", {}).get("name"))
+                                    self.index.manifest.get("embedder", {}).get("name"),
+                                    relations=self.index.store.relations)
         self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}),
                                  calibration=found)
         self._warmup_error: SimGRAGError | None = None

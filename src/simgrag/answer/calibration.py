@@ -25,8 +25,11 @@ questions against the same questions with their gold-chain triples removed from 
 
 Where a calibration comes from (:func:`resolve_calibration`): an explicit file or object; else
 ``calibration.json`` in the index directory; else the bundled one fitted for the index's embedder on
-MetaQA DEV (``simgrag/data/calibration/``); else none (no abstention, substitutions still said at
-distance > 0).
+MetaQA DEV (``simgrag/data/calibration/``) — **only for a KG whose relations are all among those it was
+fitted on** (``info["relations"]``: MetaQA's movie KB and cuts of it); else none (no abstention,
+substitutions still said at distance > 0). Thresholds fitted on one KG's distances do not travel: on a
+genealogy KG and on WorldCup2014 the MetaQA thresholds answered 22–60 % of answerable questions "not found"
+(shared/measurements/held-out-2026-12-01.md).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -46,7 +49,7 @@ from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["COUNT_FEATURES", "FEATURES", "Calibration", "EvidenceFeatures", "bundled_calibration", "evidence_features",
-           "load_calibration", "missing_edges", "resolve_calibration", "save_calibration"]
+           "fitted_for", "load_calibration", "missing_edges", "resolve_calibration", "save_calibration"]
 
 logger = logging.getLogger(__name__)
 
@@ -224,10 +227,21 @@ def bundled_calibration(embedder: str) -> Calibration | None:
         return load_calibration(path)
 
 
+def fitted_for(calibration: Calibration, relations: Collection[str] | None) -> bool:
+    """Whether ``calibration`` was fitted on a KG with these relations: every one of ``relations`` is
+    among the relations it records (``info["relations"]``). One that records none is taken as fitted for
+    any KG (a file the user gave or fitted on this index); ``relations=None`` (unknown) likewise."""
+    fitted = calibration.info.get("relations")
+    if relations is None or not isinstance(fitted, list):
+        return True
+    return set(relations) <= {str(r) for r in fitted}
+
+
 def resolve_calibration(spec: str | Path | Calibration | None, index_path: Path | None,
-                        embedder: str | None) -> Calibration:
+                        embedder: str | None, relations: Collection[str] | None = None) -> Calibration:
     """The calibration to use (module docstring): ``spec`` ``"auto"`` looks beside the index, then the
-    bundled one for ``embedder``; ``"off"`` / ``None`` turns abstention off; a path loads that file."""
+    bundled one for ``embedder`` when it was fitted on these ``relations`` (the index's KG relation names;
+    :func:`fitted_for`); ``"off"`` / ``None`` turns abstention off; a path loads that file."""
     if isinstance(spec, Calibration):
         return spec
     if spec is None or spec == "off":
@@ -237,7 +251,11 @@ def resolve_calibration(spec: str | Path | Calibration | None, index_path: Path 
     if index_path is not None and (index_path / CALIBRATION_FILE).is_file():
         return load_calibration(index_path / CALIBRATION_FILE)
     bundled = bundled_calibration(embedder) if embedder else None
-    if bundled is not None:
+    if bundled is not None and fitted_for(bundled, relations):
         return bundled
+    if bundled is not None:
+        logger.info("the bundled calibration was fitted on %s, not on this KG's relations: abstention on evidence "
+                    "is off (fit one on this KG: `simgrag grounding fit`)", bundled.info.get("fitted_on"))
+        return NO_ABSTENTION
     logger.info("no calibration for this index (embedder %s): abstention on evidence is off", embedder)
     return NO_ABSTENTION

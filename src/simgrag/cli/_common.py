@@ -84,9 +84,11 @@ K = Annotated[int | None, typer.Option("-k", help="subgraphs (simgrag) or triple
                                                   "retrieve; default: the retriever's own (simgrag: 3)")]
 Examples = Annotated[Path | None, typer.Option("--examples", help="few-shot examples file (YAML/JSON) of your KG's "
                                                                   "pattern prompt (simgrag); default: the index's")]
-Grounding = Annotated[bool, typer.Option("--grounding/--no-grounding", help="judge the LLM's pattern with the "
-                                                                           "question and the KG, edit it and revise "
-                                                                           "it once (simgrag; on by default)")]
+Grounding = Annotated[bool | None, typer.Option(
+    "--grounding/--no-grounding", help="judge the LLM's pattern with the question and the KG, edit it and revise it "
+                                       "once (simgrag). Default: as the index's fit says (`simgrag grounding fit`; "
+                                       "every edit without one); --grounding: every edit, whatever the fit; "
+                                       "--no-grounding: the LLM's pattern as written", show_default=False)]
 Analogy = Annotated[bool, typer.Option("--analogy/--no-analogy", help="try the best-fitting examples' patterns with "
                                                                      "the question's entity first; skip the LLM when "
                                                                      "the KG confirms one (simgrag; on by default)")]
@@ -198,7 +200,7 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                 abstain_gsd: float | None = None, answer_mode: str = DEFAULT_ANSWER_MODE,
                 reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None,
                 calibration: str = DEFAULT_CALIBRATION, answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE,
-                grounding: bool = True, analogy: bool = True,
+                grounding: bool | None = None, analogy: bool = True,
                 pattern_option: Sequence[str] | None = None) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
     directories by retriever name; a model for a retriever other than ``retriever`` is refused.
@@ -224,7 +226,7 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     return SimGRAG(sample_index() if index is None else index, retriever=name, retriever_options=options,
                    llm=llm_for(llm), llm_options=llm.options(), examples=examples, abstain_gsd=abstain_gsd,
                    answer_mode=answer_mode, reader_style=reader_style, reader_options=reader_options,
-                   calibration=calibration, ground_patterns=None if grounding else False,
+                   calibration=calibration, ground_patterns=grounding,
                    pattern_options=pattern_options or None)
 
 

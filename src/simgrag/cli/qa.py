@@ -107,7 +107,7 @@ def ask(
     open_answer: Annotated[bool, typer.Option("--open", help="answer with a short paragraph written from the "
                                                              "retrieved facts (--retriever none: from the LLM's "
                                                              "own knowledge)")] = False,
-    deadline: Deadline = None, grounding: Grounding = True, analogy: Analogy = True,
+    deadline: Deadline = None, grounding: Grounding = None, analogy: Analogy = True,
     pattern_option: PatternOptions = None, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
@@ -125,7 +125,7 @@ def verify(
     claim: Annotated[str, typer.Argument(help="the claim to check")],
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
-    examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, grounding: Grounding = True,
+    examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, grounding: Grounding = None,
     analogy: Analogy = True, pattern_option: PatternOptions = None, as_json: AsJson = False, verbose: Verbose = 0,
     quiet: Quiet = False,
 ) -> None:
@@ -141,7 +141,7 @@ def verify(
 def demo(
     question: Annotated[str, typer.Argument(help="a question about movies")] = "Who directed Inception?",
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
-    answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, grounding: Grounding = True, analogy: Analogy = True,
+    answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, grounding: Grounding = None, analogy: Analogy = True,
     pattern_option: PatternOptions = None, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Answer a question on the bundled sample movie KG (index built on first use) with embedded models."""
@@ -160,7 +160,7 @@ def serve(
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None,
     examples: Examples = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE, abstain_gsd: AbstainGsd = None,
     calibration: CalibrationOpt = DEFAULT_CALIBRATION,
-    grounding: Grounding = True, analogy: Analogy = True, pattern_option: PatternOptions = None,
+    grounding: Grounding = None, analogy: Analogy = True, pattern_option: PatternOptions = None,
     auth_key: Annotated[str | None, typer.Option(envvar="SIMGRAG_SERVE_KEY", help="require this key in X-API-Key "
                                                  "(or Authorization: Bearer) on /v1 endpoints")] = None,
     timeout: Annotated[float, typer.Option(help="per-request deadline, seconds")] = 120.0,

@@ -222,6 +222,7 @@ def run_calibration(engine: SimGRAG, metaqa_dir: str | Path, out_dir: str | Path
     info = {"fitted_on": "MetaQA dev", "hops": list(hops), "sample_per_hop": sample, "seed": seed,
             "patterns": patterns, "alpha": alpha, "removed_triples": len(removed),
             "embedder": base.manifest.get("embedder", {}).get("name"),
+            "relations": sorted(base.store.relations),  # resolve_calibration: used only on a KG of these relations
             "added_rows": {str(path): sum(1 for _ in load_rows(path)) for path in add_rows}}
     calibration = fit_calibration([*rows, *extra], alpha=alpha, info=info)
     save_calibration(calibration, out / "calibration.json")

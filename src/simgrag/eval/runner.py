@@ -35,7 +35,7 @@ from simgrag.eval.resumable import resumable_rows
 from simgrag.pipeline import AskResult, SimGRAG
 from simgrag.progress import progress_on
 
-__all__ = ["QAItem", "load_qa_file", "metaqa_items", "run_qa_bench", "summarize"]
+__all__ = ["QAItem", "hits_at_1", "load_qa_file", "metaqa_items", "run_qa_bench", "summarize"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _hits(result: AskResult, gold: set[str]) -> tuple[bool, bool]:
+def hits_at_1(result: AskResult, gold: set[str]) -> tuple[bool, bool]:
     """(lenient, strict) Hits@1. "Not found in the KG" is never a hit, though the nearest evidence it
     shows may hold a gold answer."""
     ans = result.answer
@@ -129,7 +129,7 @@ def _record(item: QAItem, result: AskResult | None, error: SimGRAGError | None) 
         stage = "pattern" if isinstance(error, PatternError) else "llm" if isinstance(error, LLMError) else "other"
         row.update({"hit": False, "strict": False, "stage": stage, "error": str(error)})
         return row
-    lenient, strict = _hits(result, set(item.answers))
+    lenient, strict = hits_at_1(result, set(item.answers))
     ans, found = result.answer, result.pattern
     row.update({
         "hit": lenient, "strict": strict, "stage": _stage(item, result, lenient),
@@ -137,6 +137,7 @@ def _record(item: QAItem, result: AskResult | None, error: SimGRAGError | None) 
         "pattern": [list(t) for t in found.pattern.triples()] if found else [],
         "pattern_attempts": found.attempts if found else 0,
         "pattern_kg_repairs": list(found.kg_repairs) if found else [],
+        "pattern_families": list(found.families) if found else [],
         "pattern_fits": _fits(item, result),
         "answer": ans.text, "entities": list(ans.entities), "short_answer": ans.short_answer,
         "candidates": list(ans.candidates[:10]), "abstained": ans.abstained, "timings": result.timings,

@@ -46,6 +46,9 @@ class PatternResult:
     #: triples of the chosen pattern the question has no words for (the KG judge's ``unsupported``,
     #: :mod:`simgrag.match.grounding.judge`); 0 when no judge ran
     unworded: int = 0
+    #: the grounding families that made the chosen pattern (edits by name, ``analogy``, ``revision``;
+    #: :mod:`simgrag.match.grounding.registry`); empty for the LLM's own pattern
+    families: tuple[str, ...] = ()
 
 
 class PatternGenerator:

@@ -40,12 +40,14 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from simgrag.errors import ConfigError
+from simgrag.errors import ConfigError, IndexDirError
 from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
 from simgrag.llm.base import LLM
 from simgrag.match.grounding import GroundedPatterns
+from simgrag.match.grounding.fit import GroundingFit, read_fit
+from simgrag.match.grounding.registry import family_names
 from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import ExampleSet, load_examples
@@ -53,7 +55,7 @@ from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.retrievers.base import PatternStage, RetrievedContext
 from simgrag.retrievers.bindings import answer_candidates, asked_text
 
-__all__ = ["METAQA_RELATIONS", "LLMPatternStage", "SimGRAGRetriever", "index_examples"]
+__all__ = ["METAQA_RELATIONS", "LLMPatternStage", "SimGRAGRetriever", "grounding_fit", "index_examples"]
 
 Examples = str | Path | ExampleSet
 
@@ -95,6 +97,15 @@ def index_examples(index: IndexDir, kind: Literal["questions", "claims"] = "ques
     shown = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
     raise ConfigError(_NO_EXAMPLES.format(why=f"its relations {shown} are not MetaQA's and the index records no "
                                               "examples file", index=index.path))
+
+
+def grounding_fit(index: IndexDir) -> GroundingFit | None:
+    """The pattern stage's fit recorded with ``index`` (:mod:`simgrag.match.grounding.fit`), ``None`` without
+    one; a malformed record is an :class:`~simgrag.errors.IndexDirError`."""
+    try:
+        return read_fit(index.manifest)
+    except ConfigError as exc:
+        raise IndexDirError(f"{index.path}: {exc}") from exc
 
 
 def _own_claim_examples(index: IndexDir) -> str | Path | None:
@@ -149,7 +160,10 @@ class SimGRAGRetriever:
     the index's, :func:`index_examples`; claims fall back to the question examples);
     ``pattern_options``: keywords of :class:`PatternGenerator`; ``ground_patterns``: judge the LLM's
     pattern with the question and the KG, edit it or ask the LLM once more when something is wrong
-    (:class:`~simgrag.match.grounding.stage.GroundedPatterns`, which includes the echoed-role repair);
+    (:class:`~simgrag.match.grounding.stage.GroundedPatterns`, which includes the echoed-role repair) —
+    ``None`` (default): as the index's fit says (:func:`grounding_fit`; every family without a fit), ``True``:
+    every family whatever the fit, ``False``: off; ``grounding_off``: these families off and the others on,
+    whatever the fit;
     ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
     ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
     needed); ``subgraphs`` shares a search object (and its caches).
@@ -161,18 +175,31 @@ class SimGRAGRetriever:
     def __init__(self, index: IndexDir, llm: LLM | None = None, *, k: int | None = None,
                  retrieval: RetrievalSettings | None = None, examples: Examples | None = None,
                  claim_examples: Examples | None = None, pattern_options: Mapping[str, Any] | None = None,
-                 repair_roles: bool = True, ground_patterns: bool = True, patterns: PatternStage | None = None,
-                 claim_patterns: PatternStage | None = None, subgraphs: SubgraphRetriever | None = None) -> None:
+                 repair_roles: bool = True, ground_patterns: bool | None = None, patterns: PatternStage | None = None,
+                 claim_patterns: PatternStage | None = None, subgraphs: SubgraphRetriever | None = None,
+                 grounding_off: Sequence[str] | None = None) -> None:
         self.index = index
         self.subgraphs = subgraphs or SubgraphRetriever(index)
         settings = retrieval or RetrievalSettings()
         self.settings = settings if k is None else replace(settings, k=k)
         options = dict(pattern_options or {})
 
+        fit = grounding_fit(index) if ground_patterns is None and grounding_off is None else None
+        if grounding_off is not None:  # these families off, the others on, whatever the index's fit says
+            unknown = sorted(set(grounding_off) - set(family_names()))
+            if unknown:
+                raise ConfigError(f"grounding_off names unknown families {unknown} (see `simgrag ls`: "
+                                  f"{', '.join(family_names())})")
+            fit = GroundingFit(ground_patterns is not False, tuple(grounding_off))
+        self.grounding_fit = fit
+
         def stage(generator_examples: Examples, *, asks: bool) -> PatternStage:
             generator = self._generator(llm, generator_examples, options)
-            if ground_patterns:
-                return GroundedPatterns(generator, self.subgraphs, asks=asks)
+            grounded = fit.enabled if fit is not None else ground_patterns is not False
+            if grounded:
+                # the fit is measured on questions: claims keep every family
+                disabled = fit.disabled if fit is not None and asks else ()
+                return GroundedPatterns(generator, self.subgraphs, asks=asks, disabled=disabled)
             return LLMPatternStage(generator, self.subgraphs if repair_roles else None)
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)

@@ -30,6 +30,7 @@ answer the small model's frequent mistakes:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, dangling_leaves, unknown_name
 from simgrag.match.grounding.lexicon import kg_roles
@@ -281,7 +282,7 @@ def collapse_echo(candidate: Candidate, retriever: SubgraphRetriever) -> list[Ca
     fixed, notes = repair_echoed_roles(pattern, retriever)
     if not notes:
         return []
-    return [Candidate(tuple(fixed.triples()), candidate.origin, (*candidate.edits, *notes), candidate.asked)]
+    return [replace(candidate, triples=tuple(fixed.triples()), edits=(*candidate.edits, *notes))]
 
 
 def drop_leaf(candidate: Candidate) -> list[Candidate]:

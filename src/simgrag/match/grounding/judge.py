@@ -107,9 +107,14 @@ class Candidate:
     origin: str = "llm"
     edits: tuple[str, ...] = ()
     asked: str | None = None  # the answer node of the LLM's pattern this one derives from
+    families: tuple[str, ...] = ()  # the edit families that made it (:mod:`~simgrag.match.grounding.registry`)
 
     def edited(self, triples: Sequence[Triple3], note: str) -> Candidate:
-        return Candidate(tuple(triples), self.origin, (*self.edits, note), self.asked)
+        return Candidate(tuple(triples), self.origin, (*self.edits, note), self.asked, self.families)
+
+    def tagged(self, family: str) -> Candidate:
+        """The same candidate, noted as made (also) by the edit family ``family``."""
+        return replace(self, families=(*self.families, family))
 
     def split(self, i: int, first: Triple3, second: Triple3, why: str) -> Candidate:
         """Triple ``i`` replaced by ``first`` and ``second`` (a hop made explicit), noted with ``why``."""
@@ -359,6 +364,11 @@ class PatternJudge:
         if word.endswith("s"):
             return singular(word)
         return word if word in self.lexicon.types else None
+
+    def structure_problems(self, reading: QuestionReading, pattern: Pattern) -> list[str]:
+        """A named node the question does not name, none of the question's entities named, disconnected
+        triples, nothing asked, a loose leaf beside the answer: where the pattern stands, not its words."""
+        return self._structure_problems(reading, pattern)
 
     def _structure_problems(self, reading: QuestionReading, pattern: Pattern) -> list[str]:
         problems: list[str] = []

@@ -25,21 +25,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from simgrag.errors import PatternError
-from simgrag.match.grounding import anchors, bridges, edits
+from simgrag.match.grounding import anchors, edits
 from simgrag.match.grounding.analogy import analog_candidates
-from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge, Triple3, triple_set
+from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, triple_set
 from simgrag.match.grounding.question import STOPWORDS, QuestionReading
+from simgrag.match.grounding.registry import ANALOGY, REVISION, propose_edits
 from simgrag.match.grounding.shots import ShotRanker
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
-from simgrag.pattern.graph import type_hint
+from simgrag.pattern.graph import is_unknown, type_hint
 from simgrag.pattern.prompt import question_tokens
 
-__all__ = ["GroundedPatterns", "best_candidate", "candidate_edits"]
+__all__ = ["GroundedPatterns", "best_candidate", "candidate_edits", "confirmed_relations", "replaces_confirmed"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,43 +58,59 @@ EDIT_BUDGET = 64
 EDIT_DEADLINE_S = 6.0
 #: added to the shot score of an example worded exactly as the question (above any structure score)
 SAME_WORDING_BONUS = 10.0
+#: a pattern relation this near (embedding distance) the KG relation bound to it is that relation's own text or
+#: alias, not a paraphrase: float noise of one text embedded twice, not a fitted threshold
+EXACT_RELATION = 1e-3
 
 
-def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Judgement) -> list[Candidate]:
-    """The edited candidates worth judging for ``judgement`` (nothing when it is sound)."""
-    if judgement.sound or judgement.pattern is None:
-        return []
-    c = judgement.candidate
-    named = [judge.store.relations[rel].replace("_", " ") for rel in judgement.uncovered]
-    out = [*edits.connect_parts(c, named), *edits.merge_parts(c), *edits.rechain_leaf(c),
-           *anchors.anchor_entity(c, reading, judge.retriever),
-           *anchors.name_unknown(c, reading, judge),
-           *anchors.anchor_via(c, reading, judge), *edits.costar(c, judge),
-           *edits.flip_role(c, judge), *edits.turn_typed(c, judge), *edits.split_shared(c),
-           *edits.expand_roles(c, judge), *edits.detach_named(c, judge), *edits.collapse_echo(c, judge.retriever),
-           *edits.rebind_relation(c, judge), *edits.prune_unsupported(c, judgement),
-           *edits.skip_named_hop(c, judgement, judge, reading), *edits.undo_displaced(c, judgement, judge),
-           *bridges.bridge_named(c, judge, reading), *bridges.retype(c, judge), *bridges.bridge_typed(c, judge),
-           *bridges.insert_hop(c, reading, judge)]
-    if reading.asks_who():
-        out += edits.extend_to_who(c, judge)
-    if judgement.focus == "contradicted":
-        out += edits.swap_named(c) + edits.name_in_place(c) + edits.drop_leaf(c) + edits.shortcut_answer(c)
-        if judgement.focus_word is not None:
-            out += bridges.extend_to_focus(c, judge, judgement.focus_word) + edits.free_focus(c, judgement.focus_word)
-        if judgement.wanted_relation is not None:
-            text = judge.store.relations[judgement.wanted_relation].replace("_", " ")
-            out += edits.rebind_asked(c, text, judge) + edits.extend_asked(c, text, judgement.focus_word or "entity")
-    elif judgement.gsd > GOOD_GSD:
-        out += edits.drop_leaf(c) + edits.shortcut_answer(c)
-    # a relation the question names and no triple has, put on the answer's triple ("the big **cities of**
-    # Tunisia" left as ``[Tunisia, capital, city 1]`` once a copied hop is gone: ``[city 1, located in, Tunisia]``)
-    for text in named:
-        out += edits.rebind_asked(c, text, judge)
-    if not (judgement.retrieval and judgement.retrieval.evidence):
-        out += edits.drop_any(c)
-    # an edit that leaves a part no named entity anchors (a hop bridged past it) is offered without it too
-    return out + [tidy for e in [c, *out] for tidy in edits.drop_part(e)]
+def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Judgement,
+                    disabled: Container[str] = ()) -> list[Candidate]:
+    """The edited candidates worth judging for ``judgement`` (nothing when it is sound): every registered
+    edit (:mod:`~simgrag.match.grounding.registry`) not in ``disabled``, in the registry's order."""
+    return propose_edits(judge, reading, judgement, disabled)
+
+
+def confirmed_relations(judgement: Judgement, judge: PatternJudge | None = None,
+                        reading: QuestionReading | None = None) -> Counter[str]:
+    """The KG relations of ``judgement``'s pattern that the KG has and matches: each triple whose relation the
+    best subgraph binds to a KG relation at distance ≈ 0 (the LLM wrote the KG's own relation, or an alias of
+    it), counted by the KG relation's name — when the KG holds the whole pattern exactly (GSD ≈ 0) and, given
+    the ``judge`` and ``reading``, the pattern stands where the question does (it names the question's entity,
+    is connected and asks something: no structure problem). A pattern that names none of the question's
+    entities confirms nothing: "which money is used next to Porto's country?" written ``[country 1, official
+    language, language 1]`` matches exactly, anywhere."""
+    found: Counter[str] = Counter()
+    if (judgement.pattern is None or judgement.retrieval is None or not judgement.retrieval.evidence
+            or judgement.gsd > EXACT_RELATION):
+        return found
+    if judge is not None and reading is not None and judge.structure_problems(reading, judgement.pattern):
+        return found
+    for binding in judgement.retrieval.evidence[0].edges:
+        if binding.distance <= EXACT_RELATION and not is_unknown(binding.pattern_triple[1]):
+            found[binding.triple.relation] += 1
+    return found
+
+
+def _relations(judge: PatternJudge, judgement: Judgement) -> Counter[str]:
+    """The KG relations ``judgement``'s triples read as (each triple's nearest KG relation), by name."""
+    found: Counter[str] = Counter()
+    for _, relation, _ in judgement.candidate.triples:
+        rel = None if is_unknown(relation) else judge.retriever.nearest_relation(relation)
+        if rel is not None:
+            found[judge.store.relations[rel]] += 1
+    return found
+
+
+def replaces_confirmed(judge: PatternJudge, base: Judgement, confirmed: Counter[str], other: Judgement) -> bool:
+    """Whether ``other`` swaps a relation of the LLM's pattern that the KG has and matches
+    (:func:`confirmed_relations`) for another: it lacks one of them and has a relation the LLM's pattern does
+    not. The LLM keeps semantic authority over such a relation: word similarity alone (a judge's reading of
+    "plays" as ``plays_position``) may drop a hop, where the KG's fit for the edits is measured per KG
+    (:mod:`~simgrag.match.grounding.fit`), but not put another relation in its place."""
+    if not confirmed:
+        return False
+    theirs = _relations(judge, other)
+    return bool(confirmed - theirs) and bool(theirs - _relations(judge, base))
 
 
 def _eligible(judgement: Judgement, base: Judgement) -> bool:
@@ -142,25 +160,29 @@ def _drops_unnamed_answer(judge: PatternJudge, reading: QuestionReading, base: J
 
 def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: list[Judgement], *,
                    budget: int = EDIT_BUDGET, deadline_s: float = EDIT_DEADLINE_S,
-                   alternatives: Sequence[Judgement] = ()) -> tuple[Judgement, list[Judgement]]:
+                   alternatives: Sequence[Judgement] = (),
+                   disabled: Container[str] = ()) -> tuple[Judgement, list[Judgement]]:
     """The chosen judgement among ``originals`` (the LLM's patterns) and their edits (:data:`EDIT_ROUNDS`
     rounds: the best few edits that still have a problem, fewer than those edited before, are edited again);
     all judgements considered, originals first. At most ``budget`` distinct edits are judged (the first
     round's first, in the order the edits offer them), and none after ``deadline_s`` seconds.
-    ``alternatives`` (judged already: the analogies of :mod:`~simgrag.match.grounding.analogy`) compete like edits."""
+    ``alternatives`` (judged already: the analogies of :mod:`~simgrag.match.grounding.analogy`) compete like edits;
+    ``disabled``: edit families not tried (a KG's fit). No candidate may swap a relation of the LLM's pattern
+    that the KG has and matches for another (:func:`replaces_confirmed`)."""
     base = min(originals, key=lambda j: j.key)
     considered = [*originals, *alternatives]
     if base.sound:
         return base, considered
     deadline = time.perf_counter() + deadline_s
     limit = max(len(base.problems) - 1, 0)  # an edit needs fewer problems than the LLM's pattern to win
-    first = judge.judge_all(reading, [e for j in originals for e in candidate_edits(judge, reading, j)],
+    first = judge.judge_all(reading, [e for j in originals for e in candidate_edits(judge, reading, j, disabled)],
                             max_problems=limit, deadline=deadline, budget=budget)
     # a displaced name is undone in the same round: the edit that made it may be right apart from that hop
     # ("List cities located in New Zealand." given [entity 1, located in, New Zealand] as its entity's triple)
     judged = _distinct(j.candidate for j in first)
-    undone = [e for j in first for e in edits.undo_displaced(j.candidate, j, judge)
-              if triple_set(e.triples) not in judged]
+    undone = [] if "undo_displaced" in disabled else [
+        e.tagged("undo_displaced") for j in first for e in edits.undo_displaced(j.candidate, j, judge)
+        if triple_set(e.triples) not in judged]
     first += judge.judge_all(reading, undone, max_problems=limit, deadline=deadline, budget=budget - len(judged))
     # edited again: unsound edits with fewer problems than the LLM's pattern, none left included ("the big cities of
     # Tunisia" written [Tunisia, located in, country 1] + [country 1, capital, city 1]: turned round, nothing close in
@@ -177,11 +199,13 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
         if not promising or left <= 0:
             break
         bar = min(len(j.problems) for j in promising)
-        edited += judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j)],
+        edited += judge.judge_all(reading, [e for j in promising for e in candidate_edits(judge, reading, j, disabled)],
                                   max_problems=limit, deadline=deadline, budget=left)
     considered += edited
+    confirmed = confirmed_relations(base, judge, reading)
     eligible = [j for j in [*alternatives, *edited]
-                if j.retrieval is not None and (_eligible(j, base) or _drops_unnamed_answer(judge, reading, base, j))]
+                if j.retrieval is not None and (_eligible(j, base) or _drops_unnamed_answer(judge, reading, base, j))
+                and not replaces_confirmed(judge, base, confirmed, j)]
     return min([base, *eligible], key=lambda j: j.key), considered
 
 
@@ -212,14 +236,18 @@ class GroundedPatterns:
     every LLM call. ``asks=False`` for claims (no answer node, no focus word)."""
 
     def __init__(self, generator: PatternGenerator, retriever: SubgraphRetriever, *, asks: bool = True,
-                 max_revisions: int = 1, on_report: Callable[[GroundingReport], None] | None = None) -> None:
+                 max_revisions: int = 1, on_report: Callable[[GroundingReport], None] | None = None,
+                 disabled: Iterable[str] = ()) -> None:
         self.generator = generator
+        #: the families switched off (a KG's fit, :mod:`~simgrag.match.grounding.fit`): edits by name,
+        #: ``analogy``, ``revision``
+        self.disabled = frozenset(disabled)
         examples = [e.triples for e in generator.prompt.examples.examples]
         self.judge = PatternJudge(retriever, asks=asks, examples=examples,
                                   example_questions=[e.question for e in generator.prompt.examples.examples])
         self.shots = (ShotRanker(self.judge, generator.prompt.examples.examples)
                       if generator.shot_selection == "structure" and generator.prompt.n_dynamic_shots > 0 else None)
-        self.max_revisions = max(0, max_revisions)
+        self.max_revisions = 0 if REVISION in self.disabled else max(0, max_revisions)
         self.on_report = on_report
         self.last_report: GroundingReport | None = None
 
@@ -254,7 +282,8 @@ class GroundedPatterns:
         results = [result]
         t0 = time.perf_counter()
         originals = self.judge.judge_all(reading, [self._own(result, "llm", reading)])
-        best, considered = best_candidate(self.judge, reading, originals, alternatives=analogies)
+        best, considered = best_candidate(self.judge, reading, originals, alternatives=analogies,
+                                          disabled=self.disabled)
         judge_s += time.perf_counter() - t0
         for _ in range(self.max_revisions):
             if best.sound:
@@ -265,7 +294,8 @@ class GroundedPatterns:
             results.append(revised)
             t0 = time.perf_counter()
             originals += self.judge.judge_all(reading, [self._own(revised, "llm-revised", reading)])
-            best, more = best_candidate(self.judge, reading, originals, alternatives=analogies)
+            best, more = best_candidate(self.judge, reading, originals, alternatives=analogies,
+                                        disabled=self.disabled)
             considered += more
             judge_s += time.perf_counter() - t0
         return self._result(question, results, best, considered, judge_s)
@@ -286,7 +316,7 @@ class GroundedPatterns:
     def _analogies(self, question: str, reading: QuestionReading, scores: Sequence[float] | None,
                    same_wording: Sequence[int] = ()) -> list[Judgement]:
         """The judged analogies of the best-ranked examples (none for claims, or with ``analogy`` off)."""
-        if not (self.generator.analogy and self.judge.asks):
+        if not (self.generator.analogy and self.judge.asks) or ANALOGY in self.disabled:
             return []
         examples = self.generator.prompt.examples.examples
         order = self.generator.prompt.ranked(question, scores)
@@ -331,6 +361,11 @@ class GroundedPatterns:
         if best.problems:
             notes.append(f"unresolved: {best.describe()}")
         pattern = best.pattern if best.pattern is not None else source.pattern
+        families = list(best.candidate.families)
+        if best.candidate.origin in ("analogy", "template"):
+            families.insert(0, ANALOGY)
+        elif best.candidate.origin == "llm-revised":
+            families.insert(0, REVISION)
         logger.debug("grounded pattern for %r: %s (%d candidates, %.3f s)", question, pattern.triples(),
                      len(considered), judge_s)
         return replace(source, pattern=pattern, attempts=report.llm_calls,
@@ -338,4 +373,4 @@ class GroundedPatterns:
                        completion_tokens=sum(r.completion_tokens for r in results),
                        latency_s=sum(r.latency_s for r in results) + judge_s,
                        repaired=source.repaired or len(results) > 1, kg_repairs=tuple(notes),
-                       unworded=len(best.unsupported))
+                       unworded=len(best.unsupported), families=tuple(dict.fromkeys(families)))

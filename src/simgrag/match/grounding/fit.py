@@ -1,0 +1,115 @@
+"""What the pattern stage does on one KG, fitted on that KG's own questions and stored with its index.
+
+The grounding's edits were each read off the misses of a few KGs; on another KG an edit can drop a hop the
+question asked for (a genealogy KG asked by synonyms lost 12.5 points to the stage as a whole). So what runs
+is decided per KG, on its own validation questions (never shots), with its index's embedder
+(:func:`simgrag.eval.fit_grounding.fit_grounding`):
+
+- ``enabled``: the stage at all — off when the LLM's own patterns answer the validation questions at least
+  as well (*no harm*);
+- ``disabled``: the edit families (:mod:`~simgrag.match.grounding.registry`, with ``analogy`` and
+  ``revision``) that did not raise validation accuracy on this KG.
+
+The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
+index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless
+overridden (``--grounding`` runs every family, ``--no-grounding`` none). An index without a fit runs every
+family (what the stage did before fits existed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simgrag.errors import ConfigError
+from simgrag.index.attach import read_manifest_json, write_manifest
+from simgrag.match.grounding.registry import family_names
+
+__all__ = ["FIT_FORMAT", "MANIFEST_KEY", "GroundingFit", "check_fit", "read_fit", "store_fit"]
+
+#: the manifest section that holds the fit
+MANIFEST_KEY = "grounding"
+FIT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class GroundingFit:
+    """The pattern stage's switches for one KG (module docstring); ``info``: what it was fitted on and the
+    validation figures behind each switch."""
+
+    enabled: bool = True
+    disabled: tuple[str, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format_version": FIT_FORMAT, "enabled": self.enabled, "disabled": list(self.disabled),
+                "info": self.info}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "grounding fit") -> GroundingFit:
+        """Read a fit back; a malformed one is a :class:`ConfigError` naming what is wrong."""
+        problem = _problem(data)
+        if problem is not None:
+            raise ConfigError(f"{where}: {problem}; fit it again with `simgrag grounding fit`")
+        return cls(bool(data["enabled"]), tuple(data.get("disabled", ())), dict(data.get("info") or {}))
+
+    def describe(self) -> str:
+        """One line for ``simgrag check`` and logs."""
+        if not self.enabled:
+            head = "off (the LLM's own patterns did at least as well on this KG's validation questions)"
+        elif self.disabled:
+            head = f"on, without {', '.join(self.disabled)}"
+        else:
+            head = "on, every family"
+        hits = self.info.get("hits") or {}
+        shown = ", ".join(f"{k} {v}" for k, v in hits.items())
+        n = self.info.get("questions")
+        return head + (f" — validation {n} questions: {shown}" if n is not None else "")
+
+
+def _problem(data: Any) -> str | None:
+    if not isinstance(data, Mapping):
+        return "not an object"
+    if data.get("format_version", FIT_FORMAT) != FIT_FORMAT:
+        return f"format {data.get('format_version')!r}, expected {FIT_FORMAT}"
+    unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "info"})
+    if unknown:
+        return f"unknown keys {unknown}"
+    if not isinstance(data.get("enabled"), bool):
+        return "'enabled' is missing or not true/false"
+    disabled = data.get("disabled", [])
+    if not isinstance(disabled, list) or not all(isinstance(x, str) for x in disabled):
+        return "'disabled' is not a list of family names"
+    strange = sorted(set(disabled) - set(family_names()))
+    if strange:
+        return f"'disabled' names unknown families {strange} (known: {', '.join(family_names())})"
+    if not isinstance(data.get("info", {}), Mapping):
+        return "'info' is not an object"
+    return None
+
+
+def check_fit(manifest: Mapping[str, Any]) -> str | None:
+    """What is wrong with the manifest's ``grounding`` section (``None``: nothing, or no section)."""
+    if MANIFEST_KEY not in manifest:
+        return None
+    problem = _problem(manifest[MANIFEST_KEY])
+    return None if problem is None else f"{MANIFEST_KEY}: {problem}"
+
+
+def read_fit(manifest: Mapping[str, Any]) -> GroundingFit | None:
+    """The fit recorded in an index's manifest, ``None`` when it has none."""
+    if MANIFEST_KEY not in manifest:
+        return None
+    return GroundingFit.from_dict(manifest[MANIFEST_KEY], f"manifest {MANIFEST_KEY!r}")
+
+
+def store_fit(root: str | Path, fit: GroundingFit | None) -> None:
+    """Record ``fit`` in the index directory ``root``'s manifest (``None`` removes it), atomically."""
+    manifest = read_manifest_json(Path(root))
+    if fit is None:
+        manifest.pop(MANIFEST_KEY, None)
+    else:
+        manifest[MANIFEST_KEY] = fit.to_dict()
+    write_manifest(Path(root), manifest)
