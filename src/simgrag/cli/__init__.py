@@ -5,6 +5,7 @@
     simgrag examples install INDEX_DIR FILE     attach an examples file: the index's default
     simgrag aliases bootstrap|install …         the same for relation aliases
     simgrag check INDEX_DIR                     verify an index (structure, content hashes)
+    simgrag grounding fit INDEX_DIR --questions F  fit the pattern stage's edits to this KG (stored in it)
     simgrag update INDEX_DIR --add F --remove F add/remove triples without a rebuild (atomic)
     simgrag retrieve INDEX_DIR --pattern JSON   top-k subgraphs for a pattern
     simgrag ask INDEX_DIR "question"            answer from the KG (see `simgrag ask --help`)
@@ -33,6 +34,7 @@ from simgrag.cli import (  # noqa: F401  (each registers its commands on ``app``
     bench,
     bootstrap,
     check,
+    grounding_cmd,
     kg,
     mcp_cmd,
     qa,

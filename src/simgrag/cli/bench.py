@@ -1,4 +1,5 @@
-"""Benchmark commands: simgrag bench metaqa | qa | claims | factscore | abstain | summarize.
+"""Benchmark commands: simgrag bench metaqa | qa | wc2014 | wc2014-examples | claims | factscore | abstain |
+summarize.
 
 Every question goes through the facade (:meth:`simgrag.pipeline.SimGRAG.ask`), exactly as ``simgrag
 ask`` runs it; a comparison asks one engine per retriever, all sharing the LLM.
@@ -63,7 +64,7 @@ Retrievers = Annotated[str, typer.Option("--retriever", help="comma-separated re
 def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *, examples: Path | None = None,
                   k: int | None = None, answer_mode: str = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
                   reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION,
-                  answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE, grounding: bool = True,
+                  answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE, grounding: bool | None = None,
                   analogy: bool = True, pattern_option: Sequence[str] | None = None) -> Any:
     """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
     from simgrag.eval.metaqa import metaqa_index
@@ -90,7 +91,7 @@ def bench_metaqa(
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
-    answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE, grounding: Grounding = True,
+    answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE, grounding: Grounding = None,
     analogy: Analogy = True, pattern_option: PatternOptions = None,
     retriever: Annotated[str | None, typer.Option(
         "--retriever", help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,"
@@ -285,7 +286,7 @@ def bench_qa(
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
-    grounding: Grounding = True, analogy: Analogy = True, pattern_option: PatternOptions = None,
+    grounding: Grounding = None, analogy: Analogy = True, pattern_option: PatternOptions = None,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code).
@@ -302,6 +303,74 @@ def bench_qa(
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     _write_summary(output, summary, format_summary(summary))
+
+
+WCDir = Annotated[Path, typer.Option("--wc-dir", help="WorldCup2014 folder (WC-P1.txt, WC-P2.txt, WC-C.txt, "
+                                                       "WC2014.txt)")]
+WCSample = Annotated[int, typer.Option("--sample", help="distinct questions per group (0 = all)")]
+
+
+@bench_app.command("wc2014")
+@llm_options
+def bench_wc2014(
+    wc_dir: WCDir,
+    index: Annotated[Path, typer.Option("--index", help="index directory of WC2014.txt from `simgrag index`")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="JSONL results; the summary goes beside it")],
+    groups: Annotated[str, typer.Option("--groups", help="comma-separated: 1-hop, 2-hop, conj")] = "1-hop,2-hop,conj",
+    sample: WCSample = 100, seed: Seed = 0,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
+    examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
+    abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
+    grounding: Grounding = None, analogy: Analogy = True, pattern_option: PatternOptions = None,
+    verbose: Verbose = 0, quiet: Quiet = False,
+) -> None:
+    """WorldCup2014 questions (1-hop, 2-hop, conjunctive) → Hits@1 per group and error stages.
+
+    Give it an index of WC2014.txt and, for a fair run, examples written by `bench wc2014-examples` with
+    the same --sample/--seed. An interrupted run resumes: questions already answered in --output are kept."""
+    _setup_logging(verbose, quiet)
+    from simgrag.eval.runner import format_summary, run_qa_bench
+    from simgrag.eval.wc2014 import load_wc2014, qa_items
+
+    try:
+        items = [item for group in split_names(groups)
+                 for item in qa_items(load_wc2014(wc_dir, group, sample=sample or None, seed=seed))]
+        if not items:
+            raise SimGRAGError("--groups names no group: give some of 1-hop,2-hop,conj")
+        engine = _bench_engine(index, None, llm, examples=examples, k=k,
+                               answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration,
+                               grounding=grounding, analogy=analogy, pattern_option=pattern_option)
+        summary = run_qa_bench(engine, items, output)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    _write_summary(output, summary, format_summary(summary))
+
+
+@bench_app.command("wc2014-examples")
+def bench_wc2014_examples(
+    wc_dir: WCDir,
+    output: Annotated[Path, typer.Option("-o", "--output", help="examples file to write (YAML)")],
+    sample: Annotated[int, typer.Option("--sample", help="the --sample of the `bench wc2014` run whose questions "
+                                                         "are kept out")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="the --seed of that run (also draws the examples)")] = 0,
+    per_group: Annotated[int, typer.Option("--per-group", help="examples per group")] = 4,
+    verbose: Verbose = 0, quiet: Quiet = False,
+) -> None:
+    """Write a WorldCup2014 few-shot examples file (--per-group of each group, gold patterns) from questions
+    that `bench wc2014` with the same --sample/--seed does not ask (of any group)."""
+    _setup_logging(verbose, quiet)
+    from simgrag.eval.wc2014 import WC_FILES, load_wc2014, write_examples
+    from simgrag.pattern.examples import load_examples
+
+    try:
+        if not sample:
+            raise SimGRAGError("--sample 0 asks every question: none is left for examples")
+        held_out = {q.question for group in WC_FILES for q in load_wc2014(wc_dir, group, sample=sample, seed=seed)}
+        path = write_examples(wc_dir, output, n_per_group=per_group, seed=seed, exclude=held_out)
+        written = len(load_examples(path))
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    out.print(f"{written} examples (none of the {len(held_out)} evaluated questions) → {path}")
 
 
 @bench_app.command("claims")

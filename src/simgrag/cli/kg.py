@@ -326,6 +326,14 @@ def list_components() -> None:
         for entry in registry.entries():
             missing = "" if entry.available() else f"  [yellow](needs {entry.missing_hint()})[/]"
             out.print(f"  {entry.usage:<40} {entry.description}{missing}", highlight=False)
+    from simgrag.match.grounding.registry import ANALOGY, EDITS, PROBLEMS, REVISION, TIDY
+
+    out.print("[bold]Pattern-stage edit families[/] (switched per KG by `simgrag grounding fit`; "
+              "--grounding/--no-grounding)")
+    for edit in [*EDITS, TIDY]:
+        out.print(f"  {edit.name:<40} {edit.problem}: {PROBLEMS[edit.problem]}", highlight=False)
+    out.print(f"  {ANALOGY:<40} the examples' patterns with the question's entity put in", highlight=False)
+    out.print(f"  {REVISION:<40} one more LLM call, told what is wrong with the best candidate", highlight=False)
 
 
 @models_app.command("pull")

@@ -25,7 +25,7 @@ from simgrag.match.grounding import anchors, bridges, edits
 from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
 from simgrag.match.grounding.question import QuestionReading
 
-__all__ = ["ANALOGY", "EDITS", "PROBLEMS", "REVISION", "Edit", "EditContext", "EditPlugin", "edit_names",
+__all__ = ["ANALOGY", "EDITS", "PROBLEMS", "REVISION", "TIDY", "Edit", "EditContext", "EditPlugin", "edit_names",
            "family_names", "propose_edits", "register_edit"]
 
 #: the analogy candidates as a switchable family (not a shape edit)

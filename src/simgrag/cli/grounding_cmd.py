@@ -1,0 +1,120 @@
+"""``simgrag grounding fit|show|clear INDEX_DIR``: the pattern stage fitted to one KG, kept in its index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from simgrag.cli._common import (
+    DEFAULT_LLM_CHOICE,
+    AsJson,
+    Examples,
+    IndexArg,
+    LLMChoice,
+    PatternOptions,
+    Quiet,
+    Verbose,
+    _fail,
+    _setup_logging,
+    app,
+    llm_for,
+    llm_options,
+    out,
+)
+from simgrag.errors import ConfigError, SimGRAGError
+
+grounding_app = typer.Typer(no_args_is_help=True, help="The pattern stage fitted to this KG: which edit families "
+                                                       "run (fit on the KG's own validation questions, show, clear).")
+app.add_typer(grounding_app, name="grounding")
+
+
+def _format(fit: Any) -> str:
+    lines = [f"grounding: {fit.describe()}"]
+    families = fit.info.get("families") or {}
+    if families:
+        lines.append("family             used  fixed  broke  kept")
+        for name, row in families.items():
+            kept = "on" if fit.enabled and name not in fit.disabled else "off"
+            lines.append(f"{name:<18} {row['used']:>4}  {row['fixed']:>5}  {row['broke']:>5}  {kept}")
+    for key in ("llm_calls", "seconds", "embedder", "fitted_at"):
+        if key in fit.info:
+            lines.append(f"{key}: {fit.info[key]}")
+    return "\n".join(lines)
+
+
+@grounding_app.command("fit")
+@llm_options
+def grounding_fit(
+    index_dir: IndexArg,
+    questions: Annotated[Path, typer.Option("--questions", help='validation questions, JSONL {"question": …, '
+                                                                '"answers": […]} per line; never few-shot examples')],
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
+    examples: Examples = None, pattern_option: PatternOptions = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="measure and print, store nothing")] = False,
+    as_json: AsJson = False,
+    verbose: Verbose = 0, quiet: Quiet = False,
+) -> None:
+    """Measure, on this KG's own validation questions, which edit families of the pattern stage raise
+    first-answer Hits@1 here, and store the fit in the index's manifest (used by ask, serve, bench)."""
+    _setup_logging(verbose, quiet)
+    from simgrag.eval.fit_grounding import fit_grounding
+    from simgrag.eval.runner import load_qa_file
+    from simgrag.index.directory import open_index_dir
+    from simgrag.llm.registry import resolve_llm
+    from simgrag.match.grounding.fit import store_fit
+    from simgrag.pattern.generate import parse_pattern_options
+
+    try:
+        spec = llm_for(llm)
+        if spec is None:
+            raise ConfigError("fitting the pattern stage needs an LLM (--llm)")
+        index = open_index_dir(index_dir)
+        model = resolve_llm(spec, **llm.options())
+        fit = fit_grounding(index, model, load_qa_file(questions), examples=examples,
+                            pattern_options=parse_pattern_options(pattern_option or ()),
+                            progress=False if quiet else None, source=str(questions))
+        if not dry_run:
+            store_fit(index_dir, fit)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data=fit.to_dict())
+    else:
+        out.print(_format(fit) + ("" if dry_run else f"\nstored in {index_dir}/manifest.json"),
+                  highlight=False, markup=False)
+
+
+@grounding_app.command("show")
+def grounding_show(index_dir: IndexArg, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False) -> None:
+    """The pattern stage's fit recorded with the index (none: every edit family runs)."""
+    _setup_logging(verbose, quiet)
+    from simgrag.index.attach import read_manifest_json
+    from simgrag.match.grounding.fit import read_fit
+
+    try:
+        fit = read_fit(read_manifest_json(index_dir))
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print(json.dumps(None if fit is None else fit.to_dict(), indent=2), highlight=False, markup=False)
+    elif fit is None:
+        out.print("grounding: not fitted (every edit family runs); fit it with `simgrag grounding fit`",
+                  highlight=False, markup=False)
+    else:
+        out.print(_format(fit), highlight=False, markup=False)
+
+
+@grounding_app.command("clear")
+def grounding_clear(index_dir: IndexArg, verbose: Verbose = 0, quiet: Quiet = False) -> None:
+    """Remove the fit from the index (every edit family runs again)."""
+    _setup_logging(verbose, quiet)
+    from simgrag.match.grounding.fit import store_fit
+
+    try:
+        store_fit(index_dir, None)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    out.print(f"grounding fit removed from {index_dir}", highlight=False, markup=False)
