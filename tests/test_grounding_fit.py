@@ -1,0 +1,195 @@
+"""The pattern stage fitted per KG (issue 41): the edit registry, the fit on a toy KG with a scripted LLM,
+the switches a fit stores, the no-harm rule and the manifest round trip."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simgrag.errors import ConfigError, IndexDirError
+from simgrag.eval.fit_grounding import Outcome, choose_stage, family_gains, fit_grounding
+from simgrag.eval.runner import QAItem
+from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
+from simgrag.llm.base import ChatMessage
+from simgrag.match.grounding import GroundedPatterns
+from simgrag.match.grounding.fit import GroundingFit, check_fit, read_fit, store_fit
+from simgrag.match.grounding.registry import EDITS, Edit, edit_names, family_names, propose_edits, register_edit
+from simgrag.pattern.examples import parse_examples
+from simgrag.pipeline import SimGRAG
+from simgrag.retrievers.simgrag import LLMPatternStage, SimGRAGRetriever
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+from simgrag.testing.toy import write_toy_kg
+from test_grounding import ALIASES, EXAMPLES  # the toy KG's aliases and examples (rootdir-relative import)
+
+#: what the scripted LLM writes for each question: the first two are right, the third names a film the
+#: question does not (the examples' "who directed Memento" copied): the KG's analogy repairs it
+PATTERNS = {
+    "Who directed Titanic?": [["Titanic", "directed by", "UNKNOWN director 1"]],
+    "Which movies did Kate Winslet star in?": [["UNKNOWN movie 1", "starred actors", "Kate Winslet"]],
+    "Who directed Juno?": [["Memento", "directed by", "UNKNOWN director 1"]],
+}
+ITEMS = [QAItem("Who directed Titanic?", ("James Cameron",)),
+         QAItem("Which movies did Kate Winslet star in?", ("Titanic",)),
+         QAItem("Who directed Juno?", ("Jason Reitman",))]
+
+
+def _respond(messages: Sequence[ChatMessage]) -> str:
+    asked = messages[-1].content
+    for question, triples in PATTERNS.items():
+        if question in asked:
+            return json.dumps({"triples": triples})
+    return json.dumps({"triples": [["Inception", "directed by", "UNKNOWN director 1"]]})
+
+
+@pytest.fixture()
+def toy(tmp_path: Path) -> IndexDir:
+    (tmp_path / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=256),
+                    relation_aliases=tmp_path / "aliases.yaml")
+    return open_index_dir(tmp_path / "toy.idx", embedder=HashEmbedder(dim=256))
+
+
+# ---------------------------------------------------------------- the registry
+def test_every_edit_is_registered_once_with_a_known_problem() -> None:
+    names = edit_names()
+    assert len(names) == len(set(names)) and names[-1] == "drop_part"
+    assert {"analogy", "revision"} <= set(family_names())
+    for must in ("drop_leaf", "rebind_relation", "rebind_asked", "prune_unsupported", "insert_hop"):
+        assert must in names
+
+
+def test_a_plugin_edit_registers_in_place_and_its_candidates_carry_its_name() -> None:
+    def nothing(ctx: object) -> list:  # type: ignore[type-arg]
+        return []
+
+    plugin = Edit("test_plugin", "shape", nothing)
+    register_edit(plugin, before="merge_parts")
+    try:
+        assert edit_names().index("test_plugin") == edit_names().index("merge_parts") - 1
+        with pytest.raises(ConfigError, match="registered already"):
+            register_edit(plugin)
+        with pytest.raises(ConfigError, match="unknown problem"):
+            register_edit(Edit("test_other", "vibes", nothing))
+        with pytest.raises(ConfigError, match="no edit named"):
+            register_edit(Edit("test_other", "shape", nothing), before="nope")
+        with pytest.raises(ConfigError, match="not an edit"):
+            register_edit(object())  # type: ignore[arg-type]
+    finally:
+        EDITS.remove(plugin)
+    assert "test_plugin" not in edit_names()
+
+
+def test_proposed_edits_are_tagged_and_a_disabled_family_proposes_nothing(toy: IndexDir) -> None:
+    from simgrag.match.grounding import Candidate, PatternJudge
+    from simgrag.match.retrieve import SubgraphRetriever
+
+    judge = PatternJudge(SubgraphRetriever(toy), examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    reading = judge.read("Who directed Juno?")  # written with a loose part: a copied release-year triple
+    base = judge.judge(reading, Candidate((("Juno", "directed by", "UNKNOWN director 1"),
+                                           ("UNKNOWN movie 1", "release year", "UNKNOWN year 1"))))
+    proposed = propose_edits(judge, reading, base)
+    assert proposed and all(c.families and c.families[-1] in family_names() for c in proposed)
+    used = {c.families[-1] for c in proposed}
+    fewer = propose_edits(judge, reading, base, disabled=used)
+    assert fewer == []
+
+
+def test_simgrag_ls_lists_the_edit_families() -> None:
+    from simgrag.cli import app
+
+    result = CliRunner().invoke(app, ["ls"])
+    assert result.exit_code == 0, result.output
+    for name in (*edit_names(), "analogy", "revision"):
+        assert name in result.output
+
+
+# ---------------------------------------------------------------- the fit
+def test_a_family_that_breaks_more_than_it_fixes_is_switched_off() -> None:
+    full = {0: Outcome(True, ("drop_leaf",)), 1: Outcome(False, ("drop_leaf",)), 2: Outcome(False, ("drop_leaf",)),
+            3: Outcome(True, ("analogy",))}
+    ablations = {"drop_leaf": {0: Outcome(True), 1: Outcome(True), 2: Outcome(True)},  # off, it answers 2 more
+                 "analogy": {3: Outcome(False)}}
+    gains = family_gains(full, ablations)
+    assert gains["drop_leaf"] == {"used": 3, "fixed": 0, "broke": 2}
+    assert gains["analogy"] == {"used": 1, "fixed": 1, "broke": 0}
+
+
+def test_no_harm_the_stage_is_never_chosen_below_the_llms_own_patterns() -> None:
+    assert choose_stage({"no_grounding": 5, "fitted": 4, "every_family": 4}) == "no_grounding"
+    assert choose_stage({"no_grounding": 5, "fitted": 5, "every_family": 5}) == "no_grounding"  # a tie: simpler
+    assert choose_stage({"no_grounding": 5, "fitted": 6, "every_family": 6}) == "fitted"
+    assert choose_stage({"no_grounding": 5, "fitted": 6, "every_family": 7}) == "every_family"
+
+
+def test_fit_on_a_toy_kg_keeps_what_helps_and_switches_the_rest_off(toy: IndexDir) -> None:
+    llm = FakeLLM(_respond)
+    fit = fit_grounding(toy, llm, ITEMS, examples=parse_examples(EXAMPLES), progress=False)
+    hits = fit.info["hits"]
+    assert hits["no_grounding"] == 2 and hits["fitted"] == 3  # "Who directed Juno?" needs the KG's repair
+    assert fit.enabled and fit.info["chosen"] == "fitted"
+    helped = {f for f, row in fit.info["families"].items() if row["fixed"] > row["broke"]}
+    assert helped and not helped & set(fit.disabled)
+    assert set(fit.disabled) == set(family_names()) - helped  # every family that did not help is off
+    assert fit.info["questions"] == 3 and fit.info["llm_calls"] <= 6  # one call per question, shared by the runs
+
+
+def test_fit_turns_the_stage_off_where_the_llm_needs_no_help(toy: IndexDir) -> None:
+    right = [item for item in ITEMS if item.question != "Who directed Juno?"]
+    fit = fit_grounding(toy, FakeLLM(_respond), right, examples=parse_examples(EXAMPLES), progress=False)
+    assert fit.info["hits"]["no_grounding"] == 2 and not fit.enabled  # nothing to gain: no unproven edit runs
+
+
+def test_fitted_values_round_trip_through_the_manifest_and_drive_the_stage(toy: IndexDir) -> None:
+    fit = GroundingFit(True, ("drop_leaf", "analogy"), {"questions": 3, "hits": {"fitted": 3}})
+    store_fit(toy.path, fit)
+    reopened = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))
+    assert read_fit(reopened.manifest) == fit and read_fit(reopened.manifest).info == fit.info  # type: ignore[union-attr]
+    examples = parse_examples(EXAMPLES)
+    stage = SimGRAGRetriever(reopened, FakeLLM(_respond), examples=examples).patterns
+    assert isinstance(stage, GroundedPatterns) and stage.disabled == {"drop_leaf", "analogy"}
+    every = SimGRAGRetriever(reopened, FakeLLM(_respond), examples=examples, ground_patterns=True).patterns
+    assert isinstance(every, GroundedPatterns) and not every.disabled  # --grounding: every family
+    chosen = SimGRAGRetriever(reopened, FakeLLM(_respond), examples=examples, grounding_off=["revision"]).patterns
+    assert isinstance(chosen, GroundedPatterns) and chosen.disabled == {"revision"}
+    store_fit(toy.path, GroundingFit(False, (), {}))
+    off = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))
+    assert isinstance(SimGRAGRetriever(off, FakeLLM(_respond), examples=examples).patterns, LLMPatternStage)
+    engine = SimGRAG(off, llm=FakeLLM(_respond), examples=examples, calibration="off")
+    assert engine.ask("Who directed Titanic?").answer.short_answer == "James Cameron"
+    store_fit(toy.path, None)
+    assert read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest) is None
+
+
+@pytest.mark.parametrize("section", [
+    [], {"enabled": "yes"}, {"enabled": True, "disabled": ["no_such_edit"]}, {"enabled": True, "disabled": "x"},
+    {"enabled": True, "bogus": 1}, {"format_version": 9, "enabled": True}, {"enabled": True, "info": []},
+])
+def test_a_malformed_fit_is_refused_with_what_is_wrong(toy: IndexDir, section: object) -> None:
+    manifest = json.loads((toy.path / "manifest.json").read_text())
+    manifest["grounding"] = section
+    (toy.path / "manifest.json").write_text(json.dumps(manifest))
+    assert check_fit(manifest) is not None
+    reopened = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))
+    with pytest.raises(IndexDirError, match="grounding fit"):
+        SimGRAGRetriever(reopened, FakeLLM(_respond), examples=parse_examples(EXAMPLES))
+    with pytest.raises(ConfigError):
+        GroundingFit.from_dict(section)
+
+
+def test_grounding_cli_shows_and_clears_a_fit(toy: IndexDir) -> None:
+    from simgrag.cli import app
+
+    runner = CliRunner()
+    assert "not fitted" in runner.invoke(app, ["grounding", "show", str(toy.path)]).output
+    store_fit(toy.path, GroundingFit(True, ("drop_leaf",), {"questions": 4, "hits": {"fitted": 3},
+                                                           "families": {"analogy": {"used": 2, "fixed": 1,
+                                                                                    "broke": 0}}}))
+    shown = runner.invoke(app, ["grounding", "show", str(toy.path)]).output
+    assert "without drop_leaf" in shown and "analogy" in shown
+    assert runner.invoke(app, ["grounding", "clear", str(toy.path)]).exit_code == 0
+    assert read_fit(json.loads((toy.path / "manifest.json").read_text())) is None
