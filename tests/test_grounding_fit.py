@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simgrag.errors import ConfigError, IndexDirError
+from simgrag.errors import ConfigError, DatasetError, IndexDirError
 from simgrag.eval.fit_grounding import Outcome, choose_stage, family_gains, fit_grounding
 from simgrag.eval.runner import QAItem
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
@@ -193,3 +193,55 @@ def test_grounding_cli_shows_and_clears_a_fit(toy: IndexDir) -> None:
     assert "without drop_leaf" in shown and "analogy" in shown
     assert runner.invoke(app, ["grounding", "clear", str(toy.path)]).exit_code == 0
     assert read_fit(json.loads((toy.path / "manifest.json").read_text())) is None
+
+
+# ---------------------------------------------------------------- abstention fitted on the KG's own questions
+def test_supporting_triples_are_the_gold_patterns_matches_that_reach_a_gold_answer(toy: IndexDir) -> None:
+    from simgrag.eval.fit_abstention import supporting_triples
+
+    store = toy.store
+    found = supporting_triples(store, [["Titanic", "directed_by", "UNKNOWN director 1"]], ["James Cameron"])
+    assert [store.triple(int(t)).as_tuple() for t in found] == [("Titanic", "directed_by", "James Cameron")]
+    chain = [["UNKNOWN movie 1", "starred_actors", "Kate Winslet"], ["UNKNOWN movie 1", "directed_by",
+                                                                     "UNKNOWN director 1"]]
+    assert {store.triple(int(t)).as_tuple() for t in supporting_triples(store, chain, ["James Cameron"])} == {
+        ("Titanic", "starred_actors", "Kate Winslet"), ("Titanic", "directed_by", "James Cameron")}
+    assert len(supporting_triples(store, chain, ["Christopher Nolan"])) == 0  # no match reaches it
+    for hopeless in ([["Nobody", "directed_by", "UNKNOWN director 1"]], [["Titanic", "no_such", "UNKNOWN x 1"]],
+                     [["UNKNOWN a 1", "directed_by", "UNKNOWN b 1"]], [], [["Titanic", "directed_by", "Titanic"]]):
+        assert len(supporting_triples(store, hopeless, ["James Cameron"])) == 0
+
+
+def test_abstention_fitted_on_the_kgs_questions_is_stored_and_used(toy: IndexDir) -> None:
+    from simgrag.answer.calibration import MANIFEST_KEY
+    from simgrag.eval.fit_abstention import ValidationItem, fit_abstention, store_calibration
+
+    items = [ValidationItem("Who directed Titanic?", ("James Cameron",),
+                            (("Titanic", "directed_by", "UNKNOWN director 1"),)),
+             ValidationItem("Which movies did Kate Winslet star in?", ("Titanic",),
+                            (("UNKNOWN movie 1", "starred_actors", "Kate Winslet"),)),
+             ValidationItem("no pattern, skipped", ("x",))]
+    engine = SimGRAG(toy, llm=FakeLLM(_respond), examples=parse_examples(EXAMPLES), calibration="off")
+    calibration = fit_abstention(engine, items)
+    assert calibration.info["questions"] == 2 and calibration.info["relations"] == sorted(toy.store.relations)
+    assert calibration.info["full"]["abstain"] == 0.0  # alpha 0: no answerable question answered right is refused
+    store_calibration(toy.path, calibration)
+    reopened = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))
+    assert MANIFEST_KEY in reopened.manifest
+    used = SimGRAG(reopened, llm=FakeLLM(_respond), examples=parse_examples(EXAMPLES)).answerer.calibration
+    assert used is not None and used.info.get("fitted_on") == "this KG's validation questions"
+    store_calibration(toy.path, None)
+    assert MANIFEST_KEY not in json.loads((toy.path / "manifest.json").read_text())
+    with pytest.raises(DatasetError, match="nothing to fit"):
+        fit_abstention(engine, items[2:])
+
+
+def test_the_bundled_metaqa_calibration_is_not_used_on_another_kg() -> None:
+    from simgrag.answer.calibration import NO_ABSTENTION, resolve_calibration
+
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    assert resolve_calibration("auto", None, name, relations=["directed_by", "starred_actors"]).info.get(
+        "fitted_on") == "MetaQA dev"  # a cut of MetaQA's KB (the bundled sample KG)
+    assert resolve_calibration("auto", None, name, relations=["plays_in_club", "is_in_country"]) is NO_ABSTENTION
+    with pytest.raises(ConfigError, match="not a calibration"):
+        resolve_calibration("auto", None, name, manifest={"calibration": []})

@@ -210,7 +210,7 @@ class SimGRAG:
         self._llm: LLM | None = None
         found = resolve_calibration(calibration, self.index.path,
                                     self.index.manifest.get("embedder", {}).get("name"),
-                                    relations=self.index.store.relations)
+                                    relations=self.index.store.relations, manifest=self.index.manifest)
         self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}),
                                  calibration=found)
         self._warmup_error: SimGRAGError | None = None

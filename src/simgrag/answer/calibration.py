@@ -24,9 +24,11 @@ nearest evidence. Thresholds are fitted on DEV questions (:mod:`simgrag.eval.cal
 questions against the same questions with their gold-chain triples removed from the KG).
 
 Where a calibration comes from (:func:`resolve_calibration`): an explicit file or object; else
-``calibration.json`` in the index directory; else the bundled one fitted for the index's embedder on
-MetaQA DEV (``simgrag/data/calibration/``) — **only for a KG whose relations are all among those it was
-fitted on** (``info["relations"]``: MetaQA's movie KB and cuts of it); else none (no abstention,
+``calibration.json`` in the index directory; else the one fitted on the KG's own validation questions and
+kept in the index manifest (``calibration``: :mod:`simgrag.eval.fit_abstention`); else the bundled one
+fitted for the index's embedder on MetaQA DEV (``simgrag/data/calibration/``) — **only for a KG whose
+relations are all among those it was fitted on** (``info["relations"]``: MetaQA's movie KB and cuts of it);
+else none (no abstention,
 substitutions still said at distance > 0). Thresholds fitted on one KG's distances do not travel: on a
 genealogy KG and on WorldCup2014 the MetaQA thresholds answered 22–60 % of answerable questions "not found"
 (shared/measurements/held-out-2026-12-01.md).
@@ -37,7 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -48,8 +50,9 @@ from simgrag.match.answers import Substitution, names_match, substitutions
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["COUNT_FEATURES", "FEATURES", "Calibration", "EvidenceFeatures", "bundled_calibration", "evidence_features",
-           "fitted_for", "load_calibration", "missing_edges", "resolve_calibration", "save_calibration"]
+__all__ = ["COUNT_FEATURES", "FEATURES", "MANIFEST_KEY", "Calibration", "EvidenceFeatures", "bundled_calibration",
+           "evidence_features", "fitted_for", "load_calibration", "missing_edges", "resolve_calibration",
+           "save_calibration"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +64,8 @@ _MISSING_EDGE = re.compile(r"\bhas no (['\"]).+?\1 edge\b")
 #: … that the judge bridged by a hop the question words or the examples' (else the KG's) types take (bridges.py)
 _BRIDGED = re.compile(r"\bedge in the KG, its (['\"]).+?\1 neighbours do \((the question words|the examples'|the KG's)")
 CALIBRATION_FILE = "calibration.json"
+#: the index manifest's section for a calibration fitted on that KG (:mod:`simgrag.eval.fit_abstention`)
+MANIFEST_KEY = "calibration"
 FORMAT_VERSION = 1
 
 
@@ -238,9 +243,11 @@ def fitted_for(calibration: Calibration, relations: Collection[str] | None) -> b
 
 
 def resolve_calibration(spec: str | Path | Calibration | None, index_path: Path | None,
-                        embedder: str | None, relations: Collection[str] | None = None) -> Calibration:
-    """The calibration to use (module docstring): ``spec`` ``"auto"`` looks beside the index, then the
-    bundled one for ``embedder`` when it was fitted on these ``relations`` (the index's KG relation names;
+                        embedder: str | None, relations: Collection[str] | None = None,
+                        manifest: Mapping[str, Any] | None = None) -> Calibration:
+    """The calibration to use (module docstring): ``spec`` ``"auto"`` looks beside the index, then in its
+    ``manifest`` (fitted on the KG's own validation questions: ``simgrag grounding fit``), then the bundled
+    one for ``embedder`` when it was fitted on these ``relations`` (the index's KG relation names;
     :func:`fitted_for`); ``"off"`` / ``None`` turns abstention off; a path loads that file."""
     if isinstance(spec, Calibration):
         return spec
@@ -250,6 +257,10 @@ def resolve_calibration(spec: str | Path | Calibration | None, index_path: Path 
         return load_calibration(spec)
     if index_path is not None and (index_path / CALIBRATION_FILE).is_file():
         return load_calibration(index_path / CALIBRATION_FILE)
+    if manifest is not None and MANIFEST_KEY in manifest:
+        if not isinstance(manifest[MANIFEST_KEY], dict):
+            raise ConfigError(f"the index manifest's {MANIFEST_KEY!r} is not a calibration object; fit it again")
+        return Calibration.from_dict(manifest[MANIFEST_KEY], f"manifest {MANIFEST_KEY!r}")
     bundled = bundled_calibration(embedder) if embedder else None
     if bundled is not None and fitted_for(bundled, relations):
         return bundled

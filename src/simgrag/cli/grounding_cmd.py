@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +21,7 @@ from simgrag.cli._common import (
     _fail,
     _setup_logging,
     app,
+    console,
     llm_for,
     llm_options,
     out,
@@ -53,6 +55,10 @@ def grounding_fit(
                                                                 '"answers": […]} per line; never few-shot examples')],
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, pattern_option: PatternOptions = None,
+    abstention: Annotated[bool, typer.Option(
+        "--abstention/--no-abstention", help="also fit the 'not found in the KG' thresholds on the questions that "
+                                             "carry their gold pattern (\"triples\"): each asked on the KG and on "
+                                             "the KG without its answer's triples")] = True,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="measure and print, store nothing")] = False,
     as_json: AsJson = False,
     verbose: Verbose = 0, quiet: Quiet = False,
@@ -60,9 +66,11 @@ def grounding_fit(
     """Measure, on this KG's own validation questions, which edit families of the pattern stage raise
     first-answer Hits@1 here, and store the fit in the index's manifest (used by ask, serve, bench)."""
     _setup_logging(verbose, quiet)
+    from simgrag.eval.fit_abstention import store_calibration
     from simgrag.eval.fit_grounding import fit_grounding
     from simgrag.eval.runner import load_qa_file
     from simgrag.index.directory import open_index_dir
+    from simgrag.llm.cache import CachedLLM
     from simgrag.llm.registry import resolve_llm
     from simgrag.match.grounding.fit import store_fit
     from simgrag.pattern.generate import parse_pattern_options
@@ -73,18 +81,53 @@ def grounding_fit(
             raise ConfigError("fitting the pattern stage needs an LLM (--llm)")
         index = open_index_dir(index_dir)
         model = resolve_llm(spec, **llm.options())
-        fit = fit_grounding(index, model, load_qa_file(questions), examples=examples,
-                            pattern_options=parse_pattern_options(pattern_option or ()),
-                            progress=False if quiet else None, source=str(questions))
-        if not dry_run:
-            store_fit(index_dir, fit)
+        options = parse_pattern_options(pattern_option or ())
+        with tempfile.TemporaryDirectory(prefix="simgrag-fit-") as tmp:
+            calls = Path(tmp) / "calls.sqlite"  # the grounding and the abstention fits share the LLM's calls
+            fit = fit_grounding(index, model, load_qa_file(questions), examples=examples, pattern_options=options,
+                                progress=False if quiet else None, source=str(questions), calls_cache=calls)
+            if not dry_run:
+                store_fit(index_dir, fit)
+            calibration = None
+            if abstention:
+                calibration = _fit_abstention(index_dir, CachedLLM(model, calls), questions, examples, options,
+                                              fit, quiet)
+                if calibration is not None and not dry_run:
+                    store_calibration(index_dir, calibration)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     if as_json:
-        out.print_json(data=fit.to_dict())
-    else:
-        out.print(_format(fit) + ("" if dry_run else f"\nstored in {index_dir}/manifest.json"),
-                  highlight=False, markup=False)
+        out.print_json(data={"grounding": fit.to_dict(),
+                             "calibration": None if calibration is None else calibration.to_dict()})
+        return
+    text = _format(fit)
+    if calibration is not None:
+        shown = {k: v for k, v in calibration.to_dict().items() if k not in ("info", "format_version") and v}
+        text += f"\nabstention thresholds (fitted on {calibration.info.get('questions')} questions): {shown}"
+        rates = {kg: calibration.info.get(kg) for kg in ("full", "removed")}
+        text += f"\n  on its own questions: {json.dumps(rates)}"
+    out.print(text + ("" if dry_run else f"\nstored in {index_dir}/manifest.json"), highlight=False, markup=False)
+
+
+def _fit_abstention(index_dir: Path, llm: Any, questions: Path, examples: Path | None, options: dict[str, Any],
+                    fit: Any, quiet: bool) -> Any:
+    """The abstention thresholds fitted with the stage just fitted (``None`` when no question carries its
+    gold pattern)."""
+    from simgrag.eval.fit_abstention import fit_abstention, load_validation
+    from simgrag.pipeline import SimGRAG
+
+    items = load_validation(questions)
+    if not any(item.triples for item in items):
+        console.print("no validation question carries its gold pattern (\"triples\"): the abstention thresholds "
+                      "are not fitted", highlight=False)
+        return None
+    retriever_options: dict[str, Any] = {"pattern_options": options, "ground_patterns": fit.enabled}
+    if fit.enabled:
+        retriever_options["grounding_off"] = list(fit.disabled)
+    if examples is not None:
+        retriever_options["examples"] = examples
+    engine = SimGRAG(index_dir, llm=llm, calibration="off", retriever_options=retriever_options)
+    return fit_abstention(engine, items, progress=False if quiet else None)
 
 
 @grounding_app.command("show")

@@ -121,11 +121,12 @@ def choose_stage(hits: dict[str, int]) -> str:
 
 def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, examples: Any = None,
                   pattern_options: dict[str, Any] | None = None, progress: bool | None = None,
-                  source: str = "validation questions",
+                  source: str = "validation questions", calls_cache: str | Path | None = None,
                   on_step: Callable[[str], None] | None = None) -> GroundingFit:
     """The fitted stage for ``index``'s KG on ``items`` (module docstring); store it with
     :func:`~simgrag.match.grounding.fit.store_fit`. ``examples``/``pattern_options`` as the engine will use
-    them (default: the index's examples)."""
+    them (default: the index's examples); ``calls_cache``: the LLM call cache file the runs share (default: a
+    temporary one; give a path to share the calls with a later fit, :mod:`simgrag.eval.fit_abstention`)."""
     if not items:
         raise DatasetError("no validation questions to fit the pattern stage on")
     t0 = time.perf_counter()
@@ -134,7 +135,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         options["examples"] = examples
     with tempfile.TemporaryDirectory(prefix="simgrag-fit-") as tmp:
         counted = CountingLLM(llm)
-        shared = CachedLLM(counted, Path(tmp) / "calls.sqlite")
+        shared = CachedLLM(counted, Path(calls_cache) if calls_cache is not None else Path(tmp) / "calls.sqlite")
         runner = _Runner(index, shared, items, options, progress)
         everyone = list(range(len(items)))
         say = on_step or (lambda text: logger.info("%s", text))
