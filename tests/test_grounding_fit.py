@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,50 @@ def test_the_bundled_metaqa_calibration_is_not_used_on_another_kg() -> None:
     assert resolve_calibration("auto", None, name, relations=["plays_in_club", "is_in_country"]) is NO_ABSTENTION
     with pytest.raises(ConfigError, match="not a calibration"):
         resolve_calibration("auto", None, name, manifest={"calibration": []})
+
+
+# ---------------------------------------------------------------- the LLM chooses among readings the KG holds equally
+def test_the_llm_chooses_between_readings_the_kg_holds_equally(toy: IndexDir) -> None:
+    from simgrag.match.grounding import Candidate, PatternJudge, choice
+    from simgrag.match.retrieve import SubgraphRetriever
+
+    judge = PatternJudge(SubgraphRetriever(toy), examples=[e.triples for e in parse_examples(EXAMPLES).examples])
+    question = "Which movies did Kate Winslet star in?"
+    reading = judge.read(question)
+    copied = judge.judge(reading, Candidate((("UNKNOWN movie 1", "starred actors", "Kate Winslet"),
+                                             ("UNKNOWN movie 1", "directed by", "UNKNOWN director 1"))))
+    assert choice.rivals(judge, reading, copied) == [] or not copied.problems  # a reading with a problem: no choice
+    copied = replace(copied, problems=())  # as the judge left WorldCup2014's copied hop: no problem it can name
+    others = choice.rivals(judge, reading, copied)
+    assert [o.candidate.triples for o in others] == [(("UNKNOWN movie 1", "starred actors", "Kate Winslet"),)]
+
+    def pick_the_film(messages: Sequence[ChatMessage]) -> str:
+        lines = messages[-1].content.splitlines()
+        return next(line[0] for line in lines if line[1:3] == ") " and "director" not in line)
+
+    llm = FakeLLM(pick_the_film)
+    picked, called = choice.choose(llm, question, copied, others)
+    assert called and picked.candidate.triples == others[0].candidate.triples
+    assert "ANSWER" in llm.calls[0].messages[-1].content
+    assert choice.choose(FakeLLM(["no idea"]), question, copied, others) == (copied, True)  # names no option
+    assert choice.choose(FakeLLM([]), question, copied, []) == (copied, False)  # no rival: no call
+    single = judge.judge(reading, Candidate((("UNKNOWN movie 1", "starred actors", "Kate Winslet"),)))
+    assert choice.rivals(judge, reading, single) == []
+
+
+@pytest.mark.parametrize(("reply", "n", "want"), [
+    ("B", 2, 1), (" a)", 2, 0), ("The answer is C.", 3, 2), ("C", 2, None), ("", 2, None), ("BANANA", 2, None),
+    ("\u0000\ud7ff F", 6, 5), ("A" * 10_000, 2, None), ("letter: b", 2, 1),
+])
+def test_a_choice_reply_is_read_or_refused_never_raises(reply: str, n: int, want: int | None) -> None:
+    from simgrag.match.grounding.choice import read_choice
+
+    assert read_choice(reply, n) == want
+
+
+def test_llm_choice_is_off_on_an_unfitted_index_and_on_with_every_family(toy: IndexDir) -> None:
+    examples = parse_examples(EXAMPLES)
+    default = SimGRAGRetriever(toy, FakeLLM(_respond), examples=examples).patterns
+    assert isinstance(default, GroundedPatterns) and "llm_choice" in default.disabled
+    every = SimGRAGRetriever(toy, FakeLLM(_respond), examples=examples, ground_patterns=True).patterns
+    assert isinstance(every, GroundedPatterns) and "llm_choice" not in every.disabled

@@ -47,7 +47,7 @@ from simgrag.kg.store import Triple
 from simgrag.llm.base import LLM
 from simgrag.match.grounding import GroundedPatterns
 from simgrag.match.grounding.fit import GroundingFit, read_fit
-from simgrag.match.grounding.registry import family_names
+from simgrag.match.grounding.registry import OFF_UNLESS_FITTED, family_names
 from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import ExampleSet, load_examples
@@ -55,7 +55,8 @@ from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.retrievers.base import PatternStage, RetrievedContext
 from simgrag.retrievers.bindings import answer_candidates, asked_text
 
-__all__ = ["METAQA_RELATIONS", "LLMPatternStage", "SimGRAGRetriever", "grounding_fit", "index_examples"]
+__all__ = ["METAQA_RELATIONS", "LLMPatternStage", "SimGRAGRetriever", "grounding_fit", "index_examples",
+           "needs_examples"]
 
 Examples = str | Path | ExampleSet
 
@@ -63,7 +64,8 @@ Examples = str | Path | ExampleSet
 METAQA_RELATIONS = frozenset({"directed_by", "written_by", "starred_actors", "release_year", "in_language",
                               "has_tags", "has_genre", "has_imdb_votes", "has_imdb_rating"})
 
-_NO_EXAMPLES = ("No few-shot examples for this KG ({why}): bootstrap them from the KG with `simgrag examples "
+_NO_EXAMPLES = ("No few-shot examples for this KG ({why}): learn them from the KG with `simgrag learn {index}` "
+                "(minutes; `simgrag ask` does it by itself), draft an editable file with `simgrag examples "
                 "bootstrap {index} -o examples.yaml --install` (or `simgrag index … --bootstrap-examples`), or pass "
                 "examples= (--examples FILE), a YAML or JSON file with the KG's relation names and a few questions "
                 "written as pattern triples (see the README, 'Your own KG'). The bundled MetaQA examples are used "
@@ -73,6 +75,12 @@ _NO_EXAMPLES = ("No few-shot examples for this KG ({why}): bootstrap them from t
 def _metaqa_kg(index: IndexDir) -> bool:
     relations = set(index.store.relations)
     return bool(relations) and relations <= METAQA_RELATIONS
+
+
+def needs_examples(index: IndexDir) -> bool:
+    """Whether ``index`` has no few-shot examples of its own: no examples file recorded in its manifest and
+    a KG whose relations are not MetaQA's (:func:`index_examples` would refuse it)."""
+    return (index.manifest.get("attached") or {}).get("examples") is None and not _metaqa_kg(index)
 
 
 def index_examples(index: IndexDir, kind: Literal["questions", "claims"] = "questions") -> str | Path:
@@ -198,7 +206,9 @@ class SimGRAGRetriever:
             grounded = fit.enabled if fit is not None else ground_patterns is not False
             if grounded:
                 # the fit is measured on questions: claims keep every family
-                disabled = fit.disabled if fit is not None and asks else ()
+                disabled: Sequence[str] = fit.disabled if fit is not None and asks else ()
+                if fit is None and ground_patterns is None:  # no fit: what a fit must first show to help stays off
+                    disabled = sorted(OFF_UNLESS_FITTED)
                 return GroundedPatterns(generator, self.subgraphs, asks=asks, disabled=disabled)
             return LLMPatternStage(generator, self.subgraphs if repair_roles else None)
 

@@ -9,9 +9,10 @@ Each edit is a *family* that a KG may switch off: :mod:`simgrag.match.grounding.
 own validation questions, which families raise accuracy there, and the index's manifest keeps the
 switches (:class:`~simgrag.match.grounding.fit.GroundingFit`). ``simgrag ls`` lists them.
 
-Two more switchable families are not shape edits: :data:`ANALOGY` (the examples' patterns with the
-question's entity put in, :mod:`~simgrag.match.grounding.analogy`) and :data:`REVISION` (one more LLM call,
-told what is wrong).
+Three more switchable families are not shape edits: :data:`ANALOGY` (the examples' patterns with the
+question's entity put in, :mod:`~simgrag.match.grounding.analogy`), :data:`REVISION` (one more LLM call,
+told what is wrong) and :data:`CHOICE` (the LLM picks among readings the KG holds equally,
+:mod:`~simgrag.match.grounding.choice`; off until a KG's fit shows it helps).
 """
 
 from __future__ import annotations
@@ -25,13 +26,18 @@ from simgrag.match.grounding import anchors, bridges, edits
 from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
 from simgrag.match.grounding.question import QuestionReading
 
-__all__ = ["ANALOGY", "EDITS", "PROBLEMS", "REVISION", "TIDY", "Edit", "EditContext", "EditPlugin", "edit_names",
-           "family_names", "propose_edits", "register_edit"]
+__all__ = ["ANALOGY", "CHOICE", "EDITS", "OFF_UNLESS_FITTED", "PROBLEMS", "REVISION", "TIDY", "Edit",
+           "EditContext", "EditPlugin", "edit_names", "family_names", "propose_edits", "register_edit"]
 
 #: the analogy candidates as a switchable family (not a shape edit)
 ANALOGY = "analogy"
 #: the LLM's revision as a switchable family
 REVISION = "revision"
+#: the LLM choosing among readings the KG holds equally (:mod:`~simgrag.match.grounding.choice`)
+CHOICE = "llm_choice"
+#: families off on an index without a fit unless every family is asked for (``--grounding``): new ones that cost
+#: an LLM call, which a KG's fit must first show to help
+OFF_UNLESS_FITTED = frozenset({CHOICE})
 
 #: the kinds of problem an edit answers (what the judge reports, :class:`~simgrag.match.grounding.judge.Judgement`)
 PROBLEMS = {
@@ -183,8 +189,8 @@ def edit_names() -> list[str]:
 
 
 def family_names() -> list[str]:
-    """Every switchable family: the shape edits, then :data:`ANALOGY` and :data:`REVISION`."""
-    return [*edit_names(), ANALOGY, REVISION]
+    """Every switchable family: the shape edits, then :data:`ANALOGY`, :data:`REVISION` and :data:`CHOICE`."""
+    return [*edit_names(), ANALOGY, REVISION, CHOICE]
 
 
 def register_edit(edit: EditPlugin, *, before: str | None = None) -> None:

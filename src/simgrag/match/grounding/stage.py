@@ -30,11 +30,11 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from simgrag.errors import PatternError
-from simgrag.match.grounding import anchors, edits
+from simgrag.match.grounding import anchors, choice, edits
 from simgrag.match.grounding.analogy import analog_candidates
 from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, triple_set
 from simgrag.match.grounding.question import STOPWORDS, QuestionReading
-from simgrag.match.grounding.registry import ANALOGY, REVISION, propose_edits
+from simgrag.match.grounding.registry import ANALOGY, CHOICE, REVISION, propose_edits
 from simgrag.match.grounding.shots import ShotRanker
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
@@ -298,7 +298,19 @@ class GroundedPatterns:
                                         disabled=self.disabled)
             considered += more
             judge_s += time.perf_counter() - t0
-        return self._result(question, results, best, considered, judge_s)
+        best, chose = self._choose(question, reading, best)
+        return self._result(question, results, best, considered, judge_s, chose)
+
+    def _choose(self, question: str, reading: QuestionReading, best: Judgement) -> tuple[Judgement, int]:
+        """The LLM's pick between ``best`` and the readings the KG holds as closely (:mod:`.choice`), when
+        that family is on; the calls it made."""
+        if CHOICE in self.disabled or not self.judge.asks:
+            return best, 0
+        others = choice.rivals(self.judge, reading, best)
+        picked, called = choice.choose(self.generator.llm, question, best, others)
+        if picked is not best:
+            picked = replace(picked, candidate=picked.candidate.tagged(CHOICE))
+        return picked, int(called)
 
     def _own(self, result: PatternResult, origin: str, reading: QuestionReading) -> Candidate:
         """The LLM's pattern as a candidate, its names of the question's entities spelled as the KG does."""
@@ -345,9 +357,9 @@ class GroundedPatterns:
             return None
 
     def _result(self, question: str, results: list[PatternResult], best: Judgement,
-                considered: list[Judgement], judge_s: float) -> PatternResult:
+                considered: list[Judgement], judge_s: float, extra_calls: int = 0) -> PatternResult:
         source = results[-1] if best.candidate.origin == "llm-revised" else results[0]
-        report = GroundingReport(sum(r.attempts for r in results), len(considered), judge_s, best)
+        report = GroundingReport(sum(r.attempts for r in results) + extra_calls, len(considered), judge_s, best)
         self.last_report = report
         if self.on_report is not None:
             self.on_report(report)
