@@ -223,7 +223,10 @@ def test_abstention_fitted_on_the_kgs_questions_is_stored_and_used(toy: IndexDir
                             (("UNKNOWN movie 1", "starred_actors", "Kate Winslet"),)),
              ValidationItem("no pattern, skipped", ("x",))]
     engine = SimGRAG(toy, llm=FakeLLM(_respond), examples=parse_examples(EXAMPLES), calibration="off")
-    calibration = fit_abstention(engine, items)
+    with pytest.raises(DatasetError, match="need 60"):
+        fit_abstention(engine, items)  # two questions bound nothing
+    calibration = fit_abstention(engine, items, min_questions=2)
+    assert calibration.answers is None and calibration.unworded is None and calibration.missing is None  # counts
     assert calibration.info["questions"] == 2 and calibration.info["relations"] == sorted(toy.store.relations)
     assert calibration.info["full"]["abstain"] == 0.0  # alpha 0: no answerable question answered right is refused
     store_calibration(toy.path, calibration)
@@ -234,7 +237,7 @@ def test_abstention_fitted_on_the_kgs_questions_is_stored_and_used(toy: IndexDir
     store_calibration(toy.path, None)
     assert MANIFEST_KEY not in json.loads((toy.path / "manifest.json").read_text())
     with pytest.raises(DatasetError, match="nothing to fit"):
-        fit_abstention(engine, items[2:])
+        fit_abstention(engine, items[2:], min_questions=1)
 
 
 def test_the_bundled_metaqa_calibration_is_not_used_on_another_kg() -> None:

@@ -26,7 +26,7 @@ from simgrag.cli._common import (
     llm_options,
     out,
 )
-from simgrag.errors import ConfigError, SimGRAGError
+from simgrag.errors import ConfigError, DatasetError, SimGRAGError
 
 grounding_app = typer.Typer(no_args_is_help=True, help="The pattern stage fitted to this KG: which edit families "
                                                        "run (fit on the KG's own validation questions, show, clear).")
@@ -127,7 +127,11 @@ def _fit_abstention(index_dir: Path, llm: Any, questions: Path, examples: Path |
     if examples is not None:
         retriever_options["examples"] = examples
     engine = SimGRAG(index_dir, llm=llm, calibration="off", retriever_options=retriever_options)
-    return fit_abstention(engine, items, progress=False if quiet else None)
+    try:
+        return fit_abstention(engine, items, progress=False if quiet else None)
+    except DatasetError as exc:  # too few questions with a gold pattern: no thresholds rather than fragile ones
+        console.print(f"abstention thresholds not fitted: {exc}", highlight=False)
+        return None
 
 
 @grounding_app.command("show")

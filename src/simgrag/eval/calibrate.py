@@ -123,9 +123,9 @@ def _fit_substitution(rows: Sequence[dict[str, Any]], alpha: float) -> float:
     return float(flagged[allowed])  # flag above the (allowed+1)-th largest: at most `allowed` right ones flagged
 
 
-def fit_calibration(rows: Sequence[dict[str, Any]], *, alpha: float = 0.01,
-                    info: dict[str, Any] | None = None) -> Calibration:
-    """Thresholds from calibration rows (module docstring)."""
+def fit_calibration(rows: Sequence[dict[str, Any]], *, alpha: float = 0.01, info: dict[str, Any] | None = None,
+                    features: Sequence[str] = FEATURES) -> Calibration:
+    """Thresholds from calibration rows (module docstring), on ``features`` only (default: all)."""
     usable = [r for r in rows if _finished(r)]
     if not usable:
         raise DatasetError("no calibration rows with both KGs answered: nothing to fit")
@@ -144,6 +144,8 @@ def fit_calibration(rows: Sequence[dict[str, Any]], *, alpha: float = 0.01,
     while True:
         step: tuple[int, int, float] | None = None
         for j in range(len(FEATURES)):
+            if FEATURES[j] not in features:
+                continue
             column = full[full_gold, j]
             for value in np.unique(column[np.isfinite(column)]):
                 if value >= limits[j]:

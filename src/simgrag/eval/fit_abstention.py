@@ -6,7 +6,8 @@ MetaQA DEV; applied to a genealogy KG and to WorldCup2014 they answered 22–60 
 validation questions: each is asked on the full KG (*answerable*) and on the KG without the triples of its
 gold pattern's matches that reach a gold answer (*removed*), with the index's own pattern stage and
 embedder; :func:`~simgrag.eval.calibrate.fit_calibration` then picks thresholds that abstain on the most
-removed questions while abstaining on at most ``alpha`` of the answerable ones answered right.
+removed questions while abstaining on at most ``alpha`` of the answerable ones answered right — on the
+distances of the best match only (:data:`FITTED_FEATURES`), and only from :data:`MIN_QUESTIONS` questions on.
 
 A validation question needs its gold pattern for this (``triples``: the KG's relation names, ``UNKNOWN``
 nodes, the named entities as the KG spells them); questions without one are skipped. The fit is stored in
@@ -42,6 +43,13 @@ logger = logging.getLogger(__name__)
 
 #: bindings enumerated per gold pattern at most (a pattern this broad is skipped)
 MAX_BINDINGS = 50_000
+#: validation questions with a gold pattern needed before thresholds are fitted: on 36 WorldCup2014 questions
+#: an answer-set size of 52 became a threshold, and 6 % of the answerable test questions (119 players "from
+#: England") were answered "not found" (BENCHMARKS.md §21)
+MIN_QUESTIONS = 60
+#: the features a per-KG fit may use: distances of the best match, not counts (an answer-set size or a count of
+#: unworded triples seen on a few dozen questions does not bound the next question's)
+FITTED_FEATURES = ("named", "relation", "relation_excess", "gsd")
 
 
 @dataclass(frozen=True)
@@ -136,16 +144,17 @@ def _connected_order(edges: Sequence[tuple[int, int | None, int]],
 
 
 def fit_abstention(engine: SimGRAG, items: Sequence[ValidationItem], *, alpha: float = 0.0,
-                   progress: bool | None = None) -> Calibration:
+                   progress: bool | None = None, min_questions: int = MIN_QUESTIONS) -> Calibration:
     """Thresholds fitted on ``items`` (module docstring) with ``engine``'s pattern stage; the engine's own
     abstention should be off (``calibration="off"``). Raises :class:`DatasetError` when no item has a gold
     pattern that holds on the KG."""
     store = engine.index.store
     usable = [(item, supporting_triples(store, item.triples, item.answers)) for item in items if item.triples]
     usable = [(item, edges) for item, edges in usable if len(edges)]
-    if not usable:
-        raise DatasetError("no validation question has a gold pattern that holds on this KG: nothing to fit the "
-                           "abstention thresholds on")
+    if len(usable) < min_questions:
+        raise DatasetError(f"{len(usable)} validation questions have a gold pattern that holds on this KG; the "
+                           f"abstention thresholds need {min_questions} (fewer do not bound the next question: "
+                           "nothing to fit on)")
     removed = np.unique(np.concatenate([edges for _, edges in usable]))
     reduced = reduced_index(engine.index, removed, derivation={"questions": len(usable), "split": "validation"})
     kgs = {"full": engine, "removed": engine.variant(index=reduced)}
@@ -165,7 +174,8 @@ def fit_abstention(engine: SimGRAG, items: Sequence[ValidationItem], *, alpha: f
     info = {"fitted_on": "this KG's validation questions", "questions": len(usable), "alpha": alpha,
             "removed_triples": len(removed), "relations": sorted(store.relations),
             "embedder": engine.index.manifest.get("embedder", {}).get("name"), "patterns": "llm"}
-    return fit_calibration(rows, alpha=alpha, info=info)
+    fitted = fit_calibration(rows, alpha=alpha, info=info, features=FITTED_FEATURES)
+    return fitted
 
 
 def store_calibration(root: str | Path, calibration: Calibration | None) -> None:
