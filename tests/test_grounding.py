@@ -1021,3 +1021,13 @@ def test_the_edits_never_fail_on_any_pattern_and_question(judge: PatternJudge, t
     originals = judge.judge_all(reading, [Candidate(tuple(triples))])
     best, considered = best_candidate(judge, reading, originals)
     assert best.candidate.triples and all(j.candidate.triples for j in considered)
+
+
+def test_a_name_spelt_otherwise_does_not_unconfirm_the_llms_relation(judge: PatternJudge) -> None:
+    """WorldCup2014's "…the football club that OSCAR plays for ?" written with ``Oscar``: the best match binds the
+    name at a distance, the relations exactly; a word rule may still not swap ``is in country`` for another."""
+    reading = judge.read("Which actors starred in Inceptoin?")
+    base = judge.judge(reading, Candidate(_triples(("Inceptoin", "directed by", "UNKNOWN actor 1"))))
+    assert base.gsd > 0 and confirmed_relations(base, judge, reading) == {"directed_by": 1}
+    best, _ = best_candidate(judge, reading, [base])
+    assert {t[1] for t in best.candidate.triples} == {"directed by"}

@@ -74,14 +74,13 @@ def confirmed_relations(judgement: Judgement, judge: PatternJudge | None = None,
                         reading: QuestionReading | None = None) -> Counter[str]:
     """The KG relations of ``judgement``'s pattern that the KG has and matches: each triple whose relation the
     best subgraph binds to a KG relation at distance ≈ 0 (the LLM wrote the KG's own relation, or an alias of
-    it), counted by the KG relation's name — when the KG holds the whole pattern exactly (GSD ≈ 0) and, given
-    the ``judge`` and ``reading``, the pattern stands where the question does (it names the question's entity,
-    is connected and asks something: no structure problem). A pattern that names none of the question's
-    entities confirms nothing: "which money is used next to Porto's country?" written ``[country 1, official
-    language, language 1]`` matches exactly, anywhere."""
+    it), counted by the KG relation's name — when, given the ``judge`` and ``reading``, the pattern stands where
+    the question does (it names the question's entity, is connected and asks something: no structure problem).
+    A pattern that names none of the question's entities confirms nothing: "which money is used next to
+    Porto's country?" written ``[country 1, official language, language 1]`` matches exactly, anywhere. A name
+    spelt otherwise than the KG's ("Oscar" for ``OSCAR``) does not unconfirm the relations."""
     found: Counter[str] = Counter()
-    if (judgement.pattern is None or judgement.retrieval is None or not judgement.retrieval.evidence
-            or judgement.gsd > EXACT_RELATION):
+    if judgement.pattern is None or judgement.retrieval is None or not judgement.retrieval.evidence:
         return found
     if judge is not None and reading is not None and judge.structure_problems(reading, judgement.pattern):
         return found
