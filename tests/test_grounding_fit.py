@@ -121,10 +121,11 @@ def test_a_family_that_breaks_more_than_it_fixes_is_switched_off() -> None:
 
 
 def test_no_harm_the_stage_is_never_chosen_below_the_llms_own_patterns() -> None:
-    assert choose_stage({"no_grounding": 5, "fitted": 4, "every_family": 4}) == "no_grounding"
-    assert choose_stage({"no_grounding": 5, "fitted": 5, "every_family": 5}) == "no_grounding"  # a tie: simpler
-    assert choose_stage({"no_grounding": 5, "fitted": 6, "every_family": 6}) == "fitted"
-    assert choose_stage({"no_grounding": 5, "fitted": 6, "every_family": 7}) == "every_family"
+    assert choose_stage({"no_grounding": 5, "fitted": 4, "pruned": 4, "every_family": 4}) == "no_grounding"
+    assert choose_stage({"no_grounding": 5, "fitted": 5, "pruned": 5, "every_family": 5}) == "no_grounding"  # tie
+    assert choose_stage({"no_grounding": 5, "fitted": 6, "pruned": 6, "every_family": 6}) == "fitted"
+    assert choose_stage({"no_grounding": 5, "fitted": 6, "pruned": 7, "every_family": 7}) == "pruned"
+    assert choose_stage({"no_grounding": 5, "fitted": 6, "pruned": 6, "every_family": 7}) == "every_family"
 
 
 def test_fit_on_a_toy_kg_keeps_what_helps_and_switches_the_rest_off(toy: IndexDir) -> None:

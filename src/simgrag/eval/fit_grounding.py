@@ -6,12 +6,13 @@ part of the KG's bootstrapped questions, or a file the user gives. Every questio
 1. with the LLM's own pattern (``--no-grounding``: the floor the stage must not go below),
 2. with every edit family on,
 3. for each family that made a chosen pattern, with that family off (only on the questions it touched),
-4. with the families that raised accuracy on (the fitted stage),
+4. with the families that raised accuracy on (the fitted stage), and with every family but those that lowered
+   it (families that help only together),
 
 all with abstention off (the fit judges patterns, not the answer's abstention) and every LLM call shared
 through one call cache, so the configurations differ only in what the stage does. A family stays on only
 when it fixed more validation questions than it broke (*an edit family that does not raise validation
-accuracy on a KG stays off there*). Of the three stages — none, fitted, every family — the one with the most
+accuracy on a KG stays off there*). Of the four stages — none, fitted, pruned, every family — the one with the most
 first-answer hits wins, ties going to the simpler (none first): the stored stage is never below the LLM's own
 patterns on the validation set (*no harm*).
 """
@@ -110,8 +111,10 @@ def family_gains(full: dict[int, Outcome], ablations: dict[str, dict[int, Outcom
     return table
 
 
-#: the stages a fit chooses among, simplest first (a tie goes to the simpler: no harm, no unproven edit)
-STAGES = ("no_grounding", "fitted", "every_family")
+#: the stages a fit chooses among, simplest first (a tie goes to the simpler: no harm, no unproven edit): the
+#: LLM's own patterns; only the families that fixed more than they broke; every family but those that broke
+#: more than they fixed (families help in combination: one alone may fix nothing); every family
+STAGES = ("no_grounding", "fitted", "pruned", "every_family")
 
 
 def choose_stage(hits: dict[str, int]) -> str:
@@ -156,8 +159,11 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         off = tuple(f for f in family_names() if f not in kept)
         say(f"the fitted stage (on: {', '.join(sorted(kept)) or 'none'})")
         fitted = runner.run((True, off), everyone, "fitted") if kept else raw
+        harmful = tuple(f for f, r in families.items() if r["broke"] > r["fixed"])
+        say(f"every family but those that broke more than they fixed ({', '.join(harmful) or 'none'})")
+        pruned = runner.run((True, harmful), everyone, "pruned") if harmful else full
         calls = counted.calls
-    hits = {"no_grounding": _hits(raw), "fitted": _hits(fitted), "every_family": _hits(full)}
+    hits = {"no_grounding": _hits(raw), "fitted": _hits(fitted), "pruned": _hits(pruned), "every_family": _hits(full)}
     choice = choose_stage(hits)
     info = {"questions": len(items), "source": source, "hits": hits, "chosen": choice, "families": families,
             "embedder": index.manifest.get("embedder", {}).get("name"), "llm": llm.name,
@@ -167,4 +173,4 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "failed": sum(o.failed for o in raw.values())}
     if choice == "no_grounding":
         return GroundingFit(False, off, info)
-    return GroundingFit(True, off if choice == "fitted" else (), info)
+    return GroundingFit(True, {"fitted": off, "pruned": harmful}.get(choice, ()), info)
