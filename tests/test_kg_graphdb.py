@@ -127,7 +127,7 @@ def test_cli_indexes_a_kuzu_database(movie_db: Path, tmp_path: Path) -> None:
     from simgrag import cli
     from simgrag.index.directory import open_index_dir
 
-    args = ["index", f"kuzu:{movie_db}", "-o", str(tmp_path / "k.idx"), "--embedder", "hash:32",
+    args = ["index", f"kuzu:{movie_db}", "-o", str(tmp_path / "k.idx"), "--embedder", "hash:32", "--no-learn",
             "--source-param", "properties=true", "--source-param", "name_properties=name,title"]
     result = CliRunner().invoke(cli.app, args)
     assert result.exit_code == 0, result.output

@@ -190,7 +190,7 @@ def test_cli_indexes_rdf_with_options(tmp_path: Path) -> None:
     from simgrag import cli
     from simgrag.index.directory import open_index_dir
 
-    args = ["index", str(FIXTURES / "movies.rdf"), "-o", str(tmp_path / "m.idx"), "--embedder", "hash:32",
+    args = ["index", str(FIXTURES / "movies.rdf"), "-o", str(tmp_path / "m.idx"), "--embedder", "hash:32", "--no-learn",
             "--label-lang", "fr,", "--literals", "skip"]
     result = CliRunner().invoke(cli.app, args)
     assert result.exit_code == 0, result.output

@@ -207,7 +207,7 @@ def test_cli_indexes_an_endpoint(server: OxigraphServer, tmp_path: Path, referen
 
     pages = tmp_path / "pages"
     args = ["index", f"sparql+{server.query_url}", "-o", str(tmp_path / "cli.idx"), "--embedder", "hash:32",
-            "--source-param", "page_size=3000", "--source-param", f"checkpoint_dir={pages}"]
+            "--no-learn", "--source-param", "page_size=3000", "--source-param", f"checkpoint_dir={pages}"]
     result = CliRunner().invoke(cli.app, args)
     assert result.exit_code == 0, result.output
     assert "Indexed 8,561 triples" in result.output and not pages.exists()

@@ -285,7 +285,7 @@ def test_cli_index_params_and_ivfpq_build(tmp_path: Path) -> None:
                                                                           "x": 0.5}
     generate_dbpedia_like(tmp_path / "kg.tsv", entities=1500, seed=2, format="tsv")
     result = CliRunner().invoke(app, ["index", str(tmp_path / "kg.tsv"), "-o", str(tmp_path / "kg.idx"),
-                                      "--embedder", "hash:16", "--index-kind", "faiss-ivfpq",
+                                      "--embedder", "hash:16", "--no-learn", "--index-kind", "faiss-ivfpq",
                                       "--index-param", "nlist=4", "--index-param", "nprobe=2"])
     assert result.exit_code == 0, result.output
     params = json.loads((tmp_path / "kg.idx" / "manifest.json").read_text())["entity_index"]["params"]

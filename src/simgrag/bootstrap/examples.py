@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,7 @@ from simgrag.pattern.generate import DEFAULT_STATIC_SHOTS
 from simgrag.progress import progress_on
 from simgrag.retrievers.simgrag import SimGRAGRetriever
 
-__all__ = ["ExamplesReport", "ExamplesSettings", "bootstrap_examples"]
+__all__ = ["ExamplesReport", "ExamplesSettings", "bootstrap_examples", "relation_instructions"]
 
 logger = logging.getLogger(__name__)
 
@@ -168,16 +168,7 @@ class _Run:
         return [relation_text(r) for r in self.listed] or sorted(used)
 
     def instructions(self) -> str | None:
-        described = [d for d in self.kinds.described() if not self.listed or d.split(" (")[0] in self.relations()]
-        said = []
-        if described and len(described) <= MAX_LISTED_RELATIONS:
-            said.append("Each relation links two kinds of things; write its triples in this direction: "
-                        + "; ".join(described) + ".")
-        if self.twins:  # the twins are neither listed nor sampled: their facts are the listed relations'
-            twin, kept = next(iter(self.twins.items()))
-            said.append(f"The KG also stores facts turned round ({relation_text(twin)} for {relation_text(kept)}"
-                        + (", …" if len(self.twins) > 1 else "") + "); write them with the relations listed.")
-        return " ".join(said) or None
+        return relation_instructions(self.kinds, self.listed, self.relations(), self.twins)
 
     def pool(self) -> ExampleSet:
         own = [k.example for k in self.ordered()]
@@ -257,6 +248,22 @@ class _Run:
         ordered = self.ordered()
         examples_yaml(output, header, self.relations(), self.instructions(),
                       (({"question": k.example.question, **k.example.output()}, k.note) for k in ordered))
+
+
+def relation_instructions(kinds: RelationKinds, listed: Sequence[str], relations: Sequence[str],
+                          twins: Mapping[str, str]) -> str | None:
+    """The examples file's instructions: each relation's kinds in its direction (those known, of the
+    ``relations`` listed when ``listed``), and that the KG stores ``twins`` (turned round) too."""
+    described = [d for d in kinds.described() if not listed or d.split(" (")[0] in relations]
+    said = []
+    if described and len(described) <= MAX_LISTED_RELATIONS:
+        said.append("Each relation links two kinds of things; write its triples in this direction: "
+                    + "; ".join(described) + ".")
+    if twins:  # the twins are neither listed nor sampled: their facts are the listed relations'
+        twin, kept = next(iter(twins.items()))
+        said.append(f"The KG also stores facts turned round ({relation_text(twin)} for {relation_text(kept)}"
+                    + (", …" if len(twins) > 1 else "") + "); write them with the relations listed.")
+    return " ".join(said) or None
 
 
 def _reason(why: str) -> str:

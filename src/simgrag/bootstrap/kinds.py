@@ -5,23 +5,29 @@ any other KG asks the LLM twice per relation, once per end, what a few of the en
 (:func:`~simgrag.bootstrap.prompts.kind_messages`: a list of names is easier for a small model than a
 relation's direction), and falls back to ``entity`` when the answer is unusable. Answers are kept in the
 bootstrap's progress log, so a resumed run asks again for nothing.
+
+:meth:`RelationKinds.prepare_batched` (learning at index time, :mod:`simgrag.bootstrap.learn`) asks the
+same about several relations in one call, once per class of things: relation ends that hold mostly the same
+entities (the people who work in departments and who manage people) are one group of names
+(:func:`end_classes`; :func:`~simgrag.bootstrap.prompts.kind_batch_messages`, whose worked example is about no
+KG's domain).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from simgrag.bootstrap.files import ProgressLog
-from simgrag.bootstrap.prompts import kind_messages, read_kind
+from simgrag.bootstrap.prompts import kind_batch_messages, kind_messages, read_kind, read_kind_batch
 from simgrag.index.directory import relation_text
 from simgrag.kg.store import KGStore
 from simgrag.llm.base import LLM
 
-__all__ = ["RelationKinds", "example_pairs"]
+__all__ = ["RelationKinds", "end_classes", "example_pairs"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +35,10 @@ FALLBACK = "entity"
 #: entities shown to the LLM per end of a relation; triples counted for a typed KG
 SHOWN = 5
 COUNTED = 50
+#: two relation ends hold the same class of things when this share of the smaller one's entities is in the other …
+CLASS_OVERLAP = 0.5
+#: … each end looked at through this many of its triples
+CLASS_SAMPLE = 2000
 
 
 def example_pairs(store: KGStore, relation: int, count: int, seed: int) -> list[tuple[str, str]]:
@@ -37,6 +47,49 @@ def example_pairs(store: KGStore, relation: int, count: int, seed: int) -> list[
     if len(tids) > count:
         tids = np.sort(np.random.default_rng([seed, relation]).choice(tids, size=count, replace=False))
     return [(store.entities[int(store.heads[t])], store.entities[int(store.tails[t])]) for t in tids]
+
+
+def end_classes(store: KGStore, relations: Sequence[str], *, seed: int = 0
+                ) -> list[tuple[list[tuple[str, int]], list[str]]]:
+    """The ends of ``relations`` (``(relation, 0)`` its heads, ``(relation, 1)`` its tails) grouped into
+    classes of the same things — two ends are one class when :data:`CLASS_OVERLAP` of the smaller one's
+    entities are in the other (each end looked at through its first :data:`CLASS_SAMPLE` triples) — each
+    class with up to :data:`SHOWN` of its entity names (drawn with ``seed``), in the order of ``relations``."""
+    rels = np.asarray(store.rels)
+    order = np.argsort(rels, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(rels, minlength=store.num_relations))])
+    ends: list[tuple[str, int]] = []
+    members: list[np.ndarray] = []
+    for relation in relations:
+        rid = store.relations.id_of(relation)
+        if rid is None:
+            continue
+        tids = order[int(starts[rid]):int(starts[rid + 1])][:CLASS_SAMPLE]
+        for side, column in ((0, store.heads), (1, store.tails)):
+            ends.append((relation, side))
+            members.append(np.unique(np.asarray(column)[tids]))
+    parent = list(range(len(ends)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(ends)):
+        for j in range(i + 1, len(ends)):
+            shared = np.intersect1d(members[i], members[j], assume_unique=True).size
+            if shared and shared >= CLASS_OVERLAP * min(len(members[i]), len(members[j])):
+                parent[root(j)] = root(i)
+    grouped: dict[int, list[int]] = {}
+    for i in range(len(ends)):
+        grouped.setdefault(root(i), []).append(i)
+    out = []
+    for n, group in enumerate(grouped.values()):
+        pool = np.unique(np.concatenate([members[i] for i in group]))
+        chosen = np.random.default_rng([seed, n]).choice(pool, size=min(SHOWN, len(pool)), replace=False)
+        out.append(([ends[i] for i in group], [store.entities[int(e)] for e in chosen]))
+    return out
 
 
 class RelationKinds:
@@ -54,10 +107,59 @@ class RelationKinds:
     def of(self, relation: str) -> tuple[str, str]:
         """(head type, tail type) of the KG relation ``relation``."""
         if relation not in self._known:
-            found = self._from_store(relation) or self._ask(relation)
-            self._known[relation] = found
-            self.log.append({"kind": "types", "relation": relation, "head": found[0], "tail": found[1]})
+            self._record(relation, self._from_store(relation) or self._ask(relation))
         return self._known[relation]
+
+    def known(self, relation: str) -> bool:
+        """Whether the kinds of ``relation`` are known (no LLM call to find them)."""
+        return relation in self._known
+
+    def _record(self, relation: str, found: tuple[str, str]) -> None:
+        self._known[relation] = found
+        self.log.append({"kind": "types", "relation": relation, "head": found[0], "tail": found[1]})
+
+    def prepare_batched(self, relations: Sequence[str], *, per_call: int = 6,
+                        allow: Callable[[], bool] = lambda: True) -> bool:
+        """Find the kinds of ``relations`` now: from the KG's types when it has them, else by asking the LLM
+        what the things at their ends are — ends that hold the same things asked once, as one group
+        (:func:`end_classes`: a person is a person in every relation, and the calls are fewer), ``per_call``
+        groups per call (:func:`~simgrag.bootstrap.prompts.kind_batch_messages`; an unusable answer is
+        ``entity``). ``allow()`` is asked before each call; ``False`` when it refused one (the relations
+        with an end not asked about yet stay unknown)."""
+        todo: list[str] = []
+        for relation in dict.fromkeys(relations):
+            if relation in self._known:
+                continue
+            found = self._from_store(relation)
+            if found is not None:
+                self._record(relation, found)
+            else:
+                todo.append(relation)
+        classes = end_classes(self.store, todo, seed=self.seed)
+        kind_of: dict[tuple[str, int], str] = {}
+        step = max(1, per_call)
+        for start in range(0, len(classes), step):
+            if not allow():
+                return False
+            chunk = classes[start:start + step]
+            response = self.llm.complete(kind_batch_messages([names for _, names in chunk]),
+                                         max_tokens=10 * len(chunk) + 20, temperature=0.0)
+            read = read_kind_batch(response.text, len(chunk))
+            for i, (ends, names) in enumerate(chunk, start=1):
+                if i not in read:
+                    logger.info("no usable kind of %s in %r; using %r", names, response.text[:200], FALLBACK)
+                kind_of.update(dict.fromkeys(ends, read.get(i, FALLBACK)))
+            for relation in todo:
+                if relation not in self._known and (relation, 0) in kind_of and (relation, 1) in kind_of:
+                    self._record(relation, (kind_of[(relation, 0)], kind_of[(relation, 1)]))
+        return True
+
+    def _end_names(self, relation: str) -> tuple[list[str], list[str]]:
+        """Up to :data:`SHOWN` distinct names at the head end and at the tail end of ``relation``."""
+        rid = self.store.relations.id_of(relation)
+        pairs = example_pairs(self.store, int(rid or 0), 4 * SHOWN, self.seed)
+        heads, tails = (list(dict.fromkeys(pair[side] for pair in pairs))[:SHOWN] for side in (0, 1))
+        return heads, tails
 
     def prepare(self, relations: Sequence[str]) -> None:
         """Find the kinds of ``relations`` now (two LLM calls each for those not known yet)."""
@@ -83,11 +185,8 @@ class RelationKinds:
         return common(np.asarray(self.store.heads)[tids]), common(np.asarray(self.store.tails)[tids])
 
     def _ask(self, relation: str) -> tuple[str, str]:
-        rid = self.store.relations.id_of(relation)
-        pairs = example_pairs(self.store, int(rid or 0), 4 * SHOWN, self.seed)
         found = []
-        for side in (0, 1):
-            names = list(dict.fromkeys(pair[side] for pair in pairs))[:SHOWN]
+        for names in self._end_names(relation):
             response = self.llm.complete(kind_messages(names), max_tokens=16, temperature=0.0)
             kind = read_kind(response.text)
             if kind is None:

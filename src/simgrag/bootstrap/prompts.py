@@ -9,7 +9,14 @@
    "country"}``), read by :func:`read_kind`;
 3. :func:`alias_messages`: everyday phrases for a relation (``{"phrases": [...]}``), read by
    :func:`read_phrases`; :func:`role_messages`: the nouns people call a relation's tail, asked as a
-   blank ("Portugal is Spain's ___" → ``{"nouns": ["neighbour"]}``), read by :func:`read_phrases` too.
+   blank ("Portugal is Spain's ___" → ``{"nouns": ["neighbour"]}``), read by :func:`read_phrases` too;
+4. for learning at index time (:mod:`simgrag.bootstrap.learn`), batched prompts whose worked examples
+   are about no KG's domain (clubs and recipes: a small model copies its demo's words, and a movie demo
+   typed a company KG's mentees as actors): :func:`kind_batch_messages` — the kinds of several groups
+   of names (the ends of relations) in one call (``{"1": "person", "2": "club", …}``, read by
+   :func:`read_kind_batch`) — and :func:`question_batch_messages` — questions for several sampled
+   subgraphs in one call (``{"1 Alice Brown": ["…", "…"], "2 …": […]}``, read by :func:`read_question_batch`,
+   which also reads a list, a cut-off reply or stray text).
 
 LLM output is data: it is parsed as JSON (the first ``{…}`` object in the text) or, failing that, as
 quoted strings or lines; it is never evaluated. Unusable output reads as nothing (the caller records
@@ -21,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +36,10 @@ from simgrag.bootstrap.sample import Sample
 from simgrag.llm.base import ChatMessage
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["alias_messages", "describe_messages", "kind_messages", "question_messages", "read_description",
-           "read_kind", "read_phrases", "read_questions", "render_pattern", "respell", "role_messages",
-           "screen_question"]
+__all__ = ["AskedPattern", "alias_messages", "describe_messages", "described_pattern", "kind_batch_messages",
+           "kind_messages", "question_batch_messages", "question_messages", "read_description", "read_kind",
+           "read_kind_batch", "read_phrases", "read_question_batch", "read_questions", "render_pattern", "respell",
+           "role_messages", "screen_question"]
 
 _QUESTION_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
                     "Answer with JSON only.")
@@ -255,7 +263,11 @@ def read_phrases(text: str, n: int, key: str = "phrases") -> list[str]:
 
 def read_kind(text: str) -> str | None:
     """The kind word of the LLM's answer; ``None`` when it is missing or not a short lowercase phrase."""
-    value = (_json_object(text) or {}).get("kind")
+    return _kind_word((_json_object(text) or {}).get("kind"))
+
+
+def _kind_word(value: Any) -> str | None:
+    """``value`` as a kind (one or two lowercase words), ``None`` when it is not one."""
     if not isinstance(value, str):
         return None
     value = " ".join(value.lower().split())
@@ -332,3 +344,249 @@ def screen_question(question: str, sample: Sample) -> str | None:
         if len(_normal(name)) >= 3 and _contains(question, name) and not any(_contains(n, name) for n in named):
             return f"names {name!r}, which it should ask about"
     return None
+
+
+# -- learning at index time: several relations or samples per call, worked examples of no KG's domain ---------
+_KIND_BATCH_SYSTEM = "You name the kinds of things a knowledge graph holds. Answer with JSON only."
+#: groups of names from unrelated everyday domains (a small model copies its demo's words: no KG's own domain),
+#: two of them with names that hold a word that is not their kind ("Orbit Software" is a company)
+_KIND_BATCH_DEMO: tuple[tuple[str, ...], ...] = (
+    ("Alice Brown", "Tom Reed", "Maya Lin"), ("Greenleaf Bakery", "Orbit Software", "Tidewater Foods"),
+    ("flour", "egg", "avocado"), ("Spring Fair", "Chess Night", "Charity Run"))
+_KIND_BATCH_ANSWER = {"1": "person", "2": "company", "3": "ingredient", "4": "event"}
+#: characters of an entity name a prompt shows
+_SHOWN_NAME = 60
+
+
+def _short(name: str) -> str:
+    name = " ".join(name.split())
+    return name if len(name) <= _SHOWN_NAME else name[:_SHOWN_NAME - 1] + "…"
+
+
+def _kind_batch_prompt(groups: Sequence[Sequence[str]]) -> str:
+    lines = [f"{i}. " + "; ".join(_short(name) for name in names) for i, names in enumerate(groups, start=1)]
+    keys = ", ".join(f'"{i}": "…"' for i in range(1, len(groups) + 1))
+    return ("Groups of things from a knowledge graph:\n" + "\n".join(lines)
+            + "\n\nWhat kind of thing is each group? One or two common lowercase words per group: the kind the "
+              "things are, not a word copied from their names.\n" + f"Answer with JSON only: {{{keys}}}")
+
+
+def kind_batch_messages(groups: Sequence[Sequence[str]]) -> list[ChatMessage]:
+    """The prompt asking what kind of thing each of ``groups`` is (the entity names at one end of a
+    relation: a list of names is easier for a small model than a relation's direction), several groups in
+    one call, after a worked example about clubs and recipes."""
+    return [ChatMessage("system", _KIND_BATCH_SYSTEM),
+            ChatMessage("user", _kind_batch_prompt(_KIND_BATCH_DEMO)),
+            ChatMessage("assistant", json.dumps(_KIND_BATCH_ANSWER), cache_after=True),
+            ChatMessage("user", _kind_batch_prompt(groups))]
+
+
+def read_kind_batch(text: str, n: int) -> dict[int, str]:
+    """Per group number (1 to ``n``), the kind of the LLM's answer to :func:`kind_batch_messages`; a group
+    without a usable kind (one or two lowercase words) is missing. Never raises."""
+    out: dict[int, str] = {}
+    for i, value in _numbered(_json_value(text), n).items():
+        kind = _kind_word(value.get("kind") if isinstance(value, Mapping) else value)
+        if kind is not None:
+            out[i] = kind
+    return out
+
+
+_QUESTION_BATCH_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
+                          "Answer with JSON only.")
+@dataclass(frozen=True)
+class AskedPattern:
+    """One sample as a batched question prompt shows it: ``triples`` (a middle node may stand as its
+    description: :func:`described_pattern`), ``answers`` in the KG, and the entity ``names`` its questions
+    must say (default: the named nodes of ``triples``)."""
+
+    triples: tuple[tuple[str, str, str], ...]
+    answers: int = 1
+    names: tuple[str, ...] | None = None
+
+    def named(self) -> list[str]:
+        return list(self.names) if self.names is not None else render_pattern(self.triples)[1]
+
+
+def _unknown_kind(label: str) -> str:
+    """``"UNKNOWN team member 2"`` → ``"team member"``."""
+    words = label.split()[1:]
+    return " ".join(words[:-1] if len(words) > 1 and words[-1].isdigit() else words) or "thing"
+
+
+def _described(label: str, facts: Sequence[Sequence[str]]) -> str:
+    """``label`` (an unknown node) through its ``facts``: "the department that Nikolai Kowalski works in",
+    "the person that contributes to Churn Radar and reports to Farid Abbott"."""
+    said = [f"{r} {t}" if h == label else f"{h} {r}" for h, r, t in facts]
+    return f"the {_unknown_kind(label)} that " + " and ".join(said)
+
+
+def described_pattern(triples: Sequence[Sequence[str]]) -> tuple[tuple[str, str, str], ...]:
+    """A sample's pattern as one line for the question prompt when it has a middle node: the middle replaced
+    by its description through the facts before the last ("- the department that Nikolai Kowalski works in |
+    located in | [answer: building]"). A small model asked for a two-hop pattern line by line asks its first
+    hop; given the first hops as words it keeps them. Chains describe their middles one after the other; a
+    pattern whose last triple does not pass through a described middle is shown as it is."""
+    shown = [tuple(t) for t in triples]
+    if len(shown) < 2:
+        return tuple((str(h), str(r), str(t)) for h, r, t in shown)
+    pattern = Pattern.from_triples(shown)
+    asked_at = pattern.asked_node()
+    asked = pattern.nodes[asked_at].text if asked_at is not None else None
+    *facts, (h, r, t) = shown
+    middles = [x for x in (h, t) if x.startswith("UNKNOWN ") and x != asked and any(x in (f[0], f[2]) for f in facts)]
+    if len(middles) != 1:
+        return tuple((str(a), str(b), str(c)) for a, b, c in shown)
+    middle = middles[0]
+    own = [f for f in facts if middle in (f[0], f[2])]
+    rest = [f for f in facts if f not in own]
+    for other in (x for f in own for x in (f[0], f[2]) if x != middle and x.startswith("UNKNOWN ")):
+        inner = described_pattern([*[f for f in rest if other in (f[0], f[2])], *own])[-1]  # a chain's earlier hop
+        text = inner[0] if inner[0] != middle else inner[2]
+        own = [tuple(text if x == other else x for x in f) for f in own]
+    text = _described(middle, own)
+    return ((text if h == middle else str(h)), str(r), (text if t == middle else str(t))),
+
+
+#: a worked example of each default shape (1 hop, 2 hops, a conjunction) about clubs and recipes
+_QUESTION_BATCH_DEMO = (
+    AskedPattern((("Alice Brown", "member of", "UNKNOWN club 1"),)),
+    AskedPattern(described_pattern((("Alice Brown", "member of", "UNKNOWN club 1"),
+                                    ("UNKNOWN club 1", "meets in", "UNKNOWN room 1"))), names=("Alice Brown",)),
+    AskedPattern(described_pattern((("UNKNOWN person 1", "member of", "Chess Club"),
+                                    ("UNKNOWN person 1", "favourite dish", "pancake"),
+                                    ("UNKNOWN person 1", "plays", "UNKNOWN instrument 1"))), 2,
+                 names=("Chess Club", "pancake")),
+)
+_QUESTION_BATCH_ANSWER = (
+    ["Which club is Alice Brown a member of?", "alice brown's club?"],
+    ["Where does the club Alice Brown is a member of meet?", "Tell me the room where Alice Brown's club meets."],
+    ["Which instruments does the Chess Club member whose favourite dish is pancake play?",
+     "List the instruments played by Chess Club members who love pancake."],
+)
+
+
+def _pattern_keys(patterns: Sequence[AskedPattern]) -> list[str]:
+    """The answer's key of each pattern: its number and its names ("2 Alice Brown"): writing the names
+    just before its questions keeps a small model on that pattern's names, not its neighbour's."""
+    return [f"{i} " + " & ".join(p.named()) for i, p in enumerate(patterns, start=1)]
+
+
+def _question_batch_prompt(patterns: Sequence[AskedPattern], n: int) -> str:
+    blocks = []
+    for i, asked in enumerate(patterns, start=1):
+        shown, _ = render_pattern(asked.triples)
+        named = asked.named()
+        many = f"; {asked.answers} answers in the knowledge graph" if asked.answers > 1 else ""
+        blocks.append(f"Pattern {i} (name{'s' if len(named) > 1 else ''}: {_quoted(named)}{many}):\n{shown}")
+    keys = ", ".join(json.dumps(key) + ": [" + ", ".join(['"…"'] * n) + "]" for key in _pattern_keys(patterns))
+    return ("Question patterns over a knowledge graph, each a fact (head | relation | tail) or a few. In each, "
+            "[answer: kind] is what the question asks for; a thing written as \"the … that …\" is said through "
+            "those facts, in everyday words, and any other [bracketed] thing too, never by a name.\n\n"
+            + "\n".join(blocks)
+            + f"\n\nFor each pattern write {n} different questions whose answer is its [answer]. Each question of a "
+              "pattern names that pattern's own names exactly as written, and says every fact of that pattern: a "
+              "question that leaves a fact out is wrong. " + _STYLE + f"\nAnswer with JSON only: {{{keys}}}")
+
+
+def question_batch_messages(patterns: Sequence[AskedPattern], n: int) -> list[ChatMessage]:
+    """The prompt asking ``n`` questions for each of ``patterns`` in one call, after a worked example of each
+    default shape about clubs and recipes; the answer is read by :func:`read_question_batch`."""
+    demo = dict(zip(_pattern_keys(_QUESTION_BATCH_DEMO), _QUESTION_BATCH_ANSWER, strict=True))
+    return [ChatMessage("system", _QUESTION_BATCH_SYSTEM),
+            ChatMessage("user", _question_batch_prompt(_QUESTION_BATCH_DEMO, 2)),
+            ChatMessage("assistant", json.dumps(demo), cache_after=True),
+            ChatMessage("user", _question_batch_prompt(patterns, n))]
+
+
+def read_question_batch(text: str, patterns: int, per_pattern: int) -> dict[int, list[str]]:
+    """Per pattern number (1 to ``patterns``), up to ``per_pattern`` distinct questions (5 to 300
+    characters) of the LLM's answer to :func:`question_batch_messages`: an object keyed by number (or a
+    list in order, or one wrapped in ``{"questions": …}``); a reply cut off mid-JSON gives the questions
+    of the complete keys it holds. Never raises: unreadable output reads as nothing."""
+    value = _json_value(text)
+    numbered = _numbered(value, patterns) if value is not None else _salvaged(text, patterns)
+    out: dict[int, list[str]] = {}
+    for i, item in numbered.items():
+        questions = _clean_questions(_question_items(item))[:per_pattern]
+        if questions:
+            out[i] = questions
+    return out
+
+
+def _json_value(text: str) -> Any:
+    """The JSON object or list in ``text`` (from its first ``{`` or ``[`` to the matching last bracket),
+    ``None`` when there is none that parses."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return None
+    start = min(starts)
+    end = text.rfind("}" if text[start] == "{" else "]")
+    if end <= start:
+        return None
+    try:
+        return json.loads(text[start:end + 1])
+    except (ValueError, RecursionError):
+        return None
+
+
+def _numbered(value: Any, n: int, *, unwrap: bool = True) -> dict[int, Any]:
+    """1-based item number (at most ``n``) → item: an object keyed ``"1"``, ``"pattern 2"``…, a list in
+    order, or either wrapped in a one-key object."""
+    if isinstance(value, list):
+        return {i: item for i, item in enumerate(value[:n], start=1)}
+    if not isinstance(value, Mapping):
+        return {}
+    out: dict[int, Any] = {}
+    for key, item in value.items():
+        digits = re.search(r"\d{1,4}", str(key))
+        if digits is not None and 1 <= int(digits.group()) <= n:
+            out.setdefault(int(digits.group()), item)
+    if not out and unwrap and len(value) == 1:
+        return _numbered(next(iter(value.values())), n, unwrap=False)
+    return out
+
+
+def _question_items(item: Any) -> list[str]:
+    """The question strings of one pattern's item: a list of strings, one string, or an object holding them."""
+    if isinstance(item, str):
+        return [item]
+    if isinstance(item, Mapping):
+        item = item.get("questions", item.get("question", []))
+        return [item] if isinstance(item, str) else [q for q in item if isinstance(q, str)] if isinstance(
+            item, list) else []
+    if isinstance(item, list):
+        return [q for q in item if isinstance(q, str)]
+    return []
+
+
+_KEYED_LIST = re.compile(r'"(\d{1,4})(?:[^"\\\n]|\\.){0,300}"\s*:\s*\[')
+_QUOTED = re.compile(r'"((?:[^"\\\n]|\\.){5,300})"')
+
+
+def _salvaged(text: str, n: int) -> dict[int, list[str]]:
+    """The questions of a reply that is not whole JSON (cut off by the token limit, chatter around it):
+    each ``"k": [`` key's complete quoted strings up to the next key."""
+    keys = [m for m in _KEYED_LIST.finditer(text) if 1 <= int(m.group(1)) <= n]
+    out: dict[int, list[str]] = {}
+    for i, m in enumerate(keys):
+        segment = text[m.end(): keys[i + 1].start() if i + 1 < len(keys) else len(text)]
+        out.setdefault(int(m.group(1)), [_unescaped(s) for s in _QUOTED.findall(segment)])
+    return out
+
+
+def _unescaped(quoted: str) -> str:
+    try:
+        value = json.loads(f'"{quoted}"')
+    except ValueError:
+        return quoted
+    return value if isinstance(value, str) else quoted
+
+
+def _clean_questions(items: Sequence[str]) -> list[str]:
+    out: dict[str, str] = {}
+    for item in items:
+        clean = " ".join(item.split()).strip("\"'")
+        if 5 <= len(clean) <= 300:
+            out.setdefault(clean.lower(), clean)
+    return list(out.values())

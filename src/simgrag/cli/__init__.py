@@ -1,6 +1,7 @@
 """The ``simgrag`` command line. Thin: parse options, call the library, print.
 
-    simgrag index KG_FILE -o INDEX_DIR          build an index directory (--bootstrap-examples/-aliases)
+    simgrag index KG_FILE -o INDEX_DIR          build an index directory (then learn its examples: --no-learn)
+    simgrag learn INDEX_DIR                     learn the KG's own examples + validation questions (resumable)
     simgrag examples bootstrap INDEX_DIR -o F   an editable examples file for the index's KG (--install)
     simgrag examples install INDEX_DIR FILE     attach an examples file: the index's default
     simgrag aliases bootstrap|install …         the same for relation aliases
@@ -36,6 +37,7 @@ from simgrag.cli import (  # noqa: F401  (each registers its commands on ``app``
     check,
     grounding_cmd,
     kg,
+    learn_cmd,
     mcp_cmd,
     qa,
     update_cmd,

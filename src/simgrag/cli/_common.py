@@ -201,10 +201,11 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                 reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None,
                 calibration: str = DEFAULT_CALIBRATION, answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE,
                 grounding: bool | None = None, analogy: bool = True,
-                pattern_option: Sequence[str] | None = None) -> SimGRAG:
+                pattern_option: Sequence[str] | None = None, llm_instance: LLM | None = None) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
     directories by retriever name; a model for a retriever other than ``retriever`` is refused.
-    ``pattern_option``: ``--pattern-option`` pairs (:func:`~simgrag.pattern.generate.parse_pattern_options`)."""
+    ``pattern_option``: ``--pattern-option`` pairs (:func:`~simgrag.pattern.generate.parse_pattern_options`);
+    ``llm_instance``: the LLM already resolved from ``llm`` (loaded once: ``ask`` learning first)."""
     from simgrag.match.retrieve import RetrievalSettings
     from simgrag.pattern.generate import parse_pattern_options
     from simgrag.pipeline import SimGRAG, sample_index
@@ -224,11 +225,24 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     if answer_tolerance != DEFAULT_ANSWER_TOLERANCE:  # a setting of the simgrag retriever's search
         options["retrieval"] = RetrievalSettings(answer_tolerance=None if answer_tolerance < 0 else answer_tolerance)
     return SimGRAG(sample_index() if index is None else index, retriever=name, retriever_options=options,
-                   llm=llm_for(llm), llm_options=llm.options(), examples=examples, abstain_gsd=abstain_gsd,
-                   answer_mode=answer_mode, reader_style=reader_style, reader_options=reader_options,
-                   calibration=calibration, ground_patterns=grounding,
+                   llm=llm_for(llm) if llm_instance is None else llm_instance,
+                   llm_options=llm.options() if llm_instance is None else {}, examples=examples,
+                   abstain_gsd=abstain_gsd, answer_mode=answer_mode, reader_style=reader_style,
+                   reader_options=reader_options, calibration=calibration, ground_patterns=grounding,
                    pattern_options=pattern_options or None)
 
+
+# -- learning at index time (simgrag learn; index and ask learn by themselves) ------------------------------
+Learn = Annotated[bool, typer.Option("--learn/--no-learn", help="when the index has no few-shot examples (a KG of "
+                                                               "your own), learn them from the KG with the LLM, "
+                                                               "with validation questions, and attach them (see "
+                                                               "`simgrag learn`)")]
+LearnBudget = Annotated[float, typer.Option("--learn-budget", min=1.0, help="seconds the learning may take "
+                                                                           "(examples, validation questions, the "
+                                                                           "pattern stage's fit); what a stopped "
+                                                                           "run made is kept: `simgrag learn` goes "
+                                                                           "on")]
+DEFAULT_LEARN_BUDGET = 300.0
 
 Deadline = Annotated[float | None, typer.Option("--deadline", help="seconds of graph search before the best matches "
                                                                   "so far are returned (default 10; inf: none)")]

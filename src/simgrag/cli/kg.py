@@ -12,11 +12,14 @@ import typer
 
 from simgrag._options import scalar_value
 from simgrag.cli._common import (
+    DEFAULT_LEARN_BUDGET,
     DEFAULT_LLM_CHOICE,
     AsJson,
     IndexArg,
     K,
     KGFormat,
+    Learn,
+    LearnBudget,
     LLMChoice,
     OptionalOutput,
     Quiet,
@@ -63,6 +66,8 @@ def index(
         "--bootstrap-aliases", help="then bootstrap relation aliases with the LLM (INDEX_DIR.aliases.yaml, "
                                     "editable) and embed them; see `simgrag aliases bootstrap`")] = False,
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
+    learn: Learn = True,
+    learn_budget: LearnBudget = DEFAULT_LEARN_BUDGET,
     skip_bad_lines: SkipBadLines = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing index directory")] = False,
     verbose: Verbose = 0, quiet: Quiet = False,
@@ -70,9 +75,11 @@ def index(
     """Build an index directory: KG store, entity/relation embeddings, vector indexes, manifest.
 
     The KG comes from a file, a SPARQL endpoint (sparql+http://…, paged, resumable) or a Kùzu database
-    (kuzu:PATH)."""
+    (kuzu:PATH). A KG that comes with no examples (no --examples, relations not MetaQA's) then learns its own
+    with the LLM, within --learn-budget seconds (`simgrag learn`; --no-learn skips it)."""
     _setup_logging(verbose, quiet)
     from simgrag.cli.bootstrap import bootstrap_after_build
+    from simgrag.cli.learn_cmd import learn_after_build
     from simgrag.cli.sources import kg_source
     from simgrag.pipeline import build_index
 
@@ -90,6 +97,8 @@ def index(
                   f"({kg['duplicates_removed']:,} duplicates removed) → {output}")
         bootstrap_after_build(output, llm, aliases=bootstrap_aliases,
                               examples=bootstrap_examples)
+        if learn and examples is None and not bootstrap_examples:
+            learn_after_build(output, llm, learn_budget)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
 

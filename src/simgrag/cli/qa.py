@@ -10,6 +10,7 @@ import typer
 from simgrag.cli._common import (
     DEFAULT_ANSWER_MODE,
     DEFAULT_CALIBRATION,
+    DEFAULT_LEARN_BUDGET,
     DEFAULT_LLM_CHOICE,
     DEFAULT_RETRIEVER,
     AbstainGsd,
@@ -22,6 +23,8 @@ from simgrag.cli._common import (
     Grounding,
     IndexArg,
     K,
+    Learn,
+    LearnBudget,
     LLMChoice,
     PatternOptions,
     Quiet,
@@ -76,9 +79,18 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
 
 
 def _run(index_dir: Path | None, text: str, llm: LLMChoice, *, verdict: bool, as_json: bool,
-         retriever_model: list[str] | None = None, deadline: float | None = None, **engine_options: Any) -> None:
+         retriever_model: list[str] | None = None, deadline: float | None = None, learn: bool = False,
+         learn_budget: float = DEFAULT_LEARN_BUDGET, **engine_options: Any) -> None:
+    from simgrag.cli.learn_cmd import ready_index
+
     try:
-        engine = make_engine(index_dir, llm, models=parse_model_dirs(retriever_model or []), **engine_options)
+        index: Any = index_dir
+        model = None
+        simgrag_retriever = str(engine_options.get("retriever", DEFAULT_RETRIEVER)).strip().lower() == "simgrag"
+        if learn and index_dir is not None and engine_options.get("examples") is None and simgrag_retriever:
+            index, model = ready_index(index_dir, llm, learn_budget)  # an index without examples learns first
+        engine = make_engine(index, llm, models=parse_model_dirs(retriever_model or []), llm_instance=model,
+                             **engine_options)
         # the embedder and the compiled search warm up beside the question's own work; the LLM loads on
         # its first call (loading it in the background bought nothing on 2 cores: SimGRAG.warmup)
         try:
@@ -108,14 +120,17 @@ def ask(
                                                              "retrieved facts (--retriever none: from the LLM's "
                                                              "own knowledge)")] = False,
     deadline: Deadline = None, grounding: Grounding = None, analogy: Analogy = True,
-    pattern_option: PatternOptions = None, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
+    pattern_option: PatternOptions = None, learn: Learn = True, learn_budget: LearnBudget = DEFAULT_LEARN_BUDGET,
+    as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
-    """Answer a question from the KG, showing the pattern, the evidence and per-stage timings."""
+    """Answer a question from the KG, showing the pattern, the evidence and per-stage timings. An index without
+    few-shot examples (a KG of your own) learns them first, once (`simgrag learn`)."""
     _setup_logging(verbose, quiet)
     _run(index_dir, question, llm, verdict=False, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
          abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, calibration=calibration,
-         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option)
+         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option, learn=learn,
+         learn_budget=learn_budget)
 
 
 @app.command()
@@ -126,14 +141,17 @@ def verify(
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     retriever: RetrieverOpt = DEFAULT_RETRIEVER, retriever_model: RetrieverModel = None, k: K = None,
     examples: Examples = None, abstain_gsd: AbstainGsd = None, deadline: Deadline = None, grounding: Grounding = None,
-    analogy: Analogy = True, pattern_option: PatternOptions = None, as_json: AsJson = False, verbose: Verbose = 0,
+    analogy: Analogy = True, pattern_option: PatternOptions = None, learn: Learn = True,
+    learn_budget: LearnBudget = DEFAULT_LEARN_BUDGET, as_json: AsJson = False, verbose: Verbose = 0,
     quiet: Quiet = False,
 ) -> None:
-    """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence."""
+    """Check a claim against the KG: Supported / Refuted / Not enough evidence, with the evidence. An index
+    without few-shot examples (a KG of your own) learns them first, once (`simgrag learn`)."""
     _setup_logging(verbose, quiet)
     _run(index_dir, claim, llm, verdict=True, as_json=as_json,
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, abstain_gsd=abstain_gsd,
-         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option)
+         deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option, learn=learn,
+         learn_budget=learn_budget)
 
 
 @app.command()

@@ -1,4 +1,5 @@
-"""The files an index directory carries for the LLM side: its few-shot examples and relation aliases.
+"""The files an index directory carries for the LLM side: its few-shot examples, relation aliases and
+validation questions.
 
 An index knows the examples it was built (or bootstrapped) with, so that ``ask``/``serve``/``bench``/
 ``mcp`` on a KG of one's own use them by default (:func:`simgrag.retrievers.simgrag.index_examples`)::
@@ -6,6 +7,8 @@ An index knows the examples it was built (or bootstrapped) with, so that ``ask``
     INDEX_DIR/examples.yaml          the question → pattern few-shot examples
     INDEX_DIR/claim_examples.yaml    claim → pattern examples (optional; else the question examples serve)
     INDEX_DIR/relation_aliases.yaml  the relation aliases embedded in relation_index/
+    INDEX_DIR/validation.jsonl       questions with gold answers that are never shots (learnt with the
+                                     examples: ``simgrag learn``), what the pattern stage is fitted on
 
 Each one is recorded in the manifest under ``attached`` — the file, its sha256, where it came from,
 whether it was bootstrapped (``simgrag examples bootstrap``) and when — and is listed, like every data
@@ -34,11 +37,11 @@ from simgrag.index.swap import MANIFEST
 __all__ = ["ATTACHMENT_FILES", "AttachmentKind", "attach_file", "attached_path", "check_attachments",
            "install_command", "put_attachment", "read_manifest_json", "stage_attachments", "write_manifest"]
 
-AttachmentKind = Literal["examples", "claim_examples", "relation_aliases"]
+AttachmentKind = Literal["examples", "claim_examples", "relation_aliases", "validation"]
 #: kind → the file's name inside the index directory
 ATTACHMENT_FILES: dict[str, str] = {"examples": "examples.yaml", "claim_examples": "claim_examples.yaml",
-                                    "relation_aliases": "relation_aliases.yaml"}
-#: files larger than this are not few-shot examples or aliases
+                                    "relation_aliases": "relation_aliases.yaml", "validation": "validation.jsonl"}
+#: files larger than this are not few-shot examples, aliases or validation questions
 MAX_ATTACHMENT_BYTES = 16 * 1024 * 1024
 
 
@@ -52,8 +55,8 @@ def _read_source(source: Path) -> bytes:
     try:
         size = source.stat().st_size
         if size > MAX_ATTACHMENT_BYTES:
-            raise ConfigError(f"{source} holds {size:,} bytes; an examples or aliases file is at most "
-                              f"{MAX_ATTACHMENT_BYTES:,}")
+            raise ConfigError(f"{source} holds {size:,} bytes; an examples, aliases or validation file is at "
+                              f"most {MAX_ATTACHMENT_BYTES:,}")
         return source.read_bytes()
     except OSError as exc:
         raise ConfigError(f"Cannot read {source}: {exc}") from exc
@@ -138,7 +141,7 @@ def attached_path(root: Path, manifest: Mapping[str, Any], kind: str) -> Path | 
 def install_command(root: str | Path, kind: str) -> str:
     """The command that attaches a ``kind`` file to the index ``root`` (for messages)."""
     commands = {"claim_examples": f"simgrag examples install {root} FILE --claims",
-                "relation_aliases": f"simgrag aliases install {root} FILE"}
+                "relation_aliases": f"simgrag aliases install {root} FILE", "validation": f"simgrag learn {root}"}
     return commands.get(kind, f"simgrag examples install {root} FILE")
 
 

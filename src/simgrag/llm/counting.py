@@ -1,8 +1,9 @@
-"""An LLM wrapper that counts calls (benchmarks report LLM calls per question with it; the bootstrap bounds
-its LLM work with it)."""
+"""An LLM wrapper that counts calls and the seconds spent in them (benchmarks report LLM calls per question
+with it; the bootstrap and learning bound their LLM work with it)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from simgrag.llm.base import LLM, BaseLLM, CompletionRequest, LLMResponse
@@ -11,16 +12,22 @@ __all__ = ["CountingLLM"]
 
 
 class CountingLLM(BaseLLM):
-    """Forwards to ``inner`` and counts ``complete`` calls; other attributes (``load``, …) are the inner's."""
+    """Forwards to ``inner`` and counts ``complete`` calls (``calls``) and their wall seconds (``seconds``,
+    failed calls included); other attributes (``load``, …) are the inner's."""
 
     def __init__(self, inner: LLM) -> None:
         self.inner = inner
         self.name = inner.name
         self.calls = 0
+        self.seconds = 0.0
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
 
     def _complete(self, request: CompletionRequest) -> LLMResponse:
         self.calls += 1
-        return request.send(self.inner)
+        start = time.perf_counter()
+        try:
+            return request.send(self.inner)
+        finally:
+            self.seconds += time.perf_counter() - start

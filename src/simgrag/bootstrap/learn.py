@@ -1,0 +1,535 @@
+"""Each KG's own labelled data, made at index time: few-shot examples and validation questions.
+
+``simgrag examples bootstrap`` runs the whole engine on every candidate question (1–2 LLM calls each):
+45–76 minutes on 2 cores for a 68-triple company KG. Learning makes the same kind of data within a time
+budget (5 minutes by default) from a handful of LLM calls, with no engine run:
+
+1. **kinds** — what each relation links (``manages``: person → person): from the KG's entity types when it
+   has them, else several relations per LLM call, each shown with a few (head, tail) pairs
+   (:meth:`~simgrag.bootstrap.kinds.RelationKinds.prepare_batched`, a worked example about no KG's domain);
+   an unusable answer is ``entity``;
+2. **samples** — subgraphs of the chosen shapes (1-hop, 2-hop chains and conjunctions by default; 3-hop
+   chains and stars on request), relations taken in turn (:func:`~simgrag.bootstrap.sample.sample_subgraphs`),
+   none that walks one relation twice (its questions read as one hop); a KG that stores each fact twice
+   (:func:`~simgrag.kg.twins.twin_relations`) is sampled, typed and listed with one relation of each pair;
+3. **the KG check**, without the LLM — the sample's pattern (the KG's relation names, ``UNKNOWN <kind> n``
+   nodes: what its example stores) searched with the engine's own subgraph search must hold one of the
+   sample's gold answers in its answer set (:attr:`~simgrag.match.retrieve.Retrieval.answer_set`); a sample
+   that fails it (an ambiguous name, kinds that merge two ends) is dropped. It depends on the sample alone,
+   so it runs before the LLM is asked about the sample;
+4. **questions** — several samples per LLM call (:func:`~simgrag.bootstrap.prompts.question_batch_messages`),
+   a sample with a middle node shown as one line whose middle is described through its other facts ("the
+   department that Nikolai Kowalski works in | located in | [answer: building]":
+   :func:`~simgrag.bootstrap.prompts.described_pattern`; asked line by line, the 1.5B model asks the first hop),
+   each question respelt the KG's way (:func:`~simgrag.bootstrap.prompts.respell`) and dropped when it does
+   not name its sample's named entities or names one of the others, the answer included
+   (:func:`~simgrag.bootstrap.prompts.screen_question`), or when the engine's own KG judge does not read it as
+   the sample's pattern (:class:`~simgrag.match.grounding.judge.PatternJudge`, no LLM: words for every
+   triple, no relation worded that the pattern lacks, a focus word that does not ask for something else).
+   A small model often asks one hop of a two-hop pattern ("Who is X's mentor?" for *the boss of the one X
+   mentors*): as a shot such a question teaches the wrong pattern, as a validation question it carries the
+   wrong gold answer. The judge's lexicon is the KG's relation names (and aliases), so the questions kept
+   lean to wordings those names explain — read a fit on them with that in mind;
+5. **the split**, sample by sample (a sample's questions stay on one side: no validation question is a
+   paraphrase of a shot) — a sample becomes a **shot** (its first question) while there is room and it
+   brings a shape or a relation the shots lack, else **validation** (all its kept questions) until
+   ``target_validation``, else a shot while there is room.
+
+Learning stops once the shots are full and validation holds ``target_validation`` questions, when the
+samples run out, or before an LLM call that would pass the time budget or the call bound — the report says
+which (:attr:`LearnReport.stopped`). It writes into ``out_dir``: ``examples.yaml`` (the shots, in the
+format :func:`~simgrag.pattern.examples.load_examples` reads, shapes interleaved so the prompt's static
+shots cover them), ``validation.jsonl`` (``{"question", "answers", "group": shape}`` per line, as
+:func:`~simgrag.eval.runner.load_qa_file` reads) and its progress log (:mod:`simgrag.bootstrap.files`): a
+run interrupted or stopped by its bounds goes on where it stopped and asks the LLM nothing twice; a run
+with other settings, another KG or another LLM starts over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from simgrag.bootstrap.examples import MAX_LISTED_RELATIONS, relation_instructions
+from simgrag.bootstrap.files import ProgressLog, examples_yaml, progress_path
+from simgrag.bootstrap.kinds import RelationKinds
+from simgrag.bootstrap.prompts import (
+    AskedPattern,
+    described_pattern,
+    question_batch_messages,
+    read_question_batch,
+    respell,
+    screen_question,
+)
+from simgrag.bootstrap.sample import SHAPES, Sample, parse_shapes, sample_subgraphs
+from simgrag.errors import ConfigError, SimGRAGError
+from simgrag.fileio import write_bytes_atomic
+from simgrag.index.directory import IndexDir, relation_text
+from simgrag.kg.twins import twin_relations
+from simgrag.llm.base import LLM
+from simgrag.llm.counting import CountingLLM
+from simgrag.match.grounding.judge import Candidate, PatternJudge
+from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
+from simgrag.progress import progress_on
+
+__all__ = ["DEFAULT_SHAPES", "EXAMPLES_FILE", "VALIDATION_FILE", "LearnReport", "LearnSettings", "expected_llm_calls",
+           "learn_examples", "peak_rss_mb"]
+
+logger = logging.getLogger(__name__)
+
+EXAMPLES_FILE = "examples.yaml"
+VALIDATION_FILE = "validation.jsonl"
+DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
+#: the share of asked samples expected to keep a question (for the expected LLM calls)
+KEEP_RATE = 0.7
+#: samples drawn per sample wanted: the KG check and the screen drop some
+DRAW_FACTOR = 3
+#: the KG check's search (the engine's default search, three subgraphs)
+CHECK = RetrievalSettings(k=3)
+#: output tokens allowed per question asked, and per call
+TOKENS_PER_QUESTION = 40
+TOKENS_PER_CALL = 40
+
+
+@dataclass(frozen=True)
+class LearnSettings:
+    """What learning makes and how long it may take (a progress log is resumed only with the same settings,
+    its bounds aside).
+
+    Bounds: ``budget_s`` seconds of wall time, ``max_llm_calls`` calls (``None``: no bound) — checked before
+    each LLM call (one that would pass the budget at the run's mean call time is not made). What is made:
+    up to ``shots`` examples and ``target_validation`` validation questions, from samples of ``shapes``
+    (see :data:`~simgrag.bootstrap.sample.SHAPES`) with at most ``max_answers`` gold answers, none touching
+    an entity of ``exclude``; ``samples_per_call`` samples and ``questions_per_sample`` questions each per
+    question call, ``kinds_per_call`` groups of names (relation ends holding the same things) per kinds call;
+    ``seed`` decides the samples."""
+
+    budget_s: float = 300.0
+    max_llm_calls: int | None = None
+    shapes: tuple[str, ...] = DEFAULT_SHAPES
+    samples_per_call: int = 4
+    questions_per_sample: int = 2
+    target_validation: int = 24
+    shots: int = 12
+    seed: int = 0
+    max_answers: int = 10
+    kinds_per_call: int = 6
+    exclude: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shapes", parse_shapes(self.shapes))
+        object.__setattr__(self, "exclude", frozenset(self.exclude))
+        if not self.budget_s > 0:
+            raise ConfigError(f"the learning budget must be a positive number of seconds; got {self.budget_s}")
+        if self.max_llm_calls is not None and self.max_llm_calls < 0:
+            raise ConfigError(f"max_llm_calls must be at least 0; got {self.max_llm_calls}")
+        counts = {"samples_per_call": self.samples_per_call, "questions_per_sample": self.questions_per_sample,
+                  "shots": self.shots, "max_answers": self.max_answers, "kinds_per_call": self.kinds_per_call}
+        low = {k: v for k, v in counts.items() if v < 1}
+        if low or self.target_validation < 0:
+            raise ConfigError(f"learning settings must be at least 1 (target_validation at least 0); got "
+                              f"{low or {'target_validation': self.target_validation}}")
+
+    def logged(self) -> dict[str, Any]:
+        """The settings that decide what is made, as the progress log records them (not the bounds; the
+        excluded names as a count and digest)."""
+        digest = hashlib.sha256("\n".join(sorted(self.exclude)).encode()).hexdigest()[:16]
+        kept = {k: v for k, v in asdict(self).items() if k not in ("budget_s", "max_llm_calls", "exclude")}
+        return {**kept, "shapes": list(self.shapes),
+                "exclude": f"{len(self.exclude)} names, sha256 {digest}" if self.exclude else None}
+
+    def wanted_samples(self) -> int:
+        """Samples that must keep a question to fill the shots and the validation questions."""
+        return self.shots + math.ceil(self.target_validation / self.questions_per_sample)
+
+    def full(self, shots: int, validation: int) -> bool:
+        return shots >= self.shots and validation >= self.target_validation
+
+
+@dataclass(frozen=True)
+class LearnReport:
+    """What a run made and what it cost. ``stopped``: why it ended before its targets (``"budget"``,
+    ``"llm calls"``, ``"samples"``: the KG gave no more) or ``None`` (targets met); ``rejected``: dropped
+    samples and questions by reason; ``llm_calls`` and ``seconds`` are this run's; ``seconds_per_call``: the
+    mean wall time of the question calls its progress log records (0 without one)."""
+
+    out_dir: Path
+    examples_file: Path | None
+    validation_file: Path | None
+    progress: Path
+    samples: int
+    samples_asked: int
+    questions: int
+    kept: int
+    shots: int
+    validation: int
+    llm_calls: int
+    seconds: float
+    peak_rss_mb: float
+    stopped: str | None = None
+    rejected: dict[str, int] = field(default_factory=dict)
+    seconds_per_call: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped is None
+
+    def to_dict(self) -> dict[str, Any]:
+        paths = {k: None if v is None else str(v) for k, v in (("out_dir", self.out_dir), ("examples_file",
+                 self.examples_file), ("validation_file", self.validation_file), ("progress", self.progress))}
+        return {**asdict(self), **paths, "complete": self.complete}
+
+    def summary(self, budget_s: float | None = None) -> str:
+        """One line for the command line and logs."""
+        why = {"budget": f"stopped at the time budget{f' ({budget_s:.0f} s)' if budget_s else ''}",
+               "llm calls": "stopped at the LLM-call bound",
+               "samples": "the KG gave no more samples"}.get(self.stopped or "", "")
+        rejected = ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items(), key=lambda kv: -kv[1]))
+        return (f"Learnt {self.shots} examples and {self.validation} validation questions from {self.samples_asked} "
+                f"samples ({self.kept} of {self.questions} questions kept"
+                + (f"; dropped: {rejected}" if rejected else "") + f"); {self.llm_calls} LLM calls in "
+                f"{self.seconds:.0f} s, peak RSS {self.peak_rss_mb:.0f} MB" + (f" — {why}" if why else ""))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (0 where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # not on Unix
+        return 0.0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kilobytes on Linux
+
+
+def expected_llm_calls(index: IndexDir, settings: LearnSettings) -> int:
+    """The LLM calls a fresh run is expected to make on ``index`` (kinds, then questions)."""
+    store = index.store
+    relations = 0 if store.types is not None else len([r for r in store.relations
+                                                        if r not in twin_relations(store)])
+    if relations > MAX_LISTED_RELATIONS:  # typed as the samples need them: at most a few per sample
+        relations = min(relations, 2 * settings.wanted_samples())
+    kinds = math.ceil(relations / settings.kinds_per_call)
+    asked = math.ceil(settings.wanted_samples() / KEEP_RATE / settings.samples_per_call)
+    calls = kinds + asked
+    return calls if settings.max_llm_calls is None else min(calls, settings.max_llm_calls)
+
+
+@dataclass(frozen=True)
+class _Shot:
+    shape: str
+    question: str
+    triples: tuple[tuple[str, str, str], ...]
+    note: str
+
+
+@dataclass
+class _Split:
+    """The shots and validation questions so far, and what the shots cover."""
+
+    shots: list[_Shot] = field(default_factory=list)
+    validation: list[dict[str, Any]] = field(default_factory=list)
+    shapes: set[str] = field(default_factory=set)
+    relations: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)
+
+    def role(self, shape: str, relations: Sequence[str], settings: LearnSettings) -> str | None:
+        """Where a sample with kept questions goes (module docstring, step 5); ``None``: both are full."""
+        room = len(self.shots) < settings.shots
+        if room and (shape not in self.shapes or not set(relations) <= self.relations):
+            return "shot"
+        if len(self.validation) < settings.target_validation:
+            return "validation"
+        return "shot" if room else None
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        kept = [q["question"] for q in row["questions"] if q.get("kept")]
+        if not kept or row.get("role") is None:
+            return
+        self.seen.update(q.lower() for q in kept)
+        sample = row["sample"]
+        if row["role"] == "shot":
+            triples = tuple((str(h), str(r), str(t)) for h, r, t in row["triples"])
+            self.shots.append(_Shot(row["shape"], kept[0], triples, _note(row["shape"], sample)))
+            self.shapes.add(row["shape"])
+            self.relations.update(e[1] for e in sample["edges"])
+        else:
+            self.validation += [{"question": q, "answers": list(sample["answers"]), "group": row["shape"]}
+                                for q in kept]
+
+    def ordered(self) -> list[_Shot]:
+        """The shots with their shapes interleaved (the first of each shape first): the static shots cover them."""
+        rank: dict[str, int] = {}
+        keyed = []
+        for shot in self.shots:
+            keyed.append(((rank.get(shot.shape, 0), SHAPES.index(shot.shape)), shot))
+            rank[shot.shape] = rank.get(shot.shape, 0) + 1
+        return [shot for _, shot in sorted(keyed, key=lambda pair: pair[0])]
+
+
+def _note(shape: str, sample: Mapping[str, Any]) -> str:
+    answers = list(sample["answers"])
+    answer = sample["entities"][sample["asked"]]
+    extra = len(answers) - 1
+    return " ".join(f"{shape}; answer: {answer}{f' (+{extra} more)' if extra else ''}".split())
+
+
+class _Learn:
+    """One learning run (module docstring): the samples, the kinds, the split, the bounds."""
+
+    def __init__(self, index: IndexDir, llm: CountingLLM, settings: LearnSettings, log: ProgressLog,
+                 out_dir: Path, t0: float) -> None:
+        self.index, self.llm, self.settings, self.log, self.out_dir, self.t0 = index, llm, settings, log, out_dir, t0
+        store = index.store
+        self.twins = twin_relations(store)
+        self.kinds = RelationKinds(store, llm, log, seed=settings.seed)
+        relations = [r for r in store.relations if r not in self.twins]
+        self.listed = relations if len(relations) <= MAX_LISTED_RELATIONS else []
+        per_shape = math.ceil(DRAW_FACTOR * settings.wanted_samples() / len(settings.shapes))
+        drawn = sample_subgraphs(store, settings.shapes, per_shape, seed=settings.seed,
+                                 max_answers=settings.max_answers, exclude=settings.exclude, skip_relations=self.twins)
+        # a relation walked twice ("the departments in the building of Security's department") reads as one hop
+        # to a small model and to the judge alike: such samples make wrong questions, not examples
+        self.samples = [s for s in drawn if len({e.relation for e in s.edges}) == len(s.edges)]
+        if not self.samples:
+            raise ConfigError(f"No subgraph of the shapes {', '.join(settings.shapes)} could be sampled from this KG "
+                              f"with at most {settings.max_answers} answers")
+        self.subgraphs = SubgraphRetriever(index)
+        self.judge = PatternJudge(self.subgraphs)
+        self.split = _Split()
+        self.done: set[int] = set()
+        self.stopped: str | None = None
+        self.rejected: dict[str, int] = {}
+        for record in log.of_kind("batch"):
+            self._replay(record)
+
+    # -- bounds ------------------------------------------------------------------------------------
+    def may_call(self) -> bool:
+        """Whether one more LLM call stays within the bounds (at the run's mean call time so far)."""
+        if self.settings.max_llm_calls is not None and self.llm.calls >= self.settings.max_llm_calls:
+            self.stopped = "llm calls"
+            return False
+        per_call = self.llm.seconds / self.llm.calls if self.llm.calls else 0.0
+        if time.perf_counter() - self.t0 + per_call > self.settings.budget_s:
+            self.stopped = "budget"
+            return False
+        return True
+
+    def full(self) -> bool:
+        return self.settings.full(len(self.split.shots), len(self.split.validation))
+
+    def _reject(self, why: str, count: int = 1) -> None:
+        self.rejected[why] = self.rejected.get(why, 0) + count
+
+    # -- the run -----------------------------------------------------------------------------------
+    def run(self, bar: Any) -> None:
+        per_call = self.settings.kinds_per_call
+        if self.listed and not self.kinds.prepare_batched(self.listed, per_call=per_call, allow=self.may_call):
+            return
+        batch: list[int] = []
+        for i, sample in enumerate(self.samples):
+            if self.full():
+                break
+            if i in self.done:
+                continue
+            if not self.kinds.prepare_batched([e.relation for e in sample.edges], per_call=per_call,
+                                              allow=self.may_call):
+                return
+            why = self.check(sample)
+            if why is not None:
+                logger.debug("sample %d dropped by the KG check: %s", i, why)
+                self._reject("failed the KG check")
+                continue
+            batch.append(i)
+            if len(batch) == self.settings.samples_per_call:
+                if not self.ask(batch, bar):
+                    return
+                batch = []
+        if batch and not self.full() and not self.ask(batch, bar):
+            return
+        if not self.full():
+            self.stopped = "samples"
+
+    def triples(self, sample: Sample) -> list[list[str]]:
+        return sample.pattern_triples(self.kinds)
+
+    def check(self, sample: Sample) -> str | None:
+        """Why the sample's own pattern does not find one of its answers in the KG (``None``: it does)."""
+        try:
+            found = self.subgraphs.retrieve(self.triples(sample), CHECK)
+        except SimGRAGError as exc:
+            return f"no match: {str(exc).splitlines()[0][:200]}"
+        names = set(found.answer_set.names()) if found.answer_set is not None else set()
+        return None if names & set(sample.answers) else f"its pattern finds {sorted(names)[:3] or 'nothing'}"
+
+    def unread(self, question: str, triples: Sequence[Sequence[str]]) -> str | None:
+        """Why the engine's KG judge does not read ``question`` as the pattern ``triples`` (``None``: it does)."""
+        try:
+            judged = self.judge.judge(self.judge.read(question), Candidate(tuple((h, r, t) for h, r, t in triples)))
+        except SimGRAGError as exc:
+            return f"the judge failed: {str(exc).splitlines()[0][:200]}"
+        if judged.unsupported:
+            return "not read as its pattern: no words for " + ", ".join(repr(t[1]) for t in judged.unsupported)
+        if judged.uncovered:
+            return "not read as its pattern: it words a relation the pattern lacks"
+        if judged.focus == "contradicted":
+            return "not read as its pattern: its focus word asks for something else"
+        return None
+
+    def ask(self, batch: list[int], bar: Any) -> bool:
+        """One LLM call for the questions of ``batch``'s samples, screened and split; ``False``: not allowed."""
+        if not self.may_call():
+            return False
+        t, calls = time.perf_counter(), self.llm.calls
+        n = self.settings.questions_per_sample
+        items = [AskedPattern(described_pattern(self.triples(self.samples[i])), len(self.samples[i].answers),
+                              tuple(self.samples[i].named_entities)) for i in batch]
+        response = self.llm.complete(question_batch_messages(items, n), temperature=0.0,
+                                     max_tokens=TOKENS_PER_QUESTION * n * len(batch) + TOKENS_PER_CALL)
+        read = read_question_batch(response.text, len(batch), n)
+        rows = []
+        for k, i in enumerate(batch, start=1):
+            row = self._row(i, read.get(k, []))
+            self.split.add(row)
+            rows.append(row)
+        record: dict[str, Any] = {"kind": "batch", "samples": rows, "llm_calls": self.llm.calls - calls,
+                                  "seconds": round(time.perf_counter() - t, 3)}
+        if not read:
+            record["unreadable"] = response.text[:500]
+        self.log.append(record)
+        self.done.update(batch)
+        self._tally(record)
+        self.write()
+        bar.update(max(0, min(len(self.split.shots) + len(self.split.validation), bar.total) - bar.n))
+        bar.set_postfix(shots=len(self.split.shots), validation=len(self.split.validation), llm_calls=self.llm.calls)
+        return True
+
+    def _row(self, i: int, written: Sequence[str]) -> dict[str, Any]:
+        """The log row of sample ``i``: its questions screened, and its role in the split."""
+        sample = self.samples[i]
+        questions = []
+        for text in written:
+            question = respell(text, sample.named_entities)
+            row: dict[str, Any] = {"question": question, "kept": False}
+            if question != text:
+                row["written"] = text
+            why = screen_question(question, sample)
+            if why is None and question.lower() in self.split.seen:
+                why = "a repeat"
+            if why is None:
+                why = self.unread(question, self.triples(sample))
+            row.update({"kept": True} if why is None else {"why": why})
+            questions.append(row)
+        relations = [e.relation for e in sample.edges]
+        kept = any(q["kept"] for q in questions)
+        role = self.split.role(sample.shape, relations, self.settings) if kept else None
+        return {"index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": self.triples(sample),
+                "questions": questions, "role": role}
+
+    def _replay(self, record: Mapping[str, Any]) -> None:
+        for row in record.get("samples", []):
+            self.done.add(int(row["index"]))
+            self.split.add(row)
+        self._tally(record)
+
+    def _tally(self, record: Mapping[str, Any]) -> None:
+        if "unreadable" in record:
+            self._reject("unreadable reply")
+        for row in record["samples"]:
+            for question in row["questions"]:
+                if not question["kept"]:
+                    why = str(question.get("why"))
+                    keys = ("does not name", "names", "a repeat", "not read as its pattern")
+                    self._reject(next((k for k in keys if why.startswith(k)), why))
+
+    # -- files -------------------------------------------------------------------------------------
+    def relations(self) -> list[str]:
+        used = {t[1] for shot in self.split.shots for t in shot.triples}
+        return [relation_text(r) for r in self.listed] or sorted(used)
+
+    def write(self) -> None:
+        """``examples.yaml`` (when there is a shot) and ``validation.jsonl`` (when there is a question)."""
+        if self.split.shots:
+            examples_yaml(self.out_dir / EXAMPLES_FILE, _header(self.settings, self.llm.name), self.relations(),
+                          relation_instructions(self.kinds, self.listed, self.relations(), self.twins),
+                          (({"question": s.question, "triples": [list(t) for t in s.triples]}, s.note)
+                           for s in self.split.ordered()))
+        if self.split.validation:
+            text = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in self.split.validation)
+            write_bytes_atomic(self.out_dir / VALIDATION_FILE, text.encode("utf-8"))
+
+    def report(self, seconds: float) -> LearnReport:
+        records = self.log.of_kind("batch")
+        rows = [row for r in records for row in r.get("samples", [])]
+        questions = [q for row in rows for q in row["questions"]]
+        examples, validation = self.out_dir / EXAMPLES_FILE, self.out_dir / VALIDATION_FILE
+        calls = sum(int(r.get("llm_calls", 0)) for r in records)
+        per_call = sum(float(r.get("seconds", 0.0)) for r in records) / calls if calls else 0.0
+        return LearnReport(self.out_dir, examples if self.split.shots else None,
+                           validation if self.split.validation else None, self.log.path, len(self.samples), len(rows),
+                           len(questions), sum(1 for q in questions if q["kept"]), len(self.split.shots),
+                           len(self.split.validation), self.llm.calls, round(seconds, 3), round(peak_rss_mb(), 1),
+                           self.stopped, dict(self.rejected), round(per_call, 3))
+
+
+def _header(settings: LearnSettings, llm: str) -> str:
+    return (f"Few-shot examples learnt from this KG (LLM {llm}, seed {settings.seed}, shapes "
+            f"{', '.join(settings.shapes)}). Each question was written by the LLM for a subgraph sampled from the "
+            "KG; it names the subgraph's named entities and\nnot its answer, and the subgraph's pattern (stored "
+            "here, with the KG's relation names) finds its answer in the KG.\nThe validation questions beside "
+            "this file (validation.jsonl) are never shots. Edit freely: fix or delete questions, add your own;\n"
+            "the first 6 examples are the prompt's static shots, the others are chosen per question. Then attach "
+            "the file: simgrag examples install INDEX_DIR FILE")
+
+
+def _open_log(out_dir: Path, logged: Mapping[str, Any], resume: bool) -> ProgressLog:
+    """The run's progress log: resumed when it records the same settings, else started over (and the
+    previous run's files removed)."""
+    path = progress_path(out_dir / EXAMPLES_FILE)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if resume and path.exists():
+            try:
+                return ProgressLog(path, logged, resume=True)
+            except ConfigError:
+                logger.info("%s records another KG, LLM or settings: learning starts over", path)
+        for name in (EXAMPLES_FILE, VALIDATION_FILE):
+            (out_dir / name).unlink(missing_ok=True)
+        return ProgressLog(path, logged, resume=False)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write the learning files in {out_dir}: {exc}") from exc
+
+
+def learn_examples(index: IndexDir, llm: LLM, out_dir: str | Path, settings: LearnSettings | None = None, *,
+                   progress: bool | None = None, resume: bool = True) -> LearnReport:
+    """Learn ``index``'s few-shot examples and validation questions into ``out_dir`` (module docstring);
+    the run's report. ``progress``: the progress bar (default: :func:`~simgrag.progress.progress_on`);
+    ``resume``: go on from the progress log in ``out_dir`` (with other settings it starts over anyway).
+    LLM errors are raised as they come (what was finished is on disk: run again to go on)."""
+    settings = settings or LearnSettings()
+    out_dir, t0 = Path(out_dir), time.perf_counter()
+    counted = CountingLLM(llm)
+    logged = {"kg": index.manifest.get("kg", {}).get("content_hash"), "llm": counted.name,
+              "embedder": index.manifest.get("embedder", {}).get("name"), **settings.logged()}
+    log = _open_log(out_dir, logged, resume)
+    run = _Learn(index, counted, settings, log, out_dir, t0)
+    logger.info("learning examples and validation questions for %s: about %d LLM calls, at most %.0f s",
+                index.path, expected_llm_calls(index, settings), settings.budget_s)
+    total = settings.shots + settings.target_validation
+    bar = tqdm(total=total, initial=min(total, len(run.split.shots) + len(run.split.validation)), unit="question",
+               desc="learning examples", disable=not progress_on(progress))
+    try:
+        run.run(bar)
+    finally:
+        bar.close()
+    run.write()
+    report = run.report(time.perf_counter() - t0)
+    logger.info("%s", report.summary(settings.budget_s))
+    return report

@@ -1,0 +1,159 @@
+"""``simgrag learn INDEX_DIR``: the KG's own few-shot examples and validation questions, learnt with the LLM
+and attached to its index (:mod:`simgrag.eval.learn`).
+
+``simgrag index`` learns by itself after building a KG that comes with no examples
+(:func:`learn_after_build`; ``--no-learn`` skips it), and ``simgrag ask`` on an index without examples
+learns before its first answer (:func:`ready_index`) instead of refusing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from simgrag.cli import _common
+from simgrag.cli._common import (
+    DEFAULT_LEARN_BUDGET,
+    DEFAULT_LLM_CHOICE,
+    AsJson,
+    IndexArg,
+    LearnBudget,
+    LLMChoice,
+    Quiet,
+    Verbose,
+    _fail,
+    _setup_logging,
+    app,
+    console,
+    llm_options,
+    out,
+)
+from simgrag.cli.bootstrap import MaxLLMCalls, Seed
+from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
+
+if TYPE_CHECKING:
+    from simgrag.bootstrap.learn import LearnSettings
+    from simgrag.eval.learn import LearnKGReport
+    from simgrag.index.directory import IndexDir
+    from simgrag.llm.base import LLM
+
+Fit = Annotated[bool, typer.Option("--fit/--no-fit", help="fit the pattern stage on the validation questions "
+                                                          "after learning (as far as the budget allows; see "
+                                                          "`simgrag grounding fit`)")]
+LearnResume = Annotated[bool, typer.Option("--resume/--no-resume", help="go on from the learning's progress log "
+                                                                        "(INDEX_DIR.learn/), or start over")]
+Overwrite = Annotated[bool, typer.Option("--overwrite", help="replace examples the index has that were not learnt "
+                                                             "(an attached file of your own)")]
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def learning_llm(choice: LLMChoice) -> LLM:
+    """The LLM learning runs with (refused: ``--llm none``)."""
+    from simgrag.llm.registry import resolve_llm
+
+    spec = _common.llm_for(choice)  # looked up here, so tests can script the LLM
+    if spec is None:
+        raise ConfigError("Learning the KG's examples needs an LLM: --llm llamacpp (the default), openai:<model> or "
+                          "ollama:<model>")
+    return resolve_llm(spec, **choice.options())
+
+
+def run_learning(index_dir: Path, model: LLM, settings: LearnSettings, *, fit: bool = True, resume: bool = True,
+                 say: Console = out, progress: bool | None = None) -> LearnKGReport:
+    """Say what learning ``index_dir`` is expected to take, learn, and say what it made."""
+    from simgrag.eval.learn import expected_seconds, learn_kg
+    from simgrag.index.directory import open_index_dir
+
+    calls, seconds = expected_seconds(open_index_dir(index_dir), settings, model.name)
+    say.print(f"Learning the examples and validation questions of {index_dir} with {model.name}: about {calls} LLM "
+              f"calls, ~{_duration(seconds)} expected, at most {_duration(settings.budget_s)} (--learn-budget).",
+              highlight=False, markup=False)
+    report = learn_kg(index_dir, model, settings, progress=progress, fit=fit, resume=resume)
+    for line in report.lines(settings.budget_s):
+        say.print(line, highlight=False, markup=False)
+    return report
+
+
+def learn_after_build(index_dir: Path, choice: LLMChoice, budget: float) -> None:
+    """``simgrag index``'s learning step, for a KG that came with no examples; a failure is a warning (the
+    index is built: ``simgrag learn`` tries again)."""
+    from simgrag.bootstrap.learn import LearnSettings
+    from simgrag.index.directory import open_index_dir
+    from simgrag.retrievers.simgrag import needs_examples
+
+    if not needs_examples(open_index_dir(index_dir)):
+        return
+    if _common.llm_for(choice) is None:
+        out.print(f"Not learning examples (--llm none): `simgrag learn {index_dir}` learns them later.",
+                  highlight=False, markup=False)
+        return
+    try:
+        run_learning(index_dir, learning_llm(choice), LearnSettings(budget_s=budget))
+    except SimGRAGError as exc:
+        console.print(f"[yellow]warning:[/] learning the examples failed: {escape(str(exc))}\nThe index is built; "
+                      f"`simgrag learn {escape(str(index_dir))}` tries again (it goes on where it stopped), or pass "
+                      "--no-learn.", markup=True, highlight=False)
+
+
+def ready_index(index_dir: Path, choice: LLMChoice, budget: float) -> tuple[Path | IndexDir, LLM | None]:
+    """The index ``ask`` answers from, and the LLM it resolved (``None``: none yet): an index without examples
+    of its own (:func:`~simgrag.retrievers.simgrag.needs_examples`) learns them first, with a progress bar."""
+    from simgrag.bootstrap.learn import LearnSettings
+    from simgrag.index.attach import read_manifest_json
+    from simgrag.index.directory import open_index_dir
+    from simgrag.retrievers.simgrag import needs_examples
+
+    try:
+        if (read_manifest_json(index_dir).get("attached") or {}).get("examples") is not None:
+            return index_dir, None  # the common case: no store opened here
+    except IndexDirError:
+        return index_dir, None  # opening it says what is wrong (or recovers an interrupted replacement)
+    index = open_index_dir(index_dir)
+    if not needs_examples(index) or _common.llm_for(choice) is None:
+        return index, None
+    model = learning_llm(choice)
+    console.print(f"{index_dir} has no few-shot examples yet: learning them from its KG first (once; --no-learn "
+                  "refuses instead).", highlight=False, markup=False)
+    run_learning(index_dir, model, LearnSettings(budget_s=budget), say=console)
+    return open_index_dir(index_dir), model
+
+
+@app.command()
+@llm_options
+def learn(
+    index_dir: IndexArg,
+    llm: LLMChoice = DEFAULT_LLM_CHOICE,
+    learn_budget: LearnBudget = DEFAULT_LEARN_BUDGET,
+    max_llm_calls: MaxLLMCalls = None,
+    seed: Seed = 0,
+    fit: Fit = True,
+    resume: LearnResume = True,
+    overwrite: Overwrite = False,
+    as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
+) -> None:
+    """Learn the KG's own few-shot examples and validation questions with the LLM (a few batched calls, within
+    a time budget), attach them to the index, and fit the pattern stage on the validation questions. Resumable:
+    run it again to go on after an interruption or a budget stop."""
+    _setup_logging(verbose, quiet)
+    from simgrag.bootstrap.learn import LearnSettings
+    from simgrag.index.attach import read_manifest_json
+
+    try:
+        own = (read_manifest_json(index_dir).get("attached") or {}).get("examples")
+        if own is not None and not own.get("learned") and not overwrite:
+            raise ConfigError(f"{index_dir} has examples of its own ({own.get('source')}); learning would replace "
+                              "them: pass --overwrite to do so")
+        settings = LearnSettings(budget_s=learn_budget, max_llm_calls=max_llm_calls, seed=seed)
+        report = run_learning(index_dir, learning_llm(llm), settings, fit=fit, resume=resume,
+                              say=console if as_json else out, progress=False if quiet else None)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data=report.to_dict())

@@ -1,0 +1,185 @@
+"""Learning at index time: a KG's own few-shot examples and validation questions, attached to its index, and
+the pattern stage fitted on them.
+
+:func:`learn_kg` is what ``simgrag index`` runs after building a KG that comes with no examples (no
+``--examples``, relations not MetaQA's), what ``simgrag ask`` runs on such an index before its first answer,
+and ``simgrag learn INDEX_DIR``:
+
+1. :func:`~simgrag.bootstrap.learn.learn_examples` writes into ``INDEX_DIR.learn/`` beside the index, its
+   work area (the index directory holds only what its manifest lists, or ``simgrag check`` fails); a rerun
+   goes on there;
+2. the shots become the index's examples (:func:`~simgrag.bootstrap.install.install_examples`) and the
+   validation questions its ``validation`` attachment (:mod:`simgrag.index.attach`), each recorded in the
+   manifest with its sha256;
+3. with ``fit``, the pattern stage is fitted on the validation questions
+   (:func:`~simgrag.eval.fit_grounding.fit_grounding`, stored by :func:`~simgrag.match.grounding.fit.store_fit`)
+   — on as many of them as the time budget still allows, estimated from the learning's own LLM call times
+   (shapes taken in turn); with fewer than :data:`MIN_FIT_QUESTIONS` the fit is skipped and the report says
+   how to run it;
+4. what it cost — seconds, LLM calls, peak RSS — and what it made is recorded in the manifest under
+   ``learned``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from simgrag.bootstrap.install import install_examples
+from simgrag.bootstrap.learn import LearnReport, LearnSettings, expected_llm_calls, learn_examples, peak_rss_mb
+from simgrag.errors import ConfigError
+from simgrag.eval.fit_grounding import fit_grounding
+from simgrag.eval.runner import QAItem, load_qa_file
+from simgrag.index.attach import attach_file, read_manifest_json, write_manifest
+from simgrag.index.directory import IndexDir, open_index_dir
+from simgrag.llm.base import LLM
+from simgrag.llm.counting import CountingLLM
+from simgrag.match.grounding.fit import GroundingFit, store_fit
+
+__all__ = ["LEARNED_KEY", "MIN_FIT_QUESTIONS", "LearnKGReport", "expected_seconds", "learn_dir", "learn_kg"]
+
+logger = logging.getLogger(__name__)
+
+#: the manifest section that records a learning run
+LEARNED_KEY = "learned"
+#: the fit runs on at least this many validation questions, or not at all
+MIN_FIT_QUESTIONS = 8
+#: a validation question costs the fit about this many learning calls' time (its pattern call with every
+#: edit family and without, a revision now and then, ablations on the questions a family touched)
+FIT_CALLS_PER_QUESTION = 2.0
+#: seconds per LLM call assumed before a run has timed one: the embedded model on this many CPU cores
+#: (measured: ~17 s per batched call on 2 cores), or a server
+LOCAL_CALL_CORE_S = 34.0
+SERVER_CALL_S = 4.0
+
+
+def learn_dir(index_dir: str | Path) -> Path:
+    """The work area of ``index_dir``'s learning: ``INDEX_DIR.learn/`` beside it."""
+    root = Path(index_dir)
+    return root.with_name(root.name + ".learn")
+
+
+def expected_seconds(index: IndexDir, settings: LearnSettings, llm_name: str) -> tuple[int, float]:
+    """The LLM calls a fresh learning run on ``index`` is expected to make, and the seconds they are
+    expected to take with the LLM ``llm_name`` (at most the budget)."""
+    calls = expected_llm_calls(index, settings)
+    per_call = LOCAL_CALL_CORE_S / max(1, os.cpu_count() or 1) if llm_name.startswith("llamacpp") else SERVER_CALL_S
+    return calls, min(settings.budget_s, calls * per_call)
+
+
+@dataclass(frozen=True)
+class LearnKGReport:
+    """A :func:`learn_kg` run: the learning's report, the fit (``None``: not fitted, ``fit_note`` says why),
+    and the whole run's seconds, LLM calls and peak RSS."""
+
+    index: Path
+    learned: LearnReport
+    fit: GroundingFit | None
+    fit_note: str
+    fit_questions: int
+    seconds: float
+    llm_calls: int
+    peak_rss_mb: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": str(self.index), "learned": self.learned.to_dict(),
+                "fit": None if self.fit is None else self.fit.to_dict(), "fit_note": self.fit_note,
+                "fit_questions": self.fit_questions, "seconds": self.seconds, "llm_calls": self.llm_calls,
+                "peak_rss_mb": self.peak_rss_mb}
+
+    def lines(self, budget_s: float | None = None) -> list[str]:
+        """What the command line prints."""
+        lines = [self.learned.summary(budget_s),
+                 f"Attached to {self.index}: {self.learned.shots} examples (its default from now on)"
+                 + (f" and {self.learned.validation} validation questions" if self.learned.validation else ""),
+                 self.fit_note,
+                 f"Learning took {self.seconds:.0f} s, {self.llm_calls} LLM calls, peak RSS {self.peak_rss_mb:.0f} MB."]
+        if not self.learned.complete and self.learned.stopped != "samples":
+            lines.append(f"Run `simgrag learn {self.index}` to go on where it stopped.")
+        return lines
+
+
+def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = None, *,
+             progress: bool | None = None, fit: bool = True, resume: bool = True) -> LearnKGReport:
+    """Learn the examples and validation questions of the index ``index_dir``, attach them, fit the pattern
+    stage on them (``fit``) and record the cost (module docstring). ``settings.budget_s`` bounds the whole
+    run. Raises :class:`~simgrag.errors.ConfigError` when no example was kept (the progress is kept: run
+    again to go on), and LLM errors as they come."""
+    settings = settings or LearnSettings()
+    root, t0 = Path(index_dir), time.perf_counter()
+    counted = CountingLLM(llm)
+    learned = learn_examples(open_index_dir(root), counted, learn_dir(root), settings, progress=progress,
+                             resume=resume)
+    if learned.examples_file is None:
+        raise ConfigError(f"Learning kept no example for {root}: {learned.summary(settings.budget_s)}. The "
+                          f"progress is kept in {learn_dir(root)}: run `simgrag learn {root}` again to go on (a "
+                          "larger --learn-budget gives it more time), or use another LLM (--llm).")
+    install_examples(root, learned.examples_file, info={"bootstrapped": True, "learned": True, "llm": counted.name,
+                                                        "complete": learned.complete,
+                                                        "settings": settings.logged()})
+    if learned.validation_file is not None:
+        attach_file(root, "validation", learned.validation_file,
+                    info={"questions": learned.validation, "learned": True, "llm": counted.name})
+    fitted, note, used = _fit(root, counted, learned, settings, t0, fit, progress)
+    seconds = round(time.perf_counter() - t0, 1)
+    report = LearnKGReport(root, learned, fitted, note, used, seconds, counted.calls, round(peak_rss_mb(), 1))
+    _record(root, report, counted.name)
+    return report
+
+
+def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSettings, t0: float, fit: bool,
+         progress: bool | None) -> tuple[GroundingFit | None, str, int]:
+    """The fit on the validation questions the budget leaves time for; its note and question count."""
+    command = f"simgrag grounding fit {root} --questions {learned.validation_file}"
+    if not fit:
+        return None, "Pattern stage not fitted (--no-fit): every edit family runs.", 0
+    if learned.validation_file is None:
+        return None, "Pattern stage not fitted: no validation questions; every edit family runs.", 0
+    items = load_qa_file(learned.validation_file)
+    if len(items) < MIN_FIT_QUESTIONS:
+        return None, (f"Pattern stage not fitted: {len(items)} validation questions, fewer than {MIN_FIT_QUESTIONS}; "
+                      "every edit family runs."), 0
+    per_question = FIT_CALLS_PER_QUESTION * learned.seconds_per_call
+    left = settings.budget_s - (time.perf_counter() - t0)
+    n = len(items) if per_question <= 0 else min(len(items), int(max(0.0, left) // per_question))
+    if n < MIN_FIT_QUESTIONS:
+        return None, (f"Pattern stage not fitted: the budget leaves {max(0.0, left):.0f} s, about {n} validation "
+                      f"questions' worth (it needs {MIN_FIT_QUESTIONS}); every edit family runs. Fit it later: "
+                      f"{command}"), 0
+    chosen = _interleaved(items, n)
+    logger.info("fitting the pattern stage on %d of %d validation questions", n, len(items))
+    found = fit_grounding(open_index_dir(root), llm, chosen, progress=progress, source="bootstrapped validation")
+    found = replace(found, info={**found.info, "learned": True})
+    store_fit(root, found)
+    return found, f"Pattern stage fitted on {n} validation questions: {found.describe()}", n
+
+
+def _interleaved(items: Sequence[QAItem], n: int) -> list[QAItem]:
+    """The first ``n`` of ``items`` taking their groups (shapes) in turn, each group in its order."""
+    groups: dict[str, list[QAItem]] = {}
+    for item in items:
+        groups.setdefault(item.group, []).append(item)
+    out: list[QAItem] = []
+    depth = 0
+    while len(out) < min(n, len(items)):
+        out += [g[depth] for g in groups.values() if depth < len(g)][:n - len(out)]
+        depth += 1
+    return out
+
+
+def _record(root: Path, report: LearnKGReport, llm: str) -> None:
+    """The run's cost and results in the manifest under :data:`LEARNED_KEY`."""
+    manifest = read_manifest_json(root)
+    learned = report.learned
+    manifest[LEARNED_KEY] = {
+        "seconds": report.seconds, "llm_calls": report.llm_calls, "peak_rss_mb": report.peak_rss_mb, "llm": llm,
+        "examples": learned.shots, "validation": learned.validation, "stopped": learned.stopped,
+        "learning_seconds": learned.seconds, "learning_llm_calls": learned.llm_calls,
+        "fit_questions": report.fit_questions, "fit": report.fit_note, "work_dir": str(learn_dir(root)),
+        "learned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    write_manifest(root, manifest)

@@ -1,0 +1,420 @@
+"""Learning a KG's own examples and validation questions at index time (simgrag.bootstrap.learn,
+simgrag.eval.learn, `simgrag learn`, and `index`/`ask` learning by themselves) — with the scripted FakeLLM
+and the HashEmbedder on a small company KG (no movies, no geography) whose answers can be checked by hand."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from simgrag.bootstrap.files import progress_path
+from simgrag.bootstrap.learn import EXAMPLES_FILE, VALIDATION_FILE, LearnSettings, learn_examples
+from simgrag.bootstrap.prompts import read_kind_batch, read_question_batch
+from simgrag.cli import _common, app
+from simgrag.errors import ConfigError, IndexDirError, LLMConnectionError
+from simgrag.eval.learn import learn_dir, learn_kg
+from simgrag.eval.runner import load_qa_file
+from simgrag.index.attach import attached_path
+from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir, relation_text
+from simgrag.index.verify import verify_index
+from simgrag.kg.store import KGStore
+from simgrag.llm.base import ChatMessage
+from simgrag.pattern.examples import load_examples
+from simgrag.pattern.graph import Pattern
+from simgrag.retrievers.simgrag import index_examples
+from simgrag.testing import FakeLLM, HashEmbedder
+
+DEPARTMENTS = {"Engineering": "North Building", "Sales": "South Building", "Finance": "South Building",
+               "Research": "East Building"}
+PEOPLE = {  # person: department
+    "Alice Chen": "Engineering", "Bob Diaz": "Engineering", "Carla Ng": "Engineering", "Dana Fox": "Engineering",
+    "Evan Li": "Sales", "Fay Moss": "Sales", "Gus Park": "Sales", "Hana Ito": "Sales",
+    "Ivan Roy": "Finance", "Jia Wu": "Finance", "Kofi Mensah": "Finance", "Lena Berg": "Finance",
+    "Milo Grant": "Research", "Nora Quinn": "Research", "Omar Haddad": "Research", "Pia Lund": "Research"}
+MANAGES = {"Dana Fox": ["Alice Chen", "Bob Diaz", "Carla Ng"], "Hana Ito": ["Evan Li", "Fay Moss", "Gus Park"],
+           "Lena Berg": ["Ivan Roy", "Jia Wu", "Kofi Mensah"], "Pia Lund": ["Milo Grant", "Nora Quinn", "Omar Haddad"]}
+PROJECTS = {  # project: (leader, tool, funding department)
+    "Project Falcon": ("Alice Chen", "Kubernetes", "Engineering"), "Project Orion": ("Evan Li", "Salesforce", "Sales"),
+    "Atlas Migration": ("Ivan Roy", "Terraform", "Finance"), "Project Helix": ("Milo Grant", "PyTorch", "Research"),
+    "Ledger Revamp": ("Jia Wu", "PostgreSQL", "Finance"), "Project Comet": ("Bob Diaz", "Rust", "Engineering"),
+    "Quota Planner": ("Fay Moss", "Tableau", "Sales"), "Project Nimbus": ("Nora Quinn", "JAX", "Research")}
+MENTORS = [("Dana Fox", "Carla Ng"), ("Hana Ito", "Gus Park"), ("Lena Berg", "Kofi Mensah"),
+           ("Pia Lund", "Omar Haddad"), ("Alice Chen", "Bob Diaz"), ("Evan Li", "Fay Moss"), ("Ivan Roy", "Jia Wu"),
+           ("Milo Grant", "Nora Quinn")]
+KIND_OF = {**dict.fromkeys(PEOPLE, "person"), **dict.fromkeys(DEPARTMENTS, "department"),
+           **dict.fromkeys(DEPARTMENTS.values(), "building"), **dict.fromkeys(PROJECTS, "project"),
+           **{tool: "tool" for _, tool, _ in PROJECTS.values()}}
+#: words of the movie and geography KGs the prompts must not carry into another KG
+FOREIGN_WORDS = ("movie", "film", "actor", "director", "titanic", "cameron", "nolan", "dicaprio", "country", "city",
+                 "capital", "continent", "currency", "spacecraft", "europe", "paris", "president")
+
+
+def company_triples() -> list[tuple[str, str, str]]:
+    triples = [(p, "works_in", d) for p, d in PEOPLE.items()]
+    triples += [(m, "manages", p) for m, people in MANAGES.items() for p in people]
+    triples += [(d, "located_in", b) for d, b in DEPARTMENTS.items()]
+    triples += [(leader, "leads_project", project) for project, (leader, _, _) in PROJECTS.items()]
+    triples += [(project, "uses_tool", tool) for project, (_, tool, _) in PROJECTS.items()]
+    triples += [(project, "funded_by", dept) for project, (_, _, dept) in PROJECTS.items()]
+    triples += [(a, "mentors", b) for a, b in MENTORS]
+    return triples
+
+
+def write_company_kg(path: Path) -> Path:
+    path.write_text("\n".join("\t".join(t) for t in company_triples()) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def company(tmp_path: Path) -> IndexDir:
+    return build_index_dir(write_company_kg(tmp_path / "company.tsv"), tmp_path / "company.idx",
+                           embedder=HashEmbedder(dim=64), show_progress=False)
+
+
+class ScriptedLearning:
+    """Answers learning's prompts as a careful model would: each group's kind from :data:`KIND_OF`; per sampled
+    pattern one question that names its named entities (its text decided by the pattern alone, so reruns
+    agree) and one that names none (screened out); the engine's pattern prompts with the pattern each question
+    was written from. ``fail_on``: the question call with this number (1-based) raises."""
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.llm = FakeLLM(self.reply)
+        self.patterns: dict[str, list[list[str]]] = {}
+        self.question_calls = 0
+        self.fail_on = fail_on
+
+    def reply(self, messages: Sequence[ChatMessage]) -> str:
+        system, last = messages[0].content, messages[-1].content
+        if system.startswith("You name the kinds"):
+            groups = re.findall(r"^(\d+)\. (.+)$", last, flags=re.M)
+            return json.dumps({n: KIND_OF.get(names.split("; ")[0], "thing") for n, names in groups})
+        if "questions that real people type" in system:
+            return self.questions(last)
+        return json.dumps({"triples": self.patterns.get(last, [])})
+
+    @staticmethod
+    def wording(asked: str, named: Sequence[str], lines: Sequence[tuple[str, str, str]], names: Sequence[str]) -> str:
+        """The question: the answer's kind, the named nodes (a described middle says its facts), every line's
+        relation."""
+        return f"Which {asked} is linked to {' and '.join(named)} by {' then '.join(r for _, r, _ in lines)}?"
+
+    @staticmethod
+    def node(label: str) -> str:
+        if label.startswith("[answer: "):
+            return f"UNKNOWN {label[9:-1]} 9"
+        return f"UNKNOWN {label[1:-1]}" if label.startswith("[") else label
+
+    def questions(self, prompt: str) -> str:
+        self.question_calls += 1
+        if self.question_calls == self.fail_on:
+            raise LLMConnectionError("the model server went away")
+        out = {}
+        for number, header, block in re.findall(r"^Pattern (\d+)([^\n]*):\n((?:- .+(?:\n|$))+)", prompt, flags=re.M):
+            lines = re.findall(r"^- (.+?) \| (.+?) \| (.+?)$", block, flags=re.M)
+            named = list(dict.fromkeys(x for h, _, t in lines for x in (h, t) if not x.startswith("[")))
+            asked = next(x for h, _, t in lines for x in (h, t) if x.startswith("[answer: "))[9:-1]
+            right = self.wording(asked, named, lines, re.findall(r'"([^"]+)"', header))
+            self.patterns[right] = [[self.node(h), r, self.node(t)] for h, r, t in lines]
+            out[number] = [right, f"Which {asked} is it?"]  # the vague one: screened out
+        return json.dumps(out)
+
+
+def brute_answers(store: KGStore, triples: Sequence[Sequence[str]]) -> set[str]:
+    """Every entity the asked node takes in an injective exact match of the pattern (by enumeration)."""
+    facts = {(store.entities[int(h)], store.relations[int(r)], store.entities[int(t)])
+             for h, r, t in zip(store.heads, store.rels, store.tails, strict=True)}
+    readable = {relation_text(r): r for r in store.relations}
+    pattern = Pattern.from_triples(triples)
+    unknown = [i for i, node in enumerate(pattern.nodes) if node.unknown]
+    named = {node.text for node in pattern.nodes if not node.unknown}
+    pool = [e for e in store.entities if e not in named]
+    found = set()
+    for combo in itertools.permutations(pool, len(unknown)):
+        value = {i: node.text for i, node in enumerate(pattern.nodes)} | dict(zip(unknown, combo, strict=True))
+        if all((value[e.source], readable[e.relation], value[e.target]) in facts for e in pattern.edges):
+            found.add(value[pattern.asked_node()])  # type: ignore[index]
+    return found
+
+
+def log_rows(out_dir: Path) -> list[dict]:
+    lines = progress_path(out_dir / EXAMPLES_FILE).read_text(encoding="utf-8").splitlines()[1:]
+    return [row for line in lines for record in [json.loads(line)] if record["kind"] == "batch"
+            for row in record["samples"]]
+
+
+# -- learning ------------------------------------------------------------------------------------------------
+def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(company: IndexDir, tmp_path: Path) -> None:
+    script = ScriptedLearning()
+    settings = LearnSettings(target_validation=10, shots=6)
+    report = learn_examples(company, script.llm, tmp_path / "learnt", settings)
+    assert report.complete and report.stopped is None, report
+    assert report.shots == 6 and report.validation >= 10 and report.llm_calls == len(script.llm.calls)
+    assert report.rejected["does not name"] >= report.samples_asked  # one vague question per sample, screened
+    shots = load_examples(tmp_path / "learnt" / EXAMPLES_FILE)  # the format every command reads
+    validation = load_qa_file(tmp_path / "learnt" / VALIDATION_FILE)
+    assert len(shots) == 6 and len(validation) == report.validation
+    assert list(shots.relations) == [relation_text(r) for r in company.store.relations]
+    assert "works in (person → department)" in str(shots.instructions)
+    assert not {e.question for e in shots.examples} & {v.question for v in validation}
+    rows = log_rows(tmp_path / "learnt")
+    shot_samples = {row["index"] for row in rows if row["role"] == "shot"}
+    valid_samples = {row["index"] for row in rows if row["role"] == "validation"}
+    assert len(shot_samples) == 6 and valid_samples and not shot_samples & valid_samples  # disjoint by sample too
+    by_question = {q["question"]: row for row in rows for q in row["questions"] if q["kept"]}
+    for example in shots.examples:  # the sample's own pattern: KG relation names, typed unknowns; its answers hold
+        row = by_question[example.question]
+        assert [list(t) for t in example.triples] == row["triples"]
+        assert set(row["sample"]["answers"]) == brute_answers(company.store, example.triples)
+    for item in validation:  # every validation question's answers are its pattern's answers in the KG
+        row = by_question[item.question]
+        assert set(item.answers) == brute_answers(company.store, row["triples"]) and item.group == row["shape"]
+    assert {row["shape"] for row in rows if row["role"] == "shot"} == {"1hop", "2hop", "conjunction"}
+    assert [by_question[e.question]["shape"] for e in shots.examples[:3]] == ["1hop", "2hop", "conjunction"]
+    kinds_calls = [c for c in script.llm.calls if c.messages[0].content.startswith("You name the kinds")]
+    # one call: the 14 relation ends hold 5 classes of things (people, departments, buildings, projects, tools)
+    assert len(kinds_calls) == 1 and kinds_calls[0].messages[-1].content.count("\n") >= 5
+
+
+class OneHopOnly(ScriptedLearning):
+    """Words only the last fact of every pattern (a described middle's facts left out), as a small model often
+    does with two-hop ones."""
+
+    @staticmethod
+    def wording(asked: str, named: Sequence[str], lines: Sequence[tuple[str, str, str]], names: Sequence[str]) -> str:
+        return f"What is linked to {' and '.join(names)} by {lines[-1][1]}?"
+
+
+def test_a_question_must_word_every_triple_of_its_pattern(company: IndexDir, tmp_path: Path) -> None:
+    script = OneHopOnly()
+    report = learn_examples(company, script.llm, tmp_path / "learnt", LearnSettings(target_validation=6, shots=6))
+    rows = log_rows(tmp_path / "learnt")
+    # the engine's judge reads each question as one hop: the longer samples' questions are dropped, shots and
+    # validation alike — but where the KG knows a named entity through one relation only ("North Building" is
+    # only ever located in), that relation needs no words (no sample walks one relation twice)
+    assert not [row for row in rows if len({t[1] for t in row["triples"]}) < len(row["triples"])]
+    assert {len(row["triples"]) for row in rows if row["role"] == "shot"} == {1}
+    longer = [q for row in rows if len(row["triples"]) > 1 for q in row["questions"]]
+    dropped = [q for q in longer if q.get("why", "").startswith("not read as its pattern: no words for")]
+    assert len(dropped) > 3 * len([q for q in longer if q["kept"]])
+    assert report.rejected["not read as its pattern"] == len(dropped) and report.shots == 6
+
+
+def test_the_prompts_carry_no_movie_or_geography_words(company: IndexDir, tmp_path: Path) -> None:
+    script = ScriptedLearning()
+    learn_examples(company, script.llm, tmp_path / "learnt", LearnSettings(target_validation=4, shots=4))
+    prompts = [c.prompt.lower() for c in script.llm.calls]
+    assert prompts and any("kinds of things" in p for p in prompts)
+    for word in FOREIGN_WORDS:
+        assert not any(re.search(rf"\b{word}", p) for p in prompts), word
+
+
+def test_samples_whose_pattern_misses_their_answer_are_dropped_without_the_llm(
+        company: IndexDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from simgrag.bootstrap import learn as learn_module
+
+    checked = []
+
+    def nothing_found(self: object, sample: object) -> str:
+        checked.append(sample)
+        return "its pattern finds nothing"
+
+    monkeypatch.setattr(learn_module._Learn, "check", nothing_found)
+    script = ScriptedLearning()
+    report = learn_examples(company, script.llm, tmp_path / "learnt", LearnSettings(target_validation=4, shots=4))
+    assert report.stopped == "samples" and report.shots == 0 and report.examples_file is None
+    assert report.rejected["failed the KG check"] == report.samples == len(checked)
+    assert all(c.messages[0].content.startswith("You name the kinds") for c in script.llm.calls)  # no question call
+
+
+def test_bounds_stop_learning_with_a_clear_report(company: IndexDir, tmp_path: Path) -> None:
+    script = ScriptedLearning()
+    settings = LearnSettings(target_validation=10, shots=6, max_llm_calls=3)
+    report = learn_examples(company, script.llm, tmp_path / "learnt", settings)
+    assert report.stopped == "llm calls" and report.llm_calls == 3 == len(script.llm.calls)
+    assert "stopped at the LLM-call bound" in report.summary()
+    report = learn_examples(company, script.llm, tmp_path / "learnt", LearnSettings(target_validation=10, shots=6))
+    assert report.complete  # the bound is not a setting: the same run goes on
+    tiny = ScriptedLearning()
+    stopped = learn_examples(company, tiny.llm, tmp_path / "tiny", LearnSettings(budget_s=1e-6))
+    assert stopped.stopped == "budget" and stopped.llm_calls == 0 and tiny.llm.calls == []
+    assert "stopped at the time budget" in stopped.summary(1e-6)
+    with pytest.raises(ConfigError, match=r"kept no example.*simgrag learn"):
+        learn_kg(company.path, tiny.llm, LearnSettings(budget_s=1e-6))
+    with pytest.raises(ConfigError, match="positive number of seconds"):
+        LearnSettings(budget_s=0)
+
+
+def test_learning_resumes_after_an_interruption_without_repeating_a_call(company: IndexDir, tmp_path: Path) -> None:
+    settings = LearnSettings(target_validation=10, shots=6)
+    clean = ScriptedLearning()
+    learn_examples(company, clean.llm, tmp_path / "clean", settings)
+    broken = ScriptedLearning(fail_on=3)
+    with pytest.raises(LLMConnectionError):
+        learn_examples(company, broken.llm, tmp_path / "resumed", settings)
+    assert (tmp_path / "resumed" / EXAMPLES_FILE).is_file()  # what was finished is on disk
+    again = ScriptedLearning()
+    report = learn_examples(company, again.llm, tmp_path / "resumed", settings)
+    assert report.complete
+    # the interrupted run's finished calls plus the rerun's are the clean run's calls: none was made twice
+    assert len(broken.llm.calls) - 1 + len(again.llm.calls) == len(clean.llm.calls)
+    assert not [c for c in again.llm.calls if c.messages[0].content.startswith("You name the kinds")]
+    for name in (EXAMPLES_FILE, VALIDATION_FILE):
+        assert (tmp_path / "resumed" / name).read_text() == (tmp_path / "clean" / name).read_text()
+    finished = ScriptedLearning()
+    assert learn_examples(company, finished.llm, tmp_path / "resumed", settings).complete
+    assert finished.llm.calls == []  # a finished run asks nothing again
+    other = ScriptedLearning()
+    learn_examples(company, other.llm, tmp_path / "resumed", LearnSettings(target_validation=10, shots=6, seed=1))
+    assert other.llm.calls  # other settings start over
+
+
+def test_a_kg_that_stores_each_fact_twice_is_learnt_with_one_relation_of_each_pair(tmp_path: Path) -> None:
+    triples = company_triples() + [(t, f"{r}_inverse", h) for h, r, t in company_triples()]
+    (tmp_path / "twins.tsv").write_text("\n".join("\t".join(t) for t in triples) + "\n", encoding="utf-8")
+    index = build_index_dir(tmp_path / "twins.tsv", tmp_path / "twins.idx", embedder=HashEmbedder(dim=64),
+                            show_progress=False)
+    script = ScriptedLearning()
+    learn_examples(index, script.llm, tmp_path / "learnt", LearnSettings(target_validation=4, shots=4))
+    shots = load_examples(tmp_path / "learnt" / EXAMPLES_FILE)
+    assert not [r for r in shots.relations if "inverse" in r]
+    assert "turned round" in str(shots.instructions)
+    assert all("inverse" not in t[1] for e in shots.examples for t in e.triples)
+
+
+# -- the index learns -----------------------------------------------------------------------------------------
+def test_learn_kg_attaches_examples_and_validation_and_fits_the_pattern_stage(company: IndexDir) -> None:
+    script = ScriptedLearning()
+    report = learn_kg(company.path, script.llm, LearnSettings(target_validation=8, shots=6))
+    index = open_index_dir(company.path)
+    assert index_examples(index) == index.path / "examples.yaml"
+    attached = index.manifest["attached"]
+    assert attached["examples"]["learned"] is True and attached["validation"]["questions"] == report.learned.validation
+    assert index.manifest["files"]["validation.jsonl"] == attached["validation"]["sha256"]
+    assert len(load_qa_file(index.path / "validation.jsonl")) == report.learned.validation
+    assert report.fit is not None and report.fit_questions == report.learned.validation
+    assert index.manifest["grounding"]["info"]["source"] == "bootstrapped validation"
+    learned = index.manifest["learned"]
+    assert learned["llm_calls"] == report.llm_calls == len(script.llm.calls) and learned["peak_rss_mb"] > 0
+    assert learned["examples"] == 6 and learned["seconds"] >= learned["learning_seconds"] >= 0
+    assert verify_index(index).ok and learn_dir(company.path).is_dir()
+    (index.path / "validation.jsonl").write_text("{}\n", encoding="utf-8")
+    with pytest.raises(IndexDirError, match="simgrag learn"):
+        attached_path(index.path, index.manifest, "validation")
+
+
+def test_learn_kg_without_the_fit_and_with_too_few_questions(company: IndexDir) -> None:
+    report = learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=8, shots=6), fit=False)
+    assert report.fit is None and "--no-fit" in report.fit_note and "grounding" not in open_index_dir(
+        company.path).manifest
+    report = learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=3, shots=4, seed=2))
+    assert report.fit is None and "fewer than 8" in report.fit_note
+
+
+# -- reading the batched replies -------------------------------------------------------------------------------
+def test_batched_replies_are_read_as_small_models_write_them() -> None:
+    assert read_question_batch('{"1": ["Who runs Sales?", "sales boss?"], "2": ["Where is R&D?"]}', 2, 2) == {
+        1: ["Who runs Sales?", "sales boss?"], 2: ["Where is R&D?"]}
+    assert read_question_batch('```json\n[["Who runs Sales?"], {"questions": ["Where is R&D?"]}]\n```', 2, 2) == {
+        1: ["Who runs Sales?"], 2: ["Where is R&D?"]}
+    assert read_question_batch('{"questions": {"Pattern 2": "Where is R&D?"}}', 2, 2) == {2: ["Where is R&D?"]}
+    cut = '{"1": ["Who runs Sales?", "sales boss?"], "2": ["Where is R&D?", "where is the r&d te'
+    assert read_question_batch(cut, 2, 2) == {1: ["Who runs Sales?", "sales boss?"], 2: ["Where is R&D?"]}
+    assert read_question_batch('{"1": ["x", 3, null, "Who runs Sales?", "who runs sales?"], "9": ["Ignored?"]}', 2,
+                               3) == {1: ["Who runs Sales?"]}
+    assert read_kind_batch('{"1": "Person", "2": "a very long kind of thing", "3": {"kind": "team"}}', 3) == {
+        1: "person", 3: "team"}
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                         max_size=4), max_leaves=20)
+NUMBERED = st.dictionaries(st.sampled_from(["1", "2", "3", "Pattern 1", "#2", "questions", "0", "-1", "99"]),
+                           st.lists(st.text(max_size=80), max_size=4) | st.text(max_size=80) | JSON_VALUES,
+                           max_size=5)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=300), JSON_VALUES.map(json.dumps), NUMBERED.map(json.dumps),
+                 st.tuples(NUMBERED.map(json.dumps), st.integers(0, 200)).map(lambda pair: pair[0][:pair[1]]),
+                 st.tuples(st.text(max_size=20), NUMBERED.map(lambda v: json.dumps(v, ensure_ascii=False)),
+                           st.text(max_size=20)).map("".join)),
+       st.integers(1, 5), st.integers(1, 3))
+def test_the_batched_reply_readers_never_fail(text: str, patterns: int, per_pattern: int) -> None:
+    """Garbage, truncated JSON, wrong keys, unicode: a dict of what could be read, never an exception."""
+    found = read_question_batch(text, patterns, per_pattern)
+    assert set(found) <= set(range(1, patterns + 1))
+    assert all(1 <= len(qs) <= per_pattern and all(isinstance(q, str) and 5 <= len(q) <= 300 for q in qs)
+               for qs in found.values())
+    kinds = read_kind_batch(text, patterns)
+    assert set(kinds) <= set(range(1, patterns + 1)) and all(1 <= len(k.split()) <= 2 for k in kinds.values())
+
+
+# -- the commands --------------------------------------------------------------------------------------------
+def test_ask_on_an_unlearned_index_learns_first_then_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    idx = tmp_path / "company.idx"
+    built = CliRunner().invoke(app, ["index", str(write_company_kg(tmp_path / "company.tsv")), "-o", str(idx),
+                                     "--embedder", "hash:64", "--no-learn"])
+    assert built.exit_code == 0, built.output
+    assert "attached" not in open_index_dir(idx).manifest and not learn_dir(idx).exists()
+    script = ScriptedLearning()
+    question = "Which department does Alice Chen work in?"
+    script.patterns[question] = [["Alice Chen", "works in", "UNKNOWN department 1"]]
+    monkeypatch.setattr(_common, "llm_for", lambda choice: script.llm)
+    refused = CliRunner().invoke(app, ["ask", str(idx), question, "--no-learn", "--calibration", "off"])
+    assert refused.exit_code == 2 and "simgrag learn" in refused.output and script.llm.calls == []
+    asked = CliRunner().invoke(app, ["ask", str(idx), question, "--json", "--calibration", "off"])
+    assert asked.exit_code == 0, asked.output
+    assert json.loads(asked.stdout)["short_answer"] == "Engineering"
+    assert "has no few-shot examples yet" in asked.stderr and "LLM calls" in asked.stderr
+    manifest = open_index_dir(idx).manifest
+    assert {"examples", "validation"} <= set(manifest["attached"]) and manifest["learned"]["examples"] > 0
+    calls = len(script.llm.calls)
+    again = CliRunner().invoke(app, ["ask", str(idx), question, "--json", "--calibration", "off"])
+    assert again.exit_code == 0 and "learning" not in again.stderr.lower()  # learnt once
+    assert not [c for c in script.llm.calls[calls:] if "questions that real people" in c.prompt]
+    assert CliRunner().invoke(app, ["check", str(idx)]).exit_code == 0
+
+
+def test_index_learns_after_the_build_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = ScriptedLearning()
+    monkeypatch.setattr(_common, "llm_for", lambda choice: script.llm)
+    kg = write_company_kg(tmp_path / "company.tsv")
+    result = CliRunner().invoke(app, ["index", str(kg), "-o", str(tmp_path / "a.idx"), "--embedder", "hash:64",
+                                      "--learn-budget", "120"])
+    assert result.exit_code == 0, result.output
+    assert "LLM calls, ~" in result.output and "at most 2.0 min" in result.output  # what it expects, said first
+    assert "Attached to" in result.output and open_index_dir(tmp_path / "a.idx").manifest["learned"]["examples"]
+    calls = len(script.llm.calls)
+    skipped = CliRunner().invoke(app, ["index", str(kg), "-o", str(tmp_path / "b.idx"), "--embedder", "hash:64",
+                                       "--no-learn"])
+    assert skipped.exit_code == 0 and len(script.llm.calls) == calls
+    relearn = CliRunner().invoke(app, ["learn", str(tmp_path / "a.idx"), "--no-fit", "--json", "-q"])
+    assert relearn.exit_code == 0, relearn.output
+    assert json.loads(relearn.stdout)["learned"]["llm_calls"] == 0  # finished: nothing asked again
+    own = tmp_path / "mine.yaml"
+    own.write_text('examples:\n  - question: "Where does Alice Chen work?"\n'
+                   '    triples: [["Alice Chen", "works in", "UNKNOWN department 1"]]\n', encoding="utf-8")
+    given_examples = CliRunner().invoke(app, ["index", str(kg), "-o", str(tmp_path / "c.idx"), "--embedder",
+                                              "hash:64", "--examples", str(own)])
+    assert given_examples.exit_code == 0 and len(script.llm.calls) == calls
+    refused = CliRunner().invoke(app, ["learn", str(tmp_path / "c.idx")])
+    assert refused.exit_code == 2 and "--overwrite" in refused.output
+
+
+def test_a_metaqa_kg_does_not_learn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from simgrag.testing import write_toy_kg
+
+    llm = FakeLLM([])  # any call fails the test
+    monkeypatch.setattr(_common, "llm_for", lambda choice: llm)
+    result = CliRunner().invoke(app, ["index", str(write_toy_kg(tmp_path / "toy.txt")), "-o", str(tmp_path / "t.idx"),
+                                      "--embedder", "hash:64"])
+    assert result.exit_code == 0, result.output
+    assert llm.calls == [] and "Learning" not in result.output
