@@ -297,3 +297,18 @@ def test_llm_choice_is_off_on_an_unfitted_index_and_on_with_every_family(toy: In
     assert isinstance(default, GroundedPatterns) and "llm_choice" in default.disabled
     every = SimGRAGRetriever(toy, FakeLLM(_respond), examples=examples, ground_patterns=True).patterns
     assert isinstance(every, GroundedPatterns) and "llm_choice" not in every.disabled
+
+
+def test_simgrag_check_shows_the_fit_and_refuses_a_malformed_one(toy: IndexDir) -> None:
+    from simgrag.cli import app
+
+    runner = CliRunner()
+    assert "pattern stage: not fitted" in runner.invoke(app, ["check", str(toy.path)]).output
+    store_fit(toy.path, GroundingFit(True, ("drop_leaf",), {"questions": 5, "hits": {"fitted": 4}}))
+    shown = runner.invoke(app, ["check", str(toy.path)])
+    assert shown.exit_code == 0 and "pattern stage: on, without drop_leaf" in shown.output
+    manifest = json.loads((toy.path / "manifest.json").read_text())
+    manifest["grounding"] = {"enabled": "maybe"}
+    (toy.path / "manifest.json").write_text(json.dumps(manifest))
+    bad = runner.invoke(app, ["check", str(toy.path)])
+    assert bad.exit_code == 2 and "grounding" in bad.output

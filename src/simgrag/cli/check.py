@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -25,6 +25,7 @@ def check_index(
     from simgrag.index.verify import verify_index
 
     report = verify_index(index_dir, embedder=embedder)
+    _check_fits(index_dir, report)
     if as_json:
         out.print_json(data=report.to_dict())
     else:
@@ -38,3 +39,32 @@ def check_index(
             console.print(f"[bold red]problem:[/] {problem}", markup=True, highlight=False)
     if not report.ok:
         raise typer.Exit(code=2)
+
+
+def _check_fits(index_dir: Path, report: Any) -> None:
+    """The pattern stage's fit and the abstention thresholds recorded with the index, as notes (a malformed
+    record is a problem): what `ask` will run on this KG."""
+    from simgrag.answer.calibration import MANIFEST_KEY, Calibration
+    from simgrag.errors import SimGRAGError
+    from simgrag.index.attach import read_manifest_json
+    from simgrag.match.grounding.fit import check_fit, read_fit
+
+    try:
+        manifest = read_manifest_json(index_dir)
+    except SimGRAGError:
+        return  # verify_index has said what is wrong with it
+    problem = check_fit(manifest)
+    if problem is not None:
+        report.problems.append(problem)
+    else:
+        fit = read_fit(manifest)
+        report.notes.append("pattern stage: " + (fit.describe() if fit is not None
+                                                 else "not fitted (every edit family but llm_choice runs)"))
+    if MANIFEST_KEY in manifest:
+        try:
+            found = Calibration.from_dict(manifest[MANIFEST_KEY], f"manifest {MANIFEST_KEY!r}")
+            shown = {k: v for k, v in found.to_dict().items() if k not in ("info", "format_version") and v}
+            report.notes.append(f"abstention thresholds fitted on {found.info.get('questions')} of this KG's "
+                                f"questions: {shown}")
+        except (SimGRAGError, TypeError, AttributeError) as exc:
+            report.problems.append(f"{MANIFEST_KEY}: {exc}")
