@@ -148,7 +148,7 @@ def grounding_show(index_dir: IndexArg, as_json: AsJson = False, verbose: Verbos
     if as_json:
         out.print(json.dumps(None if fit is None else fit.to_dict(), indent=2), highlight=False, markup=False)
     elif fit is None:
-        out.print("grounding: not fitted (every edit family runs); fit it with `simgrag grounding fit`",
+        out.print("grounding: not fitted (every edit family but llm_choice runs); fit it with `simgrag grounding fit`",
                   highlight=False, markup=False)
     else:
         out.print(_format(fit), highlight=False, markup=False)

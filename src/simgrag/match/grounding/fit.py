@@ -13,7 +13,8 @@ is decided per KG, on its own validation questions (never shots), with its index
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
 index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless
 overridden (``--grounding`` runs every family, ``--no-grounding`` none). An index without a fit runs every
-family (what the stage did before fits existed).
+family but those that cost an LLM call and must first be shown to help (``llm_choice``): what the stage did
+before fits existed.
 """
 
 from __future__ import annotations
