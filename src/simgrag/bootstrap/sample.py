@@ -30,6 +30,7 @@ import numpy as np
 
 from simgrag.errors import ConfigError
 from simgrag.index.directory import relation_text
+from simgrag.kg.bindings import BindingLimitError, connected_order, pattern_bindings
 from simgrag.kg.store import KGStore
 
 __all__ = ["SHAPES", "Edge", "Sample", "gold_answers", "parse_shapes", "sample_subgraphs"]
@@ -251,35 +252,19 @@ def gold_answers(store: KGStore, edges: Sequence[Edge], entities: Sequence[int],
     """Entity ids the pattern of ``edges`` binds to slot ``asked`` with the named slots fixed to their
     ``entities`` and all slots distinct; ``None`` when more than :data:`MAX_BINDINGS` partial bindings
     would be enumerated. Each edge must touch a named slot or a slot of an earlier edge."""
-    heads, tails = np.asarray(store.heads), np.asarray(store.tails)
     fixed = {slot: int(entities[slot]) for slot, flag in enumerate(named) if flag}
-    found: set[int] = set()
-    budget = [MAX_BINDINGS]
+    slot_edges = [(e.head, _relation_id(store, e.relation), e.tail) for e in edges]
+    if connected_order(slot_edges, set(fixed)) is None:
+        raise ConfigError("an edge of a sample touches no bound slot")
+    try:
+        return {bound[asked] for bound, _ in pattern_bindings(store, slot_edges, fixed, distinct=True,
+                                                              limit=MAX_BINDINGS)}
+    except BindingLimitError:
+        return None
 
-    def extend(i: int, bound: dict[int, int]) -> bool:
-        budget[0] -= 1
-        if budget[0] < 0:
-            return False
-        if i == len(edges):
-            found.add(bound[asked])
-            return True
-        edge = edges[i]
-        rid = store.relations.id_of(edge.relation)
-        if edge.head in bound:
-            here, other, forward = bound[edge.head], edge.tail, True
-        elif edge.tail in bound:
-            here, other, forward = bound[edge.tail], edge.head, False
-        else:
-            raise ConfigError(f"edge {i} of a sample touches no bound slot")
-        nbr, rel, tid = (np.asarray(a) for a in store.neighbors(here))
-        keep = (rel == rid) & ((heads[tid] == here) if forward else (tails[tid] == here))
-        for v in np.unique(nbr[keep]):
-            v = int(v)
-            if other in bound:
-                if bound[other] == v and not extend(i + 1, bound):
-                    return False
-            elif v not in bound.values() and not extend(i + 1, {**bound, other: v}):
-                return False
-        return True
 
-    return found if extend(0, fixed) else None
+def _relation_id(store: KGStore, relation: str) -> int:
+    rid = store.relations.id_of(relation)
+    if rid is None:
+        raise ConfigError(f"relation {relation!r} of a sample is not in the KG")
+    return rid

@@ -32,6 +32,7 @@ from simgrag.errors import DatasetError, PatternError, SimGRAGError
 from simgrag.eval.abstention import reduced_index
 from simgrag.eval.calibrate import fit_calibration, observe
 from simgrag.index.attach import read_manifest_json, write_manifest
+from simgrag.kg.bindings import BindingLimitError, pattern_bindings
 from simgrag.kg.store import KGStore
 from simgrag.pattern.graph import Pattern, is_unknown
 from simgrag.pipeline import SimGRAG
@@ -89,58 +90,20 @@ def supporting_triples(store: KGStore, triples: Sequence[Sequence[str]], answers
         return np.zeros(0, dtype=np.int64)
     asked = pattern.asked_node()
     gold = {i for i in (store.entities.id_of(a) for a in answers) if i is not None}
-    edges = [(e.source, store.relations.id_of(e.relation), e.target) for e in pattern.edges]
-    fixed = {i: store.entities.id_of(n.text) for i, n in enumerate(pattern.nodes) if not is_unknown(n.text)}
-    if asked is None or not gold or any(r is None for _, r, _ in edges) or any(v is None for v in fixed.values()):
+    relation_ids = [store.relations.id_of(e.relation) for e in pattern.edges]
+    named = {i: store.entities.id_of(n.text) for i, n in enumerate(pattern.nodes) if not is_unknown(n.text)}
+    if asked is None or not gold or None in relation_ids or None in named.values():
         return np.zeros(0, dtype=np.int64)
-    order = _connected_order(edges, set(fixed))
-    if order is None:
-        return np.zeros(0, dtype=np.int64)
-    heads, tails = np.asarray(store.heads), np.asarray(store.tails)
+    edges = [(e.source, int(r or 0), e.target) for e, r in zip(pattern.edges, relation_ids, strict=True)]
+    fixed = {slot: int(eid or 0) for slot, eid in named.items()}
     keep: set[int] = set()
-    budget = [MAX_BINDINGS]
-
-    def extend(i: int, bound: dict[int, int], used: list[int]) -> bool:
-        budget[0] -= 1
-        if budget[0] < 0:
-            return False
-        if i == len(order):
+    try:
+        for bound, used in pattern_bindings(store, edges, fixed, limit=MAX_BINDINGS):
             if bound.get(asked) in gold:
                 keep.update(used)
-            return True
-        source, rid, target = order[i]
-        forward = source in bound
-        here = bound[source] if forward else bound[target]
-        nbr, rel, tid = (np.asarray(a) for a in store.neighbors(here))
-        mask = (rel == rid) & ((heads[tid] == here) if forward else (tails[tid] == here))
-        other = target if forward else source
-        for v, t in zip(nbr[mask], tid[mask], strict=True):
-            if other in bound and bound[other] != int(v):
-                continue
-            if not extend(i + 1, {**bound, other: int(v)}, [*used, int(t)]):
-                return False
-        return True
-
-    if not extend(0, {k: int(v) for k, v in fixed.items() if v is not None}, []):
+    except BindingLimitError:
         return np.zeros(0, dtype=np.int64)
     return np.asarray(sorted(keep), dtype=np.int64)
-
-
-def _connected_order(edges: Sequence[tuple[int, int | None, int]],
-                     bound: set[int]) -> list[tuple[int, int, int]] | None:
-    """``edges`` in an order where each touches a node bound before it (named, or an earlier edge's);
-    ``None`` when some part of the pattern touches no named node."""
-    order: list[tuple[int, int, int]] = []
-    left = [(s, int(r), t) for s, r, t in edges if r is not None]
-    reached = set(bound)
-    while left:
-        nxt = next((e for e in left if e[0] in reached or e[2] in reached), None)
-        if nxt is None or not reached:
-            return None
-        order.append(nxt)
-        left.remove(nxt)
-        reached |= {nxt[0], nxt[2]}
-    return order
 
 
 def fit_abstention(engine: SimGRAG, items: Sequence[ValidationItem], *, alpha: float = 0.0,
