@@ -26,8 +26,24 @@ from simgrag.match.grounding import anchors, bridges, edits
 from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
 from simgrag.match.grounding.question import QuestionReading
 
-__all__ = ["ANALOGY", "CHOICE", "EDITS", "OFF_UNLESS_FITTED", "PROBLEMS", "REVISION", "TIDY", "Edit",
-           "EditContext", "EditPlugin", "edit_names", "family_names", "propose_edits", "register_edit"]
+__all__ = [
+    "ANALOGY",
+    "CHOICE",
+    "EDITS",
+    "OFF_UNLESS_FITTED",
+    "PROBLEMS",
+    "REVISION",
+    "TIDY",
+    "UNDO_DISPLACED",
+    "Edit",
+    "EditContext",
+    "EditPlugin",
+    "edit_names",
+    "family_names",
+    "propose_edits",
+    "propose_one",
+    "register_edit",
+]
 
 #: the analogy candidates as a switchable family (not a shape edit)
 ANALOGY = "analogy"
@@ -209,6 +225,20 @@ def register_edit(edit: EditPlugin, *, before: str | None = None) -> None:
 
 def _tagged(candidates: list[Candidate], family: str) -> list[Candidate]:
     return [c.tagged(family) for c in candidates]
+
+
+#: the edit the stage applies a second time in its first round, to the first round's own edits
+UNDO_DISPLACED: EditPlugin = next(e for e in EDITS if e.name == "undo_displaced")
+
+
+def propose_one(edit: EditPlugin, judge: PatternJudge, reading: QuestionReading, judgement: Judgement,
+                disabled: Container[str] = ()) -> list[Candidate]:
+    """The candidates of one ``edit`` for ``judgement``, tagged; none when it is in ``disabled`` or does not
+    apply."""
+    if edit.name in disabled or judgement.pattern is None:
+        return []
+    ctx = EditContext(judge, reading, judgement)
+    return _tagged(edit.propose(ctx), edit.name) if edit.applies(ctx) else []
 
 
 def propose_edits(judge: PatternJudge, reading: QuestionReading, judgement: Judgement,

@@ -34,7 +34,7 @@ from simgrag.match.grounding import anchors, choice, edits
 from simgrag.match.grounding.analogy import analog_candidates
 from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, triple_set
 from simgrag.match.grounding.question import STOPWORDS, QuestionReading
-from simgrag.match.grounding.registry import ANALOGY, CHOICE, REVISION, propose_edits
+from simgrag.match.grounding.registry import ANALOGY, CHOICE, REVISION, UNDO_DISPLACED, propose_edits, propose_one
 from simgrag.match.grounding.shots import ShotRanker
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
@@ -179,9 +179,8 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     # a displaced name is undone in the same round: the edit that made it may be right apart from that hop
     # ("List cities located in New Zealand." given [entity 1, located in, New Zealand] as its entity's triple)
     judged = _distinct(j.candidate for j in first)
-    undone = [] if "undo_displaced" in disabled else [
-        e.tagged("undo_displaced") for j in first for e in edits.undo_displaced(j.candidate, j, judge)
-        if triple_set(e.triples) not in judged]
+    undone = [e for j in first for e in propose_one(UNDO_DISPLACED, judge, reading, j, disabled)
+              if triple_set(e.triples) not in judged]
     first += judge.judge_all(reading, undone, max_problems=limit, deadline=deadline, budget=budget - len(judged))
     # edited again: unsound edits with fewer problems than the LLM's pattern, none left included ("the big cities of
     # Tunisia" written [Tunisia, located in, country 1] + [country 1, capital, city 1]: turned round, nothing close in
