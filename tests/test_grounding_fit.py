@@ -312,3 +312,68 @@ def test_simgrag_check_shows_the_fit_and_refuses_a_malformed_one(toy: IndexDir) 
     (toy.path / "manifest.json").write_text(json.dumps(manifest))
     bad = runner.invoke(app, ["check", str(toy.path)])
     assert bad.exit_code == 2 and "grounding" in bad.output
+
+
+# ---------------------------------------------------------------- the answer mode fitted on the KG's own questions
+#: the pattern writer copies a second hop the question does not ask (the small model on WorldCup2014): the
+#: exact bindings of the last unknown answer a year, the LLM reading the same subgraph answers the film
+EXTRA_HOP = {
+    "Who directed Titanic?": ([["Titanic", "directed by", "UNKNOWN director 1"]], "James Cameron"),
+    "Which movies did Kate Winslet star in?": (
+        [["UNKNOWN movie 1", "starred actors", "Kate Winslet"], ["UNKNOWN movie 1", "release year", "UNKNOWN year 1"]],
+        "Titanic"),
+}
+
+
+def _extra_hop(messages: Sequence[ChatMessage]) -> str:
+    from simgrag.answer.qa import QA_SYSTEM
+
+    asked = messages[-1].content
+    for question, (triples, answer) in EXTRA_HOP.items():
+        if question in asked:
+            return f"answer: {answer}" if messages[0].content == QA_SYSTEM else json.dumps({"triples": triples})
+    return json.dumps({"triples": [["Inception", "directed by", "UNKNOWN director 1"]]})
+
+
+def test_the_answer_mode_is_fitted_per_kg_and_a_tie_keeps_the_shortcut(toy: IndexDir) -> None:
+    from simgrag.eval.fit_grounding import fit_answer_mode
+
+    items = [QAItem(q, (a,)) for q, (_, a) in EXTRA_HOP.items()]
+    off = GroundingFit(False, ())
+    found = fit_answer_mode(toy, FakeLLM(_extra_hop), items, off, examples=parse_examples(EXAMPLES), progress=False)
+    assert found.info["hits"] == {"auto": 1, "llm": 2} and found.mode == "llm"
+    tie = fit_answer_mode(toy, FakeLLM(_extra_hop), items[:1], off, examples=parse_examples(EXAMPLES), progress=False)
+    assert tie.info["hits"] == {"auto": 1, "llm": 1} and tie.mode == "auto"  # a tie: no LLM call on exact matches
+
+
+def test_the_fitted_answer_mode_round_trips_and_is_what_the_engine_uses(toy: IndexDir) -> None:
+    from simgrag.answer.mode_fit import AnswerModeFit, check_answer_mode, read_answer_mode, store_answer_mode
+
+    store_fit(toy.path, GroundingFit(False, ()))
+    examples = parse_examples(EXAMPLES)
+    question = "Which movies did Kate Winslet star in?"
+    before = SimGRAG(toy.path, llm=FakeLLM(_extra_hop), examples=examples, calibration="off",
+                     embedder=HashEmbedder(dim=256))
+    assert before.answerer.mode == "auto" and before.ask(question).answer.short_answer == "1997"
+    store_answer_mode(toy.path, AnswerModeFit("llm", {"questions": 2, "hits": {"auto": 1, "llm": 2}}))
+    manifest = json.loads((toy.path / "manifest.json").read_text())
+    assert check_answer_mode(manifest) is None and read_answer_mode(manifest) == AnswerModeFit("llm")
+    engine = SimGRAG(toy.path, llm=FakeLLM(_extra_hop), examples=examples, calibration="off",
+                     embedder=HashEmbedder(dim=256))
+    assert engine.answerer.mode == "llm" and engine.ask(question).answer.short_answer == "Titanic"
+    forced = SimGRAG(toy.path, llm=FakeLLM(_extra_hop), examples=examples, calibration="off",
+                     embedder=HashEmbedder(dim=256), answer_mode="auto")
+    assert forced.answerer.mode == "auto"  # an explicit mode overrides the fit
+    from simgrag.cli import app
+
+    shown = CliRunner().invoke(app, ["check", str(toy.path)])
+    assert shown.exit_code == 0 and "answer mode: llm" in shown.output
+    manifest["answering"] = {"mode": "sometimes"}
+    (toy.path / "manifest.json").write_text(json.dumps(manifest))
+    assert "answering" in (check_answer_mode(manifest) or "")
+    with pytest.raises(ConfigError, match="answering"):
+        SimGRAG(toy.path, llm=FakeLLM(_extra_hop), examples=examples, embedder=HashEmbedder(dim=256))
+    bad = CliRunner().invoke(app, ["check", str(toy.path)])
+    assert bad.exit_code == 2 and "answering" in bad.output
+    assert CliRunner().invoke(app, ["grounding", "clear", str(toy.path)]).exit_code == 0
+    assert read_answer_mode(json.loads((toy.path / "manifest.json").read_text())) is None

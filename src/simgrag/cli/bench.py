@@ -62,7 +62,7 @@ Retrievers = Annotated[str, typer.Option("--retriever", help="comma-separated re
 
 
 def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *, examples: Path | None = None,
-                  k: int | None = None, answer_mode: str = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
+                  k: int | None = None, answer_mode: str | None = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
                   reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION,
                   answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE, grounding: bool | None = None,
                   analogy: bool = True, pattern_option: Sequence[str] | None = None) -> Any:

@@ -45,6 +45,7 @@ def _check_fits(index_dir: Path, report: Any) -> None:
     """The pattern stage's fit and the abstention thresholds recorded with the index, as notes (a malformed
     record is a problem): what `ask` will run on this KG."""
     from simgrag.answer.calibration import MANIFEST_KEY, Calibration
+    from simgrag.answer.mode_fit import check_answer_mode, read_answer_mode
     from simgrag.errors import SimGRAGError
     from simgrag.index.attach import read_manifest_json
     from simgrag.match.grounding.fit import check_fit, read_fit
@@ -60,6 +61,13 @@ def _check_fits(index_dir: Path, report: Any) -> None:
         fit = read_fit(manifest)
         report.notes.append("pattern stage: " + (fit.describe() if fit is not None
                                                  else "not fitted (every edit family but llm_choice runs)"))
+    problem = check_answer_mode(manifest)
+    if problem is not None:
+        report.problems.append(problem)
+    else:
+        mode = read_answer_mode(manifest)
+        report.notes.append("answer mode: " + (mode.describe() if mode is not None
+                                               else "not fitted (auto: exact bindings, else the LLM)"))
     if MANIFEST_KEY in manifest:
         try:
             found = Calibration.from_dict(manifest[MANIFEST_KEY], f"manifest {MANIFEST_KEY!r}")

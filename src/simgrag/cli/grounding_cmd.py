@@ -66,8 +66,9 @@ def grounding_fit(
     """Measure, on this KG's own validation questions, which edit families of the pattern stage raise
     first-answer Hits@1 here, and store the fit in the index's manifest (used by ask, serve, bench)."""
     _setup_logging(verbose, quiet)
+    from simgrag.answer.mode_fit import store_answer_mode
     from simgrag.eval.fit_abstention import store_calibration
-    from simgrag.eval.fit_grounding import fit_grounding
+    from simgrag.eval.fit_grounding import fit_answer_mode, fit_grounding
     from simgrag.eval.runner import load_qa_file
     from simgrag.index.directory import open_index_dir
     from simgrag.llm.cache import CachedLLM
@@ -84,10 +85,14 @@ def grounding_fit(
         options = parse_pattern_options(pattern_option or ())
         with tempfile.TemporaryDirectory(prefix="simgrag-fit-") as tmp:
             calls = Path(tmp) / "calls.sqlite"  # the grounding and the abstention fits share the LLM's calls
-            fit = fit_grounding(index, model, load_qa_file(questions), examples=examples, pattern_options=options,
+            items = load_qa_file(questions)
+            fit = fit_grounding(index, model, items, examples=examples, pattern_options=options,
                                 progress=False if quiet else None, source=str(questions), calls_cache=calls)
+            mode = fit_answer_mode(index, model, items, fit, examples=examples, pattern_options=options,
+                                   progress=False if quiet else None, source=str(questions), calls_cache=calls)
             if not dry_run:
                 store_fit(index_dir, fit)
+                store_answer_mode(index_dir, mode)
             calibration = None
             if abstention:
                 calibration = _fit_abstention(index_dir, CachedLLM(model, calls), questions, examples, options,
@@ -97,10 +102,10 @@ def grounding_fit(
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     if as_json:
-        out.print_json(data={"grounding": fit.to_dict(),
+        out.print_json(data={"grounding": fit.to_dict(), "answering": mode.to_dict(),
                              "calibration": None if calibration is None else calibration.to_dict()})
         return
-    text = _format(fit)
+    text = _format(fit) + f"\nanswer mode: {mode.describe()}"
     if calibration is not None:
         shown = {k: v for k, v in calibration.to_dict().items() if k not in ("info", "format_version") and v}
         text += f"\nabstention thresholds (fitted on {calibration.info.get('questions')} questions): {shown}"
@@ -138,30 +143,37 @@ def _fit_abstention(index_dir: Path, llm: Any, questions: Path, examples: Path |
 def grounding_show(index_dir: IndexArg, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False) -> None:
     """The pattern stage's fit recorded with the index (none: every edit family runs)."""
     _setup_logging(verbose, quiet)
+    from simgrag.answer.mode_fit import read_answer_mode
     from simgrag.index.attach import read_manifest_json
     from simgrag.match.grounding.fit import read_fit
 
     try:
-        fit = read_fit(read_manifest_json(index_dir))
+        manifest = read_manifest_json(index_dir)
+        fit, mode = read_fit(manifest), read_answer_mode(manifest)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     if as_json:
         out.print(json.dumps(None if fit is None else fit.to_dict(), indent=2), highlight=False, markup=False)
-    elif fit is None:
+        return
+    if fit is None:
         out.print("grounding: not fitted (every edit family but llm_choice runs); fit it with `simgrag grounding fit`",
                   highlight=False, markup=False)
     else:
         out.print(_format(fit), highlight=False, markup=False)
+    out.print(f"answer mode: {mode.describe() if mode is not None else 'not fitted (auto)'}", highlight=False,
+              markup=False)
 
 
 @grounding_app.command("clear")
 def grounding_clear(index_dir: IndexArg, verbose: Verbose = 0, quiet: Quiet = False) -> None:
-    """Remove the fit from the index (every edit family runs again)."""
+    """Remove the fit from the index (every edit family runs again; answers from exact bindings again)."""
     _setup_logging(verbose, quiet)
+    from simgrag.answer.mode_fit import store_answer_mode
     from simgrag.match.grounding.fit import store_fit
 
     try:
         store_fit(index_dir, None)
+        store_answer_mode(index_dir, None)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     out.print(f"grounding fit removed from {index_dir}", highlight=False, markup=False)

@@ -38,7 +38,7 @@ def mcp(
                                                  "Bearer KEY")] = None,
     llm: LLMOpt = "llamacpp", base_url: BaseUrl = None, api_key: ApiKey = None, llm_timeout: LLMTimeout = None,
     examples: Examples = None,
-    abstain_gsd: AbstainGsd = None, answer_mode: AnswerMode = "auto",
+    abstain_gsd: AbstainGsd = None, answer_mode: AnswerMode = None,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Serve the KG to AI assistants over MCP: tools ask, verify, retrieve and kg_stats, with the evidence.

@@ -29,6 +29,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
 from simgrag.index.directory import IndexDir
@@ -40,7 +41,7 @@ from simgrag.match.grounding.registry import family_names
 from simgrag.pipeline import SimGRAG
 from simgrag.progress import progress_on
 
-__all__ = ["STAGES", "Outcome", "choose_stage", "family_gains", "fit_grounding"]
+__all__ = ["STAGES", "Outcome", "choose_stage", "family_gains", "fit_answer_mode", "fit_grounding"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class Outcome:
     failed: bool = False
 
 
-Config = tuple[bool, tuple[str, ...]]  # (grounding on, families off)
+Config = tuple[bool, tuple[str, ...], str]  # (grounding on, families off, answer mode)
 
 
 class _Runner:
@@ -71,11 +72,11 @@ class _Runner:
 
     def engine(self, config: Config) -> SimGRAG:
         if config not in self._engines:
-            on, off = config
+            on, off, mode = config
             extra: dict[str, Any] = {"ground_patterns": on}
             if on:
                 extra["grounding_off"] = list(off)
-            self._engines[config] = SimGRAG(self.index, llm=self.llm, calibration="off", answer_mode="auto",
+            self._engines[config] = SimGRAG(self.index, llm=self.llm, calibration="off", answer_mode=mode,
                                             retriever_options={**self.options, **extra})
         return self._engines[config]
 
@@ -143,9 +144,9 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         everyone = list(range(len(items)))
         say = on_step or (lambda text: logger.info("%s", text))
         say(f"fitting the pattern stage on {len(items)} {source}: the LLM's own patterns")
-        raw = runner.run((False, ()), everyone, "no grounding")
+        raw = runner.run((False, (), "auto"), everyone, "no grounding")
         say("every edit family")
-        full = runner.run((True, ()), everyone, "every family")
+        full = runner.run((True, (), "auto"), everyone, "every family")
         used: dict[str, list[int]] = {}
         for i, outcome in full.items():
             for family in outcome.families:
@@ -153,15 +154,15 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         ablations: dict[str, dict[int, Outcome]] = {}
         for family, touched in sorted(used.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             say(f"without {family} ({len(touched)} questions)")
-            ablations[family] = runner.run((True, (family,)), touched, f"without {family}")
+            ablations[family] = runner.run((True, (family,), "auto"), touched, f"without {family}")
         families = family_gains(full, ablations)
         kept = {f for f, r in families.items() if r["fixed"] - r["broke"] >= MIN_GAIN}
         off = tuple(f for f in family_names() if f not in kept)
         say(f"the fitted stage (on: {', '.join(sorted(kept)) or 'none'})")
-        fitted = runner.run((True, off), everyone, "fitted") if kept else raw
+        fitted = runner.run((True, off, "auto"), everyone, "fitted") if kept else raw
         harmful = tuple(f for f, r in families.items() if r["broke"] > r["fixed"])
         say(f"every family but those that broke more than they fixed ({', '.join(harmful) or 'none'})")
-        pruned = runner.run((True, harmful), everyone, "pruned") if harmful else full
+        pruned = runner.run((True, harmful, "auto"), everyone, "pruned") if harmful else full
         calls = counted.calls
     hits = {"no_grounding": _hits(raw), "fitted": _hits(fitted), "pruned": _hits(pruned), "every_family": _hits(full)}
     choice = choose_stage(hits)
@@ -174,3 +175,36 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     if choice == "no_grounding":
         return GroundingFit(False, off, info)
     return GroundingFit(True, {"fitted": off, "pruned": harmful}.get(choice, ()), info)
+
+
+def fit_answer_mode(index: IndexDir, llm: LLM, items: Sequence[QAItem], fit: GroundingFit, *, examples: Any = None,
+                    pattern_options: dict[str, Any] | None = None, progress: bool | None = None,
+                    source: str = "validation questions", calls_cache: str | Path | None = None,
+                    on_step: Callable[[str], None] | None = None) -> AnswerModeFit:
+    """The answer mode for ``index``'s KG (:mod:`simgrag.answer.mode_fit`): each of
+    :data:`~simgrag.answer.mode_fit.FITTED_MODES` answers ``items`` with the pattern stage ``fit`` (the one just
+    fitted), abstention off; the most first-answer hits wins, ties going to the first (``auto``, no LLM call on
+    an exact match). Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pattern calls."""
+    if not items:
+        raise DatasetError("no validation questions to fit the answer mode on")
+    t0 = time.perf_counter()
+    options: dict[str, Any] = {"pattern_options": dict(pattern_options or {})}
+    if examples is not None:
+        options["examples"] = examples
+    say = on_step or (lambda text: logger.info("%s", text))
+    with tempfile.TemporaryDirectory(prefix="simgrag-fit-") as tmp:
+        counted = CountingLLM(llm)
+        shared = CachedLLM(counted, Path(calls_cache) if calls_cache is not None else Path(tmp) / "calls.sqlite")
+        runner = _Runner(index, shared, items, options, progress)
+        everyone = list(range(len(items)))
+        hits: dict[str, int] = {}
+        for mode in FITTED_MODES:
+            say(f"answer mode {mode} on {len(items)} {source}")
+            hits[mode] = _hits(runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode), everyone,
+                                          f"answer mode {mode}"))
+        calls = counted.calls
+    chosen = max(FITTED_MODES, key=lambda m: (hits[m], -FITTED_MODES.index(m)))
+    return AnswerModeFit(chosen, {"questions": len(items), "source": source, "hits": hits, "llm": llm.name,
+                                  "llm_calls": calls, "seconds": round(time.perf_counter() - t0, 1),
+                                  "kg_content_hash": index.manifest.get("kg", {}).get("content_hash"),
+                                  "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})

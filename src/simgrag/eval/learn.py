@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from simgrag.answer.mode_fit import store_answer_mode
 from simgrag.bootstrap.install import install_examples
 from simgrag.bootstrap.learn import LearnReport, LearnSettings, expected_llm_calls, learn_examples, peak_rss_mb
 from simgrag.errors import ConfigError
-from simgrag.eval.fit_grounding import fit_grounding
+from simgrag.eval.fit_grounding import fit_answer_mode, fit_grounding
 from simgrag.eval.runner import QAItem, load_qa_file
 from simgrag.index.attach import attach_file, read_manifest_json, write_manifest
 from simgrag.index.directory import IndexDir, open_index_dir
@@ -51,7 +53,7 @@ LEARNED_KEY = "learned"
 MIN_FIT_QUESTIONS = 8
 #: a validation question costs the fit about this many learning calls' time (its pattern call with every
 #: edit family and without, a revision now and then, ablations on the questions a family touched)
-FIT_CALLS_PER_QUESTION = 2.0
+FIT_CALLS_PER_QUESTION = 3.0
 #: seconds per LLM call assumed before a run has timed one: the embedded model on this many CPU cores
 #: (measured: ~17 s per batched call on 2 cores), or a server
 LOCAL_CALL_CORE_S = 34.0
@@ -153,10 +155,18 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
                       f"{command}"), 0
     chosen = _interleaved(items, n)
     logger.info("fitting the pattern stage on %d of %d validation questions", n, len(items))
-    found = fit_grounding(open_index_dir(root), llm, chosen, progress=progress, source="bootstrapped validation")
-    found = replace(found, info={**found.info, "learned": True})
-    store_fit(root, found)
-    return found, f"Pattern stage fitted on {n} validation questions: {found.describe()}", n
+    index = open_index_dir(root)
+    with tempfile.TemporaryDirectory(prefix="simgrag-learn-fit-") as tmp:
+        calls = Path(tmp) / "calls.sqlite"  # the answer-mode fit reuses the stage fit's pattern calls
+        found = fit_grounding(index, llm, chosen, progress=progress, source="bootstrapped validation",
+                              calls_cache=calls)
+        found = replace(found, info={**found.info, "learned": True})
+        store_fit(root, found)
+        mode = fit_answer_mode(index, llm, chosen, found, progress=progress, source="bootstrapped validation",
+                               calls_cache=calls)
+        store_answer_mode(root, replace(mode, info={**mode.info, "learned": True}))
+    return found, (f"Pattern stage fitted on {n} validation questions: {found.describe()}; "
+                   f"answer mode: {mode.describe()}"), n
 
 
 def _interleaved(items: Sequence[QAItem], n: int) -> list[QAItem]:
