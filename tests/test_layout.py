@@ -36,7 +36,7 @@ def _imports(path: Path) -> set[str]:
 
 def test_every_top_level_module_has_a_stage() -> None:
     names = {p.name.removesuffix(".py") for p in SRC.iterdir() if not p.name.startswith((".", "__pycache__"))}
-    assert names - PACKAGE_ROOT == set(ORDER), "add new top-level modules to ORDER (and to the README layout)"
+    assert names - PACKAGE_ROOT == set(ORDER), "add new top-level modules to ORDER (and to docs/architecture/)"
 
 
 def test_stages_only_import_from_their_left() -> None:

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from simgrag._lazy import lazy_exports
 
-__version__ = "0.1.0"
+try:  # the installed distribution's version (pyproject.toml), one place to bump
+    from importlib.metadata import PackageNotFoundError, version
+
+    __version__ = version("simgrag")
+except PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0+unknown"
 
 _EXPORTS = {
     "SimGRAG": "simgrag.pipeline",

@@ -17,6 +17,7 @@
     simgrag perturb KG_FILE --method rs -o OUT  a perturbed copy of a KG (robustness lab)
     simgrag ls                                  registered embedders, indexes, LLMs
     simgrag models pull                         fetch the embedded models offline (embedder, LLM)
+    simgrag --version                           the installed simgrag's version
 
 The console script leaves without tearing the interpreter down once a command has finished (its
 output flushed, its files closed by the command itself): freeing the loaded llama.cpp model, torch and
@@ -30,6 +31,10 @@ import contextlib
 import logging
 import os
 import sys
+from importlib import metadata
+from typing import Annotated
+
+import typer
 
 from simgrag.cli import (  # noqa: F401  (each registers its commands on ``app``)
     bench,
@@ -47,6 +52,30 @@ from simgrag.cli.kg import _index_params, format_retrieval
 from simgrag.cli.qa import format_answer, format_context
 
 __all__ = ["_index_params", "app", "format_answer", "format_context", "format_retrieval", "main"]
+
+
+def installed_version() -> str:
+    """The installed distribution's version (pyproject.toml's, through the package metadata)."""
+    try:
+        return metadata.version("simgrag")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"simgrag {installed_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print simgrag's version and exit."),
+    ] = False,
+) -> None:
+    """SimGRAG: KG-grounded QA and fact checking."""
 
 
 def main() -> None:
