@@ -87,7 +87,7 @@ def test_shared_options_have_one_default(dest: str) -> None:
 
 def test_the_agreed_defaults() -> None:
     default = {p.name: p.default for _, p in OPTIONS}
-    assert default["answer_mode"] == "auto" and default["llm_cache"] == "none" and default["llm"] == "llamacpp"
+    assert default["answer_mode"] is None and default["llm_cache"] == "none" and default["llm"] == "llamacpp"
     assert default["k"] is None and default["verbose"] == 0 and default["quiet"] is False
     kinds = {name: {p.name for p in cmd.params} for name, cmd in COMMANDS}
     assert "index_kind" in kinds["index"] and "index" not in kinds["index"]  # a kind is not a directory

@@ -184,7 +184,8 @@ def test_examples_come_from_the_index(tmp_path: Path) -> None:
     engine = SimGRAG(tmp_path / "people.idx", llm=FakeLLM([]))
     with pytest.raises(ConfigError, match="No few-shot examples for this KG") as info:
         engine.ask("where was Ada born?")
-    assert "born_in" in str(info.value) and "--examples" in str(info.value)
+    assert "born_in" in str(info.value) and "examples=FILE" in str(info.value)
+    assert "--examples FILE" in info.value.for_cli()  # the command line names its flag
 
 
 class SilencingLoadLLM(FakeLLM):

@@ -9,6 +9,7 @@ caller. Each message says what went wrong *and* how to fix it::
     ├── KGError                     problems with a knowledge-graph file or store
     │   ├── KGFormatError           malformed lines (``file:line: reason`` for the first problems)
     │   ├── EmptyKGError            no triple could be read
+    │   ├── BindingLimitError       a small pattern too loose to enumerate its exact bindings
     │   └── CorruptStoreError       a saved KG store's arrays are inconsistent (names the array)
     ├── IndexDirError               an index directory is missing, incomplete, corrupt or mismatched
     ├── EmbedderError               the embedding model failed or is unavailable
@@ -34,14 +35,19 @@ caller. Each message says what went wrong *and* how to fix it::
 
 ``TransientLLMError`` never reaches a caller of a backend: the retry loop raises its ``final`` error
 once no retry is left.
+
+A message that tells how to fix the problem with an option names it as a Python caller writes it
+(``skip_bad_lines=True``); the error's ``options`` maps that spelling to the command line's
+(``--skip-bad-lines``), and :meth:`SimGRAGError.for_cli` is the message as the command line shows it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = [
     "AuthError",
+    "BindingLimitError",
     "ConfigError",
     "CorruptStoreError",
     "DatasetError",
@@ -72,7 +78,19 @@ __all__ = [
 
 
 class SimGRAGError(Exception):
-    """Root of every error simgrag raises on purpose."""
+    """Root of every error simgrag raises on purpose. ``options``: Python spelling → command-line
+    spelling of each option the message names (``{"skip_bad_lines=True": "--skip-bad-lines"}``)."""
+
+    def __init__(self, *args: object, options: Mapping[str, str] | None = None) -> None:
+        super().__init__(*args)
+        self.options = dict(options or {})
+
+    def for_cli(self) -> str:
+        """The message with each option in its command-line spelling."""
+        text = str(self)
+        for keyword, flag in self.options.items():
+            text = text.replace(keyword, flag)
+        return text
 
 
 class ConfigError(SimGRAGError):
@@ -95,15 +113,22 @@ class KGFormatError(KGError):
         message: str,
         problems: Sequence[tuple[str, int, str]] = (),
         bad_lines: int | None = None,
+        *,
+        options: Mapping[str, str] | None = None,
     ) -> None:
         self.problems = list(problems)
         self.bad_lines = len(self.problems) if bad_lines is None else bad_lines
         lines = [message] + [f"  {path}:{line}: {reason}" for path, line, reason in self.problems]
-        super().__init__("\n".join(lines))
+        super().__init__("\n".join(lines), options=options)
 
 
 class EmptyKGError(KGError):
     """No triple could be read from the input."""
+
+
+class BindingLimitError(KGError):
+    """A small pattern has more partial bindings on the KG than the exact enumerator's limit
+    (:func:`simgrag.kg.bindings.pattern_bindings`): too loose to enumerate its gold answers."""
 
 
 class CorruptStoreError(KGError):

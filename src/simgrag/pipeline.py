@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from simgrag.answer.answerer import Answerer
 from simgrag.answer.calibration import Calibration, resolve_calibration
+from simgrag.answer.mode_fit import read_answer_mode
+from simgrag.answer.refute import ClaimCheck, check_claim, exactly_supported
 from simgrag.embed.base import Embedder
 from simgrag.errors import ConfigError, SimGRAGError
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
@@ -31,6 +33,7 @@ from simgrag.index.update import Batch, UpdateResult, update_index_dir
 from simgrag.kg.sources import KGSource
 from simgrag.kg.store import KGStore
 from simgrag.llm.base import LLM, LoadsWeights
+from simgrag.match.grounding.lexicon import Lexicon
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.match.search import compile_root_bounds
 from simgrag.pattern.graph import Pattern
@@ -120,6 +123,12 @@ class VerifyResult(_Views):
     verdict: Verdict
     timings: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def evidence(self) -> Retrieval | None:
+        """The subgraphs the verdict rests on: those of the claim's pattern, or, for a claim refuted by the
+        KG's facts or checked against what the KG holds on its entity, those of that search."""
+        return self.verdict.evidence if self.verdict.evidence is not None else self.context.subgraphs
+
     def to_dict(self) -> dict[str, Any]:
         return {"claim": self.claim, **self._common(), **self.verdict.to_dict()}
 
@@ -166,8 +175,9 @@ class SimGRAG:
       ``None`` for retrieval only; ``llm_options``: :func:`~simgrag.llm.registry.resolve_llm` keywords
       (``base_url``, ``api_key``, ``cache``: off unless given).
     - the answerer: ``answer_mode`` (``"auto"``: from the bindings on an exact match, else the LLM;
-      ``"llm"``: always the LLM), ``abstain_gsd`` (retrievers with subgraphs only), ``reader_style``
-      and ``reader_options`` (``max_triples``, ``max_prompt_tokens``), see
+      ``"llm"``: always the LLM; ``None``: the mode fitted for the index's KG,
+      :mod:`simgrag.answer.mode_fit`, else ``"auto"``), ``abstain_gsd`` (retrievers with subgraphs
+      only), ``reader_style`` and ``reader_options`` (``max_triples``, ``max_prompt_tokens``), see
       :mod:`simgrag.answer.answerer`.
 
     :meth:`retrieve` (pattern → subgraphs) needs no LLM whatever the retriever.
@@ -188,7 +198,7 @@ class SimGRAG:
         pattern_options: Mapping[str, Any] | None = None,
         repair_roles: bool | None = None,
         ground_patterns: bool | None = None,
-        answer_mode: str = "auto",
+        answer_mode: str | None = None,
         abstain_gsd: float | None = None,
         reader_style: str | None = None,
         reader_options: Mapping[str, Any] | None = None,
@@ -211,8 +221,9 @@ class SimGRAG:
         found = resolve_calibration(calibration, self.index.path,
                                     self.index.manifest.get("embedder", {}).get("name"),
                                     relations=self.index.store.relations, manifest=self.index.manifest)
-        self.answerer = Answerer(answer_mode, abstain_gsd, reader_style, **dict(reader_options or {}),
-                                 calibration=found)
+        mode = answer_mode or fitted_answer_mode(self.index.manifest)
+        self.answerer = Answerer(mode, abstain_gsd, reader_style, **dict(reader_options or {}),
+                                 calibration=found, lexicon=Lexicon(self.subgraphs))
         self._warmup_error: SimGRAGError | None = None
         self._warmup_thread: threading.Thread | None = None
 
@@ -403,9 +414,31 @@ class SimGRAG:
         context = (retriever.retrieve_claim(claim) if isinstance(retriever, ClaimRetriever)
                    else retriever.retrieve(claim))
         t = time.perf_counter()
-        verdict = self.answerer.verify(lambda: self.llm, claim, context)
+        check = self._check_claim(context)
+        refute_s = time.perf_counter() - t
+        t = time.perf_counter()
+        verdict = self.answerer.verify(lambda: self.llm, claim, context, check)
         end = time.perf_counter()
-        return VerifyResult(claim, context, verdict, _timings(context, end - t, end - t0))
+        timings = _timings(context, end - t, end - t0)
+        if check is not None:
+            timings = {**{k: v for k, v in timings.items() if k not in ("answer_s", "total_s")}, "refute_s": refute_s,
+                       "answer_s": timings["answer_s"], "total_s": timings["total_s"]}
+        return VerifyResult(claim, context, verdict, timings)
+
+    def _check_claim(self, context: RetrievedContext) -> ClaimCheck | None:
+        """The claim's pattern searched with one end of each triple free (:mod:`simgrag.answer.refute`),
+        unless the KG holds the pattern exactly; ``None`` for a context without a pattern."""
+        if context.pattern is None or context.subgraphs is None:
+            return None
+        if exactly_supported(context.pattern.pattern, context.subgraphs):
+            return None
+        return check_claim(self.subgraphs, context.pattern.pattern, self.retrieval)
+
+
+def fitted_answer_mode(manifest: Mapping[str, Any]) -> str:
+    """The answer mode fitted for an index's KG (:mod:`simgrag.answer.mode_fit`), ``"auto"`` without one."""
+    fit = read_answer_mode(manifest)
+    return fit.mode if fit is not None else "auto"
 
 
 def sample_kg_path() -> Path:

@@ -20,16 +20,21 @@ Verification uses SimGRAG's verification prompt whatever the retriever
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simgrag.answer._common import abstain_reason, call_llm
 from simgrag.answer.calibration import NO_ABSTENTION, Calibration, evidence_features
 from simgrag.answer.extract import extract_entities
 from simgrag.answer.qa import Answer, answer_from_bindings, answer_question, not_found, qa_messages
 from simgrag.answer.reader import READER_STYLES, context_names, read_context
-from simgrag.answer.verify import Verdict, context_evidence, verify_context
+from simgrag.answer.reading import PatternReading, read_pattern
+from simgrag.answer.refute import ClaimCheck
+from simgrag.answer.verify import Verdict, context_evidence, refuted, verify_context
 from simgrag.errors import ConfigError
 from simgrag.llm.base import LLM
+from simgrag.match.grounding.lexicon import Lexicon
+from simgrag.match.retrieve import Retrieval
+from simgrag.pattern.graph import Pattern
 from simgrag.retrievers.base import RetrievedContext
 from simgrag.retrievers.registry import default_style
 
@@ -49,7 +54,9 @@ class Answerer:
     """How contexts are read (module docstring). ``max_triples`` / ``max_prompt_tokens`` cap the
     context the shared reader's styles put into a prompt (a subgraph prompt holds the k subgraphs).
     ``calibration``: the abstention and substitution thresholds (``None``: no abstention on the
-    evidence; substitutions are still said)."""
+    evidence; substitutions are still said). ``lexicon``: the index's words and relations, for telling
+    whether a pattern reads the whole question (:mod:`simgrag.answer.reading`; shared stems only
+    without it)."""
 
     mode: str = "auto"
     abstain_gsd: float | None = None
@@ -57,6 +64,7 @@ class Answerer:
     max_triples: int = 100
     max_prompt_tokens: int = 1500
     calibration: Calibration | None = None
+    lexicon: Lexicon | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in ANSWER_MODES:
@@ -88,12 +96,18 @@ class Answerer:
         reason = abstain_reason(retrieval, self.abstain_gsd) or calibration.decide(features)
         if reason is not None:
             return not_found(context.question, pattern, retrieval, reason, subs, features)
+        reading = self.reading(context.question, pattern, retrieval)
         if self.mode == "auto":
-            direct = answer_from_bindings(context.question, pattern, retrieval, substitutions=subs, features=features)
+            direct = answer_from_bindings(context.question, pattern, retrieval, substitutions=subs, features=features,
+                                          reading=reading)
             if direct is not None:
                 return direct
         return answer_question(_llm(llm), context.question, pattern, retrieval, abstain_gsd=self.abstain_gsd,
-                               substitutions=subs, features=features)
+                               substitutions=subs, features=features, reading=reading)
+
+    def reading(self, question: str, pattern: Pattern, retrieval: Retrieval) -> PatternReading:
+        """How much of ``question`` the pattern reads (:func:`~simgrag.answer.reading.read_pattern`)."""
+        return read_pattern(question, pattern, retrieval, self.lexicon)
 
     def _flat_simgrag(self, llm: LLM, context: RetrievedContext) -> Answer:
         """SimGRAG's answer prompt over a context without subgraphs (its paths or triples as evidence)."""
@@ -107,7 +121,10 @@ class Answerer:
                       completion_tokens=response.completion_tokens, latency_s=response.latency_s,
                       cached=response.cached, context_items=items)
 
-    def verify(self, llm: LLMSource, claim: str, context: RetrievedContext) -> Verdict:
-        """The verdict on ``claim`` over ``context`` (retrieved for the claim)."""
+    def verify(self, llm: LLMSource, claim: str, context: RetrievedContext, check: ClaimCheck | None = None) -> Verdict:
+        """The verdict on ``claim`` over ``context`` (retrieved for the claim); ``check``: its pattern searched
+        with one end free (:mod:`simgrag.answer.refute`). The LLM is resolved only when it is asked."""
+        if check is not None and check.contradictions and context.subgraphs is not None:
+            return refuted(claim, check)
         return verify_context(_llm(llm), claim, context, abstain_gsd=self.abstain_gsd,
-                              max_triples=self.max_triples)
+                              max_triples=self.max_triples, check=check)

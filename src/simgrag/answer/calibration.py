@@ -50,9 +50,9 @@ from simgrag.match.answers import Substitution, names_match, substitutions
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["COUNT_FEATURES", "FEATURES", "MANIFEST_KEY", "Calibration", "EvidenceFeatures", "bundled_calibration",
-           "evidence_features", "fitted_for", "load_calibration", "missing_edges", "resolve_calibration",
-           "save_calibration"]
+__all__ = ["COUNT_FEATURES", "DETAILS", "FEATURES", "MANIFEST_KEY", "Calibration", "EvidenceFeatures",
+           "bundled_calibration", "evidence_features", "fitted_for", "load_calibration", "missing_edges",
+           "resolve_calibration", "save_calibration", "split_details"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,26 @@ class EvidenceFeatures:
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
+
+
+#: what each feature above its threshold means, in plain words (the numbers go after :data:`DETAILS`)
+PLAIN: dict[str, str] = {
+    "named": "the KG has no entity close enough to a name in the question",
+    "relation": "the KG has no relation close enough to one the question asks about",
+    "relation_excess": "the match follows a KG relation much further from the question's words than the nearest one",
+    "gsd": "even the best match in the KG is far from what the question asks",
+    "answers": "the match gives too many answers to be the one asked for",
+    "missing": "a named entity has no edge of the relation the question asks about",
+    "unworded": "the pattern needed triples the question has no words for",
+}
+#: where a reason's numbers begin: the plain sentence first, the details after it (``split_details``)
+DETAILS = "\ndetails: "
+
+
+def split_details(reason: str) -> tuple[str, str | None]:
+    """A reason's plain sentence and its details (the numbers behind it), ``None`` without any."""
+    plain, sep, details = reason.partition(DETAILS)
+    return plain, details if sep else None
 
 
 #: the note of an LLM revision, which describes the pattern the LLM wrote first (judge.Judgement.describe)
@@ -158,14 +178,15 @@ class Calibration:
     info: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def decide(self, features: EvidenceFeatures | None) -> str | None:
-        """Why the KG does not answer (abstain), or ``None`` when it does."""
+        """Why the KG does not answer (abstain), or ``None`` when it does: a plain sentence, then the
+        numbers after :data:`DETAILS` (:func:`split_details`)."""
         if features is None:
             return "no subgraph matched the pattern"
         for name in FEATURES:
             limit = getattr(self, name)
             value = getattr(features, name)
             if limit is not None and value > limit:
-                return f"{name} {value:.3g} is above the calibrated {limit:.3g}"
+                return f"{PLAIN[name]}{DETAILS}{name} {value:.3g} is above the calibrated threshold {limit:.3g}"
         return None
 
     def substitutions(self, pattern: Pattern, retrieval: Retrieval) -> tuple[Substitution, ...]:

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from simgrag.answer._common import abstain_reason, call_llm
-from simgrag.answer.calibration import EvidenceFeatures
+from simgrag.answer.calibration import EvidenceFeatures, split_details
 from simgrag.answer.extract import answer_segment, extract_entities
+from simgrag.answer.reading import PatternReading
 from simgrag.answer.verbalize import (
     Triples,
     format_triple,
@@ -88,6 +89,8 @@ class Answer:
     ``context_items`` / ``context_tokens`` / ``prompt_tokens_estimate``: how much context went into
     the prompt (the shared reader's styles). ``substitutions``: named nodes bound to an entity of another
     name (said in ``text`` too); ``features``: the evidence features the abstention rule read.
+    ``reading``: how much of the question the pattern reads (:mod:`simgrag.answer.reading`);
+    ``llm_used``: whether an LLM wrote ``text`` (not for an answer from the bindings, nor "not found").
     """
 
     text: str
@@ -108,18 +111,30 @@ class Answer:
     prompt_tokens_estimate: int = 0
     substitutions: tuple[Substitution, ...] = ()
     features: EvidenceFeatures | None = None
+    reading: PatternReading | None = None
+    llm_used: bool = True
+
+    @property
+    def exact(self) -> bool:
+        """Answered from exact matches of a pattern that reads the whole question
+        (:mod:`simgrag.answer.reading`): what "exact match" means in its ``reason``."""
+        return (not self.llm_used and not self.abstained and self.evidence is not None
+                and self.reading is not None and self.reading.whole)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view (the evidence through :meth:`Retrieval.to_dict`, ``None`` without subgraphs)."""
         return {
             "text": self.text, "entities": list(self.entities), "candidates": list(self.candidates),
-            "short_answer": self.short_answer, "abstained": self.abstained, "reason": self.reason,
+            "short_answer": self.short_answer, "abstained": self.abstained,
+            "reason": split_details(self.reason)[0], "reason_details": split_details(self.reason)[1],
             "asked_node": self.asked_node, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "latency_s": self.latency_s, "cached": self.cached,
             "style": self.style, "context_items": self.context_items, "context_tokens": self.context_tokens,
             "prompt_tokens_estimate": self.prompt_tokens_estimate,
             "substitutions": [sub.to_dict() for sub in self.substitutions],
             "evidence_features": None if self.features is None else self.features.to_dict(),
+            "llm_used": self.llm_used, "exact_match": self.exact,
+            "pattern_reading": None if self.reading is None else self.reading.to_dict(),
             "evidence": None if self.evidence is None else self.evidence.to_dict(),
         }
 
@@ -177,6 +192,7 @@ def answer_question(
     compact: bool = False,
     substitutions: tuple[Substitution, ...] = (),
     features: EvidenceFeatures | None = None,
+    reading: PatternReading | None = None,
 ) -> Answer:
     """Answer ``question`` from the subgraphs in ``retrieval`` (retrieved for ``pattern``) and its
     answer set.
@@ -204,17 +220,20 @@ def answer_question(
         why = "the reply names no evidence entity; short answer from the best-GSD binding"
     return Answer(_said(text, substitutions), entities, candidates, short, retrieval, False, why, asked,
                   response.prompt_tokens, response.completion_tokens, time.perf_counter() - t0, response.cached,
-                  substitutions=substitutions, features=features)
+                  substitutions=substitutions, features=features, reading=reading)
 
 
 def answer_from_bindings(question: str, pattern: Pattern, retrieval: Retrieval, *,
                          substitutions: tuple[Substitution, ...] = (),
-                         features: EvidenceFeatures | None = None) -> Answer | None:
+                         features: EvidenceFeatures | None = None,
+                         reading: PatternReading | None = None) -> Answer | None:
     """The answer without an LLM call when the KG holds exact matches of the pattern (``None`` if not).
 
     With an exact match the bindings of the asked-for node — the whole answer set, every match as good
     as the best — *are* the answer; asking the LLM would only add latency and a chance to pick a name
-    from a graph that does not fit, or to list only some of the answers.
+    from a graph that does not fit, or to list only some of the answers. The reason says "exact match"
+    only when ``reading`` finds that the pattern reads the whole question; otherwise it says what is
+    uncertain (:mod:`simgrag.answer.reading`).
     """
     t0 = time.perf_counter()
     entities = exact_bindings(pattern, retrieval)
@@ -222,10 +241,15 @@ def answer_from_bindings(question: str, pattern: Pattern, retrieval: Retrieval, 
         return None
     asked = asked_text(pattern)
     logger.info("answering %r from %d exact subgraph bindings (no LLM call)", question, len(entities))
+    if reading is not None and not reading.whole:
+        why = ("answered from the subgraph bindings: the KG holds the pattern exactly, but the pattern may not ask "
+               "what the question asks (" + reading.uncertainty() + ")")
+    else:
+        why = "exact match in the KG: answered from the subgraph bindings"
     return Answer(_said("answer: " + " | ".join(entities), substitutions), entities,
-                  answer_candidates(pattern, retrieval), entities[0], retrieval, False,
-                  "exact match in the KG: answered from the subgraph bindings", asked,
-                  latency_s=time.perf_counter() - t0, substitutions=substitutions, features=features)
+                  answer_candidates(pattern, retrieval), entities[0], retrieval, False, why, asked,
+                  latency_s=time.perf_counter() - t0, substitutions=substitutions, features=features,
+                  reading=reading, llm_used=False)
 
 
 def not_found(question: str, pattern: Pattern, retrieval: Retrieval, reason: str,
@@ -241,4 +265,4 @@ def not_found(question: str, pattern: Pattern, retrieval: Retrieval, reason: str
         parts.append("nearest evidence: " + ", ".join(format_triple(t) for t in best.triples()))
     return Answer("; ".join(parts), (), answer_candidates(pattern, retrieval), None, retrieval, True, reason,
                   asked_text(pattern), latency_s=time.perf_counter() - t0, substitutions=substitutions,
-                  features=features)
+                  features=features, llm_used=False)

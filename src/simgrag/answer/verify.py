@@ -16,6 +16,13 @@ retriever's context with the same prompt: subgraphs as ``graph [i]`` lines, path
 ``paths``) one ``graph [i]`` each, any other context a flat list of triples, one per line (the
 compact form), most relevant first. An empty context gives "Not enough evidence" without calling the
 LLM, as an unmatched pattern does.
+
+A claim's pattern that the KG does not hold exactly is also checked with one end of each triple left
+free (:mod:`simgrag.answer.refute`, a :class:`~simgrag.answer.refute.ClaimCheck`): a fact of a
+functional relation that contradicts it gives "Refuted" with that fact, without the LLM; where the
+claim's own pattern matched nothing, what the KG holds on the claim's entity and relation is the
+evidence the LLM reads. "Not enough evidence" then means the KG holds nothing on the claim's entities
+and relations.
 """
 
 from __future__ import annotations
@@ -24,11 +31,12 @@ import json
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from simgrag.answer._common import abstain_reason, call_llm
-from simgrag.answer.verbalize import Triples, verbalize_evidence, verbalize_graphs
+from simgrag.answer.refute import ClaimCheck, Contradiction
+from simgrag.answer.verbalize import Triples, format_triple, verbalize_evidence, verbalize_graphs
 from simgrag.llm.base import LLM, ChatMessage
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
@@ -36,7 +44,7 @@ from simgrag.retrievers.base import RetrievedContext
 
 __all__ = [
     "VERDICT_SCHEMA", "VERIFY_SHOTS", "VERIFY_SYSTEM", "Label", "Verdict", "context_evidence", "parse_verdict",
-    "verify_claim", "verify_context", "verify_messages",
+    "refuted", "verify_claim", "verify_context", "verify_messages",
 ]
 
 logger = logging.getLogger(__name__)
@@ -110,6 +118,12 @@ class Verdict:
     latency_s: float = 0.0
     cached: bool = False
     evidence_items: int = 0
+    contradictions: tuple[Contradiction, ...] = ()  # KG facts that rule the claim out (simgrag.answer.refute)
+
+    @property
+    def llm_used(self) -> bool:
+        """Whether an LLM gave the label (not for "not found" nor a refutation by the KG's facts)."""
+        return not self.abstained and not self.contradictions
 
     @property
     def label_binary(self) -> Literal["Supported", "Refuted"]:
@@ -126,7 +140,8 @@ class Verdict:
             "label": self.label, "label_binary": self.label_binary, "text": self.text,
             "abstained": self.abstained, "reason": self.reason, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "latency_s": self.latency_s, "cached": self.cached,
-            "evidence_items": self.evidence_items,
+            "evidence_items": self.evidence_items, "llm_used": self.llm_used,
+            "contradictions": [c.to_dict() for c in self.contradictions],
             "evidence": None if self.evidence is None else self.evidence.to_dict(),
         }
 
@@ -229,18 +244,37 @@ def context_evidence(context: RetrievedContext, *, max_triples: int = 100) -> tu
 
 
 def verify_context(llm: LLM, claim: str, context: RetrievedContext, *, abstain_gsd: float | None = None,
-                   max_triples: int = 100, max_tokens: int = 32, use_json_schema: bool = False) -> Verdict:
+                   max_triples: int = 100, max_tokens: int = 32, use_json_schema: bool = False,
+                   check: ClaimCheck | None = None) -> Verdict:
     """Verify ``claim`` against any retriever's ``context`` (retrieved for the claim) with the same
     prompt: its subgraphs when it has them (:func:`verify_claim`, ``abstain_gsd`` applies), else its
     paths or triples (the worked examples in the evidence's own form: graphs for paths, else the
-    compact list)."""
+    compact list). ``check``: the claim's pattern searched with one end free (module docstring)."""
     if context.subgraphs is not None and context.pattern is not None:
-        return verify_claim(llm, claim, context.pattern.pattern, context.subgraphs, abstain_gsd=abstain_gsd,
-                            max_tokens=max_tokens, use_json_schema=use_json_schema)
+        if check is not None and check.contradictions:
+            return refuted(claim, check)
+        retrieval = context.subgraphs
+        if not retrieval.evidence and check is not None and check.related is not None:
+            retrieval = check.related  # what the KG holds on the claim's entity and relation
+        verdict = verify_claim(llm, claim, context.pattern.pattern, retrieval, abstain_gsd=abstain_gsd,
+                               max_tokens=max_tokens, use_json_schema=use_json_schema)
+        if verdict.abstained and not retrieval.evidence and check is not None:
+            return replace(verdict, reason="the KG holds nothing on the claim's entities with its relations")
+        return verdict
     evidence_text, items = context_evidence(context, max_triples=max_triples)
     reason = None if items else f"the {context.retriever} retriever found no triples"
     return _verdict(llm, claim, evidence_text, items, None, reason, task=f"verify ({context.retriever})",
                     max_tokens=max_tokens, compact=not context.paths, use_json_schema=use_json_schema)
+
+
+def refuted(claim: str, check: ClaimCheck) -> Verdict:
+    """"Refuted" by the facts in ``check.contradictions``, without the LLM."""
+    t0 = time.perf_counter()
+    facts = check.contradictions
+    logger.info("claim %r refuted by the KG: %s", claim, "; ".join(c.text() for c in facts))
+    text = "refuted by the KG: " + ", ".join(format_triple(c.held.as_tuple()) for c in facts)
+    return Verdict(REFUTED, text, check.evidence, False, facts[0].text(), latency_s=time.perf_counter() - t0,
+                   evidence_items=len(facts), contradictions=facts)
 
 
 def _verdict(llm: LLM, claim: str, evidence_text: str, items: int, retrieval: Retrieval | None, reason: str | None,

@@ -36,19 +36,25 @@ out = Console(soft_wrap=True)
 
 
 def _setup_logging(verbose: int, quiet: bool = False) -> None:
-    """INFO messages and progress bars by default (:mod:`simgrag.progress`), DEBUG with ``-v``, warnings
-    only with ``-q``; on stderr, so stdout stays the command's result."""
-    level = logging.WARNING if quiet else logging.DEBUG if verbose > 0 else logging.INFO
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    """Warnings only by default, with progress bars (:mod:`simgrag.progress`: the loggers stay enabled for
+    INFO, the handler shows WARNING); INFO messages with ``-v``, DEBUG with ``-vv``; warnings only and no
+    bars with ``-q``. On stderr, so stdout stays the command's result."""
+    shown = logging.WARNING if quiet or verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    handler = logging.StreamHandler()
+    handler.setLevel(shown)
+    logging.basicConfig(level=logging.WARNING if quiet else min(shown, logging.INFO),
+                        format="%(levelname)s %(name)s: %(message)s", handlers=[handler])
 
 
 def _fail(exc: SimGRAGError) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)  # "[llamacpp]" is text
+    message = exc.for_cli()  # options in their command-line spelling: --skip-bad-lines, not skip_bad_lines=True
+    console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)  # "[llamacpp]" is text
     return typer.Exit(code=2)
 
 
 # -- logging -------------------------------------------------------------------------------------------
-Verbose = Annotated[int, typer.Option("--verbose", "-v", count=True, help="also DEBUG messages (prompts, replies)")]
+Verbose = Annotated[int, typer.Option("--verbose", "-v", count=True, help="-v: also INFO messages; -vv: also DEBUG "
+                                                                         "(prompts, replies)")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="warnings and errors only, no progress bars")]
 
 # -- input and output ------------------------------------------------------------------------------------
@@ -99,9 +105,10 @@ PatternOptions = Annotated[list[str] | None, typer.Option(
 DEFAULT_RETRIEVER = "simgrag"
 
 # -- the answerer ------------------------------------------------------------------------------------------
-AnswerMode = Annotated[str, typer.Option("--answer-mode", help="auto: answer from the subgraph bindings when the "
-                                                               "KG matches the pattern exactly, else the LLM; llm: "
-                                                               "always the LLM (the paper)")]
+AnswerMode = Annotated[str | None, typer.Option(
+    "--answer-mode", help="auto: answer from the subgraph bindings when the KG matches the pattern exactly, else the "
+                          "LLM; llm: always the LLM (the paper); default: the mode fitted for the index's KG "
+                          "(`simgrag grounding fit`, index-time learning), else auto")]
 AbstainGsd = Annotated[float | None, typer.Option("--abstain-gsd", help="answer 'not found' when the best subgraph's "
                                                                         "GSD is above this (simgrag)")]
 ReaderMaxTriples = Annotated[int, typer.Option("--reader-max-triples", help="at most this many triples (or paths) "
@@ -118,7 +125,7 @@ AnswerTolerance = Annotated[float, typer.Option("--answer-tolerance", help="answ
                                                                         "bound in a match within this GSD of the "
                                                                         "best one; negative: none (the top-k "
                                                                         "subgraphs' bindings only)")]
-DEFAULT_ANSWER_MODE = "auto"
+DEFAULT_ANSWER_MODE: str | None = None  # the index's fitted mode, else auto
 DEFAULT_CALIBRATION = "auto"
 DEFAULT_ANSWER_TOLERANCE = 1e-3
 
@@ -197,7 +204,7 @@ def split_names(names: str) -> list[str]:
 
 def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str = DEFAULT_RETRIEVER,
                 models: Mapping[str, str] | None = None, k: int | None = None, examples: Path | None = None,
-                abstain_gsd: float | None = None, answer_mode: str = DEFAULT_ANSWER_MODE,
+                abstain_gsd: float | None = None, answer_mode: str | None = DEFAULT_ANSWER_MODE,
                 reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None,
                 calibration: str = DEFAULT_CALIBRATION, answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE,
                 grounding: bool | None = None, analogy: bool = True,

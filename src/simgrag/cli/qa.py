@@ -54,24 +54,36 @@ def format_context(context: Any, shown: int = 15) -> list[str]:
     return lines
 
 
+def _said_without_llm(why: str) -> list[str]:
+    """"(no LLM call: …)" with the reason's plain sentence, its numbers on a "details:" line."""
+    from simgrag.answer.calibration import split_details
+
+    plain, details = split_details(why)
+    return [f"  (no LLM call: {plain})"] + ([f"    details: {details}"] if details else [])
+
+
 def format_answer(result: Any, *, verdict: bool = False) -> str:
-    """Answer (or verdict), the LLM's reply, the evidence (subgraphs, or the retriever's triples) and
-    per-stage timings — the same for every retriever."""
+    """Answer (or verdict), the LLM's reply — or, when no LLM ran, from what the answer came — the
+    evidence (subgraphs, or the retriever's triples) and per-stage timings — the same for every retriever."""
     lines = [("Claim: " if verdict else "Question: ") + (result.claim if verdict else result.question)]
     if verdict:
-        lines.append(f"Verdict: {result.verdict.label}")
-        reply, why, abstained = result.verdict.text, result.verdict.reason, result.verdict.abstained
+        found = result.verdict
+        lines.append(f"Verdict: {found.label}")
+        lines += [f"  contradicted by: {c.held.head} --{c.held.relation}--> {c.held.tail}"
+                  for c in found.contradictions]
+        reply, why, llm_used, abstained = found.text, found.reason, found.llm_used, found.abstained
     else:
         ans = result.answer
         shown = " | ".join(ans.entities) if ans.entities else (ans.short_answer or ans.text)
         lines.append(f"Answer: {shown}" if ans.style != "open" else f"Answer: {ans.text}")
-        reply, why, abstained = ans.text, ans.reason, ans.abstained
+        reply, why, llm_used, abstained = ans.text, ans.reason, ans.llm_used, ans.abstained
         lines += [f"  {sub.text()} (distance {sub.distance:.3f})" for sub in ans.substitutions]
-        if ans.prompt_tokens == 0 and not ans.cached:  # answered without an LLM call: say from what
-            reply, why = None, ans.reason
-    lines.append(f"  LLM reply: {reply!r}" if reply is not None else f"  (no LLM call: {why})")
-    if abstained and reply is not None:
-        lines.append(f"  ({why})")
+    if llm_used:
+        lines.append(f"  LLM reply: {reply!r}")
+        if why and (abstained or why.startswith("the reply")):
+            lines.append(f"  ({why})")
+    else:
+        lines += _said_without_llm(why)
     lines += [format_retrieval(result.evidence)] if result.evidence is not None else format_context(result.context)
     stages = ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in result.timings.items())
     lines.append("stage timings: " + stages)
@@ -82,8 +94,10 @@ def _run(index_dir: Path | None, text: str, llm: LLMChoice, *, verdict: bool, as
          retriever_model: list[str] | None = None, deadline: float | None = None, learn: bool = False,
          learn_budget: float = DEFAULT_LEARN_BUDGET, **engine_options: Any) -> None:
     from simgrag.cli.learn_cmd import ready_index
+    from simgrag.pattern.validate import validate_question
 
     try:
+        validate_question(text, "claim" if verdict else "question")  # refused before any model or index loads
         index: Any = index_dir
         model = None
         simgrag_retriever = str(engine_options.get("retriever", DEFAULT_RETRIEVER)).strip().lower() == "simgrag"

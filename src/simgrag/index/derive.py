@@ -158,7 +158,8 @@ def derive_index_dir(
     src = base if isinstance(base, IndexDir) else open_index_dir(base)
     out = Path(out_dir)
     if out.exists() and not overwrite:
-        raise IndexDirError(f"{out} already exists; pass overwrite=True to replace it.")
+        raise IndexDirError(f"{out} already exists; pass overwrite=True to replace it.",
+                            options={"overwrite=True": "--overwrite"})
     if not _same_names(src.store.entities, store.entities, src.store.num_entities, store.num_entities):
         raise IndexDirError(
             f"cannot derive an index from {src.path}: the new KG's entity table differs "

@@ -238,7 +238,8 @@ def build_index_dir(
     """
     out = Path(out_dir)
     if out.exists() and not overwrite:
-        raise IndexDirError(f"{out} already exists; pass overwrite=True (--overwrite) to replace it.")
+        raise IndexDirError(f"{out} already exists; pass overwrite=True to replace it.",
+                            options={"overwrite=True": "--overwrite"})
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     if isinstance(kg_path, KGStore):
@@ -267,7 +268,8 @@ def build_index_dir(
         return open_index_dir(out, embedder=emb)
     recover_swap(out)
     if out.exists() and not overwrite:
-        raise IndexDirError(f"{out} already exists; pass overwrite=True (--overwrite) to replace it.")
+        raise IndexDirError(f"{out} already exists; pass overwrite=True to replace it.",
+                            options={"overwrite=True": "--overwrite"})
     try:
         if finished_build(work) != build_key:  # a finished build with the same inputs is kept, not redone
             _prepare_work_dir(work, fingerprint)
@@ -360,6 +362,9 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     file = path / MANIFEST
     if not file.is_file() and not path.exists():
         recover_swap(path)
+    if not file.is_file() and not path.exists() and not (path.parent / f".{path.name}.building").exists():
+        raise IndexDirError(f"The index directory {path} does not exist (check the path). "
+                            f"Build one with: simgrag index KG_FILE -o {path}")
     if not file.is_file():
         interrupted = (path.parent / f".{path.name}.building").exists()
         hint = " (a build was interrupted; re-run it to resume)" if interrupted else ""

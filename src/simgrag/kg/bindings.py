@@ -15,16 +15,12 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from simgrag.errors import SimGRAGError
+from simgrag.errors import BindingLimitError
 from simgrag.kg.store import KGStore
 
 __all__ = ["BindingLimitError", "connected_order", "pattern_bindings"]
 
 SlotEdge = tuple[int, int, int]  # (head slot, relation id, tail slot)
-
-
-class BindingLimitError(SimGRAGError):
-    """More partial bindings than the limit: the pattern is too loose to enumerate."""
 
 
 def connected_order(edges: Sequence[SlotEdge], bound: set[int]) -> list[SlotEdge] | None:

@@ -148,6 +148,7 @@ class Problems:
             "Fix them, check the format, or pass skip_bad_lines=True to load the other lines.",
             self.first,
             bad_lines=self.count,
+            options={"skip_bad_lines=True": "--skip-bad-lines"},
         )
 
 
@@ -188,7 +189,8 @@ def _sniff(path: Path) -> str:
     if score == 0 and lines and path.suffix.lower() != ".txt":
         raise KGFormatError(
             f"{path}: cannot tell the KG format from the extension or the first lines; "
-            f"pass format= (one of {', '.join(FORMATS)})."
+            f"pass format=FORMAT (one of {', '.join(FORMATS)}).",
+            options={"format=FORMAT": "--format FORMAT"},
         )
     return best if score > 0 else "pipe"
 

@@ -67,7 +67,7 @@ METAQA_RELATIONS = frozenset({"directed_by", "written_by", "starred_actors", "re
 _NO_EXAMPLES = ("No few-shot examples for this KG ({why}): learn them from the KG with `simgrag learn {index}` "
                 "(minutes; `simgrag ask` does it by itself), draft an editable file with `simgrag examples "
                 "bootstrap {index} -o examples.yaml --install` (or `simgrag index … --bootstrap-examples`), or pass "
-                "examples= (--examples FILE), a YAML or JSON file with the KG's relation names and a few questions "
+                "examples=FILE, a YAML or JSON file with the KG's relation names and a few questions "
                 "written as pattern triples (see the README, 'Your own KG'). The bundled MetaQA examples are used "
                 "only for MetaQA's movie KG.")
 
@@ -104,7 +104,8 @@ def index_examples(index: IndexDir, kind: Literal["questions", "claims"] = "ques
     others = sorted(set(index.store.relations) - METAQA_RELATIONS)
     shown = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
     raise ConfigError(_NO_EXAMPLES.format(why=f"its relations {shown} are not MetaQA's and the index records no "
-                                              "examples file", index=index.path))
+                                              "examples file", index=index.path),
+                      options={"examples=FILE": "--examples FILE"})
 
 
 def grounding_fit(index: IndexDir) -> GroundingFit | None:
