@@ -123,9 +123,12 @@ def test_ask_and_verify(client_for: Callable[..., TestClient]) -> None:
     assert body["pattern"] == [["Titanic", "directed by", "UNKNOWN director 1"]]
     assert len(body["evidence"]["matches"]) == 2 and body["asked_node"] == "UNKNOWN director 1"
     assert {"pattern_s", "graph_s", "answer_s", "total_s"} <= set(body["timings"])
+    # the honest labels reach the JSON: read from the KG (no LLM), an exact match the pattern reads in full
+    assert body["llm_used"] is False and body["exact_match"] is True and body["pattern_reading"]["whole"] is True
     verify = client.post("/v1/verify", json={"claim": "Titanic was directed by James Cameron."})
     assert verify.status_code == 200, verify.text
     assert verify.json()["label"] == "Supported" and verify.json()["evidence"]["matches"]
+    assert verify.json()["contradictions"] == []
 
 
 def test_unusable_pattern_is_422_with_the_llm_text(client_for: Callable[..., TestClient]) -> None:

@@ -5,7 +5,7 @@ The browser test needs Debian's Chromium (``/usr/bin/chromium`` or ``$CHROMIUM_P
 ``web/node_modules`` (``make web-deps``); the server-process test needs the embedded model. Each
 skips with the reason when its part is missing, except that with ``SIMGRAG_REQUIRE_BROWSER=1`` (set
 by ``.ci/run``) a browser test that cannot run fails. Screenshots go to ``$SIMGRAG_ARTIFACTS_DIR``
-(default: the test's temporary directory).
+(default: ``runs/screenshots/``, git-ignored).
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 
 def artifacts_dir(tmp_path: Path) -> Path:
-    where = Path(os.environ.get("SIMGRAG_ARTIFACTS_DIR", tmp_path)).resolve()
+    """Where screenshots go: ``$SIMGRAG_ARTIFACTS_DIR`` (or ``$SIMGRAG_ARTIFACTS``), else ``runs/screenshots/``
+    (git-ignored), kept after the run as CI artifacts."""
+    chosen = os.environ.get("SIMGRAG_ARTIFACTS_DIR") or os.environ.get("SIMGRAG_ARTIFACTS")
+    where = Path(chosen or ROOT / "runs" / "screenshots").resolve()
     where.mkdir(parents=True, exist_ok=True)
     return where
 

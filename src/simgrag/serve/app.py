@@ -18,16 +18,23 @@ is read), 408 body too slow, 413 body too large, 422 no usable pattern from the 
 request), 429 LLM queue or retrieval workers full, 500 unexpected, 502 LLM backend failed, 503 not
 ready / deadline passed while queued, 504 deadline passed while the LLM worked. Deadlines count from
 the request's arrival (:mod:`simgrag.serve.limits`).
+
+``"stream": true`` on /v1/ask or /v1/verify answers 200 with NDJSON: the stages as they happen, then the
+result (or the error) as the last line (:mod:`simgrag.serve.progress`); errors known before the work
+starts (key, queue full, not ready, unknown retriever) keep their status codes. With an in-process LLM,
+every prompt family's fixed prefix is evaluated once after the model loads (:mod:`simgrag.serve.warm`,
+``ServeSettings.warm_prompts``), in the loading thread: start-up is not blocked.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,7 +43,7 @@ from typing import Any
 import numpy as np
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -58,6 +65,7 @@ from simgrag.retrievers.registry import per_call_settings
 from simgrag.serve import limits
 from simgrag.serve.chat import chat_router
 from simgrag.serve.engines import EnginePool
+from simgrag.serve.progress import observed, stage_event
 from simgrag.serve.queue import LLMQueue
 from simgrag.serve.schemas import (
     AskRequest,
@@ -70,6 +78,7 @@ from simgrag.serve.schemas import (
     VerifyRequest,
     VerifyResponse,
 )
+from simgrag.serve.warm import warm_prompts
 
 __all__ = ["ServeSettings", "create_app"]
 
@@ -89,7 +98,9 @@ class ServeSettings:
     a request may choose (``None``: every registered one); ``retriever_options``: options per name, e.g.
     ``{"gsr": {"model": "gsr.model"}}``. ``body_timeout_s``: a body must arrive within it (408);
     ``max_retrievals`` / ``max_retrieval_waiting``: retrievals running at once / queued (then 429);
-    ``verify``: check the index's content hashes at start-up (:func:`~simgrag.index.verify.verify_index`)."""
+    ``verify``: check the index's content hashes at start-up (:func:`~simgrag.index.verify.verify_index`);
+    ``warm_prompts``: after an in-process LLM loads, evaluate every prompt family's fixed prefix once
+    (:func:`~simgrag.serve.warm.warm_prompts`)."""
 
     timeout_s: float = 120.0
     max_waiting: int = 8
@@ -103,6 +114,7 @@ class ServeSettings:
     max_retrievals: int = 64
     max_retrieval_waiting: int = 64
     verify: bool = True
+    warm_prompts: bool = True
 
     def __post_init__(self) -> None:
         limits.check_api_key(self.api_key)
@@ -112,8 +124,9 @@ class _Engine:
     """The engine and its readiness, filled in by the start-up thread."""
 
     def __init__(self, source: EngineSource, warmup: bool, prepare: Callable[[SimGRAG], None] | None = None,
-                 verify: bool = False) -> None:
+                 verify: bool = False, warm_prompts: bool = False) -> None:
         self.source = source
+        self.warm_prompts = warm_prompts
         self.warmup = warmup
         self.prepare = prepare
         self.verify = verify
@@ -157,6 +170,8 @@ class _Engine:
             return
         self.llm_status = "ready"
         logger.info("LLM ready (%.2f s)", seconds)
+        if self.warm_prompts:  # a request meanwhile waits at most for the family being warmed (the LLM's lock)
+            warm_prompts(engine)
 
     def require(self) -> SimGRAG:
         if self.status != "ready" or self.engine is None:
@@ -192,7 +207,7 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
     """The FastAPI app; ``engine`` is a ready :class:`SimGRAG` or a function that builds one."""
     settings = settings or ServeSettings()
     pool = EnginePool(settings.retriever, settings.retrievers, settings.retriever_options)
-    state = _Engine(engine, settings.warmup, pool.attach, settings.verify)
+    state = _Engine(engine, settings.warmup, pool.attach, settings.verify, settings.warm_prompts)
     llm_queue = LLMQueue(settings.max_waiting)
     retrievals = limits.RetrievalWorkers(settings.max_retrievals, settings.max_retrieval_waiting)
 
@@ -287,19 +302,59 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
         deadline = _search_deadline(engine, left)
         return await llm_queue.run(lambda: call(pool.get(name), deadline), left)
 
-    @app.post("/v1/ask", response_model=AskResponse, dependencies=guarded, responses=errors)
-    async def ask(body: AskRequest, request: Request) -> AskResponse:
+    async def streamed(request: Request, retriever: str | None, call: Callable[[SimGRAG, float], Any],
+                       shape: type[AskResponse] | type[VerifyResponse], first: str) -> StreamingResponse:
+        """``call`` on the LLM queue as :func:`on_llm_queue`, its stages streamed as NDJSON (module
+        :mod:`simgrag.serve.progress`); what fails before the work starts raises as usual."""
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        arrived = limits.arrival(request)
+
+        def emit(stage: str, detail: str | None = None) -> None:
+            loop.call_soon_threadsafe(events.put_nowait, stage_event(stage, arrived, detail))
+
+        ahead = sum(llm_queue.stats()[k] for k in ("running", "waiting"))
+        if ahead:
+            emit("queued", f"{ahead} ahead")
+
+        def job(engine: SimGRAG, deadline: float) -> Any:
+            emit(first)
+            return call(observed(engine, emit, claim=first == "claim"), deadline)
+
+        work = asyncio.ensure_future(on_llm_queue(request, retriever, job))
+        await asyncio.sleep(0)  # not ready, unknown retriever, queue full: raised before the stream starts
+        if work.done() and work.exception() is not None:
+            raise work.exception()  # type: ignore[misc]
+        return StreamingResponse(_ndjson(events, work, shape, arrived), media_type="application/x-ndjson",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    streaming: dict[int | str, dict[str, Any]] = {200: {
+        "description": 'the response; with `"stream": true`, NDJSON stage events, then '
+                       '`{"event": "result", "result": …}` (see simgrag.serve.progress)',
+        "content": {"application/x-ndjson": {}}}}
+
+    @app.post("/v1/ask", response_model=AskResponse, dependencies=guarded, responses={**errors, **streaming})
+    async def ask(body: AskRequest, request: Request) -> Any:
         """Question → the chosen retriever's context (SimGRAG: pattern (LLM) → top-k subgraphs) → the
-        answer with its evidence."""
-        result = await on_llm_queue(request, body.retriever,
-                                    lambda engine, deadline: engine.ask(body.question, k=body.k, deadline_s=deadline))
+        answer with its evidence; ``stream``: its stages as they happen (NDJSON), then the answer."""
+        def call(engine: SimGRAG, deadline: float) -> Any:
+            return engine.ask(body.question, k=body.k, deadline_s=deadline)
+
+        if body.stream:
+            return await streamed(request, body.retriever, call, AskResponse, "question")
+        result = await on_llm_queue(request, body.retriever, call)
         return AskResponse.model_validate(result.to_dict())
 
-    @app.post("/v1/verify", response_model=VerifyResponse, dependencies=guarded, responses=errors)
-    async def verify(body: VerifyRequest, request: Request) -> VerifyResponse:
-        """Claim → the chosen retriever's context → Supported / Refuted with its evidence."""
-        result = await on_llm_queue(request, body.retriever,
-                                    lambda engine, deadline: engine.verify(body.claim, k=body.k, deadline_s=deadline))
+    @app.post("/v1/verify", response_model=VerifyResponse, dependencies=guarded, responses={**errors, **streaming})
+    async def verify(body: VerifyRequest, request: Request) -> Any:
+        """Claim → the chosen retriever's context → Supported / Refuted with its evidence; ``stream``: its
+        stages as they happen (NDJSON), then the verdict."""
+        def call(engine: SimGRAG, deadline: float) -> Any:
+            return engine.verify(body.claim, k=body.k, deadline_s=deadline)
+
+        if body.stream:
+            return await streamed(request, body.retriever, call, VerifyResponse, "claim")
+        result = await on_llm_queue(request, body.retriever, call)
         return VerifyResponse.model_validate(result.to_dict())
 
     # OpenAI-compatible chat (/v1/chat/completions, /v1/models): same key, LLM queue and deadline
@@ -312,6 +367,42 @@ def create_app(engine: EngineSource, settings: ServeSettings | None = None) -> F
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
+
+
+async def _ndjson(events: asyncio.Queue[dict[str, Any]], work: asyncio.Future[Any],
+                 shape: type[AskResponse] | type[VerifyResponse], arrived: float) -> AsyncIterator[bytes]:
+    """The stage events as they come, then the result or the error (one JSON object a line)."""
+    while True:
+        getter = asyncio.ensure_future(events.get())
+        done, _ = await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)
+        if getter not in done:
+            getter.cancel()
+            break
+        yield _line(getter.result())
+    while not events.empty():  # emitted before the work ended: a stage always precedes the result
+        yield _line(events.get_nowait())
+    elapsed = round(time.monotonic() - arrived, 3)
+    try:
+        body = shape.model_validate(work.result().to_dict()).model_dump(mode="json")
+    except Exception as exc:  # the error body and status the non-streaming call would have answered
+        status, error = _error_event(exc)
+        yield _line({"event": "error", "status": status, "elapsed_s": elapsed, "error": error})
+        return
+    yield _line({"event": "result", "elapsed_s": elapsed, "result": body})
+
+
+def _line(event: dict[str, Any]) -> bytes:
+    return (json.dumps(event, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _error_event(exc: Exception) -> tuple[int, dict[str, str]]:
+    for kind, status, code in _STATUS:
+        if isinstance(exc, kind):
+            if not isinstance(exc, (NotReadyError, AuthError, QueueFullError, QueueTimeoutError)):
+                logger.warning("a streamed request failed: %s: %s", type(exc).__name__, exc)
+            return status, limits.error_body(code, str(exc))
+    logger.error("a streamed request failed", exc_info=exc)
+    return 500, limits.error_body("internal", f"internal error ({type(exc).__name__}); see the server log")
 
 
 def _search_deadline(engine: SimGRAG, left: float) -> float:

@@ -38,6 +38,10 @@ K = Annotated[int, Field(ge=1, le=50, description="subgraphs to retrieve (top-k 
 CallK = Annotated[int | None, Field(ge=1, le=50, description=(
     "subgraphs to retrieve (top-k by GSD), for retrievers that can change it per request (simgrag); "
     "default: the server's setting"))]
+Stream = Annotated[bool, Field(description=(
+    "true: answer with NDJSON, one JSON object a line: the stages as they happen ({\"event\": \"stage\", "
+    "\"stage\", \"label\", \"elapsed_s\"}), then {\"event\": \"result\", \"result\": <the usual body>} "
+    "or {\"event\": \"error\", \"status\", \"error\"}"))]
 RetrieverName = Annotated[str | None, Field(max_length=40, description=(
     "retriever for this request (simgrag, kaping, pcst, triplets, paths, subgraphrag, gsr, none), one the "
     "server offers (see /v1/health); default: the server's"))]
@@ -61,6 +65,7 @@ class AskRequest(_Request):
     question: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["Who directed Inception?"])
     k: CallK = None
     retriever: RetrieverName = None
+    stream: Stream = False
 
 
 class VerifyRequest(_Request):
@@ -68,6 +73,7 @@ class VerifyRequest(_Request):
                        examples=["Inception was directed by Christopher Nolan."])
     k: CallK = None
     retriever: RetrieverName = None
+    stream: Stream = False
 
 
 class NodeOut(BaseModel):
@@ -161,6 +167,7 @@ class _Generated(BaseModel):
     completion_tokens: int
     latency_s: float
     cached: bool
+    llm_used: bool = Field(False, description="whether an LLM wrote the answer or verdict (false: read from the KG)")
     evidence: RetrieveResponse | None = Field(description="the matched subgraphs (pattern retrievers)")
     context: dict[str, Any] = Field(description="the retrieved context (RetrievedContext.to_dict)")
 
@@ -184,6 +191,12 @@ class AskResponse(_Generated):
     short_answer: str | None
     asked_node: str | None
     style: str = Field(description="the prompt the context was read with")
+    reason_details: str | None = Field(None, description="the numbers behind ``reason`` (thresholds, distances)")
+    exact_match: bool = Field(False, description=(
+        "the KG holds the pattern exactly *and* the pattern reads the whole question"))
+    pattern_reading: dict[str, Any] | None = Field(None, description=(
+        "how much of the question the pattern reads: whole, unread_words, relation_words, missing_hops, "
+        "uncertainty (plain words)"))
 
 
 class VerifyResponse(_Generated):
@@ -191,6 +204,8 @@ class VerifyResponse(_Generated):
     label: str
     label_binary: str | None
     evidence_items: int = Field(description="graphs, paths or triples shown to the LLM")
+    contradictions: list[dict[str, Any]] = Field(default_factory=list, description=(
+        "KG facts that contradict the claim: the claim's triple and the triple the KG holds instead"))
 
 
 class HealthResponse(BaseModel):

@@ -1,8 +1,9 @@
-// simgrag evidence page: ask / verify through the HTTP API, draw the pattern and each retrieved
-// subgraph with cytoscape.js (vendored), colour every KG node by the pattern node it matched.
-// Honest answers: every answer the KG holds (the answer set, collapsed: the first names as chips, the
-// rest one click away, one line per path shape), a substituted name said out loud, and "not found in
-// the KG" with the nearest evidence.
+// simgrag evidence page: ask / verify through the HTTP API ("stream": the stages shown as they happen),
+// draw the pattern and each retrieved subgraph with cytoscape.js (vendored; laid out left to right by
+// graph.js), colour every KG node by the pattern node it matched.
+// Honest answers (answer.js): the answer said once — a list as a count and its names grouped under the
+// entity that links them, the rest one click away —, a substituted name said out loud, "not found in
+// the KG" with the nearest evidence, and "LLM" only where the LLM answered.
 // A retriever without matched subgraphs (kaping, pcst, paths, …; the response's evidence is null) has
 // its context drawn instead: its triples as one graph, or one graph per path, each entity its own
 // node; topic entities are coloured, answers ringed.
@@ -13,8 +14,7 @@ const STAGES = [["pattern_s", "pattern (LLM)"], ["embed_s", "embed"], ["vector_s
                 ["graph_s", "graph search"], ["answers_s", "answer set"], ["link_s", "entity linking"], ["retrieve_s", "retrieval"],
                 ["answer_s", "answer (LLM)"], ["verify_s", "verify (LLM)"], ["total_s", "total (server)"]];
 const $ = (id) => document.getElementById(id);
-const SHOWN_ANSWERS = 24;  // answers shown before "show all"
-window.simgrag = { graphs: [], pattern: null, last: null, perRequest: {}, retriever: "" };
+window.simgrag = { graphs: [], pattern: null, last: null, perRequest: {}, retriever: "", timeline: [] };
 
 function apiHeaders() {
   const headers = { "Content-Type": "application/json" };
@@ -92,29 +92,33 @@ function patternNodesOf(pattern) {
 
 const isUnknown = (name) => /^UNKNOWN\b/i.test(name.trim());
 
+// labels at 12 px (graph.js never zooms below 1); wrapped at graph.js's GRAPH.labelMax
+const LABEL = { "font-size": 12, "text-wrap": "wrap", "text-max-width": 170, "color": "#1d2433" };
+
 const STYLE = [
   { selector: "node", style: {
-      "background-color": "data(colour)", "label": "data(label)", "color": "#1d2433", "font-size": 11,
-      "text-wrap": "wrap", "text-max-width": 150, "text-valign": "bottom", "text-margin-y": 4,
-      "width": 26, "height": 26, "border-width": 2, "border-color": "#ffffff" } },
+      ...LABEL, "background-color": "data(colour)", "label": "data(label)", "text-valign": "bottom",
+      "text-margin-y": 7, "width": 26, "height": 26, "border-width": 2, "border-color": "#ffffff" } },
   { selector: "node.unknown", style: { "border-color": "#1d2433", "border-style": "dashed", "border-width": 2 } },
   { selector: "node.asked", style: { "width": 34, "height": 34, "border-color": "#0f8a5f", "border-width": 4, "border-style": "solid" } },
   { selector: "node.hl", style: { "overlay-color": "#2f6fde", "overlay-opacity": 0.18, "overlay-padding": 8 } },
   { selector: "edge", style: {
-      "curve-style": "bezier", "target-arrow-shape": "triangle", "width": 2, "line-color": "#98a2b3",
-      "target-arrow-color": "#98a2b3", "label": "data(label)", "font-size": 10, "color": "#475467",
-      "text-background-color": "#ffffff", "text-background-opacity": 0.85,
-      "text-background-padding": 2 } },
+      ...LABEL, "curve-style": "bezier", "control-point-step-size": 80, "target-arrow-shape": "triangle", "width": 2, "line-color": "#98a2b3",
+      "target-arrow-color": "#98a2b3", "label": "data(label)", "color": "#344054",
+      "text-background-color": "#ffffff", "text-background-opacity": 0.92, "text-background-padding": 2,
+      "text-background-shape": "roundrectangle" } },
+  { selector: "edge.skip", style: { "curve-style": "unbundled-bezier", "control-point-distances": "data(arc)",
+      "control-point-weights": 0.5, "label": "", "source-label": "data(label)", "source-text-offset": "data(labelOffset)" } },
 ];
 
-function draw(container, elements, extra = {}) {
-  const cy = cytoscape({ container, elements, style: STYLE, wheelSensitivity: 0.2, maxZoom: 1.4, minZoom: 0.2,
-                         layout: { name: "breadthfirst", directed: true, padding: 30, spacingFactor: 1.2,
-                                   // left to right, so edge labels read horizontally
-                                   transform: (_node, pos) => ({ x: pos.y * 2.2, y: pos.x * 0.6 }) },
-                         ...extra });
-  cy.on("mouseover", "node", (event) => highlight(event.target.data("patternNode"), true));
-  cy.on("mouseout", "node", (event) => highlight(event.target.data("patternNode"), false));
+// every graph drawn for the last result, to draw again when the window's width changes
+const drawings = [];
+
+function draw(box, elements, slots) {
+  const cy = window.simgragGraph.drawLayered(box, elements, slots, STYLE, (node, on) => {
+    highlight(node.data("patternNode"), on);
+    box.title = on ? node.data("title") || "" : "";
+  });
   return cy;
 }
 
@@ -140,22 +144,48 @@ function noPattern(result) {
   p.className = "empty";
   p.textContent = `The ${result.retriever} retriever writes no pattern graph` + (topic.length ? `; topic: ${topic.join(", ")}` : ".");
   box.append(p);
-  return colourFor(topic);
+  return { colours: colourFor(topic), slots: null };
 }
 
 function drawPattern(pattern, askedNode) {
   const names = patternNodesOf(pattern);
   const colours = colourFor(names);
   const elements = names.map((name, i) => ({
-    data: { id: "p" + i, label: name, colour: colours.get(name), patternNode: name },
+    data: { id: "p" + i, label: name, colour: colours.get(name), patternNode: name,
+            title: isUnknown(name) ? `${name}: what the question asks for` : `${name}: named in the question` },
     classes: [isUnknown(name) ? "unknown" : "", name === askedNode ? "asked" : ""].join(" "),
   }));
   pattern.forEach(([h, r, t], i) => elements.push({
     data: { id: "pe" + i, source: "p" + names.indexOf(h), target: "p" + names.indexOf(t), label: r } }));
+  const slots = window.simgragGraph.layeredSlots(names.map((_, i) => "p" + i),
+    pattern.map(([h, , t]) => ["p" + names.indexOf(h), "p" + names.indexOf(t)]),
+    new Set(names.flatMap((name, i) => (isUnknown(name) ? [] : ["p" + i]))));
+  const byPatternNode = new Map(names.map((name, i) => [name, slots["p" + i]]));
   if (window.simgrag.pattern) window.simgrag.pattern.destroy();
-  $("pattern-graph").replaceChildren();
-  window.simgrag.pattern = draw($("pattern-graph"), elements);
-  return colours;
+  const box = graphBox($("pattern-graph"), "pattern-graph-canvas");
+  const columns = $("pattern-graph").closest(".two-col");
+  const redraw = () => {
+    columns.classList.remove("stacked");
+    for (;;) {
+      if (window.simgrag.pattern) window.simgrag.pattern.destroy();
+      window.simgrag.pattern = draw(box, elements, slots);
+      if (!$("pattern-graph").classList.contains("scrolls") || columns.classList.contains("stacked")) break;
+      columns.classList.add("stacked");  // too wide beside the timings: the timings go below
+    }
+  };
+  redraw();
+  drawings.push(redraw);
+  return { colours, slots: byPatternNode };
+}
+
+// a fresh drawing box inside `holder` (which scrolls sideways when the drawing is wider than the page)
+function graphBox(holder, testid) {
+  holder.replaceChildren();
+  const box = document.createElement("div");
+  box.className = "canvas";
+  if (testid) box.dataset.testid = testid;
+  holder.append(box);
+  return box;
 }
 
 function fmt(x) { return Number(x).toFixed(3); }
@@ -178,7 +208,8 @@ function contextMatches(context) {
   });
 }
 
-function drawEvidence(matches, colours, askedNode, retriever, other, answers = []) {
+function drawEvidence(matches, layout, askedNode, retriever, other, answers = []) {
+  const { colours, slots } = layout;
   window.simgrag.graphs.forEach((cy) => cy.destroy());
   window.simgrag.graphs = [];
   const root = $("evidence");
@@ -190,6 +221,7 @@ function drawEvidence(matches, colours, askedNode, retriever, other, answers = [
     root.append(p);
     return;
   }
+  const cards = [];
   matches.forEach((match, i) => {
     const card = document.createElement("div");
     card.className = "match";
@@ -198,37 +230,62 @@ function drawEvidence(matches, colours, askedNode, retriever, other, answers = [
     head.className = "match-head";
     head.innerHTML = `<strong>#${match.rank}</strong><span></span>`;
     head.children[1].textContent = other ? `${retriever} · ${match.edges.length} triple(s)` : `GSD ${fmt(match.gsd)}`;
-    const box = document.createElement("div");
-    box.className = "graph";
-    box.dataset.testid = "evidence-graph-" + i;
-    card.append(head, box, other ? tripleTable(match) : mappingTable(match, colours));
+    const holder = document.createElement("div");
+    holder.className = "graph";
+    card.append(head, holder, other ? tripleTable(match) : mappingTable(match, colours));
     if (match.edges.some((edge) => edge.iris)) card.append(iriTable(match));
     root.append(card);
+    const box = graphBox(holder, "evidence-graph-" + i);
 
     const byName = new Map();
     const elements = [];
+    const own = {};  // each node at its pattern node's slot: every subgraph reads like the pattern
     match.nodes.forEach((node, j) => {
       if (byName.has(node.entity)) return;
       const id = node.entity_id >= 0 ? "n" + node.entity_id : "x" + j;
       byName.set(node.entity, id);
+      if (slots && slots.has(node.pattern_node)) own[id] = slots.get(node.pattern_node);
       const label = other ? node.entity + (colours.has(node.entity) ? `\ntopic · d=${fmt(node.distance)}` : "")
         : `${node.entity}\n${node.pattern_node !== node.entity ? node.pattern_node + " · " : ""}d=${fmt(node.distance)}`;
       const asked = other ? answers.includes(node.entity) : node.pattern_node === askedNode;
       elements.push({
         data: { id, label, entity: node.entity, patternNode: node.pattern_node, distance: node.distance,
-                colour: colours.get(node.pattern_node) || "#98a2b3" },
+                colour: colours.get(node.pattern_node) || "#98a2b3",
+                title: other ? node.entity : `${node.entity} ← pattern node ${node.pattern_node}, distance ${fmt(node.distance)}` },
         classes: [node.unknown ? "unknown" : "", asked ? "asked" : ""].join(" "),
       });
     });
+    const links = [];
     match.edges.forEach((edge, j) => {
       const [h, r, t] = edge.triple;
       if (!byName.has(h) || !byName.has(t)) return;
-      const label = other ? r + (edge.score != null ? ` · s=${fmt(edge.score)}` : "") : `${r} · d=${fmt(edge.distance)}`;
+      const label = other ? r + (edge.score != null ? `\ns=${fmt(edge.score)}` : "") : `${r}\nd=${fmt(edge.distance)}`;
+      links.push([byName.get(h), byName.get(t)]);
       elements.push({ data: { id: `e${j}`, source: byName.get(h), target: byName.get(t), relation: r,
-                              label, distance: edge.distance } });
+                              label, distance: edge.distance,
+                              title: other ? `(${edge.triple.join(", ")})` : `(${edge.triple.join(", ")}) for pattern edge `
+                                + `(${edge.pattern.join(", ")}), distance ${fmt(edge.distance)}` } });
     });
-    window.simgrag.graphs.push(draw(box, elements));
+    const ids = elements.filter((e) => !e.data.source).map((e) => e.data.id);
+    const complete = ids.every((id) => own[id]);
+    const seeds = new Set(elements.filter((e) => !e.data.source && (other ? colours.has(e.data.entity)
+      : !isUnknown(e.data.patternNode))).map((e) => e.data.id));
+    const placedAt = complete ? own : window.simgragGraph.layeredSlots(ids, links, seeds);
+    const at = i;
+    const redraw = () => {
+      if (window.simgrag.graphs[at]) window.simgrag.graphs[at].destroy();
+      card.classList.remove("wide");
+      window.simgrag.graphs[at] = draw(box, elements, placedAt);
+      if (holder.classList.contains("scrolls") && getComputedStyle(root).gridTemplateColumns.split(" ").length > 1) {
+        card.classList.add("wide");  // too wide for a column: the whole row, before a scroll bar
+        window.simgrag.graphs[at].destroy();
+        window.simgrag.graphs[at] = draw(box, elements, placedAt);
+      }
+    };
+    cards.push(redraw);
   });
+  cards.forEach((redraw) => redraw());  // every card in place first: the grid's columns are final
+  drawings.push(...cards);
 }
 
 function mappingTable(match, colours) {
@@ -286,54 +343,6 @@ function tripleTable(match) {
   return table;
 }
 
-// The answer set: its size and tolerance, the first answers as chips (all on request), one line per path shape.
-function showAnswerSet(result) {
-  const box = $("answer-set");
-  const found = result.evidence && result.evidence.answer_set;
-  box.replaceChildren();
-  box.hidden = !found || !found.size || result.abstained;
-  if (box.hidden) return;
-  const head = document.createElement("div");
-  const state = found.complete ? "" : found.capped ? " — capped: more matches exist" : " — search stopped at its deadline";
-  head.innerHTML = "<strong></strong> <span class=\"hint\"></span>";
-  head.children[0].textContent = `Answer set: ${found.size} answer${found.size === 1 ? "" : "s"} for ${found.asked_node}`;
-  head.children[1].textContent = `every match within ${found.tolerance} of the best GSD ${fmt(found.best_gsd)} (${found.matches} match${found.matches === 1 ? "" : "es"})${state}`;
-  const chips = document.createElement("div");
-  chips.className = "chips";
-  chips.dataset.testid = "answer-chips";
-  const witness = new Map(found.answers.map((a) => [a.entity, a]));
-  const addChips = (names) => names.forEach((name) => {
-    const chip = document.createElement("span");
-    chip.className = "chip";
-    chip.textContent = name;
-    const a = witness.get(name);
-    if (a) chip.title = a.triples.map((t) => `(${t.join(", ")})`).join(" ") + ` · GSD ${fmt(a.gsd)}`;
-    chips.append(chip);
-  });
-  addChips(found.names.slice(0, SHOWN_ANSWERS));
-  box.append(head, chips);
-  if (found.names.length > SHOWN_ANSWERS) {
-    const more = document.createElement("button");
-    more.type = "button";
-    more.className = "more";
-    more.dataset.testid = "answer-set-more";
-    more.textContent = `show all ${found.names.length}`;
-    more.addEventListener("click", () => { addChips(found.names.slice(SHOWN_ANSWERS)); more.remove(); });
-    box.append(more);
-  }
-  const shapes = document.createElement("details");
-  shapes.dataset.testid = "answer-shapes";
-  shapes.innerHTML = `<summary>${found.groups.length} path shape${found.groups.length === 1 ? "" : "s"} (evidence)</summary>`;
-  const list = document.createElement("ul");
-  for (const group of found.groups) {
-    const item = document.createElement("li");
-    item.textContent = `${group.line}  · ${group.matches} match${group.matches === 1 ? "" : "es"}, GSD ${fmt(group.gsd)}`;
-    list.append(item);
-  }
-  shapes.append(list);
-  box.append(shapes);
-}
-
 function showTimings(timings, roundTrip) {
   const table = $("timings");
   table.replaceChildren();
@@ -346,31 +355,55 @@ function showTimings(timings, roundTrip) {
   }
 }
 
-function showAnswer(mode, result) {
-  const answer = $("answer");
-  const detail = $("answer-detail");
-  if (mode === "verify") {
-    answer.textContent = result.label;
-    answer.className = "answer " + (result.label === "Supported" ? "supported" : result.label === "Refuted" ? "refuted" : "abstained");
-  } else if (result.abstained) {
-    answer.textContent = "Not found in the KG";
-    answer.className = "answer abstained";
-  } else {
-    const names = result.entities || [];
-    answer.textContent = names.length ? names.slice(0, SHOWN_ANSWERS).join(", ") +
-      (names.length > SHOWN_ANSWERS ? ` … and ${names.length - SHOWN_ANSWERS} more (answer set below)` : "")
-      : (result.short_answer || result.text);
-    answer.className = "answer";
+// POST with "stream": the stage events to `onStage` as they come; the result (or the error) at the end
+async function apiStream(path, body, onStage) {
+  const response = await fetch(path, { method: "POST", headers: apiHeaders(), body: JSON.stringify({ ...body, stream: true }) });
+  if (!response.ok || !response.body) {
+    let payload = null;
+    try { payload = await response.json(); } catch (_) { /* not JSON */ }
+    throw new Error(`${response.status}: ${(payload && (payload.detail || payload.error)) || response.statusText}`);
   }
-  const notice = $("notice");
-  const subs = (mode === "verify" ? [] : result.substitutions) || [];
-  notice.hidden = !subs.length;
-  notice.textContent = subs.map((s) => `${s.text} (distance ${fmt(s.distance)}; the KG has no '${s.pattern_node}')`).join("\n");
-  const lines = [];
-  if (result.text) lines.push((result.abstained ? "KG: " : "LLM: ") + result.text);
-  if (result.reason) lines.push("why: " + result.reason);
-  if (result.pattern_attempts > 1) lines.push(`pattern took ${result.pattern_attempts} attempts`);
-  detail.textContent = lines.join("\n");
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
+    let end;
+    while ((end = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, end).trim();
+      buffer = buffer.slice(end + 1);
+      if (!line) continue;
+      const event = JSON.parse(line);
+      if (event.event === "stage") onStage(event);
+      else if (event.event === "result") return event;
+      else if (event.event === "error") {
+        const detail = event.error && (event.error.detail || event.error.error);
+        throw new Error(`${event.status}: ${detail}`);
+      }
+    }
+    if (done) throw new Error("the server closed the stream without a result");
+  }
+}
+
+function showResult(mode, result, roundTrip) {
+  window.simgrag.last = result;
+  $("result").hidden = false;
+  drawings.length = 0;
+  window.simgragAnswer.showAnswer(mode, result);
+  window.simgragAnswer.showAnswerSet(result);
+  window.simgrag.timeline.push({ what: "answer", at: performance.now() });
+  const askedNode = result.asked_node || null;
+  const retriever = result.retriever;
+  const other = !result.evidence;  // no matched subgraphs: draw the retriever's context
+  const layout = other ? noPattern(result) : drawPattern(result.pattern, askedNode);
+  $("evidence-hint").textContent = other ? `the ${retriever} retriever's triples (s = its score); topic entities coloured, answers ringed`
+    : "top-k subgraphs by Graph Semantic Distance, read left to right like the pattern; hover a node or an edge for its distance";
+  const matches = other ? contextMatches(result.context) : result.evidence.matches;
+  drawEvidence(matches, layout, askedNode, retriever, other, result.entities || []);
+  showTimings(result.timings, roundTrip);
+  setStatus(other ? `${retriever}: ${matches.reduce((n, m) => n + m.edges.length, 0)} triple(s)`
+    : `${matches.length} subgraph(s)` + (result.evidence.complete ? "" : " (search stopped at its deadline: best so far)"));
 }
 
 async function submit(event) {
@@ -385,27 +418,15 @@ async function submit(event) {
   // k only for a retriever that takes it per request (the others fix theirs when the server builds them)
   if ((window.simgrag.perRequest[chosen || window.simgrag.retriever] || []).includes("k")) body.k = k;
   $("submit").disabled = true;
-  setStatus(mode === "verify" ? "Verifying…" : "Thinking…");
+  setStatus("");
+  const progress = new window.simgragAnswer.Progress($("progress"));
   const start = performance.now();
   try {
-    const result = await api("/v1/" + mode, body);
-    const roundTrip = (performance.now() - start) / 1000;
-    window.simgrag.last = result;
-    $("result").hidden = false;
-    showAnswer(mode, result);
-    showAnswerSet(result);
-    const askedNode = result.asked_node || null;
-    const retriever = result.retriever;
-    const other = !result.evidence;  // no matched subgraphs: draw the retriever's context
-    const colours = other ? noPattern(result) : drawPattern(result.pattern, askedNode);
-    $("evidence-hint").textContent = other ? `the ${retriever} retriever's triples (s = its score); topic entities coloured, answers ringed`
-      : "top-k subgraphs by Graph Semantic Distance; hover a node to see its pattern node everywhere";
-    const matches = other ? contextMatches(result.context) : result.evidence.matches;
-    drawEvidence(matches, colours, askedNode, retriever, other, result.entities || []);
-    showTimings(result.timings, roundTrip);
-    setStatus(other ? `${retriever}: ${matches.reduce((n, m) => n + m.edges.length, 0)} triple(s)`
-      : `${matches.length} subgraph(s)` + (result.evidence.complete ? "" : " (search stopped at its deadline: best so far)"));
+    const done = await apiStream("/v1/" + mode, body, (stage) => progress.stage(stage));
+    progress.finish(done.elapsed_s);
+    showResult(mode, done.result, (performance.now() - start) / 1000);
   } catch (error) {
+    progress.finish();
     setStatus(error.message, true);
   } finally {
     $("submit").disabled = false;
@@ -424,5 +445,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("api-key").addEventListener("change", () => localStorage.setItem("simgrag-api-key", $("api-key").value));
   document.querySelectorAll("input[name=mode]").forEach((input) => input.addEventListener("change", onModeChange));
   $("query-form").addEventListener("submit", submit);
+  let resizing = null;
+  window.addEventListener("resize", () => {  // the graphs follow the page's width
+    clearTimeout(resizing);
+    resizing = setTimeout(() => drawings.forEach((redraw) => redraw()), 150);
+  });
   refreshHealth();
 });
