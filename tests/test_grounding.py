@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from simgrag.grounding import Candidate, GroundedPatterns, PatternJudge, anchors, best_candidate, edits
+from simgrag.grounding.question import common_words_of, read_question
+from simgrag.grounding.stage import candidate_edits, confirmed_relations, replaces_confirmed
 from simgrag.index.directory import build_index_dir, open_index_dir
-from simgrag.match.grounding import Candidate, GroundedPatterns, PatternJudge, anchors, best_candidate, edits
-from simgrag.match.grounding.question import common_words_of, read_question
-from simgrag.match.grounding.stage import candidate_edits, confirmed_relations, replaces_confirmed
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
@@ -544,7 +544,7 @@ def test_a_typed_unknown_bound_to_an_entity_of_another_kind_is_a_problem(judge: 
 
 
 def test_shots_are_ranked_by_the_structure_the_question_needs(judge: PatternJudge) -> None:
-    from simgrag.match.grounding.shots import ShotRanker
+    from simgrag.grounding.shots import ShotRanker
 
     examples = parse_examples(EXAMPLES).examples
     ranker = ShotRanker(judge, examples)
@@ -651,7 +651,7 @@ def test_an_analogy_with_a_stray_relation_goes_to_the_llm(retriever: SubgraphRet
 
 
 def test_a_name_with_a_word_too_many_is_spelled_as_the_kg_does(judge: PatternJudge) -> None:
-    from simgrag.match.grounding.anchors import snap_names
+    from simgrag.grounding.anchors import snap_names
 
     reading = judge.read("What languages are the films featuring the cast of Inception in?")
     llm = Candidate(_triples(("Inception in", "starred actors", "UNKNOWN actor 1"),
@@ -671,7 +671,7 @@ def test_a_name_cut_short_is_spelled_as_the_question_and_the_kg_do(judge: Patter
     """"Watching the Detectives" written as "Detectives" (no KG entity): the one confident mention that holds
     it as whole words gives the name; not when the mention's entity is named already, or when the cut name
     is no whole word of it."""
-    from simgrag.match.grounding.anchors import snap_names
+    from simgrag.grounding.anchors import snap_names
 
     reading = judge.read("Which films did Leonardo DiCaprio star in?")
     cut = Candidate(_triples(("UNKNOWN movie 1", "starred actors", "DiCaprio"),))
@@ -764,7 +764,7 @@ def test_a_phrase_clearly_nearest_one_relation_names_it_a_little_past_the_cover_
     the question out. Not when another relation is nearly as near, and never for a node type word."""
     import numpy as np
 
-    from simgrag.match.grounding.judge import COVER_CLEAR_DISTANCE, COVER_DISTANCE, COVER_MARGIN
+    from simgrag.grounding.judge import COVER_CLEAR_DISTANCE, COVER_DISTANCE, COVER_MARGIN
 
     judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
     release, writer = judge.store.relations.index("release_year"), judge.store.relations.index("written_by")
@@ -813,7 +813,7 @@ def test_who_answered_by_a_type_the_examples_never_answer_who_with_is_a_problem(
     """The examples answer "who" with actors, directors and writers; "Who has Christopher Nolan directed
     movies with?" answered by the films is a problem (the reason reaches the LLM's revision); answered by a
     person it is not. With fewer who-examples than ``MIN_WHO_EXAMPLES`` there is no such check."""
-    from simgrag.match.grounding.judge import MIN_WHO_EXAMPLES
+    from simgrag.grounding.judge import MIN_WHO_EXAMPLES
 
     def judge_of(examples: list[tuple[str, list[list[str]]]]) -> PatternJudge:
         return PatternJudge(retriever, examples=[t for _, t in examples], example_questions=[q for q, _ in examples])
@@ -955,7 +955,7 @@ def test_an_extra_answer_leaf_the_question_never_names_is_dropped_without_a_focu
 def test_a_verb_is_no_word_for_the_type_of_its_doer() -> None:
     """"What else did the writer of X **write**?": "write" embeds near the type "writer" but names the
     relation; read as a type word it could read no relation, and the LLM's right hop looked unsupported."""
-    from simgrag.match.grounding.lexicon import _verb_of
+    from simgrag.grounding.lexicon import _verb_of
 
     assert _verb_of("write", "writer") and _verb_of("direct", "director") and _verb_of("act", "actor")
     assert _verb_of("writes", "writer")  # by its singular

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
+from simgrag.grounding import Candidate, GroundedPatterns, Judgement, PatternJudge
+from simgrag.grounding.bridges import bridge_named, bridge_typed, extend_to_focus
+from simgrag.grounding.stage import candidate_edits
 from simgrag.index.directory import build_index_dir, open_index_dir
-from simgrag.match.grounding import Candidate, GroundedPatterns, Judgement, PatternJudge
-from simgrag.match.grounding.bridges import bridge_named, bridge_typed, extend_to_focus
-from simgrag.match.grounding.stage import candidate_edits
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
@@ -188,7 +188,7 @@ def test_a_plural_type_word_is_read_by_its_singular_too(retriever: SubgraphRetri
     """With MiniLM "nations" is 0.84 from "country" (beyond the type distance), "nation" 0.68."""
     import numpy as np
 
-    from simgrag.match.grounding.lexicon import TYPE_DISTANCE, Lexicon
+    from simgrag.grounding.lexicon import TYPE_DISTANCE, Lexicon
 
     lexicon = Lexicon(retriever)
     axis = {"country": 0.0, "city": 3.0, "nation": TYPE_DISTANCE - 0.1, "nations": TYPE_DISTANCE + 0.1,
@@ -201,7 +201,7 @@ def test_a_plural_type_word_is_read_by_its_singular_too(retriever: SubgraphRetri
 
 def test_a_named_relation_between_two_nodes_of_one_type_is_inserted(judge: PatternJudge,
                                                                     borders_judge: PatternJudge) -> None:
-    from simgrag.match.grounding.bridges import insert_hop
+    from simgrag.grounding.bridges import insert_hop
 
     no_borders, judge = judge, borders_judge
     question = "What is the capital of the country bordering the country whose currency is the Euro?"
@@ -254,7 +254,7 @@ def test_an_unworded_hop_between_two_things_of_one_type_is_the_one_the_examples_
         judge: PatternJudge, borders_judge: PatternJudge) -> None:
     """"the country **next to** …" reads no relation; two country words and one country node: the hop is
     the one relation the examples put between two countries."""
-    from simgrag.match.grounding.bridges import insert_hop
+    from simgrag.grounding.bridges import insert_hop
 
     plain, judge = judge, borders_judge
     question = "What is the capital of the country next to the country whose currency is the Bolivar?"
@@ -287,7 +287,7 @@ def test_the_focus_relation_may_reach_the_answer_turned_round(retriever: Subgrap
 
 
 def test_a_part_no_named_entity_anchors_is_dropped() -> None:
-    from simgrag.match.grounding.edits import drop_part
+    from simgrag.grounding.edits import drop_part
 
     loose = Candidate((("Porto", "located in", "UNKNOWN country 1"), ("UNKNOWN country 2", "capital", "UNKNOWN city 1"),
                        ("UNKNOWN country 1", "capital", "UNKNOWN city 2")))
@@ -302,8 +302,8 @@ def test_a_part_no_named_entity_anchors_is_dropped() -> None:
 def test_an_unknown_leaf_beside_the_answer_is_walked_through(judge: PatternJudge, retriever: SubgraphRetriever) -> None:
     """"Which currencies do Portugal's neighbours use?" written as a star around Portugal: the neighbour is
     asked nothing, so the answer's triple moves onto it."""
-    from simgrag.match.grounding.edits import rechain_leaf
-    from simgrag.match.grounding.judge import dangling_leaves
+    from simgrag.grounding.edits import rechain_leaf
+    from simgrag.grounding.judge import dangling_leaves
 
     question = "Which currencies do Portugal's neighbours use?"
     star = Candidate((("Portugal", "borders", "UNKNOWN country 1"), ("Portugal", "currency", "UNKNOWN currency 1")))
@@ -343,7 +343,7 @@ def test_a_named_entity_never_in_the_relation_is_rebound_and_turned_round(judge:
     ``capital`` edge and only ever the head of ``located_in``, so the rebound triple is turned round; the
     note is not one the abstention rule counts as a missing fact."""
     from simgrag.answer.calibration import missing_edges
-    from simgrag.match.grounding.edits import rebind_relation
+    from simgrag.grounding.edits import rebind_relation
 
     llm = (("UNKNOWN country 1", "capital", "Porto"), ("UNKNOWN country 1", "currency", "UNKNOWN currency 1"))
     edits = rebind_relation(Candidate(llm), judge)
@@ -467,7 +467,7 @@ def test_a_hop_through_a_relation_and_its_twin_is_the_only_way_the_kg_knows_the_
 def test_anchors_leave_out_twin_relations(tmp_path_factory: pytest.TempPathFactory) -> None:
     """A country of a KG that stores each fact twice has twice as many relations; the anchors offer at
     most MAX_ANCHOR_RELATIONS, and twins (the same facts turned round) must not crowd out ``borders``."""
-    from simgrag.match.grounding.anchors import MAX_ANCHOR_RELATIONS, anchor_entity
+    from simgrag.grounding.anchors import MAX_ANCHOR_RELATIONS, anchor_entity
 
     root = tmp_path_factory.mktemp("twin-anchors")
     facts = [line.split("|") for line in KG.splitlines()]
@@ -485,7 +485,7 @@ def test_anchors_leave_out_twin_relations(tmp_path_factory: pytest.TempPathFacto
 
 
 def test_the_answer_takes_the_place_of_the_node_before_a_copied_hop() -> None:
-    from simgrag.match.grounding.edits import shortcut_answer
+    from simgrag.grounding.edits import shortcut_answer
 
     copied = Candidate((("UNKNOWN country 1", "located in", "Spain"),
                         ("UNKNOWN country 1", "capital", "UNKNOWN city 1")))
@@ -512,7 +512,7 @@ def test_an_edit_that_fixes_one_problem_is_edited_again(retriever: SubgraphRetri
 def test_a_hop_the_question_has_no_words_for_is_skipped_from_the_named_entity(retriever: SubgraphRetriever) -> None:
     """"What currency does Spain use?" written through Spain's neighbours (``[Spain, borders, country 1],
     [country 1, currency, currency 1]``: no word reads ``borders``) becomes ``[Spain, currency, currency 1]``."""
-    from simgrag.match.grounding.edits import skip_named_hop
+    from simgrag.grounding.edits import skip_named_hop
 
     detour = [["Spain", "borders", "UNKNOWN country 1"], ["UNKNOWN country 1", "currency", "UNKNOWN currency 1"]]
     judge = PatternJudge(retriever, examples=[e.triples for e in parse_examples(EXAMPLES).examples])
@@ -531,7 +531,7 @@ def test_a_third_round_of_edits_mends_what_two_could_not(judge: PatternJudge, mo
     # "Which money do the neighbours of the country containing Oran use?" written [country 1, official language,
     # language 1]: the currency hop, Oran's hop and the neighbours' hop, one per round (the examples have no
     # ``borders`` question: the KG says which ends are countries)
-    from simgrag.match.grounding import stage
+    from simgrag.grounding import stage
 
     reading = judge.read("Which money is used in the countries bordering the country where Porto is?")
     llm = Candidate((("UNKNOWN country 1", "official language", "UNKNOWN language 1"),))
@@ -547,8 +547,8 @@ def test_a_third_round_of_edits_mends_what_two_could_not(judge: PatternJudge, mo
 def test_one_node_on_two_triples_of_a_relation_is_split(judge: PatternJudge) -> None:
     # "Hanoi is a capital. What are the capitals of its country's neighbours?" written with one city the capital
     # of two countries
-    from simgrag.match.grounding import stage
-    from simgrag.match.grounding.edits import split_shared
+    from simgrag.grounding import stage
+    from simgrag.grounding.edits import split_shared
 
     reading = judge.read("What are the capitals of the countries bordering Spain?")
     llm = Candidate((("Spain", "capital", "UNKNOWN city 1"), ("UNKNOWN country 2", "borders", "Spain"),

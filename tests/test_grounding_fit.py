@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 from simgrag.errors import ConfigError, DatasetError, IndexDirError
 from simgrag.eval.fit_grounding import Outcome, choose_stage, family_gains, fit_grounding
 from simgrag.eval.runner import QAItem
+from simgrag.grounding import GroundedPatterns
+from simgrag.grounding.fit import GroundingFit, check_fit, read_fit, store_fit
+from simgrag.grounding.registry import EDITS, Edit, edit_names, family_names, propose_edits, register_edit
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.llm.base import ChatMessage
-from simgrag.match.grounding import GroundedPatterns
-from simgrag.match.grounding.fit import GroundingFit, check_fit, read_fit, store_fit
-from simgrag.match.grounding.registry import EDITS, Edit, edit_names, family_names, propose_edits, register_edit
 from simgrag.pattern.examples import parse_examples
 from simgrag.pipeline import SimGRAG
 from simgrag.retrievers.simgrag import LLMPatternStage, SimGRAGRetriever
@@ -86,7 +86,7 @@ def test_a_plugin_edit_registers_in_place_and_its_candidates_carry_its_name() ->
 
 
 def test_proposed_edits_are_tagged_and_a_disabled_family_proposes_nothing(toy: IndexDir) -> None:
-    from simgrag.match.grounding import Candidate, PatternJudge
+    from simgrag.grounding import Candidate, PatternJudge
     from simgrag.match.retrieve import SubgraphRetriever
 
     judge = PatternJudge(SubgraphRetriever(toy), examples=[e.triples for e in parse_examples(EXAMPLES).examples])
@@ -254,7 +254,7 @@ def test_the_bundled_metaqa_calibration_is_not_used_on_another_kg() -> None:
 
 # ---------------------------------------------------------------- the LLM chooses among readings the KG holds equally
 def test_the_llm_chooses_between_readings_the_kg_holds_equally(toy: IndexDir) -> None:
-    from simgrag.match.grounding import Candidate, PatternJudge, choice
+    from simgrag.grounding import Candidate, PatternJudge, choice
     from simgrag.match.retrieve import SubgraphRetriever
 
     judge = PatternJudge(SubgraphRetriever(toy), examples=[e.triples for e in parse_examples(EXAMPLES).examples])
@@ -286,7 +286,7 @@ def test_the_llm_chooses_between_readings_the_kg_holds_equally(toy: IndexDir) ->
     ("\u0000\ud7ff F", 6, 5), ("A" * 10_000, 2, None), ("letter: b", 2, 1),
 ])
 def test_a_choice_reply_is_read_or_refused_never_raises(reply: str, n: int, want: int | None) -> None:
-    from simgrag.match.grounding.choice import read_choice
+    from simgrag.grounding.choice import read_choice
 
     assert read_choice(reply, n) == want
 

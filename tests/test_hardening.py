@@ -137,7 +137,7 @@ def test_typed_unknowns_that_match_any_entity_are_searched_with_a_step_cap(toy: 
 def test_max_steps_bounds_a_search_by_count_not_time(toy: Path) -> None:
     """``max_steps`` stops the graph search after that many steps, best-so-far returned, the same on every run
     (the pattern judge bounds its searches so, a deadline behind it only as a safety net)."""
-    from simgrag.match.grounding.judge import JUDGE_MAX_STEPS, PatternJudge
+    from simgrag.grounding.judge import JUDGE_MAX_STEPS, PatternJudge
 
     engine = SimGRAG(toy, llm=None, embedder=EMBEDDER)
     chain = [["UNKNOWN movie 1", "starred actors", "UNKNOWN actor 1"], ["UNKNOWN movie 2", "starred actors",

@@ -10,11 +10,11 @@ from pathlib import Path
 import simgrag
 
 SRC = Path(simgrag.__file__).parent
-# utilities ← kg ← embed ← index ← llm ← pattern ← match ← retrievers ← answer ← bootstrap ← pipeline ← eval ← perturb
-# ← serve ← cli
+# utilities ← kg ← embed ← index ← llm ← pattern ← match ← grounding ← retrievers ← answer ← bootstrap ← pipeline
+# ← eval ← perturb ← serve ← cli
 ORDER = ["errors", "config", "_lazy", "_options", "fileio", "fetch", "progress", "registry", "kg", "embed", "index",
-         "llm", "pattern", "match", "retrievers", "answer", "bootstrap", "pipeline", "eval", "perturb", "serve", "cli",
-         "testing"]
+         "llm", "pattern", "match", "grounding", "retrievers", "answer", "bootstrap", "pipeline", "eval", "perturb",
+         "serve", "cli", "testing"]
 PACKAGE_ROOT = {"__init__", "py.typed", "data"}
 
 

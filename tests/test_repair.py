@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.index.directory import open_index_dir
-from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.graph import Pattern
 from simgrag.testing.embedders import HashEmbedder

@@ -28,12 +28,12 @@ from simgrag.answer.mode_fit import read_answer_mode
 from simgrag.answer.refute import ClaimCheck, check_claim, exactly_supported
 from simgrag.embed.base import Embedder
 from simgrag.errors import ConfigError, SimGRAGError
+from simgrag.grounding.lexicon import Lexicon
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.index.update import Batch, UpdateResult, update_index_dir
 from simgrag.kg.sources import KGSource
 from simgrag.kg.store import KGStore
 from simgrag.llm.base import LLM, LoadsWeights
-from simgrag.match.grounding.lexicon import Lexicon
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.match.search import compile_root_bounds
 from simgrag.pattern.graph import Pattern

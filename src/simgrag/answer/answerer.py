@@ -31,8 +31,8 @@ from simgrag.answer.reading import PatternReading, read_pattern
 from simgrag.answer.refute import ClaimCheck
 from simgrag.answer.verify import Verdict, context_evidence, refuted, verify_context
 from simgrag.errors import ConfigError
+from simgrag.grounding.lexicon import Lexicon
 from simgrag.llm.base import LLM
-from simgrag.match.grounding.lexicon import Lexicon
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
 from simgrag.retrievers.base import RetrievedContext

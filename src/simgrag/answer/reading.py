@@ -25,15 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from simgrag.match.grounding.lexicon import Lexicon
-from simgrag.match.grounding.question import STOPWORDS, normalize_name, read_question
+from simgrag.grounding.english import JOIN_WORDS, STOPWORDS
+from simgrag.grounding.lexicon import Lexicon
+from simgrag.grounding.question import normalize_name, read_question
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern, singular
 
-__all__ = ["JOIN_WORDS", "PatternReading", "read_pattern"]
+__all__ = ["PatternReading", "read_pattern"]
 
-#: words that a pattern says by its shape: two triples meeting at one unknown node
-JOIN_WORDS = frozenset({"share", "shares", "shared", "sharing", "common", "together", "co-star", "co-stars"})
 #: a word this close to a label of the pattern (L2 between unit vectors: cosine ≥ 0.72) is read by it …
 LABEL_DISTANCE = 0.75
 #: … or this close to a KG relation the best match follows (any of its texts: name, aliases)

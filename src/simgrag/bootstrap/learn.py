@@ -24,7 +24,7 @@ budget (5 minutes by default) from a handful of LLM calls, with no engine run:
    each question respelt the KG's way (:func:`~simgrag.bootstrap.prompts.respell`) and dropped when it does
    not name its sample's named entities or names one of the others, the answer included
    (:func:`~simgrag.bootstrap.prompts.screen_question`), or when the engine's own KG judge does not read it as
-   the sample's pattern (:class:`~simgrag.match.grounding.judge.PatternJudge`, no LLM: words for every
+   the sample's pattern (:class:`~simgrag.grounding.judge.PatternJudge`, no LLM: words for every
    triple, no relation worded that the pattern lacks, a focus word that does not ask for something else).
    A small model often asks one hop of a two-hop pattern ("Who is X's mentor?" for *the boss of the one X
    mentors*): as a shot such a question teaches the wrong pattern, as a validation question it carries the
@@ -73,11 +73,11 @@ from simgrag.bootstrap.prompts import (
 from simgrag.bootstrap.sample import SHAPES, Sample, parse_shapes, sample_subgraphs
 from simgrag.errors import ConfigError, SimGRAGError
 from simgrag.fileio import write_bytes_atomic
+from simgrag.grounding.judge import Candidate, PatternJudge
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
-from simgrag.match.grounding.judge import Candidate, PatternJudge
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.progress import progress_on
 

@@ -47,8 +47,8 @@ def _check_fits(index_dir: Path, report: Any) -> None:
     from simgrag.answer.calibration import MANIFEST_KEY, Calibration
     from simgrag.answer.mode_fit import check_answer_mode, read_answer_mode
     from simgrag.errors import SimGRAGError
+    from simgrag.grounding.fit import check_fit, read_fit
     from simgrag.index.attach import read_manifest_json
-    from simgrag.match.grounding.fit import check_fit, read_fit
 
     try:
         manifest = read_manifest_json(index_dir)

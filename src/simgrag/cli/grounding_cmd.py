@@ -70,10 +70,10 @@ def grounding_fit(
     from simgrag.eval.fit_abstention import store_calibration
     from simgrag.eval.fit_grounding import fit_answer_mode, fit_grounding
     from simgrag.eval.runner import load_qa_file
+    from simgrag.grounding.fit import store_fit
     from simgrag.index.directory import open_index_dir
     from simgrag.llm.cache import CachedLLM
     from simgrag.llm.registry import resolve_llm
-    from simgrag.match.grounding.fit import store_fit
     from simgrag.pattern.generate import parse_pattern_options
 
     try:
@@ -144,8 +144,8 @@ def grounding_show(index_dir: IndexArg, as_json: AsJson = False, verbose: Verbos
     """The pattern stage's fit recorded with the index (none: every edit family runs)."""
     _setup_logging(verbose, quiet)
     from simgrag.answer.mode_fit import read_answer_mode
+    from simgrag.grounding.fit import read_fit
     from simgrag.index.attach import read_manifest_json
-    from simgrag.match.grounding.fit import read_fit
 
     try:
         manifest = read_manifest_json(index_dir)
@@ -169,7 +169,7 @@ def grounding_clear(index_dir: IndexArg, verbose: Verbose = 0, quiet: Quiet = Fa
     """Remove the fit from the index (every edit family runs again; answers from exact bindings again)."""
     _setup_logging(verbose, quiet)
     from simgrag.answer.mode_fit import store_answer_mode
-    from simgrag.match.grounding.fit import store_fit
+    from simgrag.grounding.fit import store_fit
 
     try:
         store_fit(index_dir, None)

@@ -335,7 +335,7 @@ def list_components() -> None:
         for entry in registry.entries():
             missing = "" if entry.available() else f"  [yellow](needs {entry.missing_hint()})[/]"
             out.print(f"  {entry.usage:<40} {entry.description}{missing}", highlight=False)
-    from simgrag.match.grounding.registry import ANALOGY, EDITS, PROBLEMS, REVISION, TIDY
+    from simgrag.grounding.registry import ANALOGY, EDITS, PROBLEMS, REVISION, TIDY
 
     out.print("[bold]Pattern-stage edit families[/] (switched per KG by `simgrag grounding fit`; "
               "--grounding/--no-grounding)")

@@ -1,4 +1,4 @@
-"""Fit the pattern stage to one KG on that KG's own validation questions (:mod:`simgrag.match.grounding.fit`).
+"""Fit the pattern stage to one KG on that KG's own validation questions (:mod:`simgrag.grounding.fit`).
 
 The validation questions are questions with gold answers that are never few-shot examples: the held-out
 part of the KG's bootstrapped questions, or a file the user gives. Every question is answered
@@ -32,12 +32,12 @@ from tqdm.auto import tqdm
 from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
+from simgrag.grounding.fit import GroundingFit
+from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
 from simgrag.llm.base import LLM
 from simgrag.llm.cache import CachedLLM
 from simgrag.llm.counting import CountingLLM
-from simgrag.match.grounding.fit import GroundingFit
-from simgrag.match.grounding.registry import family_names
 from simgrag.pipeline import SimGRAG
 from simgrag.progress import progress_on
 
@@ -128,7 +128,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
                   source: str = "validation questions", calls_cache: str | Path | None = None,
                   on_step: Callable[[str], None] | None = None) -> GroundingFit:
     """The fitted stage for ``index``'s KG on ``items`` (module docstring); store it with
-    :func:`~simgrag.match.grounding.fit.store_fit`. ``examples``/``pattern_options`` as the engine will use
+    :func:`~simgrag.grounding.fit.store_fit`. ``examples``/``pattern_options`` as the engine will use
     them (default: the index's examples); ``calls_cache``: the LLM call cache file the runs share (default: a
     temporary one; give a path to share the calls with a later fit, :mod:`simgrag.eval.fit_abstention`)."""
     if not items:

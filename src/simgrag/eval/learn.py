@@ -12,7 +12,7 @@ and ``simgrag learn INDEX_DIR``:
    validation questions its ``validation`` attachment (:mod:`simgrag.index.attach`), each recorded in the
    manifest with its sha256;
 3. with ``fit``, the pattern stage is fitted on the validation questions
-   (:func:`~simgrag.eval.fit_grounding.fit_grounding`, stored by :func:`~simgrag.match.grounding.fit.store_fit`)
+   (:func:`~simgrag.eval.fit_grounding.fit_grounding`, stored by :func:`~simgrag.grounding.fit.store_fit`)
    — on as many of them as the time budget still allows, estimated from the learning's own LLM call times
    (shapes taken in turn); with fewer than :data:`MIN_FIT_QUESTIONS` the fit is skipped and the report says
    how to run it;
@@ -37,11 +37,11 @@ from simgrag.bootstrap.learn import LearnReport, LearnSettings, expected_llm_cal
 from simgrag.errors import ConfigError
 from simgrag.eval.fit_grounding import fit_answer_mode, fit_grounding
 from simgrag.eval.runner import QAItem, load_qa_file
+from simgrag.grounding.fit import GroundingFit, store_fit
 from simgrag.index.attach import attach_file, read_manifest_json, write_manifest
 from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
-from simgrag.match.grounding.fit import GroundingFit, store_fit
 
 __all__ = ["LEARNED_KEY", "MIN_FIT_QUESTIONS", "LearnKGReport", "expected_seconds", "learn_dir", "learn_kg"]
 

@@ -22,7 +22,7 @@ nodes. :func:`drop_repeated_pieces` keeps the first of each such set of pieces.
 
 And a triple from a node to itself (``[UNKNOWN country 2, capital, UNKNOWN country 2]`` after two good
 triples): no subgraph has one, so :func:`drop_self_loops` drops it when other triples remain; the judge
-of :mod:`simgrag.match.grounding` then works on the rest instead of the whole answer being refused.
+of :mod:`simgrag.grounding` then works on the rest instead of the whole answer being refused.
 
 This is a repair for LLM-written *question* patterns only (:class:`~simgrag.pattern.generate.PatternGenerator`);
 a pattern a user gives to ``retrieve`` is searched as written ("X has two children" is two nodes).

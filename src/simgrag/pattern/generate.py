@@ -42,12 +42,12 @@ class PatternResult:
     latency_s: float
     repaired: bool  # the text needed a parse repair, or a second LLM call was made
     divided: tuple[str, ...] | None = None
-    kg_repairs: tuple[str, ...] = ()  # changes made afterwards with the KG's help (simgrag.match.repair)
+    kg_repairs: tuple[str, ...] = ()  # changes made afterwards with the KG's help (simgrag.grounding.repair)
     #: triples of the chosen pattern the question has no words for (the KG judge's ``unsupported``,
-    #: :mod:`simgrag.match.grounding.judge`); 0 when no judge ran
+    #: :mod:`simgrag.grounding.judge`); 0 when no judge ran
     unworded: int = 0
     #: the grounding families that made the chosen pattern (edits by name, ``analogy``, ``revision``;
-    #: :mod:`simgrag.match.grounding.registry`); empty for the LLM's own pattern
+    #: :mod:`simgrag.grounding.registry`); empty for the LLM's own pattern
     families: tuple[str, ...] = ()
 
 
@@ -58,10 +58,10 @@ class PatternGenerator:
     the name of a built-in one. With ``use_json_schema`` the LLM is asked for schema-constrained output
     (default: yes, except for the embedded llama.cpp model, where it costs ~40 % of decoding speed).
     ``shot_selection``: ``"structure"`` lets a pattern stage that knows the KG (the grounding,
-    :class:`~simgrag.match.grounding.stage.GroundedPatterns`) choose the dynamic shots by the question's
+    :class:`~simgrag.grounding.stage.GroundedPatterns`) choose the dynamic shots by the question's
     structure as well as its words; ``"words"``: by words only (what a generator alone always does).
     ``analogy``: such a pattern stage also tries the best-fitting examples' patterns with the question's
-    entity put in (:mod:`~simgrag.match.grounding.analogy`) and skips the LLM when one is confirmed.
+    entity put in (:mod:`~simgrag.grounding.analogy`) and skips the LLM when one is confirmed.
     """
 
     def __init__(

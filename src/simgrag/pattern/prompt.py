@@ -112,7 +112,7 @@ class PromptBuilder:
         """The ``n_dynamic_shots`` non-static examples most similar to ``question`` (best last).
 
         ``shot_scores`` (one per example, in the examples' order) are added to the word similarity: e.g.
-        how well each example's structure fits the question (:class:`~simgrag.match.grounding.shots.ShotRanker`)."""
+        how well each example's structure fits the question (:class:`~simgrag.grounding.shots.ShotRanker`)."""
         if self.n_dynamic_shots <= 0:
             return []
         ranked = self.ranked(question, shot_scores, start=self.n_static_shots)[: self.n_dynamic_shots]

@@ -4,11 +4,11 @@ Two stages, each an object:
 
 1. the **pattern stage** (:class:`~simgrag.retrievers.base.PatternStage`, ``retriever.patterns``):
    text → :class:`~simgrag.pattern.generate.PatternResult`. The default,
-   :class:`~simgrag.match.grounding.stage.GroundedPatterns`, has the LLM write the pattern (few-shot prompt,
+   :class:`~simgrag.grounding.stage.GroundedPatterns`, has the LLM write the pattern (few-shot prompt,
    parse, validate, one repair retry: :class:`~simgrag.pattern.generate.PatternGenerator`), then judges
    it with the question and the KG, edits it or asks the LLM once more when something is wrong, and
    lists the changes in ``kg_repairs``. With ``ground_patterns=False``, :class:`LLMPatternStage` only
-   fixes the echoed-role error (:func:`~simgrag.match.repair.repair_echoed_roles`). Claims have their
+   fixes the echoed-role error (:func:`~simgrag.grounding.repair.repair_echoed_roles`). Claims have their
    own stage (``retriever.claim_patterns``, claim examples). Any other stage plugs in as
    ``SimGRAGRetriever(index, patterns=my_stage)``.
 2. the **subgraph search** (:class:`~simgrag.match.retrieve.SubgraphRetriever`): the top-k subgraphs
@@ -41,14 +41,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from simgrag.errors import ConfigError, IndexDirError
+from simgrag.grounding import GroundedPatterns
+from simgrag.grounding.fit import GroundingFit, read_fit
+from simgrag.grounding.registry import OFF_UNLESS_FITTED, family_names
+from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
 from simgrag.llm.base import LLM
-from simgrag.match.grounding import GroundedPatterns
-from simgrag.match.grounding.fit import GroundingFit, read_fit
-from simgrag.match.grounding.registry import OFF_UNLESS_FITTED, family_names
-from simgrag.match.repair import repair_echoed_roles
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import ExampleSet, load_examples
 from simgrag.pattern.generate import PatternGenerator, PatternResult
@@ -109,7 +109,7 @@ def index_examples(index: IndexDir, kind: Literal["questions", "claims"] = "ques
 
 
 def grounding_fit(index: IndexDir) -> GroundingFit | None:
-    """The pattern stage's fit recorded with ``index`` (:mod:`simgrag.match.grounding.fit`), ``None`` without
+    """The pattern stage's fit recorded with ``index`` (:mod:`simgrag.grounding.fit`), ``None`` without
     one; a malformed record is an :class:`~simgrag.errors.IndexDirError`."""
     try:
         return read_fit(index.manifest)
@@ -169,7 +169,7 @@ class SimGRAGRetriever:
     the index's, :func:`index_examples`; claims fall back to the question examples);
     ``pattern_options``: keywords of :class:`PatternGenerator`; ``ground_patterns``: judge the LLM's
     pattern with the question and the KG, edit it or ask the LLM once more when something is wrong
-    (:class:`~simgrag.match.grounding.stage.GroundedPatterns`, which includes the echoed-role repair) —
+    (:class:`~simgrag.grounding.stage.GroundedPatterns`, which includes the echoed-role repair) —
     ``None`` (default): as the index's fit says (:func:`grounding_fit`; every family without a fit), ``True``:
     every family whatever the fit, ``False``: off; ``grounding_off``: these families off and the others on,
     whatever the fit;

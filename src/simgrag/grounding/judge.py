@@ -12,13 +12,13 @@ this (a 1.5B model copies that text too), so the pattern is checked *after* it i
   an answer node that contradicts the question's focus word ("Which **tags** …" answered by ``UNKNOWN movie 1``, "Who
   **directed** …" answered through ``written by``); no subgraph of the KG matching at all;
 - **unsupported triples**: a triple with nothing for it in the question: no phrase of the question
-  reads as its KG relation (:mod:`~simgrag.match.grounding.lexicon`), no leaf end whose type the question names,
+  reads as its KG relation (:mod:`~simgrag.grounding.lexicon`), no leaf end whose type the question names,
   no named end that the KG knows only through that relation;
 - **the KG's fit**: the GSD of the best matching subgraph.
 
 A judgement also says whether the question's focus word *confirms* the answer node (its type or its
-relation). :mod:`~simgrag.match.grounding.stage` keeps the LLM's pattern unless something is wrong
-with it, and then prefers edited candidates (:mod:`~simgrag.match.grounding.edits`) that fix problems
+relation). :mod:`~simgrag.grounding.stage` keeps the LLM's pattern unless something is wrong
+with it, and then prefers edited candidates (:mod:`~simgrag.grounding.edits`) that fix problems
 or are confirmed.
 """
 
@@ -35,9 +35,10 @@ from typing import Literal
 import numpy as np
 
 from simgrag.errors import PatternError
+from simgrag.grounding.english import APPOSITION_DETERMINERS, STOPWORDS, WH_WORDS
+from simgrag.grounding.lexicon import Lexicon, kg_roles, other_side
+from simgrag.grounding.question import QuestionReading, common_words_of, phrases_of
 from simgrag.kg.twins import twin_ids
-from simgrag.match.grounding.lexicon import Lexicon, kg_roles, other_side
-from simgrag.match.grounding.question import STOPWORDS, WH_WORDS, QuestionReading, common_words_of, phrases_of
 from simgrag.match.retrieve import NodeBinding, Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 from simgrag.pattern.validate import validate_pattern
@@ -47,10 +48,6 @@ __all__ = ["Candidate", "Judgement", "PatternJudge", "QuestionView", "Triple3", 
 Triple3 = tuple[str, str, str]
 Focus = Literal["confirmed", "unknown", "contradicted"]
 
-#: "the film X", "this country X": a word between one of these and a named entity describes the entity
-#: ("that" is not one: "the countries **that border** Thailand" is a relative clause; "that film X" is
-#: covered anyway when "film" names one of the examples' node types)
-APPOSITION_DETERMINERS = frozenset({"the", "a", "an", "this"})
 #: ... or after no determiner, a word naming a node type, unless it is this close to a relation
 APPOSITION_RELATION_GAP = 0.3
 #: the question's focus word names a relation only when this close (cosine ≥ 0.55)
@@ -107,7 +104,7 @@ class Candidate:
     origin: str = "llm"
     edits: tuple[str, ...] = ()
     asked: str | None = None  # the answer node of the LLM's pattern this one derives from
-    families: tuple[str, ...] = ()  # the edit families that made it (:mod:`~simgrag.match.grounding.registry`)
+    families: tuple[str, ...] = ()  # the edit families that made it (:mod:`~simgrag.grounding.registry`)
 
     def edited(self, triples: Sequence[Triple3], note: str) -> Candidate:
         return Candidate(tuple(triples), self.origin, (*self.edits, note), self.asked, self.families)
@@ -272,7 +269,7 @@ class PatternJudge:
     def common_words(self) -> frozenset[str]:
         """The words this KG's questions are written with: the example questions' words (less the names
         their patterns give), the KG's relation names and aliases and the examples' node types; a lower-case one-word
-        mention of one of them is not taken for a name (:func:`~simgrag.match.grounding.question.read_question`)."""
+        mention of one of them is not taken for a name (:func:`~simgrag.grounding.question.read_question`)."""
         texts = [question for question, _ in self._example_questions]
         texts += list(self.store.relations) + list(self.retriever.index.relation_texts) + list(self.lexicon.types)
         names = [x for _, triples in self._example_questions for t in triples for x in (t[0], t[2])
@@ -409,7 +406,7 @@ class PatternJudge:
 
     def _type_problems(self, pattern: Pattern, retrieval: Retrieval) -> list[str]:
         """Typed unknowns where the examples put another type that a relation links to theirs
-        (:meth:`~simgrag.match.grounding.lexicon.Lexicon.type_clashes`) and whose entity in the best
+        (:meth:`~simgrag.grounding.lexicon.Lexicon.type_clashes`) and whose entity in the best
         subgraph is not of their type by the KG: no edge the examples give that type (Portugal for
         ``UNKNOWN currency 1``: never the tail of ``currency``). A hop was left out, or the type word is wrong.
         Any other typed unknown bound to an entity the examples' uses make of other types only is a problem

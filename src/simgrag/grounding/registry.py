@@ -5,14 +5,14 @@ candidate to edit) and proposes edited candidates; its ``applies`` says when it 
 registry's order is the order the edits offer candidates in (it decides which fit the stage's budget of
 judged candidates), so a plug-in names where it goes (:func:`register_edit`).
 
-Each edit is a *family* that a KG may switch off: :mod:`simgrag.match.grounding.fit` measures, on the KG's
+Each edit is a *family* that a KG may switch off: :mod:`simgrag.grounding.fit` measures, on the KG's
 own validation questions, which families raise accuracy there, and the index's manifest keeps the
-switches (:class:`~simgrag.match.grounding.fit.GroundingFit`). ``simgrag ls`` lists them.
+switches (:class:`~simgrag.grounding.fit.GroundingFit`). ``simgrag ls`` lists them.
 
 Three more switchable families are not shape edits: :data:`ANALOGY` (the examples' patterns with the
-question's entity put in, :mod:`~simgrag.match.grounding.analogy`), :data:`REVISION` (one more LLM call,
+question's entity put in, :mod:`~simgrag.grounding.analogy`), :data:`REVISION` (one more LLM call,
 told what is wrong) and :data:`CHOICE` (the LLM picks among readings the KG holds equally,
-:mod:`~simgrag.match.grounding.choice`; off until a KG's fit shows it helps).
+:mod:`~simgrag.grounding.choice`; off until a KG's fit shows it helps).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from simgrag.errors import ConfigError
-from simgrag.match.grounding import anchors, bridges, edits
-from simgrag.match.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
-from simgrag.match.grounding.question import QuestionReading
+from simgrag.grounding import anchors, bridges, edits
+from simgrag.grounding.judge import GOOD_GSD, Candidate, Judgement, PatternJudge
+from simgrag.grounding.question import QuestionReading
 
 __all__ = [
     "ANALOGY",
@@ -49,13 +49,13 @@ __all__ = [
 ANALOGY = "analogy"
 #: the LLM's revision as a switchable family
 REVISION = "revision"
-#: the LLM choosing among readings the KG holds equally (:mod:`~simgrag.match.grounding.choice`)
+#: the LLM choosing among readings the KG holds equally (:mod:`~simgrag.grounding.choice`)
 CHOICE = "llm_choice"
 #: families off on an index without a fit unless every family is asked for (``--grounding``): new ones that cost
 #: an LLM call, which a KG's fit must first show to help
 OFF_UNLESS_FITTED = frozenset({CHOICE})
 
-#: the kinds of problem an edit answers (what the judge reports, :class:`~simgrag.match.grounding.judge.Judgement`)
+#: the kinds of problem an edit answers (what the judge reports, :class:`~simgrag.grounding.judge.Judgement`)
 PROBLEMS = {
     "shape": "the triples are not connected, or a part hangs loose",
     "anchor": "the question's entity is missing, misspelt or on the wrong node",

@@ -7,7 +7,7 @@ is decided per KG, on its own validation questions (never shots), with its index
 
 - ``enabled``: the stage at all — off when the LLM's own patterns answer the validation questions at least
   as well (*no harm*);
-- ``disabled``: the edit families (:mod:`~simgrag.match.grounding.registry`, with ``analogy`` and
+- ``disabled``: the edit families (:mod:`~simgrag.grounding.registry`, with ``analogy`` and
   ``revision``) that did not raise validation accuracy on this KG.
 
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
+from simgrag.grounding.registry import family_names
 from simgrag.index.attach import read_manifest_json, write_manifest
-from simgrag.match.grounding.registry import family_names
 
 __all__ = ["FIT_FORMAT", "MANIFEST_KEY", "GroundingFit", "check_fit", "read_fit", "store_fit"]
 

@@ -8,7 +8,7 @@ ends at a country, never at a currency. Both skip the hop the question leaves im
 - :func:`bridge_named` — a named entity on a relation it never has in the KG: the entity's own
   neighbours show the hop (Maracaibo's ``located in`` neighbour Venezuela has ``official language``),
   so ``[Maracaibo, located in, UNKNOWN country 1]`` + ``[UNKNOWN country 1, official language, …]``;
-- :func:`bridge_typed` (:meth:`~simgrag.match.grounding.lexicon.Lexicon.type_clashes`) — an unknown
+- :func:`bridge_typed` (:meth:`~simgrag.grounding.lexicon.Lexicon.type_clashes`) — an unknown
   whose type the examples file never puts at that end of the relation, where it puts another type
   that a second relation links to the first (``located in`` ends at a ``country``; ``currency`` goes
   from a ``country`` to a ``currency``), so
@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from simgrag.match.grounding.judge import Candidate, PatternJudge, unknown_name
-from simgrag.match.grounding.lexicon import Use, kg_roles, other_side
-from simgrag.match.grounding.question import QuestionReading
+from simgrag.grounding.judge import Candidate, PatternJudge, unknown_name
+from simgrag.grounding.lexicon import Use, kg_roles, other_side
+from simgrag.grounding.question import QuestionReading
 from simgrag.pattern.graph import Pattern, is_unknown, singular
 
 __all__ = ["bridge_named", "bridge_typed", "extend_to_focus", "insert_hop", "retype"]
@@ -96,7 +96,7 @@ def bridge_named(candidate: Candidate, judge: PatternJudge,
     """``(K, r, X)`` where the KG has no ``r`` edge at K → ``(K, r0, M)`` + ``(M, r, X)`` through a
     relation ``r0`` whose neighbours of K do have ``r`` (module docstring). The note says when the
     question's words name ``r0`` (``reading``) or the examples — else the KG's own entities
-    (:meth:`~simgrag.match.grounding.lexicon.Lexicon.kg_side_is`) — put the middle node's type on that side of
+    (:meth:`~simgrag.grounding.lexicon.Lexicon.kg_side_is`) — put the middle node's type on that side of
     ``r0``: "What language is spoken in Maracaibo?" asks the language of Maracaibo's *country* (the examples
     link a country to a city by ``located in``), while "which person directed A Sunday in the Country",
     bridged through the film's release year to "other movies" on a KG without its director, is a question
@@ -188,7 +188,7 @@ def insert_hop(candidate: Candidate, reading: QuestionReading, judge: PatternJud
     more often than the pattern has nodes of it and names no relation for the hop ("the capitals of the
     countries **next to** the country whose official language is Persian"), the one relation the
     examples put between two nodes of that type (``borders``) is the hop. A type may be at an end the
-    examples never put it, where the KG's entities are of it (:meth:`~simgrag.match.grounding.lexicon.
+    examples never put it, where the KG's entities are of it (:meth:`~simgrag.grounding.lexicon.
     Lexicon.can_be_at`: examples without a ``borders`` question still know the countries).
     """
     triples = list(candidate.triples)

@@ -1,6 +1,6 @@
 """What the KG, its embedder and the examples file say about words: the judge's vocabulary.
 
-:class:`Lexicon` answers the questions :mod:`simgrag.match.grounding.judge` asks of a question's
+:class:`Lexicon` answers the questions :mod:`simgrag.grounding.judge` asks of a question's
 words without an LLM: which KG entity a name is (case-insensitive), which KG relation a phrase reads
 as (the distance to the relation's nearest text: its name and aliases), which words name a pattern
 node's type ("movies" for ``UNKNOWN movie 1``), and how the examples file uses each node type
@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from simgrag.errors import PatternError
-from simgrag.match.grounding.question import QuestionReading, normalize_name, read_question
+from simgrag.grounding.question import QuestionReading, normalize_name, read_question
 from simgrag.match.retrieve import EXACT_NAME_MAX_ENTITIES, SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 

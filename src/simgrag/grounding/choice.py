@@ -5,13 +5,13 @@ club, club 1], [club 1, is in country, country 1]`` when a shot asks where the c
 that pattern and the one without its last hop exactly, so the KG cannot choose, and a word rule that did
 choose (a judge reading "plays" as ``plays_position``) broke other KGs. Here the strongest model present
 decides: the chosen pattern and each rival the KG also holds closely — the chosen pattern with one unknown
-leaf dropped (:func:`~simgrag.match.grounding.edits.drop_leaf`), judged without a problem — are shown to the
+leaf dropped (:func:`~simgrag.grounding.edits.drop_leaf`), judged without a problem — are shown to the
 LLM as small graphs with the answer marked, in an order fixed by the question's hash (no position favoured
 across questions), and it answers with a letter. One short call, only for questions with such rivals; a
 reply that names no option keeps the chosen pattern.
 
 Whether this helps is a property of the KG and the LLM: it is a family like the edits, fitted per KG
-(:mod:`~simgrag.match.grounding.fit`), and off on an index without a fit unless ``--grounding`` asks for
+(:mod:`~simgrag.grounding.fit`), and off on an index without a fit unless ``--grounding`` asks for
 every family.
 """
 
@@ -23,10 +23,10 @@ import re
 from collections.abc import Sequence
 
 from simgrag.errors import LLMError
+from simgrag.grounding.edits import drop_leaf
+from simgrag.grounding.judge import GOOD_GSD, Judgement, PatternJudge, triple_set
+from simgrag.grounding.question import QuestionReading
 from simgrag.llm.base import LLM, ChatMessage
-from simgrag.match.grounding.edits import drop_leaf
-from simgrag.match.grounding.judge import GOOD_GSD, Judgement, PatternJudge, triple_set
-from simgrag.match.grounding.question import QuestionReading
 from simgrag.pattern.graph import is_unknown
 
 __all__ = ["choice_messages", "choose", "read_choice", "rivals"]
@@ -75,7 +75,7 @@ def read_choice(text: str, n: int) -> int | None:
 
 def rivals(judge: PatternJudge, reading: QuestionReading, chosen: Judgement) -> list[Judgement]:
     """Readings the KG holds as closely as ``chosen``: it with one unknown leaf dropped, judged with no
-    problem, a match and a GSD within :data:`~simgrag.match.grounding.judge.GOOD_GSD`."""
+    problem, a match and a GSD within :data:`~simgrag.grounding.judge.GOOD_GSD`."""
     if chosen.pattern is None or chosen.problems or len(chosen.candidate.triples) < 2:
         return []
     mine = triple_set(chosen.candidate.triples)

@@ -8,7 +8,7 @@ answer the small model's frequent mistakes:
   + ``has genre``), dropped;
 - :func:`connect_parts` — a chain with a missing middle link (``[X, directed by, director 1]``,
   ``[movie 1, written by, writer 1]``), joined by repeating a relation at the broken joint;
-- :mod:`~simgrag.match.grounding.anchors` — the question's entity dropped (``[movie 1, release
+- :mod:`~simgrag.grounding.anchors` — the question's entity dropped (``[movie 1, release
   year, year 1]`` for "What years did Andrea Marcovicci's movies come out?"), attached again;
 - :func:`expand_roles` — a named entity on the wrong side of its relation (``[movie 1, written by,
   Alice Adams]`` for "films written by the person who wrote Alice Adams"; the KG says Alice Adams is
@@ -22,7 +22,7 @@ answer the small model's frequent mistakes:
 - :func:`rechain_leaf` — the answer hung from a node beside an unknown leaf that the question walks
   through ("Brazil's neighbours' currencies"), moved onto the leaf;
 - :func:`drop_part` — a part of a disconnected pattern that no named entity anchors, dropped;
-- :func:`collapse_echo` — the echoed role that :mod:`simgrag.match.repair` fixes;
+- :func:`collapse_echo` — the echoed role that :mod:`simgrag.grounding.repair` fixes;
 - :func:`extend_to_who` — "who" answered by a thing ("Who has X directed movies with?" as the films
   only): one more hop from the answer to a node of a type the examples answer "who" with.
 """
@@ -32,10 +32,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, dangling_leaves, unknown_name
-from simgrag.match.grounding.lexicon import kg_roles
-from simgrag.match.grounding.question import QuestionReading
-from simgrag.match.repair import repair_echoed_roles
+from simgrag.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, dangling_leaves, unknown_name
+from simgrag.grounding.lexicon import kg_roles
+from simgrag.grounding.question import QuestionReading
+from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 
@@ -277,7 +277,7 @@ def detach_named(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
 
 
 def collapse_echo(candidate: Candidate, retriever: SubgraphRetriever) -> list[Candidate]:
-    """The echoed-role repair of :mod:`simgrag.match.repair`, as a candidate."""
+    """The echoed-role repair of :mod:`simgrag.grounding.repair`, as a candidate."""
     pattern = Pattern.from_triples(candidate.triples)
     fixed, notes = repair_echoed_roles(pattern, retriever)
     if not notes:
@@ -497,7 +497,7 @@ def turn_typed(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
     """A triple whose typed ends sit where the examples put the other end's type: the triple turned round.
     "which cities are in the country whose capital is quito ?" written ``[country 1, has capital, quito],
     [country 1, is in country, city 1]`` (cities are the heads of ``is in country``, countries its tails)
-    becomes ``…, [city 1, is in country, country 1]`` (:meth:`~simgrag.match.grounding.lexicon.Lexicon.
+    becomes ``…, [city 1, is in country, country 1]`` (:meth:`~simgrag.grounding.lexicon.Lexicon.
     can_be_at`). An end whose type the examples never use, or a named one (:func:`flip_role` turns those by
     the KG), decides nothing."""
     known = {hint for hint, _, _ in judge.lexicon.schema}
@@ -527,7 +527,7 @@ def _retyped_at(candidate: Candidate, judge: PatternJudge, triples: list[Triple3
                 note: str) -> list[Candidate]:
     """``triples`` with the typed unknown of triple ``i`` renamed to each type the examples put at its end
     there, when they never put its own type there (one candidate per type); when they put none there, to
-    each type of theirs that the KG's entities at that end are (:meth:`~simgrag.match.grounding.lexicon.
+    each type of theirs that the KG's entities at that end are (:meth:`~simgrag.grounding.lexicon.
     Lexicon.kg_side_is`: a 12-example file asks "On which continent is Chad?" with a named country only)."""
     schema = judge.lexicon.schema
     known = {hint for hint, _, _ in schema}
@@ -650,7 +650,7 @@ def costar(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
 
 def extend_to_who(candidate: Candidate, judge: PatternJudge) -> list[Candidate]:
     """For a "who" question answered by a node of a type the examples never answer "who" with
-    (:attr:`~simgrag.match.grounding.judge.PatternJudge.who_types`): one more hop from that node to a new
+    (:attr:`~simgrag.grounding.judge.PatternJudge.who_types`): one more hop from that node to a new
     node of a who-type, through each relation the examples put between the two types, on the examples'
     sides. "Who has Stephen Merchant directed movies with?" written as ``[movie 1, directed by, Stephen
     Merchant]`` gets ``+ [movie 1, directed by, director 1]`` (and the ``starred actors`` / ``written by``

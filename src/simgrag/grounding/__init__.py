@@ -10,10 +10,10 @@ KG judge it, small edits or one LLM revision fix what is wrong.
 ==================  ============================================================================
 """
 
-from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge
-from simgrag.match.grounding.lexicon import Lexicon
-from simgrag.match.grounding.question import QuestionReading, read_question
-from simgrag.match.grounding.stage import GroundedPatterns, GroundingReport, best_candidate, candidate_edits
+from simgrag.grounding.judge import Candidate, Judgement, PatternJudge
+from simgrag.grounding.lexicon import Lexicon
+from simgrag.grounding.question import QuestionReading, read_question
+from simgrag.grounding.stage import GroundedPatterns, GroundingReport, best_candidate, candidate_edits
 
 __all__ = ["Candidate", "GroundedPatterns", "GroundingReport", "Judgement", "Lexicon", "PatternJudge",
            "QuestionReading", "best_candidate", "candidate_edits", "read_question"]

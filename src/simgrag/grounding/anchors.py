@@ -2,15 +2,15 @@
 entity the question is about ("What years did Andrea Marcovicci's movies come out?" written as
 ``[movie 1, release year, year 1]``). Each attaches the question's entity (longest confident mentions
 first) — directly through one of its KG relations, through a shared neighbour, or in place of an
-unknown node — and the judge picks among them (:mod:`~simgrag.match.grounding.stage`).
+unknown node — and the judge picks among them (:mod:`~simgrag.grounding.stage`).
 """
 
 from __future__ import annotations
 
+from simgrag.grounding.judge import Candidate, PatternJudge, unknown_name
+from simgrag.grounding.lexicon import kg_roles
+from simgrag.grounding.question import QuestionReading, normalize_name
 from simgrag.kg.twins import without_twins
-from simgrag.match.grounding.judge import Candidate, PatternJudge, unknown_name
-from simgrag.match.grounding.lexicon import kg_roles
-from simgrag.match.grounding.question import QuestionReading, normalize_name
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.graph import is_unknown
 

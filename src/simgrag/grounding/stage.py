@@ -5,7 +5,7 @@
 1. the LLM writes a pattern (one call, as before);
 2. the :class:`~simgrag.match.judge.PatternJudge` checks it against the question and the KG; a *sound*
    pattern (no problem, every triple supported, a close KG match) is used as it is — most are;
-3. otherwise candidates are derived by the edits of :mod:`~simgrag.match.grounding.edits` (each small, each
+3. otherwise candidates are derived by the edits of :mod:`~simgrag.grounding.edits` (each small, each
    answering one frequent small-model mistake) and judged too; the few best that still have a
    problem are edited again, twice at most (:data:`EDIT_ROUNDS`). An edited candidate may replace the
    LLM's pattern only when it has fewer problems, or when it has none and the question's focus word
@@ -30,12 +30,13 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from simgrag.errors import PatternError
-from simgrag.match.grounding import anchors, choice, edits
-from simgrag.match.grounding.analogy import analog_candidates
-from simgrag.match.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, triple_set
-from simgrag.match.grounding.question import STOPWORDS, QuestionReading
-from simgrag.match.grounding.registry import ANALOGY, CHOICE, REVISION, UNDO_DISPLACED, propose_edits, propose_one
-from simgrag.match.grounding.shots import ShotRanker
+from simgrag.grounding import anchors, choice, edits
+from simgrag.grounding.analogy import analog_candidates
+from simgrag.grounding.english import STOPWORDS
+from simgrag.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, triple_set
+from simgrag.grounding.question import QuestionReading
+from simgrag.grounding.registry import ANALOGY, CHOICE, REVISION, UNDO_DISPLACED, propose_edits, propose_one
+from simgrag.grounding.shots import ShotRanker
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import is_unknown, type_hint
@@ -66,7 +67,7 @@ EXACT_RELATION = 1e-3
 def candidate_edits(judge: PatternJudge, reading: QuestionReading, judgement: Judgement,
                     disabled: Container[str] = ()) -> list[Candidate]:
     """The edited candidates worth judging for ``judgement`` (nothing when it is sound): every registered
-    edit (:mod:`~simgrag.match.grounding.registry`) not in ``disabled``, in the registry's order."""
+    edit (:mod:`~simgrag.grounding.registry`) not in ``disabled``, in the registry's order."""
     return propose_edits(judge, reading, judgement, disabled)
 
 
@@ -105,7 +106,7 @@ def replaces_confirmed(judge: PatternJudge, base: Judgement, confirmed: Counter[
     (:func:`confirmed_relations`) for another: it lacks one of them and has a relation the LLM's pattern does
     not. The LLM keeps semantic authority over such a relation: word similarity alone (a judge's reading of
     "plays" as ``plays_position``) may drop a hop, where the KG's fit for the edits is measured per KG
-    (:mod:`~simgrag.match.grounding.fit`), but not put another relation in its place."""
+    (:mod:`~simgrag.grounding.fit`), but not put another relation in its place."""
     if not confirmed:
         return False
     theirs = _relations(judge, other)
@@ -165,7 +166,7 @@ def best_candidate(judge: PatternJudge, reading: QuestionReading, originals: lis
     rounds: the best few edits that still have a problem, fewer than those edited before, are edited again);
     all judgements considered, originals first. At most ``budget`` distinct edits are judged (the first
     round's first, in the order the edits offer them), and none after ``deadline_s`` seconds.
-    ``alternatives`` (judged already: the analogies of :mod:`~simgrag.match.grounding.analogy`) compete like edits;
+    ``alternatives`` (judged already: the analogies of :mod:`~simgrag.grounding.analogy`) compete like edits;
     ``disabled``: edit families not tried (a KG's fit). No candidate may swap a relation of the LLM's pattern
     that the KG has and matches for another (:func:`replaces_confirmed`)."""
     base = min(originals, key=lambda j: j.key)
@@ -237,7 +238,7 @@ class GroundedPatterns:
                  max_revisions: int = 1, on_report: Callable[[GroundingReport], None] | None = None,
                  disabled: Iterable[str] = ()) -> None:
         self.generator = generator
-        #: the families switched off (a KG's fit, :mod:`~simgrag.match.grounding.fit`): edits by name,
+        #: the families switched off (a KG's fit, :mod:`~simgrag.grounding.fit`): edits by name,
         #: ``analogy``, ``revision``
         self.disabled = frozenset(disabled)
         examples = [e.triples for e in generator.prompt.examples.examples]

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from simgrag.errors import PatternError
-from simgrag.match.grounding.judge import PatternJudge
-from simgrag.match.grounding.lexicon import kg_roles
-from simgrag.match.grounding.question import QuestionReading
+from simgrag.grounding.judge import PatternJudge
+from simgrag.grounding.lexicon import kg_roles
+from simgrag.grounding.question import QuestionReading
 from simgrag.pattern.examples import Example
 from simgrag.pattern.graph import Pattern, singular
 

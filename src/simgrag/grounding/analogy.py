@@ -4,10 +4,10 @@ place of the example's own.
 The examples file already holds the pattern most questions need: "Who were the directors on films Silvia
 Richards wrote?" needs the pattern of the example "who are the directors of the films written by Laura
 Kerr", with *Silvia Richards* for *Laura Kerr*. The examples that fit the question's structure best
-(:class:`~simgrag.match.grounding.shots.ShotRanker`, then words) are turned into candidates this way
+(:class:`~simgrag.grounding.shots.ShotRanker`, then words) are turned into candidates this way
 (:func:`analog_candidates`) and judged like any other. When the best of them is *sound* — every triple
 worded in the question, no problem, a close KG match — and the question's focus word confirms its answer
-node, the pattern stage uses it without calling the LLM (:class:`~simgrag.match.grounding.stage.GroundedPatterns`);
+node, the pattern stage uses it without calling the LLM (:class:`~simgrag.grounding.stage.GroundedPatterns`);
 otherwise the analogies join the LLM's pattern and its edits as candidates.
 
 A named node of the example is replaced by the KG name of an entity the question names (confident
@@ -21,9 +21,9 @@ import itertools
 from collections.abc import Collection, Sequence
 
 from simgrag.errors import PatternError
-from simgrag.match.grounding.judge import Candidate, PatternJudge
-from simgrag.match.grounding.lexicon import kg_roles
-from simgrag.match.grounding.question import Mention, QuestionReading
+from simgrag.grounding.judge import Candidate, PatternJudge
+from simgrag.grounding.lexicon import kg_roles
+from simgrag.grounding.question import Mention, QuestionReading
 from simgrag.pattern.examples import Example
 from simgrag.pattern.graph import Pattern
 

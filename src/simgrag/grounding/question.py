@@ -3,7 +3,7 @@
 :func:`read_question` splits a question into words, finds the longest word n-grams that are KG entity
 names (case-insensitive, a possessive ``'s`` dropped) and keeps the rest as *phrases*: the 1–3-word
 runs outside the entity mentions that start with a content word ("share actors", "come out",
-"kinds of movies"). The pattern judge (:mod:`~simgrag.match.grounding.judge`) uses both: a named pattern node must
+"kinds of movies"). The pattern judge (:mod:`~simgrag.grounding.judge`) uses both: a named pattern node must
 be one of the question's mentions, and each pattern relation should have a phrase of the question that
 names it. No LLM, no KG walk: a dictionary look-up per n-gram.
 
@@ -20,46 +20,25 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-__all__ = ["STOPWORDS", "WH_WORDS", "Mention", "QuestionReading", "common_words_of", "normalize_name", "phrases_of",
+from simgrag.grounding.english import (
+    AUXILIARIES,
+    COMPANION_PREPOSITIONS,
+    COPULAS,
+    IRREGULAR_PARTICIPLES,
+    NOUN_PHRASE_DETERMINERS,
+    STOPWORDS,
+    VAGUE_FOCUS,
+    WH_WITHOUT_FOCUS,
+    WH_WORDS,
+)
+
+__all__ = ["Mention", "QuestionReading", "common_words_of", "normalize_name", "phrases_of",
            "read_question"]
 
 MAX_MENTION_WORDS = 10
 MAX_PHRASE_WORDS = 3
 #: two words of at least this many letters, one the other's start give or take 3 letters, share a stem
 STEM_LETTERS = 4
-
-#: words that do not start a relation phrase (they may sit inside one: "kinds of movies")
-STOPWORDS = frozenset([
-    "a", "an", "the", "of", "in", "on", "at", "by", "with", "for", "to", "from", "into", "onto", "as", "and", "or",
-    "nor", "but", "if", "then", "than", "so", "such", "is", "are", "was", "were", "be", "been", "being", "am",
-    "do", "does", "did", "done", "doing", "has", "have", "had", "having", "will", "would", "shall", "should",
-    "can", "could", "may", "might", "must", "it", "its", "it's", "this", "that", "these", "those", "there", "here",
-    "their", "theirs", "they", "them", "he", "him", "his", "she", "her", "hers", "we", "us", "our", "you", "your",
-    "i", "me", "my", "mine", "who", "whom", "whose", "what", "which", "when", "where", "why", "how", "whatever",
-    "whoever", "whichever", "also", "too", "very", "just", "only", "any", "some", "all", "each", "every", "both",
-    "either", "neither", "no", "not", "please", "tell", "list", "show", "give", "name", "find", "let", "know",
-    "want", "need", "looking", "look", "out", "up", "down", "over", "other", "others", "else", "same", "another",
-    "i'm", "im", "someone", "somebody", "something", "anything", "anyone", "one", "ones", "thing", "things",
-    "ever", "get", "got", "i'd", "id", "like", "wonder", "wondering",
-])
-
-#: question words after which the next content word says what is asked
-WH_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "where", "how"])
-#: … except after these, where it does not ("when did the **movies** … come out")
-VAGUE_FOCUS = frozenset(["kind", "kinds", "sort", "sorts", "type", "types"])
-AUXILIARIES = frozenset(["did", "does", "do", "is", "are", "was", "were", "has", "have", "had", "can", "could",
-                         "will", "would", "should", "may", "might"])
-WH_WITHOUT_FOCUS = frozenset(["when", "where", "how"])
-#: a "where/when" after a noun phrase that begins with one of these is relative ("the countries **where**
-#: French is official"), not a question word
-NOUN_PHRASE_DETERMINERS = frozenset(["the", "a", "an", "this", "that", "these", "those", "some", "every", "each"])
-#: past participles that do not end in -ed (a noun phrase ends before one: "a movie **written** by X")
-IRREGULAR_PARTICIPLES = frozenset(["written", "spoken", "made", "known", "seen", "shown", "given", "taken", "sung",
-                                   "shot", "set", "told", "sold", "won", "done", "begun", "drawn", "chosen"])
-#: a clause-final "who" after these asks for a companion of the subject, not for the word before them
-#: ("X co-directed **movies** with who", "X is a co-star of who"); after "by" the verb names the answer's
-#: relation ("… were **written** by who")
-COMPANION_PREPOSITIONS = frozenset(["with", "of", "alongside", "beside", "besides", "to", "for", "from", "against"])
 
 _EDGE_PUNCT = "?!.,;:\"'()[]{}«»“”‘’`"
 _POSSESSIVE = re.compile(r"(?:'s|’s|'|’)$", re.IGNORECASE)
@@ -158,7 +137,7 @@ class QuestionReading:
             if word in ("what", "which") and (self._opens_clause(i) or self._ends_clause(i)):
                 start = i + 1
                 after = next((w for w in clean[start:] if w not in ("else", "other", "others")), None)
-                if after in ("is", "are", "was", "were") and start < len(clean) and clean[start] == after:
+                if after in COPULAS and start < len(clean) and clean[start] == after:
                     return self._after_who(clean, covered, start)  # "What are the **movies** that …"
                 if after in AUXILIARIES:
                     return None
@@ -195,7 +174,7 @@ class QuestionReading:
         of *be*: the last word of the noun phrase, "Who are film **co-directors** of …", also after a
         named owner: "Who are Iraq's **neighbours**?"); nothing for "Who was in the movies …"; the noun
         phrase ends before a participle ("What is a **movie** written by …")."""
-        if i < len(clean) and clean[i] in ("is", "are", "was", "were", "'s"):
+        if i < len(clean) and clean[i] in (*COPULAS, "'s"):
             i = self._past_owner(covered, _past_name_of(clean, _past_determiners(clean, i + 1)))
             start = i
             while (i + 1 < len(clean) and i + 1 - start < 3 and not covered[i + 1] and clean[i + 1]
