@@ -278,3 +278,11 @@ def test_verify_with_json_schema() -> None:
     assert llm.calls[0].json_schema == VERDICT_SCHEMA
     assert '{"verdict": "Refuted"}' in [m.content for m in llm.calls[0].messages]
     assert verify_messages("c", "e")[1].content.startswith("evidence:\ngraph [1]: (Inception, director,")
+
+
+def test_a_name_spelled_with_underscores_in_the_kg_is_found_when_the_llm_writes_spaces() -> None:
+    names = ["Fidel_MARTINEZ", "Jaimen_AYOVI", "Club_Tijuana", "Up"]
+    assert extract_entities("answer: Fidel Martinez | Jaimen Ayovi", names) == ["Fidel_MARTINEZ", "Jaimen_AYOVI"]
+    assert extract_entities("They say Jaimen Ayovi plays at Club Tijuana.", names) == ["Jaimen_AYOVI", "Club_Tijuana"]
+    assert extract_entities("answer: Fidel_MARTINEZ", names) == ["Fidel_MARTINEZ"]  # the KG's own spelling still
+    assert extract_entities("answer: Fidel Martinezz", names) == []  # not a looser match than before

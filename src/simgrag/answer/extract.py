@@ -8,7 +8,8 @@ The QA prompt asks for one line ``answer: name1 | name2``. Small models do not a
 2. Evidence names that contain a separator (``Pride and Prejudice``, ``Walker (footballer, born
    1940)``) are protected, then the segment is split on ``|``, ``,``, ``;``, ``/``, ``&``, ``or``,
    ``and`` and new lines; quotes, brackets, list markers and trailing dots are stripped from each item.
-3. Each item is matched against the evidence names, case-insensitively: an exact match first; else
+3. Each item is matched against the evidence names, case-insensitively and with an underscore read as a
+   space (``Fidel Martinez`` is ``Fidel_MARTINEZ``): an exact match first; else
    the names the item contains (``the writer is Ben Hecht``); else the single name that contains the
    item (``Hecht``, at least 3 characters). Items that match nothing stay in the answer text only.
 4. Fallback scan: every evidence name occurring in the text, in order of position.
@@ -38,7 +39,9 @@ _PLACEHOLDER_RE = re.compile("\x00(\\d+)\x00")
 
 
 def _norm(text: str) -> str:
-    return _SPACES.sub(" ", text).strip().lower()
+    """Compared form: lower case, single spaces, an underscore read as a space (``Fidel_MARTINEZ``, as KGs
+    built from IRIs spell names, is the model's ``Fidel Martinez``)."""
+    return _SPACES.sub(" ", text.replace("_", " ")).strip().lower()
 
 
 def answer_segment(text: str) -> str | None:
@@ -57,7 +60,8 @@ def answer_segment(text: str) -> str | None:
 
 def _name_pattern(name: str) -> re.Pattern[str]:
     flags = 0 if len(name) < _SHORT else re.IGNORECASE
-    return re.compile(r"(?<!\w)" + re.escape(_SPACES.sub(" ", name).strip()) + r"(?!\w)", flags)
+    spelled = re.escape(_SPACES.sub(" ", name).strip()).replace("_", "[_ ]")  # an underscore may come back as a space
+    return re.compile(r"(?<!\w)" + spelled + r"(?!\w)", flags)
 
 
 def _find_names(text: str, names: Sequence[str]) -> list[tuple[int, str]]:
