@@ -418,3 +418,14 @@ def test_a_metaqa_kg_does_not_learn(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                                       "--embedder", "hash:64"])
     assert result.exit_code == 0, result.output
     assert llm.calls == [] and "Learning" not in result.output
+
+
+def test_the_default_learning_budget_grows_with_the_kgs_relations(tmp_path: Path) -> None:
+    from simgrag.bootstrap.learn import default_budget
+    from simgrag.cli._common import learn_budget_for
+
+    assert default_budget(5) == default_budget(20) == 300.0
+    assert default_budget(500) == default_budget(5000) == 1800.0
+    assert 300.0 < default_budget(260) < 1800.0 and default_budget(260) == pytest.approx(1050.0)
+    (tmp_path / "manifest.json").write_text(json.dumps({"kg": {"relations": 522}}), encoding="utf-8")
+    assert learn_budget_for(tmp_path, None) == 1800.0 and learn_budget_for(tmp_path, 42.0) == 42.0

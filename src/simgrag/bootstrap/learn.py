@@ -81,8 +81,17 @@ from simgrag.llm.counting import CountingLLM
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.progress import progress_on
 
-__all__ = ["DEFAULT_SHAPES", "EXAMPLES_FILE", "VALIDATION_FILE", "LearnReport", "LearnSettings", "expected_llm_calls",
-           "learn_examples", "peak_rss_mb"]
+__all__ = [
+    "DEFAULT_SHAPES",
+    "EXAMPLES_FILE",
+    "VALIDATION_FILE",
+    "LearnReport",
+    "LearnSettings",
+    "default_budget",
+    "expected_llm_calls",
+    "learn_examples",
+    "peak_rss_mb",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +100,11 @@ VALIDATION_FILE = "validation.jsonl"
 DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
 #: the share of asked samples expected to keep a question (for the expected LLM calls)
 KEEP_RATE = 0.7
+#: the default time budget grows with the KG's relations: a sample covers a few relations, so a KG of many
+#: needs more samples for its shots to cover them. 5 minutes up to SMALL_KG_RELATIONS relations, then linear to
+#: 30 minutes at LARGE_KG_RELATIONS and beyond (the bounds learning is held to: 5 min for ≤ 20 relations, 30 for 500)
+SMALL_KG_RELATIONS, SMALL_KG_BUDGET_S = 20, 300.0
+LARGE_KG_RELATIONS, LARGE_KG_BUDGET_S = 500, 1800.0
 #: samples drawn per sample wanted: the KG check and the screen drop some
 DRAW_FACTOR = 3
 #: the KG check's search (the engine's default search, three subgraphs)
@@ -98,6 +112,13 @@ CHECK = RetrievalSettings(k=3)
 #: output tokens allowed per question asked, and per call
 TOKENS_PER_QUESTION = 40
 TOKENS_PER_CALL = 40
+
+
+def default_budget(relations: int) -> float:
+    """The learning's default time budget in seconds for a KG of ``relations`` relations (see
+    :data:`SMALL_KG_RELATIONS`)."""
+    share = (relations - SMALL_KG_RELATIONS) / (LARGE_KG_RELATIONS - SMALL_KG_RELATIONS)
+    return SMALL_KG_BUDGET_S + min(max(share, 0.0), 1.0) * (LARGE_KG_BUDGET_S - SMALL_KG_BUDGET_S)
 
 
 @dataclass(frozen=True)

@@ -244,12 +244,23 @@ Learn = Annotated[bool, typer.Option("--learn/--no-learn", help="when the index 
                                                                "your own), learn them from the KG with the LLM, "
                                                                "with validation questions, and attach them (see "
                                                                "`simgrag learn`)")]
-LearnBudget = Annotated[float, typer.Option("--learn-budget", min=1.0, help="seconds the learning may take "
-                                                                           "(examples, validation questions, the "
-                                                                           "pattern stage's fit); what a stopped "
-                                                                           "run made is kept: `simgrag learn` goes "
-                                                                           "on")]
-DEFAULT_LEARN_BUDGET = 300.0
+LearnBudget = Annotated[float | None, typer.Option(
+    "--learn-budget", min=1.0, help="seconds the learning may take (examples, validation questions, the pattern "
+                                    "stage's fit; default: 300 for a KG of up to 20 relations, growing to 1800 at "
+                                    "500); what a stopped run made is kept: `simgrag learn` goes on")]
+DEFAULT_LEARN_BUDGET: float | None = None  # from the KG's relations (simgrag.bootstrap.learn.default_budget)
+
+
+def learn_budget_for(index_dir: Path, budget: float | None) -> float:
+    """``budget``, or the default for the index's KG (:func:`~simgrag.bootstrap.learn.default_budget` of its
+    relations, read from the manifest)."""
+    if budget is not None:
+        return budget
+    from simgrag.bootstrap.learn import default_budget
+    from simgrag.index.attach import read_manifest_json
+
+    relations = (read_manifest_json(index_dir).get("kg") or {}).get("relations")
+    return default_budget(int(relations) if isinstance(relations, int) else 0)
 
 Deadline = Annotated[float | None, typer.Option("--deadline", help="seconds of graph search before the best matches "
                                                                   "so far are returned (default 10; inf: none)")]

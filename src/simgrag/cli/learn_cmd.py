@@ -81,7 +81,7 @@ def run_learning(index_dir: Path, model: LLM, settings: LearnSettings, *, fit: b
     return report
 
 
-def learn_after_build(index_dir: Path, choice: LLMChoice, budget: float) -> None:
+def learn_after_build(index_dir: Path, choice: LLMChoice, budget: float | None) -> None:
     """``simgrag index``'s learning step, for a KG that came with no examples; a failure is a warning (the
     index is built: ``simgrag learn`` tries again)."""
     from simgrag.bootstrap.learn import LearnSettings
@@ -95,14 +95,15 @@ def learn_after_build(index_dir: Path, choice: LLMChoice, budget: float) -> None
                   highlight=False, markup=False)
         return
     try:
-        run_learning(index_dir, learning_llm(choice), LearnSettings(budget_s=budget))
+        settings = LearnSettings(budget_s=_common.learn_budget_for(index_dir, budget))
+        run_learning(index_dir, learning_llm(choice), settings)
     except SimGRAGError as exc:
         console.print(f"[yellow]warning:[/] learning the examples failed: {escape(str(exc))}\nThe index is built; "
                       f"`simgrag learn {escape(str(index_dir))}` tries again (it goes on where it stopped), or pass "
                       "--no-learn.", markup=True, highlight=False)
 
 
-def ready_index(index_dir: Path, choice: LLMChoice, budget: float) -> tuple[Path | IndexDir, LLM | None]:
+def ready_index(index_dir: Path, choice: LLMChoice, budget: float | None) -> tuple[Path | IndexDir, LLM | None]:
     """The index ``ask`` answers from, and the LLM it resolved (``None``: none yet): an index without examples
     of its own (:func:`~simgrag.retrievers.simgrag.needs_examples`) learns them first, with a progress bar."""
     from simgrag.bootstrap.learn import LearnSettings
@@ -121,7 +122,7 @@ def ready_index(index_dir: Path, choice: LLMChoice, budget: float) -> tuple[Path
     model = learning_llm(choice)
     console.print(f"{index_dir} has no few-shot examples yet: learning them from its KG first (once; --no-learn "
                   "refuses instead).", highlight=False, markup=False)
-    run_learning(index_dir, model, LearnSettings(budget_s=budget), say=console)
+    run_learning(index_dir, model, LearnSettings(budget_s=_common.learn_budget_for(index_dir, budget)), say=console)
     return open_index_dir(index_dir), model
 
 
@@ -150,7 +151,8 @@ def learn(
         if own is not None and not own.get("learned") and not overwrite:
             raise ConfigError(f"{index_dir} has examples of its own ({own.get('source')}); learning would replace "
                               "them: pass --overwrite to do so")
-        settings = LearnSettings(budget_s=learn_budget, max_llm_calls=max_llm_calls, seed=seed)
+        budget = _common.learn_budget_for(index_dir, learn_budget)
+        settings = LearnSettings(budget_s=budget, max_llm_calls=max_llm_calls, seed=seed)
         report = run_learning(index_dir, learning_llm(llm), settings, fit=fit, resume=resume,
                               say=console if as_json else out, progress=False if quiet else None)
     except SimGRAGError as exc:

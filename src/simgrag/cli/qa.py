@@ -92,7 +92,7 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
 
 def _run(index_dir: Path | None, text: str, llm: LLMChoice, *, verdict: bool, as_json: bool,
          retriever_model: list[str] | None = None, deadline: float | None = None, learn: bool = False,
-         learn_budget: float = DEFAULT_LEARN_BUDGET, **engine_options: Any) -> None:
+         learn_budget: float | None = DEFAULT_LEARN_BUDGET, **engine_options: Any) -> None:
     from simgrag.cli.learn_cmd import ready_index
     from simgrag.pattern.validate import validate_question
 
