@@ -104,3 +104,24 @@ def test_real_models_refute_heat_by_steven_spielberg(embedded_model: Path) -> No
     assert result.verdict.label == "Refuted", result.to_dict()
     held = {c.held.as_tuple() for c in result.verdict.contradictions}
     assert ("Heat", "directed_by", "Michael Mann") in held
+
+
+def test_a_claim_about_an_entity_the_kg_lacks_is_not_enough_evidence_not_refuted(films_dir: Path) -> None:
+    from simgrag.answer.calibration import Calibration
+
+    calibration = Calibration(named=0.2)  # the KG's fitted "no entity this close" threshold
+    made_up = [["The Glass Orchard", "directed by", "Director 2"]]
+    llm = FakeLLM([json.dumps({"triples": made_up})])
+    engine = SimGRAG(films_dir, llm=llm, ground_patterns=False, pattern_options=NO_ANALOGY, calibration=calibration)
+    result = engine.verify("The Glass Orchard was directed by Director 2")
+    assert result.verdict.label == "Not enough evidence"
+    assert "no entity named 'The Glass Orchard'" in result.verdict.reason
+    assert not result.verdict.contradictions and len(llm.calls) == 1  # the pattern call only: no verdict call
+    # a name the KG has, bound elsewhere in the best match, is no unknown entity: refuted by the fact as before
+    known = FakeLLM([json.dumps({"triples": [["Film 3", "directed by", "Director 5"]]})])
+    engine = SimGRAG(films_dir, llm=known, ground_patterns=False, pattern_options=NO_ANALOGY, calibration=calibration)
+    assert engine.verify("Film 3 was directed by Director 5").verdict.label == "Refuted"
+    # without a calibration for this KG there is no threshold: the LLM reads the nearest evidence as before
+    uncalibrated = FakeLLM([json.dumps({"triples": made_up}), "verdict: Refuted"])
+    engine = SimGRAG(films_dir, llm=uncalibrated, ground_patterns=False, pattern_options=NO_ANALOGY, calibration="off")
+    assert "no entity named" not in engine.verify("The Glass Orchard was directed by Director 2").verdict.reason

@@ -29,7 +29,7 @@ from simgrag.answer.qa import Answer, answer_from_bindings, answer_question, not
 from simgrag.answer.reader import READER_STYLES, context_names, read_context
 from simgrag.answer.reading import PatternReading, read_pattern
 from simgrag.answer.refute import ClaimCheck
-from simgrag.answer.verify import Verdict, context_evidence, refuted, verify_context
+from simgrag.answer.verify import Verdict, context_evidence, refuted, unknown_entity, verify_context
 from simgrag.errors import ConfigError
 from simgrag.grounding.lexicon import Lexicon
 from simgrag.llm.base import LLM
@@ -121,9 +121,31 @@ class Answerer:
                       completion_tokens=response.completion_tokens, latency_s=response.latency_s,
                       cached=response.cached, context_items=items)
 
+    def _unknown_entity(self, claim: str, context: RetrievedContext) -> Verdict | None:
+        """"Not enough evidence" for a claim about an entity the KG does not have: a named node of its pattern
+        whose *nearest* KG entity is further than the KG's fitted ``named`` threshold (the one its questions'
+        "not found" uses; none without a calibration for this KG). Checked before refutation: the nearest
+        entity's facts say nothing about one the KG lacks. (A named node merely bound elsewhere in the best
+        match — "City Hall was released in 1985", the KG holding 1996 — is not one: 1985 is in the KG.)"""
+        calibration = self.calibration
+        if (calibration is None or calibration.named is None or context.subgraphs is None
+                or context.pattern is None):
+            return None
+        pattern, retrieval = context.pattern.pattern, context.subgraphs
+        floors = retrieval.node_floor
+        far = [(node.text, floors[i]) for i, node in enumerate(pattern.nodes)
+               if not node.unknown and i < len(floors) and floors[i] > calibration.named]
+        if not far:
+            return None
+        said = "; ".join(f"no entity named '{text}'" for text, _ in far)
+        return unknown_entity(claim, retrieval, said, max(d for _, d in far), calibration.named)
+
     def verify(self, llm: LLMSource, claim: str, context: RetrievedContext, check: ClaimCheck | None = None) -> Verdict:
         """The verdict on ``claim`` over ``context`` (retrieved for the claim); ``check``: its pattern searched
         with one end free (:mod:`simgrag.answer.refute`). The LLM is resolved only when it is asked."""
+        unknown = self._unknown_entity(claim, context)
+        if unknown is not None:
+            return unknown
         if check is not None and check.contradictions and context.subgraphs is not None:
             return refuted(claim, check)
         return verify_context(_llm(llm), claim, context, abstain_gsd=self.abstain_gsd,

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from simgrag.answer._common import abstain_reason, call_llm
+from simgrag.answer.calibration import DETAILS
 from simgrag.answer.refute import ClaimCheck, Contradiction
 from simgrag.answer.verbalize import Triples, format_triple, verbalize_evidence, verbalize_graphs
 from simgrag.llm.base import LLM, ChatMessage
@@ -44,7 +45,7 @@ from simgrag.retrievers.base import RetrievedContext
 
 __all__ = [
     "VERDICT_SCHEMA", "VERIFY_SHOTS", "VERIFY_SYSTEM", "Label", "Verdict", "context_evidence", "parse_verdict",
-    "refuted", "verify_claim", "verify_context", "verify_messages",
+    "refuted", "unknown_entity", "verify_claim", "verify_context", "verify_messages",
 ]
 
 logger = logging.getLogger(__name__)
@@ -265,6 +266,15 @@ def verify_context(llm: LLM, claim: str, context: RetrievedContext, *, abstain_g
     reason = None if items else f"the {context.retriever} retriever found no triples"
     return _verdict(llm, claim, evidence_text, items, None, reason, task=f"verify ({context.retriever})",
                     max_tokens=max_tokens, compact=not context.paths, use_json_schema=use_json_schema)
+
+
+def unknown_entity(claim: str, retrieval: Retrieval, said: str, distance: float, threshold: float) -> Verdict:
+    """"Not enough evidence": the claim names an entity the KG does not have (``said``: the nearest match, in
+    words), without the LLM."""
+    logger.info("claim %r names an entity the KG lacks: %s", claim, said)
+    reason = (f"the KG has no entity the claim names ({said})"
+              f"{DETAILS}named {distance:.3g} is above this KG's {threshold:.3g}")
+    return Verdict(NOT_ENOUGH, f"not found in the KG; {said}", retrieval, True, reason)
 
 
 def refuted(claim: str, check: ClaimCheck) -> Verdict:
