@@ -377,3 +377,32 @@ def test_the_fitted_answer_mode_round_trips_and_is_what_the_engine_uses(toy: Ind
     assert bad.exit_code == 2 and "answering" in bad.output
     assert CliRunner().invoke(app, ["grounding", "clear", str(toy.path)]).exit_code == 0
     assert read_answer_mode(json.loads((toy.path / "manifest.json").read_text())) is None
+
+
+def test_no_harm_holds_per_group_a_stage_that_loses_a_hop_is_not_chosen() -> None:
+    hits = {"no_grounding": 5, "fitted": 6, "pruned": 6, "every_family": 7}
+    groups = {"no_grounding": {"1-hop": 2, "2-hop": 3}, "fitted": {"1-hop": 3, "2-hop": 3},
+              "pruned": {"1-hop": 3, "2-hop": 3}, "every_family": {"1-hop": 5, "2-hop": 2}}
+    assert choose_stage(hits) == "every_family"  # more in total …
+    assert choose_stage(hits, groups) == "fitted"  # … but it loses a 2-hop question: the best that loses none
+
+
+def test_the_llm_answer_mode_is_not_chosen_when_it_loses_a_group(toy: IndexDir) -> None:
+    from simgrag.eval.fit_grounding import fit_answer_mode
+
+    # the shortcut answers the star-in question wrong (the extra hop's year) and the LLM reads it right, but in
+    # another group the LLM, told to read, answers wrong: more hits in total, one group lower -> the shortcut
+    kate = QAItem("Which movies did Kate Winslet star in?", ("Titanic",), group="1-hop")
+    items = [kate, kate, QAItem("Who directed Titanic?", ("James Cameron",), group="2-hop")]
+
+    def replies(messages: Sequence[ChatMessage]) -> str:
+        from simgrag.answer.qa import QA_SYSTEM
+
+        if messages[0].content == QA_SYSTEM:
+            return "answer: Titanic"  # right for the first question, wrong for the second
+        return _extra_hop(messages)
+
+    found = fit_answer_mode(toy, FakeLLM(replies), items, GroundingFit(False, ()), examples=parse_examples(EXAMPLES),
+                            progress=False)
+    assert found.info["hits"] == {"auto": 1, "llm": 2} and found.mode == "auto"  # more in total, yet not chosen
+    assert found.info["group_hits"] == {"auto": {"1-hop": 0, "2-hop": 1}, "llm": {"1-hop": 2, "2-hop": 0}}

@@ -13,8 +13,9 @@ all with abstention off (the fit judges patterns, not the answer's abstention) a
 through one call cache, so the configurations differ only in what the stage does. A family stays on only
 when it fixed more validation questions than it broke (*an edit family that does not raise validation
 accuracy on a KG stays off there*). Of the four stages — none, fitted, pruned, every family — the one with the most
-first-answer hits wins, ties going to the simpler (none first): the stored stage is never below the LLM's own
-patterns on the validation set (*no harm*).
+first-answer hits wins, ties going to the simpler (none first), and a stage that answers fewer questions of some
+group (hop count, shape) than the LLM's own patterns is not eligible: the stored stage is never below the LLM's own
+patterns on the validation set, in total or in any group (*no harm*).
 """
 
 from __future__ import annotations
@@ -118,9 +119,25 @@ def family_gains(full: dict[int, Outcome], ablations: dict[str, dict[int, Outcom
 STAGES = ("no_grounding", "fitted", "pruned", "every_family")
 
 
-def choose_stage(hits: dict[str, int]) -> str:
-    """The stage with the most validation hits, ties going to the simpler (:data:`STAGES` order)."""
-    return max(STAGES, key=lambda k: (hits[k], -STAGES.index(k)))
+def choose_stage(hits: dict[str, int], groups: dict[str, dict[str, int]] | None = None) -> str:
+    """The stage with the most validation hits, ties going to the simpler (:data:`STAGES` order); with
+    ``groups`` (per stage, hits per question group: hop count, shape) a stage that answers fewer questions of
+    some group than the LLM's own patterns is not eligible (*no harm* per group, not only in total)."""
+    floor = STAGES[0]
+    eligible = [k for k in STAGES if groups is None or k == floor or not _loses_a_group(groups[k], groups[floor])]
+    return max(eligible, key=lambda k: (hits[k], -STAGES.index(k)))
+
+
+def _loses_a_group(candidate: dict[str, int], floor: dict[str, int]) -> bool:
+    """Whether ``candidate`` hits fewer questions than ``floor`` in some group."""
+    return any(candidate.get(group, 0) < n for group, n in floor.items())
+
+
+def _group_hits(outcomes: dict[int, Outcome], items: Sequence[QAItem]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i, outcome in outcomes.items():
+        out[items[i].group] = out.get(items[i].group, 0) + int(outcome.hit)
+    return out
 
 
 def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, examples: Any = None,
@@ -164,9 +181,12 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         say(f"every family but those that broke more than they fixed ({', '.join(harmful) or 'none'})")
         pruned = runner.run((True, harmful, "auto"), everyone, "pruned") if harmful else full
         calls = counted.calls
-    hits = {"no_grounding": _hits(raw), "fitted": _hits(fitted), "pruned": _hits(pruned), "every_family": _hits(full)}
-    choice = choose_stage(hits)
-    info = {"questions": len(items), "source": source, "hits": hits, "chosen": choice, "families": families,
+    runs = {"no_grounding": raw, "fitted": fitted, "pruned": pruned, "every_family": full}
+    hits = {k: _hits(v) for k, v in runs.items()}
+    groups = {k: _group_hits(v, items) for k, v in runs.items()}
+    choice = choose_stage(hits, groups)
+    info = {"questions": len(items), "source": source, "hits": hits, "group_hits": groups, "chosen": choice,
+            "families": families,
             "embedder": index.manifest.get("embedder", {}).get("name"), "llm": llm.name,
             "kg_content_hash": index.manifest.get("kg", {}).get("content_hash"), "llm_calls": calls,
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
@@ -184,7 +204,8 @@ def fit_answer_mode(index: IndexDir, llm: LLM, items: Sequence[QAItem], fit: Gro
     """The answer mode for ``index``'s KG (:mod:`simgrag.answer.mode_fit`): each of
     :data:`~simgrag.answer.mode_fit.FITTED_MODES` answers ``items`` with the pattern stage ``fit`` (the one just
     fitted), abstention off; the most first-answer hits wins, ties going to the first (``auto``, no LLM call on
-    an exact match). Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pattern calls."""
+    an exact match), and a mode that answers fewer questions of some group (hop count, shape) than ``auto`` is
+not eligible. Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pattern calls."""
     if not items:
         raise DatasetError("no validation questions to fit the answer mode on")
     t0 = time.perf_counter()
@@ -197,14 +218,20 @@ def fit_answer_mode(index: IndexDir, llm: LLM, items: Sequence[QAItem], fit: Gro
         shared = CachedLLM(counted, Path(calls_cache) if calls_cache is not None else Path(tmp) / "calls.sqlite")
         runner = _Runner(index, shared, items, options, progress)
         everyone = list(range(len(items)))
-        hits: dict[str, int] = {}
+        runs: dict[str, dict[int, Outcome]] = {}
         for mode in FITTED_MODES:
             say(f"answer mode {mode} on {len(items)} {source}")
-            hits[mode] = _hits(runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode), everyone,
-                                          f"answer mode {mode}"))
+            runs[mode] = runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode), everyone,
+                                    f"answer mode {mode}")
         calls = counted.calls
-    chosen = max(FITTED_MODES, key=lambda m: (hits[m], -FITTED_MODES.index(m)))
-    return AnswerModeFit(chosen, {"questions": len(items), "source": source, "hits": hits, "llm": llm.name,
+    hits = {m: _hits(v) for m, v in runs.items()}
+    groups = {m: _group_hits(v, items) for m, v in runs.items()}
+    # the first mode (the shortcut) is the floor: another wins only with more hits and no group below it
+    floor = FITTED_MODES[0]
+    eligible = [m for m in FITTED_MODES if m == floor or not _loses_a_group(groups[m], groups[floor])]
+    chosen = max(eligible, key=lambda m: (hits[m], -FITTED_MODES.index(m)))
+    return AnswerModeFit(chosen, {"questions": len(items), "source": source, "hits": hits, "group_hits": groups,
+                                  "llm": llm.name,
                                   "llm_calls": calls, "seconds": round(time.perf_counter() - t0, 1),
                                   "kg_content_hash": index.manifest.get("kg", {}).get("content_hash"),
                                   "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
