@@ -341,9 +341,9 @@ def test_the_answer_mode_is_fitted_per_kg_and_a_tie_keeps_the_shortcut(toy: Inde
     items = [QAItem(q, (a,)) for q, (_, a) in EXTRA_HOP.items()]
     off = GroundingFit(False, ())
     found = fit_answer_mode(toy, FakeLLM(_extra_hop), items, off, examples=parse_examples(EXAMPLES), progress=False)
-    assert found.info["hits"] == {"auto": 1, "llm": 2} and found.mode == "llm"
+    assert (found.info["hits"]["auto"], found.info["hits"]["llm"]) == (1, 2) and found.mode == "llm"
     tie = fit_answer_mode(toy, FakeLLM(_extra_hop), items[:1], off, examples=parse_examples(EXAMPLES), progress=False)
-    assert tie.info["hits"] == {"auto": 1, "llm": 1} and tie.mode == "auto"  # a tie: no LLM call on exact matches
+    assert tie.info["hits"] == {"auto": 1, "llm": 1, "check": 1} and tie.mode == "auto"  # a tie: the cheapest
 
 
 def test_the_fitted_answer_mode_round_trips_and_is_what_the_engine_uses(toy: IndexDir) -> None:
@@ -404,5 +404,50 @@ def test_the_llm_answer_mode_is_not_chosen_when_it_loses_a_group(toy: IndexDir) 
 
     found = fit_answer_mode(toy, FakeLLM(replies), items, GroundingFit(False, ()), examples=parse_examples(EXAMPLES),
                             progress=False)
-    assert found.info["hits"] == {"auto": 1, "llm": 2} and found.mode == "auto"  # more in total, yet not chosen
-    assert found.info["group_hits"] == {"auto": {"1-hop": 0, "2-hop": 1}, "llm": {"1-hop": 2, "2-hop": 0}}
+    assert (found.info["hits"]["auto"], found.info["hits"]["llm"]) == (1, 2) and found.mode == "auto"  # not chosen
+    assert found.info["group_hits"]["auto"] == {"1-hop": 0, "2-hop": 1}
+    assert found.info["group_hits"]["llm"] == {"1-hop": 2, "2-hop": 0}
+
+
+def _reads_titanic_and_picks(letter: str):  # type: ignore[no-untyped-def]
+    """Pattern calls as EXTRA_HOP; the reading always answers Titanic; the check picks ``letter``."""
+    from simgrag.answer.arbitrate import CHOICE_SYSTEM
+    from simgrag.answer.qa import QA_SYSTEM
+
+    def respond(messages: Sequence[ChatMessage]) -> str:
+        if messages[0].content == CHOICE_SYSTEM:
+            return letter
+        if messages[0].content == QA_SYSTEM:
+            return "answer: Titanic"
+        return _extra_hop(messages)
+
+    return respond
+
+
+def test_check_mode_lets_the_llm_choose_between_the_shortcut_and_its_reading(toy: IndexDir) -> None:
+    store_fit(toy.path, GroundingFit(False, ()))
+    examples = parse_examples(EXAMPLES)
+
+    def engine(letter: str) -> SimGRAG:
+        return SimGRAG(toy.path, llm=FakeLLM(_reads_titanic_and_picks(letter)), examples=examples, calibration="off",
+                       embedder=HashEmbedder(dim=256), answer_mode="check")
+
+    kate = "Which movies did Kate Winslet star in?"  # the shortcut: 1997 (the extra hop); the reading: Titanic
+    picked = engine("B").ask(kate).answer
+    assert picked.short_answer == "Titanic" and picked.llm_used and "checked by the LLM" in picked.reason
+    assert engine("A").ask(kate).answer.short_answer == "1997"  # the LLM may keep the shortcut's answer
+    # a reading that names no other node's entity is no rival: the shortcut stands, no choice asked
+    llm = FakeLLM(_reads_titanic_and_picks("B"))
+    kept = SimGRAG(toy.path, llm=llm, examples=examples, calibration="off", embedder=HashEmbedder(dim=256),
+                   answer_mode="check").ask("Who directed Titanic?").answer
+    assert kept.short_answer == "James Cameron" and len(llm.calls) == 2  # the pattern and the reading only
+
+
+def test_the_fit_chooses_check_where_it_beats_both(toy: IndexDir) -> None:
+    from simgrag.eval.fit_grounding import fit_answer_mode
+
+    items = [QAItem("Which movies did Kate Winslet star in?", ("Titanic",)), QAItem("Who directed Titanic?",
+                                                                                   ("James Cameron",))]
+    found = fit_answer_mode(toy, FakeLLM(_reads_titanic_and_picks("B")), items, GroundingFit(False, ()),
+                            examples=parse_examples(EXAMPLES), progress=False)
+    assert found.info["hits"] == {"auto": 1, "llm": 1, "check": 2} and found.mode == "check"

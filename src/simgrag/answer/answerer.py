@@ -8,7 +8,9 @@ the style the retriever registry gives its retriever (KAPING's own prompt, the p
 
 Answer modes (SimGRAG's subgraph prompt only): ``"llm"`` always asks the LLM to answer from the
 subgraphs (the paper); ``"auto"`` answers straight from the bindings of the asked-for node when the
-best subgraph matches the pattern exactly (GSD ≈ 0) and asks the LLM otherwise. A context without
+best subgraph matches the pattern exactly (GSD ≈ 0) and asks the LLM otherwise; ``"check"`` does both on an exact
+match and lets the LLM choose where they name entities of different pattern nodes
+(:mod:`simgrag.answer.arbitrate`). A context without
 subgraphs has no exact match, so ``"auto"`` asks the LLM for it too. ``abstain_gsd`` answers
 "not found" without the LLM when even the best subgraph is further than that; a context with
 subgraphs but none matched is "not found" in any case.
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simgrag.answer._common import abstain_reason, call_llm
+from simgrag.answer.arbitrate import checked_answer
 from simgrag.answer.calibration import NO_ABSTENTION, Calibration, evidence_features
 from simgrag.answer.extract import extract_entities
 from simgrag.answer.qa import Answer, answer_from_bindings, answer_question, not_found, qa_messages
@@ -40,7 +43,7 @@ from simgrag.retrievers.registry import default_style
 
 __all__ = ["ANSWER_MODES", "ANSWER_STYLES", "Answerer", "LLMSource"]
 
-ANSWER_MODES: tuple[str, ...] = ("auto", "llm")
+ANSWER_MODES: tuple[str, ...] = ("auto", "llm", "check")
 ANSWER_STYLES: tuple[str, ...] = ("simgrag", *READER_STYLES)
 LLMSource = LLM | Callable[[], LLM]
 
@@ -97,13 +100,17 @@ class Answerer:
         if reason is not None:
             return not_found(context.question, pattern, retrieval, reason, subs, features)
         reading = self.reading(context.question, pattern, retrieval)
-        if self.mode == "auto":
+        direct = None
+        if self.mode in ("auto", "check"):
             direct = answer_from_bindings(context.question, pattern, retrieval, substitutions=subs, features=features,
                                           reading=reading)
-            if direct is not None:
+            if direct is not None and self.mode == "auto":
                 return direct
-        return answer_question(_llm(llm), context.question, pattern, retrieval, abstain_gsd=self.abstain_gsd,
+        read = answer_question(_llm(llm), context.question, pattern, retrieval, abstain_gsd=self.abstain_gsd,
                                substitutions=subs, features=features, reading=reading)
+        if direct is None:
+            return read
+        return checked_answer(_llm(llm), context.question, pattern, retrieval, direct, read)
 
     def reading(self, question: str, pattern: Pattern, retrieval: Retrieval) -> PatternReading:
         """How much of ``question`` the pattern reads (:func:`~simgrag.answer.reading.read_pattern`)."""

@@ -7,8 +7,10 @@ when the small model writes one hop too many (WorldCup2014: "which club does X p
 club → country, copied from a 2-hop shot), the bindings of the last unknown answer the wrong question,
 while the LLM reading the same subgraph ("X plays_in_club FC_Barcelona, FC_Barcelona is_in_country
 Spain") answers the club. On another KG the shortcut is the better reader (a list answer in full). So the
-mode is chosen per KG (:func:`simgrag.eval.fit_grounding.fit_answer_mode`): ``"llm"`` only when it
-answers more validation questions first-hit than the shortcut, else ``"auto"`` (the cheaper).
+mode is chosen per KG (:func:`simgrag.eval.fit_grounding.fit_answer_mode`) among ``"auto"``, ``"llm"`` and
+``"check"`` (both, the LLM choosing where they disagree: :mod:`simgrag.answer.arbitrate`): another than
+``"auto"`` only when it answers more validation questions first-hit and none of a group (hop count, shape)
+fewer, else ``"auto"`` (the cheaper).
 
 Stored in the index's manifest under ``answering`` (:func:`store_answer_mode`, atomic), checked when read,
 shown by ``simgrag check``; an explicit ``answer_mode=`` (``--answer-mode``) overrides it.
@@ -30,7 +32,7 @@ __all__ = ["FITTED_MODES", "MANIFEST_KEY", "AnswerModeFit", "check_answer_mode",
 #: the manifest section that holds the fitted answer mode
 MANIFEST_KEY = "answering"
 #: the modes a fit chooses among (``auto`` first: a tie keeps the cheaper shortcut)
-FITTED_MODES: tuple[str, ...] = ("auto", "llm")
+FITTED_MODES: tuple[str, ...] = ("auto", "llm", "check")
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,9 @@ class AnswerModeFit:
         hits = self.info.get("hits") or {}
         shown = ", ".join(f"{k} {v}" for k, v in hits.items())
         n = self.info.get("questions")
-        why = "the LLM reads the subgraphs" if self.mode == "llm" else "answers from exact bindings, else the LLM"
+        why = {"llm": "the LLM reads the subgraphs",
+               "check": "exact bindings checked by the LLM reading the subgraphs"}.get(
+                   self.mode, "answers from exact bindings, else the LLM")
         return f"{self.mode} ({why})" + (f" — validation {n} questions: {shown}" if n is not None else "")
 
 

@@ -107,7 +107,8 @@ DEFAULT_RETRIEVER = "simgrag"
 # -- the answerer ------------------------------------------------------------------------------------------
 AnswerMode = Annotated[str | None, typer.Option(
     "--answer-mode", help="auto: answer from the subgraph bindings when the KG matches the pattern exactly, else the "
-                          "LLM; llm: always the LLM (the paper); default: the mode fitted for the index's KG "
+                          "LLM; llm: always the LLM (the paper); check: both, the LLM choosing where they "
+                          "disagree; default: the mode fitted for the index's KG "
                           "(`simgrag grounding fit`, index-time learning), else auto")]
 AbstainGsd = Annotated[float | None, typer.Option("--abstain-gsd", help="answer 'not found' when the best subgraph's "
                                                                         "GSD is above this (simgrag)")]
