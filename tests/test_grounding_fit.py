@@ -409,14 +409,15 @@ def test_the_llm_answer_mode_is_not_chosen_when_it_loses_a_group(toy: IndexDir) 
     assert found.info["group_hits"]["llm"] == {"1-hop": 2, "2-hop": 0}
 
 
-def _reads_titanic_and_picks(letter: str):  # type: ignore[no-untyped-def]
-    """Pattern calls as EXTRA_HOP; the reading always answers Titanic; the check picks ``letter``."""
+def _reads_titanic_and_picks(pick: str):  # type: ignore[no-untyped-def]
+    """Pattern calls as EXTRA_HOP; the reading always answers Titanic; the check picks the candidate named
+    ``pick`` whichever letter it has (a consistent chooser)."""
     from simgrag.answer.arbitrate import CHOICE_SYSTEM
     from simgrag.answer.qa import QA_SYSTEM
 
     def respond(messages: Sequence[ChatMessage]) -> str:
         if messages[0].content == CHOICE_SYSTEM:
-            return letter
+            return "A" if f"A. {pick} (" in messages[-1].content else "B"
         if messages[0].content == QA_SYSTEM:
             return "answer: Titanic"
         return _extra_hop(messages)
@@ -428,16 +429,25 @@ def test_check_mode_lets_the_llm_choose_between_the_shortcut_and_its_reading(toy
     store_fit(toy.path, GroundingFit(False, ()))
     examples = parse_examples(EXAMPLES)
 
-    def engine(letter: str) -> SimGRAG:
-        return SimGRAG(toy.path, llm=FakeLLM(_reads_titanic_and_picks(letter)), examples=examples, calibration="off",
+    def engine(pick: str) -> SimGRAG:
+        return SimGRAG(toy.path, llm=FakeLLM(_reads_titanic_and_picks(pick)), examples=examples, calibration="off",
                        embedder=HashEmbedder(dim=256), answer_mode="check")
 
     kate = "Which movies did Kate Winslet star in?"  # the shortcut: 1997 (the extra hop); the reading: Titanic
-    picked = engine("B").ask(kate).answer
+    picked = engine("Titanic").ask(kate).answer
     assert picked.short_answer == "Titanic" and picked.llm_used and "checked by the LLM" in picked.reason
-    assert engine("A").ask(kate).answer.short_answer == "1997"  # the LLM may keep the shortcut's answer
+    assert engine("1997").ask(kate).answer.short_answer == "1997"  # the LLM may keep the shortcut's answer
+
+    def by_position(messages: Sequence[ChatMessage]) -> str:
+        from simgrag.answer.arbitrate import CHOICE_SYSTEM
+
+        return "B" if messages[0].content == CHOICE_SYSTEM else _reads_titanic_and_picks("Titanic")(messages)
+
+    biased = SimGRAG(toy.path, llm=FakeLLM(by_position), examples=examples, calibration="off",
+                     embedder=HashEmbedder(dim=256), answer_mode="check")
+    assert biased.ask(kate).answer.short_answer == "1997"  # "B" whatever the order: no consistent pick, no switch
     # a reading that names no other node's entity is no rival: the shortcut stands, no choice asked
-    llm = FakeLLM(_reads_titanic_and_picks("B"))
+    llm = FakeLLM(_reads_titanic_and_picks("Titanic"))
     kept = SimGRAG(toy.path, llm=llm, examples=examples, calibration="off", embedder=HashEmbedder(dim=256),
                    answer_mode="check").ask("Who directed Titanic?").answer
     assert kept.short_answer == "James Cameron" and len(llm.calls) == 2  # the pattern and the reading only
@@ -448,6 +458,6 @@ def test_the_fit_chooses_check_where_it_beats_both(toy: IndexDir) -> None:
 
     items = [QAItem("Which movies did Kate Winslet star in?", ("Titanic",)), QAItem("Who directed Titanic?",
                                                                                    ("James Cameron",))]
-    found = fit_answer_mode(toy, FakeLLM(_reads_titanic_and_picks("B")), items, GroundingFit(False, ()),
+    found = fit_answer_mode(toy, FakeLLM(_reads_titanic_and_picks("Titanic")), items, GroundingFit(False, ()),
                             examples=parse_examples(EXAMPLES), progress=False)
     assert found.info["hits"] == {"auto": 1, "llm": 1, "check": 2} and found.mode == "check"

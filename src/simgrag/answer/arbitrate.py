@@ -9,7 +9,8 @@ club of.
 
 ``"check"`` runs both, and where they disagree on an entity the matched subgraphs bind to *another* unknown
 node of the pattern, the LLM gets the two concrete candidates, each with its node's type, and picks one — a
-choice between two answers is easier for a small model than reading a graph:
+choice between two answers is easier for a small model than reading a graph. It is asked twice, the candidates
+in both orders, and the reading replaces the shortcut only when both answers pick it:
 
     Question: where is the football club that Jorge_FUCILE plays for ?
     A. Portugal (country)
@@ -89,17 +90,25 @@ def checked_answer(llm: LLM, question: str, pattern: Pattern, retrieval: Retriev
     node = other_node(pattern, retrieval, other, asked)
     if node is None:  # the reading names nothing the pattern's other nodes hold: keep the shortcut
         return _with_cost(direct, read)
-    first = f"{direct.short_answer} ({_kind(pattern, asked)})"
-    second = f"{other} ({_kind(pattern, node)})"
-    response = call_llm(llm, choice_messages(question, first, second), task="answer check", max_tokens=4)
-    found = _LETTER.search(response.text.strip().upper())
-    picked = read if found is not None and found.group(1) == "B" else direct
-    logger.info("answer check for %r: %s or %s -> %s", question, first, second, picked.short_answer)
+    mine = f"{direct.short_answer} ({_kind(pattern, asked)})"
+    theirs = f"{other} ({_kind(pattern, node)})"
+    # asked twice, the candidates in both orders: the reading wins only when both answers pick it (a small
+    # model tends to pick one position whatever the candidates)
+    votes, prompt_tokens, completion_tokens = [], read.prompt_tokens, read.completion_tokens
+    for first, second, reading_letter in ((mine, theirs, "B"), (theirs, mine, "A")):
+        response = call_llm(llm, choice_messages(question, first, second), task="answer check", max_tokens=4)
+        found = _LETTER.search(response.text.strip().upper())
+        votes.append(found is not None and found.group(1) == reading_letter)
+        prompt_tokens += response.prompt_tokens
+        completion_tokens += response.completion_tokens
+        if not votes[-1]:
+            break
+    picked = read if all(votes) else direct
+    logger.info("answer check for %r: %s or %s -> %s", question, mine, theirs, picked.short_answer)
     why = (f"checked by the LLM: the question asks for the {_kind(pattern, node)} ({other}), not the "
            f"{_kind(pattern, asked)}" if picked is read else direct.reason)
-    return replace(_with_cost(picked, read), reason=why,
-                   prompt_tokens=read.prompt_tokens + response.prompt_tokens,
-                   completion_tokens=read.completion_tokens + response.completion_tokens)
+    return replace(_with_cost(picked, read), reason=why, prompt_tokens=prompt_tokens,
+                   completion_tokens=completion_tokens)
 
 
 def _with_cost(answer: Answer, read: Answer) -> Answer:
