@@ -461,3 +461,11 @@ def test_the_fit_chooses_check_where_it_beats_both(toy: IndexDir) -> None:
     found = fit_answer_mode(toy, FakeLLM(_reads_titanic_and_picks("Titanic")), items, GroundingFit(False, ()),
                             examples=parse_examples(EXAMPLES), progress=False)
     assert found.info["hits"] == {"auto": 1, "llm": 1, "check": 2} and found.mode == "check"
+
+
+def test_a_fit_where_every_question_fails_is_refused_not_stored_as_zeros(toy: IndexDir) -> None:
+    from simgrag.errors import LLMConnectionError
+
+    dead = FakeLLM([LLMConnectionError("cannot reach http://127.0.0.1:9/v1")] * 10)
+    with pytest.raises(DatasetError, match=r"every validation question failed.*cannot reach"):
+        fit_grounding(toy, dead, ITEMS, examples=parse_examples(EXAMPLES), progress=False)

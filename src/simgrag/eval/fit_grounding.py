@@ -70,6 +70,7 @@ class _Runner:
         self.index, self.llm, self.items, self.options = index, llm, items, options
         self.progress = progress
         self._engines: dict[Config, SimGRAG] = {}
+        self.first_error: str | None = None
 
     def engine(self, config: Config) -> SimGRAG:
         if config not in self._engines:
@@ -90,11 +91,20 @@ class _Runner:
                 result = engine.ask(item.question)
             except SimGRAGError as exc:
                 logger.info("validation question failed (%s): %r: %s", what, item.question, str(exc).splitlines()[0])
+                self.first_error = self.first_error or str(exc)
                 out[i] = Outcome(False, failed=True)
                 continue
             families = result.pattern.families if result.pattern is not None else ()
             out[i] = Outcome(hits_at_1(result, set(item.answers))[1], families)
         return out
+
+
+def _all_failed(runner: _Runner, outcomes: dict[int, Outcome]) -> None:
+    """Refuse to fit on a run where no validation question could be asked at all (no examples, a dead LLM):
+    a fit of zeros would switch everything off and look like a measurement."""
+    if outcomes and all(o.failed for o in outcomes.values()):
+        raise DatasetError("every validation question failed, nothing to fit on; the first error: "
+                           f"{runner.first_error}")
 
 
 def _hits(outcomes: dict[int, Outcome]) -> int:
@@ -162,6 +172,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         say = on_step or (lambda text: logger.info("%s", text))
         say(f"fitting the pattern stage on {len(items)} {source}: the LLM's own patterns")
         raw = runner.run((False, (), "auto"), everyone, "no grounding")
+        _all_failed(runner, raw)
         say("every edit family")
         full = runner.run((True, (), "auto"), everyone, "every family")
         used: dict[str, list[int]] = {}
@@ -223,6 +234,7 @@ not eligible. Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pat
             say(f"answer mode {mode} on {len(items)} {source}")
             runs[mode] = runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode), everyone,
                                     f"answer mode {mode}")
+            _all_failed(runner, runs[mode])
         calls = counted.calls
     hits = {m: _hits(v) for m, v in runs.items()}
     groups = {m: _group_hits(v, items) for m, v in runs.items()}
