@@ -130,14 +130,17 @@ def test_no_harm_the_stage_is_never_chosen_below_the_llms_own_patterns() -> None
 
 def test_fit_on_a_toy_kg_keeps_what_helps_and_switches_the_rest_off(toy: IndexDir) -> None:
     llm = FakeLLM(_respond)
-    fit = fit_grounding(toy, llm, ITEMS, examples=parse_examples(EXAMPLES), progress=False)
+    juno = ITEMS[2]  # asked four times: a gain of one question is no evidence (the fit's sign test)
+    fit = fit_grounding(toy, llm, [*ITEMS, juno, juno, juno], examples=parse_examples(EXAMPLES), progress=False)
     hits = fit.info["hits"]
-    assert hits["no_grounding"] == 2 and hits["fitted"] == 3  # "Who directed Juno?" needs the KG's repair
+    assert hits["no_grounding"] == 2 and hits["fitted"] == 6  # "Who directed Juno?" needs the KG's repair
     assert fit.enabled and fit.info["chosen"] == "fitted"
     helped = {f for f, row in fit.info["families"].items() if row["fixed"] > row["broke"]}
     assert helped and not helped & set(fit.disabled)
     assert set(fit.disabled) == set(family_names()) - helped  # every family that did not help is off
-    assert fit.info["questions"] == 3 and fit.info["llm_calls"] <= 6  # one call per question, shared by the runs
+    assert fit.info["questions"] == 6 and fit.info["llm_calls"] <= 6  # one call per question, shared by the runs
+    once = fit_grounding(toy, FakeLLM(_respond), ITEMS, examples=parse_examples(EXAMPLES), progress=False)
+    assert once.info["hits"]["fitted"] == 3 and not once.enabled  # 3 vs 2 on three questions: chance, stays off
 
 
 def test_fit_turns_the_stage_off_where_the_llm_needs_no_help(toy: IndexDir) -> None:
@@ -339,9 +342,13 @@ def test_the_answer_mode_is_fitted_per_kg_and_a_tie_keeps_the_shortcut(toy: Inde
     from simgrag.eval.fit_grounding import fit_answer_mode
 
     items = [QAItem(q, (a,)) for q, (_, a) in EXTRA_HOP.items()]
+    kate = items[1]
     off = GroundingFit(False, ())
-    found = fit_answer_mode(toy, FakeLLM(_extra_hop), items, off, examples=parse_examples(EXAMPLES), progress=False)
-    assert (found.info["hits"]["auto"], found.info["hits"]["llm"]) == (1, 2) and found.mode == "llm"
+    found = fit_answer_mode(toy, FakeLLM(_extra_hop), [*items, kate, kate, kate], off,
+                            examples=parse_examples(EXAMPLES), progress=False)
+    assert (found.info["hits"]["auto"], found.info["hits"]["llm"]) == (1, 5) and found.mode == "llm"
+    once = fit_answer_mode(toy, FakeLLM(_extra_hop), items, off, examples=parse_examples(EXAMPLES), progress=False)
+    assert (once.info["hits"]["auto"], once.info["hits"]["llm"]) == (1, 2) and once.mode == "auto"  # +1: chance
     tie = fit_answer_mode(toy, FakeLLM(_extra_hop), items[:1], off, examples=parse_examples(EXAMPLES), progress=False)
     assert tie.info["hits"] == {"auto": 1, "llm": 1, "check": 1} and tie.mode == "auto"  # a tie: the cheapest
 
@@ -377,6 +384,16 @@ def test_the_fitted_answer_mode_round_trips_and_is_what_the_engine_uses(toy: Ind
     assert bad.exit_code == 2 and "answering" in bad.output
     assert CliRunner().invoke(app, ["grounding", "clear", str(toy.path)]).exit_code == 0
     assert read_answer_mode(json.loads((toy.path / "manifest.json").read_text())) is None
+
+
+def test_a_gain_must_be_more_than_chance() -> None:
+    from simgrag.eval.fit_grounding import significant_gain
+
+    assert not significant_gain(1, 0) and not significant_gain(3, 0) and significant_gain(4, 0)  # 1/16 <= 0.1
+    assert not significant_gain(5, 3) and significant_gain(9, 2) and not significant_gain(2, 2)
+    hits = {"no_grounding": 28, "fitted": 29, "pruned": 28, "every_family": 24}
+    gains = {"no_grounding": (0, 0), "fitted": (3, 2), "pruned": (2, 2), "every_family": (1, 5)}
+    assert choose_stage(hits) == "fitted" and choose_stage(hits, gains=gains) == "no_grounding"
 
 
 def test_no_harm_holds_per_group_a_stage_that_loses_a_hop_is_not_chosen() -> None:
@@ -457,10 +474,10 @@ def test_the_fit_chooses_check_where_it_beats_both(toy: IndexDir) -> None:
     from simgrag.eval.fit_grounding import fit_answer_mode
 
     items = [QAItem("Which movies did Kate Winslet star in?", ("Titanic",)), QAItem("Who directed Titanic?",
-                                                                                   ("James Cameron",))]
+                                                                                   ("James Cameron",))] * 4
     found = fit_answer_mode(toy, FakeLLM(_reads_titanic_and_picks("Titanic")), items, GroundingFit(False, ()),
                             examples=parse_examples(EXAMPLES), progress=False)
-    assert found.info["hits"] == {"auto": 1, "llm": 1, "check": 2} and found.mode == "check"
+    assert found.info["hits"] == {"auto": 4, "llm": 4, "check": 8} and found.mode == "check"
 
 
 def test_a_fit_where_every_question_fails_is_refused_not_stored_as_zeros(toy: IndexDir) -> None:
