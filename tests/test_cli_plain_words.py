@@ -92,3 +92,23 @@ def test_cli_logging_is_quiet_by_default(verbose: int, quiet: str, shown: set[st
     lines = {"a debug line", "an info line", "a warning line"}
     assert {line for line in lines if line in done.stderr} == shown
     assert done.stdout.strip() == ("bars" if bars else "no bars")
+
+
+def test_models_pull_warms_the_prompt_prefixes_unless_told_not_to(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    import simgrag.embed.bundled
+    import simgrag.llm.models
+    import simgrag.pipeline
+    import simgrag.serve.warm
+
+    warmed: list[object] = []
+    monkeypatch.setattr(simgrag.embed.bundled, "bundled_model_dir", lambda cache_dir=None: tmp_path / "minilm")
+    monkeypatch.setattr(simgrag.llm.models, "pull_default_model", lambda cache_dir=None: tmp_path / "qwen.gguf")
+    monkeypatch.setattr(simgrag.pipeline, "sample_index", lambda: tmp_path / "sample.idx")
+    monkeypatch.setattr(simgrag.pipeline, "SimGRAG", lambda index, llm: ("engine", index, llm))
+    monkeypatch.setattr(simgrag.serve.warm, "warm_prompts", lambda engine: warmed.append(engine) or {"pattern": 1.5})
+    result = CliRunner().invoke(app, ["models", "pull"])
+    assert result.exit_code == 0, result.output
+    assert "prompt prefixes warmed: pattern 1.5 s" in result.output
+    assert warmed == [("engine", tmp_path / "sample.idx", "llamacpp")]
+    assert CliRunner().invoke(app, ["models", "pull", "--no-warm"]).exit_code == 0 and len(warmed) == 1

