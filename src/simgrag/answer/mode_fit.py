@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
-from simgrag.index.attach import read_manifest_json, write_manifest
+from simgrag.index.attach import section_problem, store_section
 
 __all__ = ["FITTED_MODES", "MANIFEST_KEY", "AnswerModeFit", "check_answer_mode", "read_answer_mode",
            "store_answer_mode"]
@@ -70,10 +70,7 @@ def _problem(data: Any) -> str | None:
 
 def check_answer_mode(manifest: Mapping[str, Any]) -> str | None:
     """What is wrong with the manifest's ``answering`` section (``None``: nothing, or no section)."""
-    if MANIFEST_KEY not in manifest:
-        return None
-    problem = _problem(manifest[MANIFEST_KEY])
-    return None if problem is None else f"{MANIFEST_KEY}: {problem}"
+    return section_problem(manifest, MANIFEST_KEY, _problem)
 
 
 def read_answer_mode(manifest: Mapping[str, Any]) -> AnswerModeFit | None:
@@ -91,9 +88,4 @@ def read_answer_mode(manifest: Mapping[str, Any]) -> AnswerModeFit | None:
 
 def store_answer_mode(root: str | Path, fit: AnswerModeFit | None) -> None:
     """Record ``fit`` in the index directory ``root``'s manifest (``None`` removes it), atomically."""
-    manifest = read_manifest_json(Path(root))
-    if fit is None:
-        manifest.pop(MANIFEST_KEY, None)
-    else:
-        manifest[MANIFEST_KEY] = fit.to_dict()
-    write_manifest(Path(root), manifest)
+    store_section(root, MANIFEST_KEY, None if fit is None else fit.to_dict())

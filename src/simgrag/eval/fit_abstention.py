@@ -31,7 +31,7 @@ from simgrag.answer.calibration import MANIFEST_KEY, Calibration
 from simgrag.errors import DatasetError, PatternError, SimGRAGError
 from simgrag.eval.abstention import reduced_index
 from simgrag.eval.calibrate import fit_calibration, observe
-from simgrag.index.attach import read_manifest_json, write_manifest
+from simgrag.index.attach import store_section
 from simgrag.kg.bindings import BindingLimitError, pattern_bindings
 from simgrag.kg.store import KGStore
 from simgrag.pattern.graph import Pattern, is_unknown
@@ -143,9 +143,4 @@ def fit_abstention(engine: SimGRAG, items: Sequence[ValidationItem], *, alpha: f
 
 def store_calibration(root: str | Path, calibration: Calibration | None) -> None:
     """Record ``calibration`` in the index directory ``root``'s manifest (``None`` removes it), atomically."""
-    manifest = read_manifest_json(Path(root))
-    if calibration is None:
-        manifest.pop(MANIFEST_KEY, None)
-    else:
-        manifest[MANIFEST_KEY] = calibration.to_dict()
-    write_manifest(Path(root), manifest)
+    store_section(root, MANIFEST_KEY, None if calibration is None else calibration.to_dict())

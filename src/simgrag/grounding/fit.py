@@ -26,7 +26,7 @@ from typing import Any
 
 from simgrag.errors import ConfigError
 from simgrag.grounding.registry import family_names
-from simgrag.index.attach import read_manifest_json, write_manifest
+from simgrag.index.attach import section_problem, store_section
 
 __all__ = ["FIT_FORMAT", "MANIFEST_KEY", "GroundingFit", "check_fit", "read_fit", "store_fit"]
 
@@ -93,10 +93,7 @@ def _problem(data: Any) -> str | None:
 
 def check_fit(manifest: Mapping[str, Any]) -> str | None:
     """What is wrong with the manifest's ``grounding`` section (``None``: nothing, or no section)."""
-    if MANIFEST_KEY not in manifest:
-        return None
-    problem = _problem(manifest[MANIFEST_KEY])
-    return None if problem is None else f"{MANIFEST_KEY}: {problem}"
+    return section_problem(manifest, MANIFEST_KEY, _problem)
 
 
 def read_fit(manifest: Mapping[str, Any]) -> GroundingFit | None:
@@ -108,9 +105,4 @@ def read_fit(manifest: Mapping[str, Any]) -> GroundingFit | None:
 
 def store_fit(root: str | Path, fit: GroundingFit | None) -> None:
     """Record ``fit`` in the index directory ``root``'s manifest (``None`` removes it), atomically."""
-    manifest = read_manifest_json(Path(root))
-    if fit is None:
-        manifest.pop(MANIFEST_KEY, None)
-    else:
-        manifest[MANIFEST_KEY] = fit.to_dict()
-    write_manifest(Path(root), manifest)
+    store_section(root, MANIFEST_KEY, None if fit is None else fit.to_dict())

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,8 +34,9 @@ from simgrag.errors import ConfigError, IndexDirError
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.swap import MANIFEST
 
-__all__ = ["ATTACHMENT_FILES", "AttachmentKind", "attach_file", "attached_path", "check_attachments",
-           "install_command", "put_attachment", "read_manifest_json", "stage_attachments", "write_manifest"]
+__all__ = ["ATTACHMENT_FILES", "AttachmentKind", "attach_file", "attached_path", "check_attachments", "install_command",
+           "put_attachment", "read_manifest_json", "section_problem", "stage_attachments", "store_section",
+           "write_manifest"]
 
 AttachmentKind = Literal["examples", "claim_examples", "relation_aliases", "validation"]
 #: kind → the file's name inside the index directory
@@ -106,6 +107,26 @@ def put_attachment(root: Path, manifest: dict[str, Any], kind: str, source: str 
 def write_manifest(root: Path, manifest: Mapping[str, Any]) -> None:
     """Write ``root/manifest.json`` atomically, as the build does."""
     write_bytes_atomic(root / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+
+
+def store_section(root: str | Path, key: str, data: Mapping[str, Any] | None) -> None:
+    """Set the manifest section ``key`` of the index directory ``root`` to ``data`` (``None`` removes it),
+    atomically: what a fit stores with the index (the pattern stage, the answer mode, the thresholds)."""
+    manifest = read_manifest_json(Path(root))
+    if data is None:
+        manifest.pop(key, None)
+    else:
+        manifest[key] = dict(data)
+    write_manifest(Path(root), manifest)
+
+
+def section_problem(manifest: Mapping[str, Any], key: str, problem: Callable[[Any], str | None]) -> str | None:
+    """``"key: what is wrong"`` with the manifest section ``key`` as ``problem`` reads it; ``None`` when it is
+    sound or absent."""
+    if key not in manifest:
+        return None
+    found = problem(manifest[key])
+    return None if found is None else f"{key}: {found}"
 
 
 def read_manifest_json(root: Path) -> dict[str, Any]:
