@@ -54,20 +54,17 @@ def _check_fits(index_dir: Path, report: Any) -> None:
         manifest = read_manifest_json(index_dir)
     except SimGRAGError:
         return  # verify_index has said what is wrong with it
-    problem = check_fit(manifest)
-    if problem is not None:
-        report.problems.append(problem)
-    else:
-        fit = read_fit(manifest)
-        report.notes.append("pattern stage: " + (fit.describe() if fit is not None
-                                                 else "not fitted (every edit family but llm_choice runs)"))
-    problem = check_answer_mode(manifest)
-    if problem is not None:
-        report.problems.append(problem)
-    else:
-        mode = read_answer_mode(manifest)
-        report.notes.append("answer mode: " + (mode.describe() if mode is not None
-                                               else "not fitted (auto: exact bindings, else the LLM)"))
+    sections: list[tuple[str, Any, Any, str]] = [
+        ("pattern stage", check_fit, read_fit, "not fitted (every edit family but llm_choice runs)"),
+        ("answer mode", check_answer_mode, read_answer_mode, "not fitted (auto: exact bindings, else the LLM)"),
+    ]
+    for label, check, read, unfitted in sections:
+        problem = check(manifest)
+        if problem is not None:
+            report.problems.append(problem)
+        else:
+            found = read(manifest)
+            report.notes.append(f"{label}: " + (found.describe() if found is not None else unfitted))
     if MANIFEST_KEY in manifest:
         try:
             found = Calibration.from_dict(manifest[MANIFEST_KEY], f"manifest {MANIFEST_KEY!r}")

@@ -25,7 +25,8 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,19 @@ def _group_hits(outcomes: dict[int, Outcome], items: Sequence[QAItem]) -> dict[s
     return out
 
 
+@contextmanager
+def _runner(index: IndexDir, llm: LLM, items: Sequence[QAItem], examples: Any, pattern_options: dict[str, Any] | None,
+            progress: bool | None, calls_cache: str | Path | None) -> Iterator[tuple[_Runner, CountingLLM]]:
+    """A runner whose engines share one counted, cached LLM (``calls_cache``, else a temporary file)."""
+    options: dict[str, Any] = {"pattern_options": dict(pattern_options or {})}
+    if examples is not None:
+        options["examples"] = examples
+    with tempfile.TemporaryDirectory(prefix="simgrag-fit-") as tmp:
+        counted = CountingLLM(llm)
+        shared = CachedLLM(counted, Path(calls_cache) if calls_cache is not None else Path(tmp) / "calls.sqlite")
+        yield _Runner(index, shared, items, options, progress), counted
+
+
 def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, examples: Any = None,
                   pattern_options: dict[str, Any] | None = None, progress: bool | None = None,
                   source: str = "validation questions", calls_cache: str | Path | None = None,
@@ -199,13 +213,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     if not items:
         raise DatasetError("no validation questions to fit the pattern stage on")
     t0 = time.perf_counter()
-    options: dict[str, Any] = {"pattern_options": dict(pattern_options or {})}
-    if examples is not None:
-        options["examples"] = examples
-    with tempfile.TemporaryDirectory(prefix="simgrag-fit-") as tmp:
-        counted = CountingLLM(llm)
-        shared = CachedLLM(counted, Path(calls_cache) if calls_cache is not None else Path(tmp) / "calls.sqlite")
-        runner = _Runner(index, shared, items, options, progress)
+    with _runner(index, llm, items, examples, pattern_options, progress, calls_cache) as (runner, counted):
         everyone = list(range(len(items)))
         say = on_step or (lambda text: logger.info("%s", text))
         say(f"fitting the pattern stage on {len(items)} {source}: the LLM's own patterns")
@@ -260,14 +268,8 @@ not eligible. Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pat
     if not items:
         raise DatasetError("no validation questions to fit the answer mode on")
     t0 = time.perf_counter()
-    options: dict[str, Any] = {"pattern_options": dict(pattern_options or {})}
-    if examples is not None:
-        options["examples"] = examples
     say = on_step or (lambda text: logger.info("%s", text))
-    with tempfile.TemporaryDirectory(prefix="simgrag-fit-") as tmp:
-        counted = CountingLLM(llm)
-        shared = CachedLLM(counted, Path(calls_cache) if calls_cache is not None else Path(tmp) / "calls.sqlite")
-        runner = _Runner(index, shared, items, options, progress)
+    with _runner(index, llm, items, examples, pattern_options, progress, calls_cache) as (runner, counted):
         everyone = list(range(len(items)))
         runs: dict[str, dict[int, Outcome]] = {}
         for mode in FITTED_MODES:
