@@ -429,3 +429,60 @@ def test_the_default_learning_budget_grows_with_the_kgs_relations(tmp_path: Path
     assert 300.0 < default_budget(260) < 1800.0 and default_budget(260) == pytest.approx(1050.0)
     (tmp_path / "manifest.json").write_text(json.dumps({"kg": {"relations": 522}}), encoding="utf-8")
     assert learn_budget_for(tmp_path, None) == 1800.0 and learn_budget_for(tmp_path, 42.0) == 42.0
+
+
+def test_learning_keeps_time_for_the_fit_once_it_could_run() -> None:
+    """With ``fit_questions`` (what ``learn_kg`` sets when it fits) learning stops writing questions early enough
+    for the fit, once the validation holds enough questions for one; the reserve is bounded by a share of the
+    budget and does not change what a run makes (a progress log made without it resumes with it)."""
+    from simgrag.bootstrap.learn import FIT_QUESTION_SHARE, FIT_RESERVE_SHARE, MIN_FIT_QUESTIONS
+
+    settings = LearnSettings(budget_s=300.0, fit_questions=16)
+    assert settings.fit_reserve_s(27.0, MIN_FIT_QUESTIONS - 1) == 0.0  # too few for a fit: learn on
+    assert settings.fit_reserve_s(27.0, 10) == pytest.approx(10 * FIT_QUESTION_SHARE * 27.0)
+    assert settings.fit_reserve_s(27.0, 40) == pytest.approx(min(16 * FIT_QUESTION_SHARE * 27.0,
+                                                                 FIT_RESERVE_SHARE * 300.0))
+    assert settings.fit_reserve_s(500.0, 40) == FIT_RESERVE_SHARE * 300.0
+    assert LearnSettings(budget_s=300.0).fit_reserve_s(27.0, 40) == 0.0  # no fit after it: the whole budget
+    assert settings.logged() == LearnSettings().logged()
+
+
+def test_learn_kg_asks_learning_to_keep_time_for_its_fit(company: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    import simgrag.eval.learn as eval_learn
+
+    seen: list[int] = []
+    real = eval_learn.learn_examples
+
+    def spy(index, llm, out_dir, settings, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(settings.fit_questions)
+        return real(index, llm, out_dir, settings, **kwargs)
+
+    monkeypatch.setattr(eval_learn, "learn_examples", spy)
+    learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=8, shots=6))
+    learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=8, shots=6), fit=False)
+    assert seen == [eval_learn.FIT_QUESTIONS, 0]
+
+
+def test_literal_numbers_do_not_take_the_kind_of_named_things(tmp_path: Path) -> None:
+    """A small model called WorldCup2014's shirt numbers "position", the kind of the positions beside them:
+    a class of literal numbers whose kind is also a class of names' kind becomes "number"; a kind of their own
+    ("year") is kept."""
+    from simgrag.bootstrap.files import ProgressLog
+    from simgrag.bootstrap.kinds import RelationKinds
+
+    players = [f"Player {i}" for i in range(8)]
+    triples = [(p, "plays_position", ("Goalkeeper", "Defender", "Forward")[i % 3]) for i, p in enumerate(players)]
+    triples += [(p, "wears_number", str(i + 1)) for i, p in enumerate(players)]
+    triples += [(p, "born_in", str(1990 + i)) for i, p in enumerate(players)]
+    store = KGStore.from_triples(triples)
+
+    def reply(messages: Sequence[ChatMessage]) -> str:
+        groups = re.findall(r"^(\d+)\. (.+)$", messages[-1].content, flags=re.M)
+        return json.dumps({n: "person" if "Player" in names else "year" if "199" in names else "position"
+                           for n, names in groups})
+
+    kinds = RelationKinds(store, FakeLLM(reply), ProgressLog(tmp_path / "log.jsonl", {"kg": "x"}))
+    assert kinds.prepare_batched(["plays_position", "wears_number", "born_in"])
+    assert kinds.of("plays_position") == ("person", "position")
+    assert kinds.of("wears_number") == ("person", "number")
+    assert kinds.of("born_in") == ("person", "year")

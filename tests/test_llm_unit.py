@@ -508,6 +508,10 @@ class FakeLlama:
 
     def __init__(self) -> None:
         self.kwargs: list[dict[str, Any]] = []
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
         return list(text)
@@ -592,7 +596,28 @@ def test_llamacpp_load_makes_the_first_prompts_context(tmp_path: Path, monkeypat
     llm.complete([ChatMessage("system", "pattern rules"), ChatMessage("user", "q1")])
     assert len(made) == 1 and len(made[0].kwargs) == 1
     llm.complete([ChatMessage("system", "answer rules"), ChatMessage("user", "q1")])
-    assert len(made) == 2  # another system prompt gets its own context, as before
+    assert len(made) == 1  # one model instance by default: another system prompt switches the same context
+
+
+def test_llamacpp_one_context_by_default_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each context is a whole model instance (~1.9 GB RSS): by default every prompt shares one, its prefix
+    swapped through the KV store; ``max_contexts`` gives one per system message; without the KV store the
+    default is two (the pattern and the answer prompt keep their prefixes)."""
+    made: list[FakeLlama] = []
+
+    def load() -> FakeLlama:
+        made.append(FakeLlama())
+        return made[-1]
+
+    chats = [[ChatMessage("system", f"rules {i}"), ChatMessage("user", "q")] for i in range(3)]
+    for kwargs, contexts, loads in (({}, 1, 1), ({"max_contexts": 3}, 3, 3), ({"kv_cache": False}, 2, 3)):
+        made.clear()
+        llm = LlamaCppLLM(tmp_path / "m.gguf", lookup_decoding=False, **kwargs)
+        monkeypatch.setattr(llm, "_load", load)
+        for chat in chats:
+            llm.complete(chat)
+        assert (llm.max_contexts, len(made), len(llm._contexts)) == (contexts, loads, contexts), kwargs
+        assert sum(m.closed for m in made) == loads - contexts  # the least recently used one was freed
 
 
 def test_llamacpp_without_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ KG's domain).
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -35,10 +36,18 @@ FALLBACK = "entity"
 #: entities shown to the LLM per end of a relation; triples counted for a typed KG
 SHOWN = 5
 COUNTED = 50
+#: the kind of a class of literal numbers whose LLM kind is also the kind of named things
+NUMBER_KIND = "number"
+_NUMBER = re.compile(r"[+-]?\d+(?:[.,]\d+)?")
 #: two relation ends hold the same class of things when this share of the smaller one's entities is in the other …
 CLASS_OVERLAP = 0.5
 #: … each end looked at through this many of its triples
 CLASS_SAMPLE = 2000
+
+
+def _numeric(names: Sequence[str]) -> bool:
+    """Whether every name is a literal number ("10", "-3", "7.5")."""
+    return bool(names) and all(_NUMBER.fullmatch(name.strip()) for name in names)
 
 
 def example_pairs(store: KGStore, relation: int, count: int, seed: int) -> list[tuple[str, str]]:
@@ -145,10 +154,19 @@ class RelationKinds:
             response = self.llm.complete(kind_batch_messages([names for _, names in chunk]),
                                          max_tokens=10 * len(chunk) + 20, temperature=0.0)
             read = read_kind_batch(response.text, len(chunk))
+            named_kinds = {kind for (h, t) in self._known.values() for kind in (h, t)} | {
+                read[i] for i, (_, names) in enumerate(chunk, start=1) if i in read and not _numeric(names)}
             for i, (ends, names) in enumerate(chunk, start=1):
                 if i not in read:
                     logger.info("no usable kind of %s in %r; using %r", names, response.text[:200], FALLBACK)
-                kind_of.update(dict.fromkeys(ends, read.get(i, FALLBACK)))
+                kind = read.get(i, FALLBACK)
+                if _numeric(names) and kind in named_kinds:
+                    # literal numbers are not the named things of another class ("10; 7; 23" called
+                    # "position" beside "Goalkeeper; Defender", WorldCup2014's shirt numbers)
+                    logger.info("the numbers %s were called %r, the kind of named things; using %r", names, kind,
+                                NUMBER_KIND)
+                    kind = NUMBER_KIND
+                kind_of.update(dict.fromkeys(ends, kind))
             for relation in todo:
                 if relation not in self._known and (relation, 0) in kind_of and (relation, 1) in kind_of:
                     self._record(relation, (kind_of[(relation, 0)], kind_of[(relation, 1)]))

@@ -14,8 +14,9 @@ and ``simgrag learn INDEX_DIR``:
 3. with ``fit``, the pattern stage is fitted on the validation questions
    (:func:`~simgrag.eval.fit_grounding.fit_grounding`, stored by :func:`~simgrag.grounding.fit.store_fit`)
    — on as many of them as the time budget still allows, estimated from the learning's own LLM call times
-   (shapes taken in turn); with fewer than :data:`MIN_FIT_QUESTIONS` the fit is skipped and the report says
-   how to run it;
+   (shapes taken in turn); learning stops writing questions early enough to leave time for
+   :data:`FIT_QUESTIONS` of them once it has :data:`MIN_FIT_QUESTIONS`; with fewer the fit is skipped and the
+   report says how to run it;
 4. what it cost — seconds, LLM calls, peak RSS — and what it made is recorded in the manifest under
    ``learned``.
 """
@@ -33,7 +34,15 @@ from typing import Any
 
 from simgrag.answer.mode_fit import store_answer_mode
 from simgrag.bootstrap.install import install_examples
-from simgrag.bootstrap.learn import LearnReport, LearnSettings, expected_llm_calls, learn_examples, peak_rss_mb
+from simgrag.bootstrap.learn import (
+    FIT_QUESTION_SHARE,
+    MIN_FIT_QUESTIONS,
+    LearnReport,
+    LearnSettings,
+    expected_llm_calls,
+    learn_examples,
+    peak_rss_mb,
+)
 from simgrag.errors import ConfigError
 from simgrag.eval.fit_grounding import fit_answer_mode, fit_grounding
 from simgrag.eval.runner import QAItem, load_qa_file
@@ -43,17 +52,16 @@ from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
 
-__all__ = ["LEARNED_KEY", "MIN_FIT_QUESTIONS", "LearnKGReport", "expected_seconds", "learn_dir", "learn_kg"]
+__all__ = ["FIT_QUESTIONS", "LEARNED_KEY", "MIN_FIT_QUESTIONS", "LearnKGReport", "expected_seconds", "learn_dir",
+           "learn_kg"]
 
 logger = logging.getLogger(__name__)
 
 #: the manifest section that records a learning run
 LEARNED_KEY = "learned"
-#: the fit runs on at least this many validation questions, or not at all
-MIN_FIT_QUESTIONS = 8
-#: a validation question costs the fit about this many learning calls' time (its pattern call with every
-#: edit family and without, a revision now and then, ablations on the questions a family touched)
-FIT_CALLS_PER_QUESTION = 3.0
+#: the validation questions the fit wants time for: learning stops that much early once it has enough of them
+#: (:meth:`~simgrag.bootstrap.learn.LearnSettings.fit_reserve_s`)
+FIT_QUESTIONS = 16
 #: seconds per LLM call assumed before a run has timed one: the embedded model on this many CPU cores
 #: (measured: ~17 s per batched call on 2 cores), or a server
 LOCAL_CALL_CORE_S = 34.0
@@ -115,6 +123,8 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
     settings = settings or LearnSettings()
     root, t0 = Path(index_dir), time.perf_counter()
     counted = CountingLLM(llm)
+    if fit and settings.fit_questions == 0:  # learning keeps time for the fit
+        settings = replace(settings, fit_questions=FIT_QUESTIONS)
     learned = learn_examples(open_index_dir(root), counted, learn_dir(root), settings, progress=progress,
                              resume=resume)
     if learned.examples_file is None:
@@ -146,7 +156,7 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
     if len(items) < MIN_FIT_QUESTIONS:
         return None, (f"Pattern stage not fitted: {len(items)} validation questions, fewer than {MIN_FIT_QUESTIONS}; "
                       "every edit family runs."), 0
-    per_question = FIT_CALLS_PER_QUESTION * learned.seconds_per_call
+    per_question = FIT_QUESTION_SHARE * learned.seconds_per_call
     left = settings.budget_s - (time.perf_counter() - t0)
     n = len(items) if per_question <= 0 else min(len(items), int(max(0.0, left) // per_question))
     if n < MIN_FIT_QUESTIONS:
