@@ -1031,3 +1031,28 @@ def test_a_name_spelt_otherwise_does_not_unconfirm_the_llms_relation(judge: Patt
     assert base.gsd > 0 and confirmed_relations(base, judge, reading) == {"directed_by": 1}
     best, _ = best_candidate(judge, reading, [base])
     assert {t[1] for t in best.candidate.triples} == {"directed by"}
+
+
+def test_a_word_the_patterns_own_relation_spells_names_no_other_relation(tmp_path: Path) -> None:
+    """With the bundled MiniLM embedder on a KG whose relations share a verb (plays in club, plays for country,
+    plays position): "play" is nearest `plays position`, but where the pattern has `plays in club` the word is
+    that relation's, not a relation the pattern lacks; a word no pattern relation spells still is one."""
+    clubs = {"Alpha FC": "Spain", "Beta United": "Italy"}
+    triples = [(f"Player {i}", "plays_in_club", club) for i, club in enumerate(["Alpha FC", "Beta United"] * 3)]
+    triples += [(f"Player {i}", "plays_position", ("Goalkeeper", "Defender")[i % 2]) for i in range(6)]
+    triples += [(f"Player {i}", "plays_for_country", ("Spain", "Italy", "France")[i % 3]) for i in range(6)]
+    triples += [(club, "is_in_country", country) for club, country in clubs.items()]
+    (tmp_path / "kg.tsv").write_text("\n".join("\t".join(t) for t in triples) + "\n", encoding="utf-8")
+    index = build_index_dir(tmp_path / "kg.tsv", tmp_path / "kg.idx", embedder="minilm", show_progress=False)
+    judge = PatternJudge(SubgraphRetriever(index))
+
+    def judged(question: str, triples: list[tuple[str, str, str]]):  # type: ignore[no-untyped-def]
+        return judge.judge(judge.read(question), Candidate(tuple(triples)))
+
+    club = judged("Which club does Player 1 play for?", [("Player 1", "plays in club", "UNKNOWN team 1")])
+    assert not club.uncovered and club.focus != "contradicted"
+    who = judged("Who plays in Alpha FC?", [("UNKNOWN person 1", "plays in club", "Alpha FC")])
+    assert not who.uncovered and who.focus != "contradicted"
+    # `is in country` spells no "play": the question still words a relation this pattern lacks
+    where = judged("What country does Alpha FC play in?", [("Alpha FC", "is in country", "UNKNOWN country 1")])
+    assert where.uncovered

@@ -25,6 +25,7 @@ or are confirmed.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -73,6 +74,17 @@ JUDGE_DEADLINE_S = 1.0
 GOOD_GSD = 0.5
 #: the examples say what "who" asks for (:attr:`PatternJudge.who_types`) once this many of them ask "who"
 MIN_WHO_EXAMPLES = 5
+
+
+def _words(text: str) -> list[str]:
+    """The lower-case words of a relation name or phrase (``plays_in_club`` → plays, in, club)."""
+    return [w for w in re.split(r"[^\w]+|_", text.lower()) if w]
+
+
+def _spelled_by(phrase: str, spelled: set[str]) -> bool:
+    """Whether every word of ``phrase`` but its stopwords (one at least) is in ``spelled`` (singular forms)."""
+    content = {singular(w) for w in _words(phrase) if w not in STOPWORDS}
+    return bool(content) and content <= spelled
 
 
 def dangling_leaves(pattern: Pattern) -> list[tuple[int, int]]:
@@ -486,6 +498,9 @@ class PatternJudge:
         at_asked = {self.retriever.nearest_relation(e.relation) for e in pattern.edges
                     if asked in (e.source, e.target) and not e.unknown}
         name = self.store.relations[relation]
+        spelled = {singular(w) for r in at_asked if r is not None for w in _words(self.store.relations[r])}
+        if relation not in at_asked and _spelled_by(" ".join(clean[view.focus:end]), spelled):
+            return "confirmed", [], None  # "Who **plays** in X?": its words are those of the answer's `plays in club`
         if relation in at_asked:
             sides = {"head" if e.source == asked else "tail" for e in pattern.edges if asked in (e.source, e.target)
                      and not e.unknown and self.retriever.nearest_relation(e.relation) == relation}
@@ -554,7 +569,11 @@ class PatternJudge:
         is "around the **country**" near ``located in`` (0.746, "country" 0.758); "kinds of movies" is
         not (0.72)."""
         present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
-        phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
+        # a phrase whose every word a relation of the pattern spells is that relation's wording: "play" in "which
+        # club does X play for?" names `plays in club` as much as `plays position`, and the pattern has the former
+        spelled = {singular(w) for r in present if r is not None for w in _words(self.store.relations[r])}
+        phrases = [p for p in view.phrases if (" " not in p or p.split()[0] not in STOPWORDS)
+                   and not _spelled_by(p, spelled)]
         distances = self.lexicon.relation_distances(phrases)
         # the last word names a node type as the examples spell it, or by meaning ("films" for ``movie``)
         multi = [i for i, p in enumerate(phrases) if " " in p]
