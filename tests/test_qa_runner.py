@@ -125,3 +125,23 @@ def test_not_found_is_never_a_hit_though_its_nearest_evidence_holds_the_answer()
     shown = f"{NOT_FOUND}; nearest evidence: (peru, has_capital, lima)"
     assert _hits(result(Answer(shown, (), candidates=("lima",), abstained=True)), {"lima"}) == (False, False)
     assert _hits(result(Answer("answer: lima", ("lima",), short_answer="lima")), {"lima"}) == (True, True)
+
+
+def test_a_run_whose_questions_fail_says_so_with_the_first_error(toy_dir: Path, tmp_path: Path) -> None:
+    """A run where every question failed (a KG with no examples, an LLM that is down) is not a table of zeros:
+    the summary counts the failures and the table names the first error."""
+    from simgrag.errors import LLMConnectionError
+    from simgrag.eval.runner import format_summary
+
+    def down(messages: list[ChatMessage]) -> str:
+        raise LLMConnectionError("the model server went away")
+
+    qa = tmp_path / "qa.jsonl"
+    asked = [{"question": "gibberish nobody can parse", "answers": ["x"], "group": "other"},
+             {"question": "more gibberish for the model", "answers": ["y"], "group": "other"}]
+    qa.write_text("".join(json.dumps(q) + "\n" for q in asked))
+    summary = run_qa_bench(SimGRAG(toy_dir, llm=FakeLLM(down)), load_qa_file(qa), tmp_path / "out.jsonl",
+                           progress=False)
+    assert summary["overall"]["failed"] == 2 and "went away" in summary["overall"]["first_error"]
+    table = format_summary(summary)
+    assert "2 of 2 questions failed with an error" in table and "went away" in table

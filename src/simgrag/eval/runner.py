@@ -195,6 +195,8 @@ def _group_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "hits1_answerable": sum(r["hit"] for r in ans) / max(1, len(ans)),
         "hits1_strict_answerable": sum(r["strict"] for r in ans) / max(1, len(ans)),
         "errors_by_stage": dict(stages),
+        "failed": sum(1 for r in rows if "error" in r),
+        "first_error": next((str(r["error"]).splitlines()[0][:300] for r in rows if "error" in r), None),
         "invalid_patterns": sum(1 for r in rows if r.get("stage") == "pattern" and "error" in r),
         "pattern_fits": sum(1 for r in rows if r.get("pattern_fits")) / max(1, n),
         "latency_s": {k: _pct([r["timings"][k] for r in timed if k in r["timings"]])
@@ -219,8 +221,9 @@ def _p50(latency: dict[str, Any], key: str) -> float:
 def format_summary(summary: dict[str, Any]) -> str:
     """A Markdown table of a :func:`summarize` result."""
     lines = ["| group | n | Hits@1 | strict | answerable n | Hits@1 (ans.) | strict (ans.) | pattern fits | "
-             "invalid patterns | errors pattern/retrieval/generation | p50 total s | p50 pattern s | p50 answer s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "invalid patterns | misses pattern/retrieval/generation | failed | p50 total s | p50 pattern s | "
+             "p50 answer s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for group, s in summary.items():
         e = s["errors_by_stage"]
         lat = s["latency_s"]
@@ -228,6 +231,10 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"| {group} | {s['questions']} | {100 * s['hits1']:.1f} | {100 * s['hits1_strict']:.1f} | "
             f"{s['answerable']} | {100 * s['hits1_answerable']:.1f} | {100 * s['hits1_strict_answerable']:.1f} | "
             f"{100 * s['pattern_fits']:.1f} | {s['invalid_patterns']} | "
-            f"{e.get('pattern', 0)}/{e.get('retrieval', 0)}/{e.get('generation', 0)} | "
+            f"{e.get('pattern', 0)}/{e.get('retrieval', 0)}/{e.get('generation', 0)} | {s.get('failed', 0)} | "
             f"{_p50(lat, 'total_s'):.2f} | {_p50(lat, 'pattern_s'):.2f} | {_p50(lat, 'answer_s'):.2f} |")
+    overall = summary.get("overall") or {}
+    if overall.get("failed"):
+        lines.append(f"\n{overall['failed']} of {overall['questions']} questions failed with an error (not an "
+                     f"answer); the first: {overall.get('first_error')}")
     return "\n".join(lines)
