@@ -13,6 +13,7 @@ SubgraphRAG, …, :mod:`simgrag.retrievers.registry`), read by the one answerer
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import threading
@@ -270,6 +271,13 @@ class SimGRAG:
                                   f"{built.name!r} returns none.")
             self._retriever = built
         return self._retriever
+
+    def with_retriever(self, retriever: Retriever) -> SimGRAG:
+        """A shallow copy of this engine that asks ``retriever`` instead (e.g. one wrapping this engine's own, to
+        observe its stages); everything else — LLM, index, answerer, caches — is shared."""
+        view = copy.copy(self)
+        view._retriever = retriever
+        return view
 
     def variant(self, *, index: IndexDir | None = None, retriever: RetrieverSpec | None = None,
                 retriever_options: Mapping[str, Any] | None = None, **answerer: Any) -> SimGRAG:

@@ -46,9 +46,7 @@ LABELS = {
 
 def observed(engine: SimGRAG, emit: Emit, *, claim: bool = False) -> SimGRAG:
     """A shallow copy of ``engine`` whose retriever reports its stages to ``emit(stage)``."""
-    view = copy.copy(engine)
-    view._retriever = _ObservedRetriever(engine.retriever, emit, "verify" if claim else "answer")
-    return view
+    return engine.with_retriever(_ObservedRetriever(engine.retriever, emit, "verify" if claim else "answer"))
 
 
 class _ObservedSearch:
