@@ -438,12 +438,11 @@ def test_learning_keeps_time_for_the_fit_once_it_could_run() -> None:
     from simgrag.bootstrap.learn import FIT_QUESTION_SHARE, FIT_RESERVE_SHARE, MIN_FIT_QUESTIONS
 
     settings = LearnSettings(budget_s=300.0, fit_questions=16)
-    assert settings.fit_reserve_s(27.0, MIN_FIT_QUESTIONS - 1) == 0.0  # too few for a fit: learn on
-    assert settings.fit_reserve_s(27.0, 10) == pytest.approx(10 * FIT_QUESTION_SHARE * 27.0)
-    assert settings.fit_reserve_s(27.0, 40) == pytest.approx(min(16 * FIT_QUESTION_SHARE * 27.0,
-                                                                 FIT_RESERVE_SHARE * 300.0))
-    assert settings.fit_reserve_s(500.0, 40) == FIT_RESERVE_SHARE * 300.0
-    assert LearnSettings(budget_s=300.0).fit_reserve_s(27.0, 40) == 0.0  # no fit after it: the whole budget
+    assert settings.fit_reserve_s(10.0, MIN_FIT_QUESTIONS - 1) == 0.0  # too few for a fit: learn on
+    assert settings.fit_reserve_s(10.0, 10) == pytest.approx(10 * FIT_QUESTION_SHARE * 10.0)
+    assert settings.fit_reserve_s(5.0, 40) == pytest.approx(16 * FIT_QUESTION_SHARE * 5.0)  # 16 questions' worth
+    assert settings.fit_reserve_s(500.0, 40) == FIT_RESERVE_SHARE * 300.0  # at most a share of the budget
+    assert LearnSettings(budget_s=300.0).fit_reserve_s(10.0, 40) == 0.0  # no fit after it: the whole budget
     assert settings.logged() == LearnSettings().logged()
 
 
