@@ -485,3 +485,37 @@ def test_literal_numbers_do_not_take_the_kind_of_named_things(tmp_path: Path) ->
     assert kinds.of("plays_position") == ("person", "position")
     assert kinds.of("wears_number") == ("person", "number")
     assert kinds.of("born_in") == ("person", "year")
+
+
+def test_shots_cover_the_kinds_of_middle_nodes(company: IndexDir, tmp_path: Path) -> None:
+    """A chain through a kind of node the shots have not walked yet (the department between a person and a
+    building) is a shot, not validation: the few-shot prompt then shows a chain through that kind."""
+    from simgrag.bootstrap.learn import _Split, middle_kinds
+    from simgrag.bootstrap.sample import Edge, Sample
+
+    chain = Sample("2hop", ("Alice Chen", "Engineering", "North Building"), (True, False, False), 2,
+                   (Edge(0, "works_in", 1, 0), Edge(1, "located_in", 2, 1)), ("North Building",))
+    triples = [["Alice Chen", "works in", "UNKNOWN department 1"],
+               ["UNKNOWN department 1", "located in", "UNKNOWN building 1"]]
+    assert middle_kinds(chain, triples) == ["department"]
+    star = Sample("star", ("Alice Chen", "Project Falcon", "Kubernetes"), (True, False, True), 1,
+                  (Edge(0, "leads_project", 1, 2), Edge(1, "uses_tool", 2, 3)), ("Project Falcon",))
+    assert middle_kinds(star, [["Alice Chen", "leads project", "UNKNOWN project 1"],
+                               ["UNKNOWN project 1", "uses tool", "Kubernetes"]]) == []  # the answer is no middle
+
+    # the split: the shots hold the 2hop shape and both relations through a person; a chain through a team is
+    # still a shot, another through a person goes to validation
+    split = _Split()
+    settings = LearnSettings(shots=4, target_validation=10)
+    person = {"shape": "2hop", "middles": ["person"], "triples": [["15", "worn by", "UNKNOWN person 1"]],
+              "sample": {"edges": [[0, "wears_number", 1, 0], [1, "plays_in_club", 2, 1]], "answers": ["X"],
+                         "entities": ["15", "p", "X"], "asked": 2},
+              "questions": [{"question": "q1", "kept": True}], "role": "shot"}
+    split.add(person)
+    relations = ["wears_number", "plays_in_club"]
+    assert split.role("2hop", relations, settings, ["person"]) == "validation"
+    assert split.role("2hop", relations, settings, ["team"]) == "shot"
+    assert split.role("2hop", relations, settings) == "validation"  # a log written before middles were recorded
+    # learning records each sample's middles in its log, so a resumed run splits the same way
+    learn_examples(company, ScriptedLearning().llm, tmp_path / "learnt", LearnSettings(target_validation=6, shots=6))
+    assert any(r["middles"] for r in log_rows(tmp_path / "learnt"))

@@ -32,8 +32,8 @@ budget (5 minutes by default) from a handful of LLM calls, with no engine run:
    lean to wordings those names explain — read a fit on them with that in mind;
 5. **the split**, sample by sample (a sample's questions stay on one side: no validation question is a
    paraphrase of a shot) — a sample becomes a **shot** (its first question) while there is room and it
-   brings a shape or a relation the shots lack, else **validation** (all its kept questions) until
-   ``target_validation``, else a shot while there is room.
+   brings a shape, a relation or a kind of middle node (:func:`middle_kinds`) the shots lack, else
+   **validation** (all its kept questions) until ``target_validation``, else a shot while there is room.
 
 Learning stops once the shots are full and validation holds ``target_validation`` questions, when the
 samples run out, or before an LLM call that would pass the time budget or the call bound — the report says
@@ -92,6 +92,7 @@ __all__ = [
     "default_budget",
     "expected_llm_calls",
     "learn_examples",
+    "middle_kinds",
     "peak_rss_mb",
 ]
 
@@ -286,12 +287,18 @@ class _Split:
     validation: list[dict[str, Any]] = field(default_factory=list)
     shapes: set[str] = field(default_factory=set)
     relations: set[str] = field(default_factory=set)
+    middles: set[str] = field(default_factory=set)
     seen: set[str] = field(default_factory=set)
 
-    def role(self, shape: str, relations: Sequence[str], settings: LearnSettings) -> str | None:
-        """Where a sample with kept questions goes (module docstring, step 5); ``None``: both are full."""
+    def role(self, shape: str, relations: Sequence[str], settings: LearnSettings,
+             middles: Sequence[str] = ()) -> str | None:
+        """Where a sample with kept questions goes (module docstring, step 5); ``None``: both are full. A sample
+        brings something new with a shape, a relation, or a kind of *middle* node (an unknown node that is not
+        the answer) that the shots lack: "What country does X play in?" walks X's team, where the shots so far
+        went through people only — the shot that teaches a chain through that kind of node."""
         room = len(self.shots) < settings.shots
-        if room and (shape not in self.shapes or not set(relations) <= self.relations):
+        if room and (shape not in self.shapes or not set(relations) <= self.relations
+                     or not set(middles) <= self.middles):
             return "shot"
         if len(self.validation) < settings.target_validation:
             return "validation"
@@ -308,6 +315,7 @@ class _Split:
             self.shots.append(_Shot(row["shape"], kept[0], triples, _note(row["shape"], sample)))
             self.shapes.add(row["shape"])
             self.relations.update(e[1] for e in sample["edges"])
+            self.middles.update(row.get("middles", ()))
         else:
             self.validation += [{"question": q, "answers": list(sample["answers"]), "group": row["shape"]}
                                 for q in kept]
@@ -320,6 +328,18 @@ class _Split:
             keyed.append(((rank.get(shot.shape, 0), SHAPES.index(shot.shape)), shot))
             rank[shot.shape] = rank.get(shot.shape, 0) + 1
         return [shot for _, shot in sorted(keyed, key=lambda pair: pair[0])]
+
+
+def middle_kinds(sample: Sample, triples: Sequence[Sequence[str]]) -> list[str]:
+    """The kinds of ``sample``'s middle nodes — unknown, not the answer — as its pattern ``triples`` (aligned
+    with its edges) name them: ``UNKNOWN team 1`` → ``team``."""
+    kinds: dict[int, str] = {}
+    for edge, (head, _, tail) in zip(sample.edges, triples, strict=True):
+        for slot, label in ((edge.head, head), (edge.tail, tail)):
+            if slot != sample.asked and not sample.named[slot] and slot not in kinds:
+                words = str(label).split()
+                kinds[slot] = " ".join(words[1:-1] if len(words) > 2 and words[-1].isdigit() else words[1:])
+    return sorted(set(kinds.values()))
 
 
 def _note(shape: str, sample: Mapping[str, Any]) -> str:
@@ -478,9 +498,11 @@ class _Learn:
             questions.append(row)
         relations = [e.relation for e in sample.edges]
         kept = any(q["kept"] for q in questions)
-        role = self.split.role(sample.shape, relations, self.settings) if kept else None
-        return {"index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": self.triples(sample),
-                "questions": questions, "role": role}
+        triples = self.triples(sample)
+        middles = middle_kinds(sample, triples)
+        role = self.split.role(sample.shape, relations, self.settings, middles) if kept else None
+        return {"index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
+                "questions": questions, "role": role, "middles": middles}
 
     def _replay(self, record: Mapping[str, Any]) -> None:
         for row in record.get("samples", []):
