@@ -145,3 +145,37 @@ def test_a_run_whose_questions_fail_says_so_with_the_first_error(toy_dir: Path, 
     assert summary["overall"]["failed"] == 2 and "went away" in summary["overall"]["first_error"]
     table = format_summary(summary)
     assert "2 of 2 questions failed with an error" in table and "went away" in table
+
+
+def test_bench_qa_reports_the_pattern_stage_and_its_per_edit_ablation(toy_dir: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bench qa` says what the pattern stage was on the run (the index's fit, unfitted, or forced) and prints the
+    fit's per-edit ablation on the KG's validation questions; the summary JSON carries both."""
+    import shutil
+
+    from simgrag.cli import _common
+    from simgrag.grounding.fit import GroundingFit, store_fit
+
+    index = tmp_path / "toy.idx"
+    shutil.copytree(toy_dir, index)
+    monkeypatch.setattr(_common, "llm_for", lambda choice: FakeLLM(scripted))
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text(json.dumps(QUESTIONS[0]) + "\n")
+
+    def bench(*flags: str) -> tuple[str, dict]:
+        out = tmp_path / f"out{len(flags)}.jsonl"
+        result = CliRunner().invoke(app, ["bench", "qa", "--index", str(index), "--questions", str(qa), "-o",
+                                          str(out), "--calibration", "off", *flags])
+        assert result.exit_code == 0, result.output
+        return result.output, json.loads(out.with_suffix(".summary.json").read_text())
+
+    output, summary = bench()
+    assert "pattern stage: not fitted" in output and summary["pattern_stage"]["families"] == {}
+    families = {"analogy": {"used": 5, "fixed": 1, "broke": 2}, "drop_leaf": {"used": 1, "fixed": 1, "broke": 0}}
+    store_fit(index, GroundingFit(True, ("analogy",), {"families": families, "questions": 12}))
+    output, summary = bench("--llm-cache", "none")
+    assert "pattern stage: fitted: on, without analogy" in output
+    assert "analogy: 5 / 1 / 2" in output and "drop_leaf: 1 / 1 / 0" in output
+    assert summary["pattern_stage"]["families"] == families
+    output, summary = bench("--no-grounding", "--llm-cache", "none")
+    assert "pattern stage: off (--no-grounding)" in output

@@ -300,9 +300,31 @@ def bench_qa(
                                answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration,
                                grounding=grounding, analogy=analogy, pattern_option=pattern_option)
         summary = run_qa_bench(engine, load_qa_file(questions), output)
+        stage, table = _pattern_stage_report(engine, grounding)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
-    _write_summary(output, summary, format_summary(summary))
+    text = format_summary(summary) + "\n\n" + table
+    _write_summary(output, {**summary, "pattern_stage": stage}, text)
+
+
+def _pattern_stage_report(engine: Any, grounding: bool | None) -> tuple[dict[str, Any], str]:
+    """What the pattern stage was on this run — forced by ``--grounding``/``--no-grounding``, the index's fit, or
+    unfitted — and the fit's per-edit ablation on the KG's validation questions (``grounding fit``)."""
+    fit = getattr(engine.retriever, "grounding_fit", None)
+    if grounding is not None:
+        said = "every family (--grounding)" if grounding else "off (--no-grounding)"
+    elif fit is None:
+        said = "not fitted: every family but llm_choice (fit it with `simgrag grounding fit`)"
+    else:
+        said = "fitted: " + fit.describe()
+    families = dict((fit.info.get("families") or {}) if fit is not None else {})
+    lines = [f"pattern stage: {said}"]
+    if families:
+        lines.append("per-edit ablation on the validation questions (used / fixed / broke; fixed: answered "
+                     "right only with the family on):")
+        lines += [f"  {name}: {g.get('used', 0)} / {g.get('fixed', 0)} / {g.get('broke', 0)}"
+                  for name, g in sorted(families.items(), key=lambda kv: -int(kv[1].get("used", 0)))]
+    return {"said": said, "families": families}, "\n".join(lines)
 
 
 WCDir = Annotated[Path, typer.Option("--wc-dir", help="WorldCup2014 folder (WC-P1.txt, WC-P2.txt, WC-C.txt, "
