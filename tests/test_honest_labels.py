@@ -71,3 +71,15 @@ def test_calibrated_reason_is_a_plain_sentence_with_details() -> None:
     plain, details = split_details(reason)
     assert "above" not in plain and "1.02" not in plain and "name in the question" in plain
     assert details == "named 1.02 is above the calibrated threshold 0.132"
+
+
+def test_words_of_one_stem_read_each_other() -> None:
+    """A question's "leader" is read by a pattern's `leads project` (the same first letters, a short ending on
+    each); words that only start alike are not."""
+    from simgrag.answer.reading import _same_stem
+
+    for a, b in (("leader", "leads"), ("player", "plays"), ("director", "direct"), ("countries", "country"),
+                 ("directed", "director")):
+        assert _same_stem(a, b) and _same_stem(b, a), (a, b)
+    for a, b in (("actor", "acted"), ("capital", "capitol"), ("language", "languid"), ("play", "plateau")):
+        assert not _same_stem(a, b), (a, b)

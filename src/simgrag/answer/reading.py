@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from simgrag.grounding.english import JOIN_WORDS, STOPWORDS
+from simgrag.grounding.english import JOIN_WORDS, STEM_ENDINGS, STOPWORDS
 from simgrag.grounding.lexicon import Lexicon
 from simgrag.grounding.question import normalize_name, read_question
 from simgrag.match.retrieve import Retrieval
@@ -82,10 +82,16 @@ class PatternReading:
 
 
 def _same_stem(word: str, other: str) -> bool:
+    """Whether two words share a stem: equal in the singular, one the other's start give or take 3 letters, or
+    the same first :data:`STEM_LETTERS` letters or more followed by an ending of
+    :data:`~simgrag.grounding.english.STEM_ENDINGS` in each ("leads" / "leader", "plays" / "player")."""
     if word == other or singular(word) == singular(other):
         return True
-    return (len(word) >= STEM_LETTERS and len(other) >= STEM_LETTERS and abs(len(word) - len(other)) <= 3
-            and (word.startswith(other) or other.startswith(word)))
+    if (len(word) >= STEM_LETTERS and len(other) >= STEM_LETTERS and abs(len(word) - len(other)) <= 3
+            and (word.startswith(other) or other.startswith(word))):
+        return True
+    shared = next((i for i, (a, b) in enumerate(zip(word, other, strict=False)) if a != b), min(len(word), len(other)))
+    return shared >= STEM_LETTERS and word[shared:] in STEM_ENDINGS and other[shared:] in STEM_ENDINGS
 
 
 def _words(text: str) -> list[str]:

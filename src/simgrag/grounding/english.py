@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __all__ = ["APPOSITION_DETERMINERS", "AUXILIARIES", "COMPANION_PREPOSITIONS", "COPULAS", "IRREGULAR_PARTICIPLES",
            "JOIN_WORDS",
-           "NOUN_PHRASE_DETERMINERS", "STOPWORDS", "VAGUE_FOCUS", "WH_WITHOUT_FOCUS", "WH_WORDS"]
+           "NOUN_PHRASE_DETERMINERS", "STEM_ENDINGS", "STOPWORDS", "VAGUE_FOCUS", "WH_WITHOUT_FOCUS", "WH_WORDS"]
 
 #: words that do not start a relation phrase (they may sit inside one: "kinds of movies")
 STOPWORDS = frozenset([
@@ -55,3 +55,6 @@ APPOSITION_DETERMINERS = frozenset({"the", "a", "an", "this"})
 
 #: words that a pattern says by its shape: two triples meeting at one unknown node
 JOIN_WORDS = frozenset({"share", "shares", "shared", "sharing", "common", "together", "co-star", "co-stars"})
+#: endings that turn one word of a stem into another ("lead|s", "lead|er", "direct|or", "direct|ed"): the answer's
+#: reading check takes two words as one stem when they differ only by these after a shared start
+STEM_ENDINGS = frozenset({"", "s", "es", "er", "ers", "ed", "ing", "or", "ors", "ion", "ions", "e"})
