@@ -1056,3 +1056,19 @@ def test_a_word_the_patterns_own_relation_spells_names_no_other_relation(tmp_pat
     # `is in country` spells no "play": the question still words a relation this pattern lacks
     where = judged("What country does Alpha FC play in?", [("Alpha FC", "is in country", "UNKNOWN country 1")])
     assert where.uncovered
+
+
+def test_a_word_naming_a_whole_relation_still_names_it_beside_a_longer_one(tmp_path: Path) -> None:
+    """The pattern's `language family` spells "family", but the KG has a relation named `family` in full: the
+    question's "family" still names that relation (the DBpedia-shaped KG's rebind that the rule above must keep)."""
+    triples = [("The Lost Chase", "language", "Kalmic"), ("Kalmic", "family", "Borean"),
+               ("Old Kalmic", "family", "Borean"), ("Nordland", "language_family", "Borean"),
+               ("The Faithful Mill", "language", "Old Kalmic"), ("Southland", "language_family", "Austral")]
+    (tmp_path / "kg.tsv").write_text("\n".join("\t".join(t) for t in triples) + "\n", encoding="utf-8")
+    index = build_index_dir(tmp_path / "kg.tsv", tmp_path / "kg.idx", embedder="minilm", show_progress=False)
+    judge = PatternJudge(SubgraphRetriever(index))
+    question = "What is the family of the language used in The Lost Chase?"
+    judged = judge.judge(judge.read(question), Candidate((("The Lost Chase", "language", "UNKNOWN language 1"),
+                                                        ("UNKNOWN language 1", "language family",
+                                                         "UNKNOWN language family 1"))))
+    assert [index.store.relations[r] for r in judged.uncovered] == ["family"]

@@ -499,7 +499,7 @@ class PatternJudge:
                     if asked in (e.source, e.target) and not e.unknown}
         name = self.store.relations[relation]
         spelled = {singular(w) for r in at_asked if r is not None for w in _words(self.store.relations[r])}
-        if relation not in at_asked and _spelled_by(" ".join(clean[view.focus:end]), spelled):
+        if relation not in at_asked and self._spelled_elsewhere(" ".join(clean[view.focus:end]), spelled, relation):
             return "confirmed", [], None  # "Who **plays** in X?": its words are those of the answer's `plays in club`
         if relation in at_asked:
             sides = {"head" if e.source == asked else "tail" for e in pattern.edges if asked in (e.source, e.target)
@@ -569,11 +569,8 @@ class PatternJudge:
         is "around the **country**" near ``located in`` (0.746, "country" 0.758); "kinds of movies" is
         not (0.72)."""
         present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
-        # a phrase whose every word a relation of the pattern spells is that relation's wording: "play" in "which
-        # club does X play for?" names `plays in club` as much as `plays position`, and the pattern has the former
         spelled = {singular(w) for r in present if r is not None for w in _words(self.store.relations[r])}
-        phrases = [p for p in view.phrases if (" " not in p or p.split()[0] not in STOPWORDS)
-                   and not _spelled_by(p, spelled)]
+        phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
         distances = self.lexicon.relation_distances(phrases)
         # the last word names a node type as the examples spell it, or by meaning ("films" for ``movie``)
         multi = [i for i, p in enumerate(phrases) if " " in p]
@@ -587,9 +584,22 @@ class PatternJudge:
         named: dict[int, tuple[float, str]] = {}
         for phrase, row in zip(phrases, distances, strict=True):
             best = int(np.argmin(row))
-            if best not in present and (row[best] <= COVER_DISTANCE or self._clearly_one(phrase, row, best)):
+            if best in present or self._spelled_elsewhere(phrase, spelled, best):
+                continue
+            if row[best] <= COVER_DISTANCE or self._clearly_one(phrase, row, best):
                 named[best] = min(named.get(best, (np.inf, phrase)), (float(row[best]), phrase))
         return {r: phrase for r, (_, phrase) in sorted(named.items())}
+
+    def _spelled_elsewhere(self, phrase: str, spelled: set[str], relation: int) -> bool:
+        """Whether ``phrase`` is the wording of a relation the pattern has rather than of ``relation``: the
+        pattern's relations spell each of its words, and it does not spell the whole name of ``relation``.
+        "play" in "which club does X play for?" is `plays in club`'s word when the pattern has that relation,
+        though `plays position` is nearer; "family" still names a KG relation `family` beside the pattern's
+        `language family`."""
+        if not _spelled_by(phrase, spelled):
+            return False
+        own = {singular(w) for w in _words(phrase) if w not in STOPWORDS}
+        return not _spelled_by(self.store.relations[relation], own)
 
     def _clearly_one(self, phrase: str, row: np.ndarray, best: int) -> bool:
         """``phrase`` is near one relation (``COVER_CLEAR_DISTANCE``) and far from every other (by
