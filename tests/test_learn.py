@@ -176,8 +176,8 @@ def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(compa
     for item in validation:  # every validation question's answers are its pattern's answers in the KG
         row = by_question[item.question]
         assert set(item.answers) == brute_answers(company.store, row["triples"]) and item.group == row["shape"]
-    assert {row["shape"] for row in rows if row["role"] == "shot"} == {"1hop", "2hop", "conjunction"}
-    assert [by_question[e.question]["shape"] for e in shots.examples[:3]] == ["1hop", "2hop", "conjunction"]
+    assert {row["shape"] for row in rows if row["role"] == "shot"} == {"1hop", "2hop", "3hop", "conjunction"}
+    assert [by_question[e.question]["shape"] for e in shots.examples[:4]] == ["1hop", "2hop", "3hop", "conjunction"]
     kinds_calls = [c for c in script.llm.calls if c.messages[0].content.startswith("You name the kinds")]
     # one call: the 14 relation ends hold 5 classes of things (people, departments, buildings, projects, tools)
     assert len(kinds_calls) == 1 and kinds_calls[0].messages[-1].content.count("\n") >= 5
@@ -194,7 +194,8 @@ class OneHopOnly(ScriptedLearning):
 
 def test_a_question_must_word_every_triple_of_its_pattern(company: IndexDir, tmp_path: Path) -> None:
     script = OneHopOnly()
-    report = learn_examples(company, script.llm, tmp_path / "learnt", LearnSettings(target_validation=6, shots=6))
+    report = learn_examples(company, script.llm, tmp_path / "learnt",
+                            LearnSettings(target_validation=6, shots=6, shapes=("1hop", "2hop", "conjunction")))
     rows = log_rows(tmp_path / "learnt")
     # the engine's judge reads each question as one hop: the longer samples' questions are dropped, shots and
     # validation alike — but where the KG knows a named entity through one relation only ("North Building" is
@@ -519,3 +520,16 @@ def test_shots_cover_the_kinds_of_middle_nodes(company: IndexDir, tmp_path: Path
     # learning records each sample's middles in its log, so a resumed run splits the same way
     learn_examples(company, ScriptedLearning().llm, tmp_path / "learnt", LearnSettings(target_validation=6, shots=6))
     assert any(r["middles"] for r in log_rows(tmp_path / "learnt"))
+
+
+def test_the_kinds_prompt_says_where_each_group_of_names_stands() -> None:
+    """Names alone ("Grauwald; Duncaster") were called a "profession" by the 1.5B model; each group's line now
+    says where its names stand in the KG, tails first, after a demo that does the same."""
+    from simgrag.bootstrap.prompts import kind_batch_messages, kind_role
+
+    assert kind_role([("place_of_birth", 1), ("place_of_death", 1)]) == "X place of birth them; X place of death them"
+    assert kind_role([("reports_to", 0), ("mentors", 1), ("works_in", 0)]) == "X mentors them; they reports to X"
+    messages = kind_batch_messages([["Grauwald", "Duncaster"]], [kind_role([("place_of_birth", 1)])])
+    assert messages[-1].content.splitlines()[1] == "1. Grauwald; Duncaster (X place of birth them)"
+    assert "(X uses ingredient them)" in messages[1].content  # the demo shows roles too
+    assert "(" not in kind_batch_messages([["Grauwald"]])[-1].content.splitlines()[1]  # without roles, names only

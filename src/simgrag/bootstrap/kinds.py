@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from simgrag.bootstrap.files import ProgressLog
-from simgrag.bootstrap.prompts import kind_batch_messages, kind_messages, read_kind, read_kind_batch
+from simgrag.bootstrap.prompts import kind_batch_messages, kind_messages, kind_role, read_kind, read_kind_batch
 from simgrag.index.directory import relation_text
 from simgrag.kg.store import KGStore
 from simgrag.llm.base import LLM
@@ -151,7 +151,8 @@ class RelationKinds:
             if not allow():
                 return False
             chunk = classes[start:start + step]
-            response = self.llm.complete(kind_batch_messages([names for _, names in chunk]),
+            response = self.llm.complete(kind_batch_messages([names for _, names in chunk],
+                                                             [kind_role(ends) for ends, _ in chunk]),
                                          max_tokens=10 * len(chunk) + 20, temperature=0.0)
             read = read_kind_batch(response.text, len(chunk))
             named_kinds = {kind for (h, t) in self._known.values() for kind in (h, t)} | {

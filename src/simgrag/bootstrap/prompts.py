@@ -33,13 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from simgrag.bootstrap.sample import Sample
+from simgrag.index.directory import relation_text
 from simgrag.llm.base import ChatMessage
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["AskedPattern", "alias_messages", "describe_messages", "described_pattern", "kind_batch_messages",
-           "kind_messages", "question_batch_messages", "question_messages", "read_description", "read_kind",
-           "read_kind_batch", "read_phrases", "read_question_batch", "read_questions", "render_pattern", "respell",
-           "role_messages", "screen_question"]
+           "kind_messages", "kind_role", "question_batch_messages", "question_messages", "read_description",
+           "read_kind", "read_kind_batch", "read_phrases", "read_question_batch", "read_questions", "render_pattern",
+           "respell", "role_messages", "screen_question"]
 
 _QUESTION_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
                     "Answer with JSON only.")
@@ -354,6 +355,10 @@ _KIND_BATCH_DEMO: tuple[tuple[str, ...], ...] = (
     ("Alice Brown", "Tom Reed", "Maya Lin"), ("Greenleaf Bakery", "Orbit Software", "Tidewater Foods"),
     ("flour", "egg", "avocado"), ("Spring Fair", "Chess Night", "Charity Run"))
 _KIND_BATCH_ANSWER = {"1": "person", "2": "company", "3": "ingredient", "4": "event"}
+#: what the demo's groups are in their made-up graph (a group's line says where its names stand: fictional or coded
+#: names alone — "Grauwald; Duncaster" — were called a "profession" by the 1.5B model, the places of birth they are)
+_KIND_BATCH_DEMO_ROLES = ("X has member them; they works for X", "X works for them", "X uses ingredient them",
+                          "X holds event them")
 #: characters of an entity name a prompt shows
 _SHOWN_NAME = 60
 
@@ -363,22 +368,35 @@ def _short(name: str) -> str:
     return name if len(name) <= _SHOWN_NAME else name[:_SHOWN_NAME - 1] + "…"
 
 
-def _kind_batch_prompt(groups: Sequence[Sequence[str]]) -> str:
-    lines = [f"{i}. " + "; ".join(_short(name) for name in names) for i, names in enumerate(groups, start=1)]
+def _kind_batch_prompt(groups: Sequence[Sequence[str]], roles: Sequence[str] | None = None) -> str:
+    lines = [f"{i}. " + "; ".join(_short(name) for name in names)
+             + (f" ({roles[i - 1]})" if roles is not None and roles[i - 1] else "")
+             for i, names in enumerate(groups, start=1)]
     keys = ", ".join(f'"{i}": "…"' for i in range(1, len(groups) + 1))
     return ("Groups of things from a knowledge graph:\n" + "\n".join(lines)
             + "\n\nWhat kind of thing is each group? One or two common lowercase words per group: the kind the "
               "things are, not a word copied from their names.\n" + f"Answer with JSON only: {{{keys}}}")
 
 
-def kind_batch_messages(groups: Sequence[Sequence[str]]) -> list[ChatMessage]:
+def kind_batch_messages(groups: Sequence[Sequence[str]], roles: Sequence[str] | None = None) -> list[ChatMessage]:
     """The prompt asking what kind of thing each of ``groups`` is (the entity names at one end of a
     relation: a list of names is easier for a small model than a relation's direction), several groups in
-    one call, after a worked example about clubs and recipes."""
+    one call, after a worked example about clubs and recipes. ``roles``: per group, where its names stand in the
+    KG in a few words (:func:`kind_role`), shown beside them."""
+    with_roles = roles is not None
     return [ChatMessage("system", _KIND_BATCH_SYSTEM),
-            ChatMessage("user", _kind_batch_prompt(_KIND_BATCH_DEMO)),
+            ChatMessage("user", _kind_batch_prompt(_KIND_BATCH_DEMO, _KIND_BATCH_DEMO_ROLES if with_roles else None)),
             ChatMessage("assistant", json.dumps(_KIND_BATCH_ANSWER), cache_after=True),
-            ChatMessage("user", _kind_batch_prompt(groups))]
+            ChatMessage("user", _kind_batch_prompt(groups, roles))]
+
+
+def kind_role(ends: Sequence[tuple[str, int]], shown: int = 2) -> str:
+    """Where a group's names stand, from its relation ends (``(relation, 0)``: heads, ``(relation, 1)``:
+    tails), tails first, as "X <relation> them" / "they <relation> X": "X place of birth them; X place of death
+    them" (the same wording for a relation named by a noun or by a verb: "X reports to them")."""
+    tails = [f"X {relation_text(r)} them" for r, side in ends if side == 1]
+    heads = [f"they {relation_text(r)} X" for r, side in ends if side == 0]
+    return "; ".join((tails + heads)[:shown])
 
 
 def read_kind_batch(text: str, n: int) -> dict[int, str]:
