@@ -533,3 +533,19 @@ def test_the_kinds_prompt_says_where_each_group_of_names_stands() -> None:
     assert messages[-1].content.splitlines()[1] == "1. Grauwald; Duncaster (X place of birth them)"
     assert "(X uses ingredient them)" in messages[1].content  # the demo shows roles too
     assert "(" not in kind_batch_messages([["Grauwald"]])[-1].content.splitlines()[1]  # without roles, names only
+
+
+def test_the_answer_mode_fit_is_skipped_when_the_budget_has_no_room_left(company: IndexDir,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the stage fit, the answer-mode fit (an LLM answer call per question) runs only when the budget still
+    leaves about the stage fit's time; else the index keeps `auto` and the note says how to fit both later."""
+    import simgrag.eval.learn as eval_learn
+
+    report = learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=8, shots=6))
+    assert "answer mode: auto" in report.fit_note and "answering" in open_index_dir(company.path).manifest
+    monkeypatch.setattr(eval_learn, "ANSWER_FIT_SHARE", 1e12)
+    report = learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=8, shots=6, seed=3))
+    assert report.fit is not None and "answer mode not fitted" in report.fit_note and "grounding fit" in report.fit_note
+    manifest = open_index_dir(company.path).manifest
+    assert "grounding" in manifest and manifest["grounding"]["info"]["learned"] is True
+    assert "answering" not in manifest  # the earlier run's mode, fitted on other questions, is gone

@@ -62,6 +62,9 @@ LEARNED_KEY = "learned"
 #: the validation questions the fit wants time for: learning stops that much early once it has enough of them
 #: (:meth:`~simgrag.bootstrap.learn.LearnSettings.fit_reserve_s`)
 FIT_QUESTIONS = 16
+#: the answer-mode fit runs after the stage fit only when the budget leaves this share of the stage fit's time (its
+#: LLM answer calls: 90 s against the stage fit's 80 s on genealogy's 9 learned validation questions)
+ANSWER_FIT_SHARE = 1.0
 #: seconds per LLM call assumed before a run has timed one: the embedded model on this many CPU cores
 #: (measured: ~17 s per batched call on 2 cores), or a server
 LOCAL_CALL_CORE_S = 34.0
@@ -168,10 +171,17 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
     index = open_index_dir(root)
     with tempfile.TemporaryDirectory(prefix="simgrag-learn-fit-") as tmp:
         calls = Path(tmp) / "calls.sqlite"  # the answer-mode fit reuses the stage fit's pattern calls
+        started = time.perf_counter()
         found = fit_grounding(index, llm, chosen, progress=progress, source="bootstrapped validation",
                               calls_cache=calls)
         found = replace(found, info={**found.info, "learned": True})
         store_fit(root, found)
+        took, left = time.perf_counter() - started, settings.budget_s - (time.perf_counter() - t0)
+        if left < ANSWER_FIT_SHARE * took:  # its LLM answer calls cost about as much as the stage fit's pattern calls
+            store_answer_mode(root, None)  # a mode fitted on earlier validation questions does not stay
+            return found, (f"Pattern stage fitted on {n} validation questions: {found.describe()}; answer mode not "
+                           f"fitted (the budget leaves {max(0.0, left):.0f} s, the stage fit took {took:.0f} s): auto. "
+                           f"Fit both later: {command}"), n
         mode = fit_answer_mode(index, llm, chosen, found, progress=progress, source="bootstrapped validation",
                                calls_cache=calls)
         store_answer_mode(root, replace(mode, info={**mode.info, "learned": True}))
