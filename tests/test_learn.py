@@ -176,8 +176,8 @@ def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(compa
     for item in validation:  # every validation question's answers are its pattern's answers in the KG
         row = by_question[item.question]
         assert set(item.answers) == brute_answers(company.store, row["triples"]) and item.group == row["shape"]
-    assert {row["shape"] for row in rows if row["role"] == "shot"} == {"1hop", "2hop", "3hop", "conjunction"}
-    assert [by_question[e.question]["shape"] for e in shots.examples[:4]] == ["1hop", "2hop", "3hop", "conjunction"]
+    assert {row["shape"] for row in rows if row["role"] == "shot"} == {"1hop", "2hop", "conjunction"}
+    assert [by_question[e.question]["shape"] for e in shots.examples[:3]] == ["1hop", "2hop", "conjunction"]
     kinds_calls = [c for c in script.llm.calls if c.messages[0].content.startswith("You name the kinds")]
     # one call: the 14 relation ends hold 5 classes of things (people, departments, buildings, projects, tools)
     assert len(kinds_calls) == 1 and kinds_calls[0].messages[-1].content.count("\n") >= 5
