@@ -79,6 +79,7 @@ from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
+from simgrag.pattern.graph import type_hint
 from simgrag.progress import progress_on
 
 __all__ = [
@@ -339,9 +340,9 @@ def middle_kinds(sample: Sample, triples: Sequence[Sequence[str]]) -> list[str]:
     kinds: dict[int, str] = {}
     for edge, (head, _, tail) in zip(sample.edges, triples, strict=True):
         for slot, label in ((edge.head, head), (edge.tail, tail)):
-            if slot != sample.asked and not sample.named[slot] and slot not in kinds:
-                words = str(label).split()
-                kinds[slot] = " ".join(words[1:-1] if len(words) > 2 and words[-1].isdigit() else words[1:])
+            kind = type_hint(str(label))
+            if slot != sample.asked and not sample.named[slot] and slot not in kinds and kind is not None:
+                kinds[slot] = kind
     return sorted(set(kinds.values()))
 
 

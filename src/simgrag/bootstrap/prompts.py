@@ -35,7 +35,7 @@ from typing import Any
 from simgrag.bootstrap.sample import Sample
 from simgrag.index.directory import relation_text
 from simgrag.llm.base import ChatMessage
-from simgrag.pattern.graph import Pattern
+from simgrag.pattern.graph import Pattern, type_hint
 
 __all__ = ["AskedPattern", "alias_messages", "describe_messages", "described_pattern", "kind_batch_messages",
            "kind_messages", "kind_role", "question_batch_messages", "question_messages", "read_description",
@@ -427,9 +427,8 @@ class AskedPattern:
 
 
 def _unknown_kind(label: str) -> str:
-    """``"UNKNOWN team member 2"`` → ``"team member"``."""
-    words = label.split()[1:]
-    return " ".join(words[:-1] if len(words) > 1 and words[-1].isdigit() else words) or "thing"
+    """``"UNKNOWN team member 2"`` → ``"team member"`` (:func:`~simgrag.pattern.graph.type_hint`), else "thing"."""
+    return type_hint(label) or "thing"
 
 
 def _described(label: str, facts: Sequence[Sequence[str]]) -> str:

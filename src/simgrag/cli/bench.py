@@ -310,11 +310,13 @@ def bench_qa(
 def _pattern_stage_report(engine: Any, grounding: bool | None) -> tuple[dict[str, Any], str]:
     """What the pattern stage was on this run — forced by ``--grounding``/``--no-grounding``, the index's fit, or
     unfitted — and the fit's per-edit ablation on the KG's validation questions (``grounding fit``)."""
+    from simgrag.grounding.fit import UNFITTED
+
     fit = getattr(engine.retriever, "grounding_fit", None)
     if grounding is not None:
         said = "every family (--grounding)" if grounding else "off (--no-grounding)"
     elif fit is None:
-        said = "not fitted: every family but llm_choice (fit it with `simgrag grounding fit`)"
+        said = f"{UNFITTED}; fit it with `simgrag grounding fit`"
     else:
         said = "fitted: " + fit.describe()
     families = dict((fit.info.get("families") or {}) if fit is not None else {})

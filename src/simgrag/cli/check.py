@@ -47,7 +47,7 @@ def _check_fits(index_dir: Path, report: Any) -> None:
     from simgrag.answer.calibration import MANIFEST_KEY, Calibration
     from simgrag.answer.mode_fit import check_answer_mode, read_answer_mode
     from simgrag.errors import SimGRAGError
-    from simgrag.grounding.fit import check_fit, read_fit
+    from simgrag.grounding.fit import UNFITTED, check_fit, read_fit
     from simgrag.index.attach import read_manifest_json
 
     try:
@@ -55,7 +55,7 @@ def _check_fits(index_dir: Path, report: Any) -> None:
     except SimGRAGError:
         return  # verify_index has said what is wrong with it
     sections: list[tuple[str, Any, Any, str]] = [
-        ("pattern stage", check_fit, read_fit, "not fitted (every edit family but llm_choice runs)"),
+        ("pattern stage", check_fit, read_fit, UNFITTED),
         ("answer mode", check_answer_mode, read_answer_mode, "not fitted (auto: exact bindings, else the LLM)"),
     ]
     for label, check, read, unfitted in sections:

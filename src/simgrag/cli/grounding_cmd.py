@@ -144,7 +144,7 @@ def grounding_show(index_dir: IndexArg, as_json: AsJson = False, verbose: Verbos
     """The pattern stage's fit recorded with the index (none: every edit family runs)."""
     _setup_logging(verbose, quiet)
     from simgrag.answer.mode_fit import read_answer_mode
-    from simgrag.grounding.fit import read_fit
+    from simgrag.grounding.fit import UNFITTED, read_fit
     from simgrag.index.attach import read_manifest_json
 
     try:
@@ -156,8 +156,7 @@ def grounding_show(index_dir: IndexArg, as_json: AsJson = False, verbose: Verbos
         out.print(json.dumps(None if fit is None else fit.to_dict(), indent=2), highlight=False, markup=False)
         return
     if fit is None:
-        out.print("grounding: not fitted (every edit family but llm_choice runs); fit it with `simgrag grounding fit`",
-                  highlight=False, markup=False)
+        out.print(f"grounding: {UNFITTED}; fit it with `simgrag grounding fit`", highlight=False, markup=False)
     else:
         out.print(_format(fit), highlight=False, markup=False)
     out.print(f"answer mode: {mode.describe() if mode is not None else 'not fitted (auto)'}", highlight=False,

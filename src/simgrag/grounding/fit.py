@@ -28,10 +28,12 @@ from simgrag.errors import ConfigError
 from simgrag.grounding.registry import family_names
 from simgrag.index.attach import section_problem, store_section
 
-__all__ = ["FIT_FORMAT", "MANIFEST_KEY", "GroundingFit", "check_fit", "read_fit", "store_fit"]
+__all__ = ["FIT_FORMAT", "MANIFEST_KEY", "UNFITTED", "GroundingFit", "check_fit", "read_fit", "store_fit"]
 
 #: the manifest section that holds the fit
 MANIFEST_KEY = "grounding"
+#: what runs on an index without a fit, as ``simgrag check``, ``grounding show`` and ``bench`` say it
+UNFITTED = "not fitted (every edit family but llm_choice runs)"
 FIT_FORMAT = 1
 
 

@@ -25,10 +25,9 @@ or are confirmed.
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal
@@ -76,15 +75,10 @@ GOOD_GSD = 0.5
 MIN_WHO_EXAMPLES = 5
 
 
-def _words(text: str) -> list[str]:
-    """The lower-case words of a relation name or phrase (``plays_in_club`` → plays, in, club)."""
-    return [w for w in re.split(r"[^\w]+|_", text.lower()) if w]
-
-
-def _spelled_by(phrase: str, spelled: set[str]) -> bool:
-    """Whether every word of ``phrase`` but its stopwords (one at least) is in ``spelled`` (singular forms)."""
-    content = {singular(w) for w in _words(phrase) if w not in STOPWORDS}
-    return bool(content) and content <= spelled
+def _content_words(texts: Iterable[str]) -> set[str]:
+    """The singular forms of the words of ``texts`` but stopwords, read as the question's words are
+    (:func:`~simgrag.grounding.question.common_words_of`: ``plays_in_club`` → play, club)."""
+    return {singular(w) for w in common_words_of(texts) if w not in STOPWORDS}
 
 
 def dangling_leaves(pattern: Pattern) -> list[tuple[int, int]]:
@@ -498,7 +492,7 @@ class PatternJudge:
         at_asked = {self.retriever.nearest_relation(e.relation) for e in pattern.edges
                     if asked in (e.source, e.target) and not e.unknown}
         name = self.store.relations[relation]
-        spelled = {singular(w) for r in at_asked if r is not None for w in _words(self.store.relations[r])}
+        spelled = self._relation_words(at_asked)
         if relation not in at_asked and self._spelled_elsewhere(" ".join(clean[view.focus:end]), spelled, relation):
             return "confirmed", [], None  # "Who **plays** in X?": its words are those of the answer's `plays in club`
         if relation in at_asked:
@@ -569,7 +563,7 @@ class PatternJudge:
         is "around the **country**" near ``located in`` (0.746, "country" 0.758); "kinds of movies" is
         not (0.72)."""
         present = {self.retriever.nearest_relation(e.relation) for e in pattern.edges if not e.unknown}
-        spelled = {singular(w) for r in present if r is not None for w in _words(self.store.relations[r])}
+        spelled = self._relation_words(present)
         phrases = [p for p in view.phrases if " " not in p or p.split()[0] not in STOPWORDS]
         distances = self.lexicon.relation_distances(phrases)
         # the last word names a node type as the examples spell it, or by meaning ("films" for ``movie``)
@@ -596,10 +590,15 @@ class PatternJudge:
         "play" in "which club does X play for?" is `plays in club`'s word when the pattern has that relation,
         though `plays position` is nearer; "family" still names a KG relation `family` beside the pattern's
         `language family`."""
-        if not _spelled_by(phrase, spelled):
+        own = _content_words([phrase])
+        if not own or not own <= spelled:
             return False
-        own = {singular(w) for w in _words(phrase) if w not in STOPWORDS}
-        return not _spelled_by(self.store.relations[relation], own)
+        named = _content_words([self.store.relations[relation]])
+        return not (named and named <= own)
+
+    def _relation_words(self, relations: Iterable[int | None]) -> set[str]:
+        """:func:`_content_words` of the names of the KG relations ``relations`` (``None`` skipped)."""
+        return _content_words(self.store.relations[r] for r in relations if r is not None)
 
     def _clearly_one(self, phrase: str, row: np.ndarray, best: int) -> bool:
         """``phrase`` is near one relation (``COVER_CLEAR_DISTANCE``) and far from every other (by
