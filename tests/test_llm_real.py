@@ -81,6 +81,41 @@ def test_embedded_model_reuses_prompt_prefix(local_llm: LlamaCppLLM) -> None:
     assert local_llm.prefix_stats["evaluated"] == before["evaluated"], local_llm.prefix_stats
 
 
+def test_embedded_model_scores_text_and_the_kept_prefix_does_not_change_a_score(local_llm: LlamaCppLLM) -> None:
+    paris, tokyo = local_llm.score_continuations("The capital of France is", [("", " Paris."), ("", " Tokyo.")])
+    assert paris > tokyo + 3 and paris < 0
+    local_llm.complete(ASK, max_tokens=5)  # the context now holds another prompt
+    (again,) = local_llm.score_continuations("The capital of France is", [("", " Paris.")])
+    (split,) = local_llm.score_continuations("The capital", [(" of France is", " Paris.")])
+    assert again == pytest.approx(paris, abs=0.05) and split == pytest.approx(paris, abs=0.05)
+    assert local_llm.score_continuations("x", []) == []
+
+
+def test_the_channel_prefers_the_pattern_the_question_asks_with_the_real_model(local_llm: LlamaCppLLM) -> None:
+    """The mistake the channel choice is for: a one-hop question written with a copied second hop."""
+    from simgrag.grounding.channel import channel_prompt
+    from simgrag.pattern.examples import parse_examples
+
+    examples = parse_examples("""
+relations: [directed_by, release_year]
+examples:
+  - question: when were the movies directed by Jason Reitman released ?
+    triples: [[UNKNOWN movie 1, directed_by, Jason Reitman], [UNKNOWN movie 1, release_year, UNKNOWN year 1]]
+  - question: what year was Memento released ?
+    triples: [[Memento, release_year, UNKNOWN year 1]]
+  - question: who directed Titanic ?
+    triples: [[Titanic, directed_by, UNKNOWN person 1]]
+""").examples
+    one = "Triples: [UNKNOWN movie 1, directed_by, Ridley Scott]\nANSWER: UNKNOWN movie 1\nQuestion:"
+    two = ("Triples: [UNKNOWN movie 1, directed_by, Ridley Scott]; [UNKNOWN movie 1, release_year, UNKNOWN year 1]"
+           "\nANSWER: UNKNOWN year 1\nQuestion:")
+    asked_one = " which movies did Ridley Scott direct ?\n"
+    asked_two = " when were the movies directed by Ridley Scott released ?\n"
+    scores = local_llm.score_continuations(channel_prompt(examples), [(one, asked_one), (two, asked_one),
+                                                                      (one, asked_two), (two, asked_two)])
+    assert scores[0] > scores[1] and scores[3] > scores[2]
+
+
 def test_embedded_model_loads_saved_prefix_state(embedded_model: Path, tmp_path: Path) -> None:
     """A new model instance (as in a new process) loads the prefix's KV state from disk instead of
     evaluating it, and answers exactly as the instance that evaluated it."""

@@ -95,6 +95,10 @@ Grounding = Annotated[bool | None, typer.Option(
                                        "once (simgrag). Default: as the index's fit says (`simgrag grounding fit`; "
                                        "every edit without one); --grounding: every edit, whatever the fit; "
                                        "--no-grounding: the LLM's pattern as written", show_default=False)]
+Channel = Annotated[bool | None, typer.Option(
+    "--channel/--no-channel", help="let the LLM choose between its pattern and the pattern one hop shorter by how "
+                                   "likely each makes the question (simgrag, embedded LLM). Default: as the index's "
+                                   "fit says (off without one)", show_default=False)]
 Analogy = Annotated[bool, typer.Option("--analogy/--no-analogy", help="try the best-fitting examples' patterns with "
                                                                      "the question's entity first; skip the LLM when "
                                                                      "the KG confirms one (simgrag; on by default)")]
@@ -209,11 +213,13 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                 reader_style: str | None = None, reader_options: Mapping[str, Any] | None = None,
                 calibration: str = DEFAULT_CALIBRATION, answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE,
                 grounding: bool | None = None, analogy: bool = True,
-                pattern_option: Sequence[str] | None = None, llm_instance: LLM | None = None) -> SimGRAG:
+                pattern_option: Sequence[str] | None = None, llm_instance: LLM | None = None,
+                channel: bool | None = None) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
     directories by retriever name; a model for a retriever other than ``retriever`` is refused.
     ``pattern_option``: ``--pattern-option`` pairs (:func:`~simgrag.pattern.generate.parse_pattern_options`);
-    ``llm_instance``: the LLM already resolved from ``llm`` (loaded once: ``ask`` learning first)."""
+    ``llm_instance``: the LLM already resolved from ``llm`` (loaded once: ``ask`` learning first); ``channel``:
+    ``--channel/--no-channel`` (the simgrag retriever only)."""
     from simgrag.match.retrieve import RetrievalSettings
     from simgrag.pattern.generate import parse_pattern_options
     from simgrag.pipeline import SimGRAG, sample_index
@@ -230,6 +236,10 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     options: dict[str, Any] = {"model": dirs[name]} if name in dirs else {}
     if k is not None:
         options["k"] = k
+    if channel is not None:
+        if name != "simgrag":
+            raise ConfigError(f"--channel/--no-channel applies to the simgrag retriever, not {name}")
+        options["channel"] = channel
     if answer_tolerance != DEFAULT_ANSWER_TOLERANCE:  # a setting of the simgrag retriever's search
         options["retrieval"] = RetrievalSettings(answer_tolerance=None if answer_tolerance < 0 else answer_tolerance)
     return SimGRAG(sample_index() if index is None else index, retriever=name, retriever_options=options,

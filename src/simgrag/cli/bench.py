@@ -26,6 +26,7 @@ from simgrag.cli._common import (
     AnswerMode,
     AnswerTolerance,
     CalibrationOpt,
+    Channel,
     Examples,
     Grounding,
     IndexOpt,
@@ -65,7 +66,8 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
                   k: int | None = None, answer_mode: str | None = DEFAULT_ANSWER_MODE, abstain_gsd: float | None = None,
                   reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION,
                   answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE, grounding: bool | None = None,
-                  analogy: bool = True, pattern_option: Sequence[str] | None = None) -> Any:
+                  analogy: bool = True, pattern_option: Sequence[str] | None = None,
+                  channel: bool | None = None) -> Any:
     """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
     from simgrag.eval.metaqa import metaqa_index
 
@@ -74,7 +76,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
     index_dir: Any = index if index is not None else metaqa_index(metaqa_dir)  # type: ignore[arg-type]
     return make_engine(index_dir, llm, k=k, examples=examples, answer_mode=answer_mode, abstain_gsd=abstain_gsd,
                        reader_options=reader_options, calibration=calibration, answer_tolerance=answer_tolerance,
-                       grounding=grounding, analogy=analogy, pattern_option=pattern_option)
+                       grounding=grounding, analogy=analogy, pattern_option=pattern_option, channel=channel)
 
 
 def _hops(hops: str) -> list[int]:
@@ -287,7 +289,7 @@ def bench_qa(
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
     grounding: Grounding = None, analogy: Analogy = True, pattern_option: PatternOptions = None,
-    verbose: Verbose = 0, quiet: Quiet = False,
+    channel: Channel = None, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code).
 
@@ -298,16 +300,18 @@ def bench_qa(
     try:
         engine = _bench_engine(index, None, llm, examples=examples, k=k,
                                answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration,
-                               grounding=grounding, analogy=analogy, pattern_option=pattern_option)
+                               grounding=grounding, analogy=analogy, pattern_option=pattern_option,
+                               channel=channel)
         summary = run_qa_bench(engine, load_qa_file(questions), output)
-        stage, table = _pattern_stage_report(engine, grounding)
+        stage, table = _pattern_stage_report(engine, grounding, channel)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     text = format_summary(summary) + "\n\n" + table
     _write_summary(output, {**summary, "pattern_stage": stage}, text)
 
 
-def _pattern_stage_report(engine: Any, grounding: bool | None) -> tuple[dict[str, Any], str]:
+def _pattern_stage_report(engine: Any, grounding: bool | None,
+                          channel: bool | None = None) -> tuple[dict[str, Any], str]:
     """What the pattern stage was on this run — forced by ``--grounding``/``--no-grounding``, the index's fit, or
     unfitted — and the fit's per-edit ablation on the KG's validation questions (``grounding fit``)."""
     from simgrag.grounding.fit import UNFITTED
@@ -319,6 +323,11 @@ def _pattern_stage_report(engine: Any, grounding: bool | None) -> tuple[dict[str
         said = f"{UNFITTED}; fit it with `simgrag grounding fit`"
     else:
         said = "fitted: " + fit.describe()
+    running = bool(getattr(engine.retriever, "channel", False))
+    if channel is not None:
+        said += f"; the channel choice {'on (--channel)' if channel else 'off (--no-channel)'}"
+    elif grounding is not None:
+        said += f"; the channel choice {'on' if running else 'off'} (as fitted)"
     families = dict((fit.info.get("families") or {}) if fit is not None else {})
     lines = [f"pattern stage: {said}"]
     if families:
@@ -326,7 +335,7 @@ def _pattern_stage_report(engine: Any, grounding: bool | None) -> tuple[dict[str
                      "right only with the family on):")
         lines += [f"  {name}: {g.get('used', 0)} / {g.get('fixed', 0)} / {g.get('broke', 0)}"
                   for name, g in sorted(families.items(), key=lambda kv: -int(kv[1].get("used", 0)))]
-    return {"said": said, "families": families}, "\n".join(lines)
+    return {"said": said, "families": families, "channel": running}, "\n".join(lines)
 
 
 WCDir = Annotated[Path, typer.Option("--wc-dir", help="WorldCup2014 folder (WC-P1.txt, WC-P2.txt, WC-C.txt, "

@@ -41,6 +41,12 @@ def _format(fit: Any) -> str:
         for name, row in families.items():
             kept = "on" if fit.enabled and name not in fit.disabled else "off"
             lines.append(f"{name:<18} {row['used']:>4}  {row['fixed']:>5}  {row['broke']:>5}  {kept}")
+    channel = fit.info.get("channel") or {}
+    if "used" in channel:
+        lines.append(f"{'channel choice':<18} {channel['used']:>4}  {channel['fixed']:>5}  {channel['broke']:>5}  "
+                     f"{'on' if fit.channel else 'off'}  ({channel.get('why', '')})")
+    elif channel.get("why"):
+        lines.append(f"channel choice: off ({channel['why']})")
     for key in ("llm_calls", "seconds", "embedder", "fitted_at"):
         if key in fit.info:
             lines.append(f"{key}: {fit.info[key]}")
@@ -126,7 +132,8 @@ def _fit_abstention(index_dir: Path, llm: Any, questions: Path, examples: Path |
         console.print("no validation question carries its gold pattern (\"triples\"): the abstention thresholds "
                       "are not fitted", highlight=False)
         return None
-    retriever_options: dict[str, Any] = {"pattern_options": options, "ground_patterns": fit.enabled}
+    retriever_options: dict[str, Any] = {"pattern_options": options, "ground_patterns": fit.enabled,
+                                         "channel": fit.channel}
     if fit.enabled:
         retriever_options["grounding_off"] = list(fit.disabled)
     if examples is not None:

@@ -18,6 +18,7 @@ from simgrag.cli._common import (
     AnswerMode,
     AsJson,
     CalibrationOpt,
+    Channel,
     Deadline,
     Examples,
     Grounding,
@@ -135,7 +136,7 @@ def ask(
                                                              "own knowledge)")] = False,
     deadline: Deadline = None, grounding: Grounding = None, analogy: Analogy = True,
     pattern_option: PatternOptions = None, learn: Learn = True, learn_budget: LearnBudget = DEFAULT_LEARN_BUDGET,
-    as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
+    channel: Channel = None, as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Answer a question from the KG, showing the pattern, the evidence and per-stage timings. An index without
     few-shot examples (a KG of your own) learns them first, once (`simgrag learn`)."""
@@ -144,7 +145,7 @@ def ask(
          retriever=retriever, retriever_model=retriever_model, k=k, examples=examples, answer_mode=answer_mode,
          abstain_gsd=abstain_gsd, reader_style="open" if open_answer else None, calibration=calibration,
          deadline=deadline, grounding=grounding, analogy=analogy, pattern_option=pattern_option, learn=learn,
-         learn_budget=learn_budget)
+         learn_budget=learn_budget, channel=channel)
 
 
 @app.command()

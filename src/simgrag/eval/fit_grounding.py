@@ -36,10 +36,11 @@ from tqdm.auto import tqdm
 from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
+from simgrag.grounding.channel import CHANNEL
 from simgrag.grounding.fit import GroundingFit
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
-from simgrag.llm.base import LLM
+from simgrag.llm.base import LLM, scores_text
 from simgrag.llm.cache import CachedLLM
 from simgrag.llm.counting import CountingLLM
 from simgrag.pipeline import SimGRAG
@@ -63,7 +64,7 @@ class Outcome:
     failed: bool = False
 
 
-Config = tuple[bool, tuple[str, ...], str]  # (grounding on, families off, answer mode)
+Config = tuple[bool, tuple[str, ...], str, bool]  # (grounding on, families off, answer mode, channel choice)
 
 
 class _Runner:
@@ -78,8 +79,8 @@ class _Runner:
 
     def engine(self, config: Config) -> SimGRAG:
         if config not in self._engines:
-            on, off, mode = config
-            extra: dict[str, Any] = {"ground_patterns": on}
+            on, off, mode, channel = config
+            extra: dict[str, Any] = {"ground_patterns": on, "channel": channel}
             if on:
                 extra["grounding_off"] = list(off)
             self._engines[config] = SimGRAG(self.index, llm=self.llm, calibration="off", answer_mode=mode,
@@ -217,10 +218,10 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         everyone = list(range(len(items)))
         say = on_step or (lambda text: logger.info("%s", text))
         say(f"fitting the pattern stage on {len(items)} {source}: the LLM's own patterns")
-        raw = runner.run((False, (), "auto"), everyone, "no grounding")
+        raw = runner.run((False, (), "auto", False), everyone, "no grounding")
         _all_failed(runner, raw)
         say("every edit family")
-        full = runner.run((True, (), "auto"), everyone, "every family")
+        full = runner.run((True, (), "auto", False), everyone, "every family")
         used: dict[str, list[int]] = {}
         for i, outcome in full.items():
             for family in outcome.families:
@@ -228,21 +229,24 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         ablations: dict[str, dict[int, Outcome]] = {}
         for family, touched in sorted(used.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             say(f"without {family} ({len(touched)} questions)")
-            ablations[family] = runner.run((True, (family,), "auto"), touched, f"without {family}")
+            ablations[family] = runner.run((True, (family,), "auto", False), touched, f"without {family}")
         families = family_gains(full, ablations)
         kept = {f for f, r in families.items() if r["fixed"] - r["broke"] >= MIN_GAIN}
         off = tuple(f for f in family_names() if f not in kept)
         say(f"the fitted stage (on: {', '.join(sorted(kept)) or 'none'})")
-        fitted = runner.run((True, off, "auto"), everyone, "fitted") if kept else raw
+        fitted = runner.run((True, off, "auto", False), everyone, "fitted") if kept else raw
         harmful = tuple(f for f, r in families.items() if r["broke"] > r["fixed"])
         say(f"every family but those that broke more than they fixed ({', '.join(harmful) or 'none'})")
-        pruned = runner.run((True, harmful, "auto"), everyone, "pruned") if harmful else full
+        pruned = runner.run((True, harmful, "auto", False), everyone, "pruned") if harmful else full
+        runs = {"no_grounding": raw, "fitted": fitted, "pruned": pruned, "every_family": full}
+        hits = {k: _hits(v) for k, v in runs.items()}
+        groups = {k: _group_hits(v, items) for k, v in runs.items()}
+        gains = {k: versus(v, raw) for k, v in runs.items()}
+        choice = choose_stage(hits, groups, gains)
+        stage_off = {"no_grounding": (), "fitted": off, "pruned": harmful, "every_family": ()}[choice]
+        channel = _fit_channel(runner, llm, (choice != "no_grounding", stage_off, "auto", True), runs[choice],
+                               items, say)
         calls = counted.calls
-    runs = {"no_grounding": raw, "fitted": fitted, "pruned": pruned, "every_family": full}
-    hits = {k: _hits(v) for k, v in runs.items()}
-    groups = {k: _group_hits(v, items) for k, v in runs.items()}
-    gains = {k: versus(v, raw) for k, v in runs.items()}
-    choice = choose_stage(hits, groups, gains)
     info = {"questions": len(items), "source": source, "hits": hits, "group_hits": groups,
             "versus_no_grounding": {k: list(v) for k, v in gains.items()}, "chosen": choice,
             "families": families,
@@ -250,10 +254,28 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "kg_content_hash": index.manifest.get("kg", {}).get("content_hash"), "llm_calls": calls,
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                       time.gmtime()),
-            "failed": sum(o.failed for o in raw.values())}
+            "failed": sum(o.failed for o in raw.values()), "channel": channel}
+    on = bool(channel.get("on"))
     if choice == "no_grounding":
-        return GroundingFit(False, off, info)
-    return GroundingFit(True, {"fitted": off, "pruned": harmful}.get(choice, ()), info)
+        return GroundingFit(False, off, info, on)
+    return GroundingFit(True, stage_off, info, on)
+
+
+def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],
+                 say: Callable[[str], None]) -> dict[str, Any]:
+    """The channel choice (:mod:`simgrag.grounding.channel`) on top of the chosen stage ``config``: on when it
+    answers more validation questions than the stage alone (``base``) beyond chance and no group fewer."""
+    if not scores_text(llm):
+        return {"on": False, "why": f"{llm.name} cannot score text"}
+    say("the channel choice (the question's likelihood given the pattern and given it one hop shorter)")
+    runs = runner.run(config, list(base), "channel choice")
+    fixed, broke = versus(runs, base)
+    loses = _loses_a_group(_group_hits(runs, items), _group_hits(base, items))
+    on = significant_gain(fixed, broke) and not loses
+    used = sum(CHANNEL in o.families for o in runs.values())
+    return {"on": on, "hits": _hits(runs), "without": _hits(base), "used": used, "fixed": fixed, "broke": broke,
+            "why": "more validation questions right, beyond chance" if on else
+            ("a question group lost" if loses else "no gain beyond chance")}
 
 
 def fit_answer_mode(index: IndexDir, llm: LLM, items: Sequence[QAItem], fit: GroundingFit, *, examples: Any = None,
@@ -274,7 +296,7 @@ not eligible. Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pat
         runs: dict[str, dict[int, Outcome]] = {}
         for mode in FITTED_MODES:
             say(f"answer mode {mode} on {len(items)} {source}")
-            runs[mode] = runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode), everyone,
+            runs[mode] = runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode, fit.channel), everyone,
                                     f"answer mode {mode}")
             _all_failed(runner, runs[mode])
         calls = counted.calls

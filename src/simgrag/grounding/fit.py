@@ -8,7 +8,10 @@ is decided per KG, on its own validation questions (never shots), with its index
 - ``enabled``: the stage at all — off when the LLM's own patterns answer the validation questions at least
   as well (*no harm*);
 - ``disabled``: the edit families (:mod:`~simgrag.grounding.registry`, with ``analogy`` and
-  ``revision``) that did not raise validation accuracy on this KG.
+  ``revision``) that did not raise validation accuracy on this KG;
+- ``channel``: the LLM choosing between its pattern and the pattern one hop shorter by the likelihood of the
+  question (:mod:`~simgrag.grounding.channel`), stage on or off — on only where it raised validation accuracy
+  (absent in fits made before it existed: off).
 
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
 index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless
@@ -45,10 +48,11 @@ class GroundingFit:
     enabled: bool = True
     disabled: tuple[str, ...] = ()
     info: dict[str, Any] = field(default_factory=dict, compare=False)
+    channel: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FIT_FORMAT, "enabled": self.enabled, "disabled": list(self.disabled),
-                "info": self.info}
+                "channel": self.channel, "info": self.info}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "grounding fit") -> GroundingFit:
@@ -56,7 +60,8 @@ class GroundingFit:
         problem = _problem(data)
         if problem is not None:
             raise ConfigError(f"{where}: {problem}; fit it again with `simgrag grounding fit`")
-        return cls(bool(data["enabled"]), tuple(data.get("disabled", ())), dict(data.get("info") or {}))
+        return cls(bool(data["enabled"]), tuple(data.get("disabled", ())), dict(data.get("info") or {}),
+                   bool(data.get("channel", False)))
 
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
@@ -68,6 +73,8 @@ class GroundingFit:
             head = "on, every family"
         hits = self.info.get("hits") or {}
         shown = ", ".join(f"{k} {v}" for k, v in hits.items())
+        if self.channel:
+            head += "; the channel choice on"
         n = self.info.get("questions")
         return head + (f" — validation {n} questions: {shown}" if n is not None else "")
 
@@ -77,11 +84,13 @@ def _problem(data: Any) -> str | None:
         return "not an object"
     if data.get("format_version", FIT_FORMAT) != FIT_FORMAT:
         return f"format {data.get('format_version')!r}, expected {FIT_FORMAT}"
-    unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "info"})
+    unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "channel", "info"})
     if unknown:
         return f"unknown keys {unknown}"
     if not isinstance(data.get("enabled"), bool):
         return "'enabled' is missing or not true/false"
+    if not isinstance(data.get("channel", False), bool):
+        return "'channel' is not true/false"
     disabled = data.get("disabled", [])
     if not isinstance(disabled, list) or not all(isinstance(x, str) for x in disabled):
         return "'disabled' is not a list of family names"

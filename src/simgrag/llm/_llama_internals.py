@@ -24,6 +24,7 @@ __all__ = [
     "PRIVATE_NAMES",
     "TESTED_VERSIONS",
     "decode_greedy",
+    "decode_logits",
     "drop_cache_from",
     "held_tokens",
     "is_end_of_generation",
@@ -66,12 +67,23 @@ def drop_cache_from(llama: Llama, n_past: int) -> None:
 def decode_greedy(llama: Llama, tokens: Sequence[int], n_past: int, n_vocab: int) -> list[int]:
     """Evaluate ``tokens`` at positions ``n_past…`` in one batch with logits for each, keep the token
     history in step, and return the argmax token after each position."""
+    return [int(t) for t in _decode(llama, tokens, n_past, n_vocab).argmax(axis=1)]
+
+
+def decode_logits(llama: Llama, tokens: Sequence[int], n_past: int, n_vocab: int) -> np.ndarray:
+    """Evaluate ``tokens`` at positions ``n_past…`` in one batch (at most the context's batch size) with
+    logits for each, keep the token history in step, and return the logits (one row per token, a copy)."""
+    return np.array(_decode(llama, tokens, n_past, n_vocab))
+
+
+def _decode(llama: Llama, tokens: Sequence[int], n_past: int, n_vocab: int) -> np.ndarray:
+    """:func:`decode_logits` without the copy: a view of llama.cpp's buffer, valid until the next decode."""
     llama._batch.set_batch(batch=list(tokens), n_past=n_past, logits_all=True)
     llama._ctx.decode(llama._batch)
     llama.input_ids[n_past:n_past + len(tokens)] = tokens
     llama.n_tokens = n_past + len(tokens)
     logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(tokens) * n_vocab,))
-    return [int(t) for t in logits.reshape(len(tokens), n_vocab).argmax(axis=1)]
+    return logits.reshape(len(tokens), n_vocab)
 
 
 def last_logits(llama: Llama) -> np.ndarray:

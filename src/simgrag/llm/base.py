@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
-    "LLM", "BaseLLM", "ChatMessage", "CompletionRequest", "LLMResponse", "LoadsWeights", "SlowSchemaDecoding",
-    "log_response", "schema_by_default",
+    "LLM", "BaseLLM", "ChatMessage", "CompletionRequest", "LLMResponse", "LoadsWeights", "ScoresText",
+    "SlowSchemaDecoding", "log_response", "schema_by_default", "scores_text",
 ]
 
 
@@ -143,3 +143,22 @@ def schema_by_default(llm: LLM) -> bool:
     """Whether to ask ``llm`` for schema-constrained output when the caller did not say: yes, unless
     the backend declares constrained decoding slow (:class:`SlowSchemaDecoding`)."""
     return not (isinstance(llm, SlowSchemaDecoding) and llm.schema_decoding_slow)
+
+
+@runtime_checkable
+class ScoresText(Protocol):
+    """A backend that gives the log-likelihood of a text, not only a sampled continuation (the embedded
+    llama.cpp model): ``score_continuations(prefix, items)`` returns, per ``(condition, scored)`` item, the
+    summed natural-log probability of the tokens of ``scored`` after ``prefix + condition`` (plain text, no
+    chat template). ``prefix`` is the part the items share (a backend keeps its state once); a wrapper
+    (the call cache) says with ``can_score_text`` whether the model it wraps can."""
+
+    def score_continuations(self, prefix: str, items: Sequence[tuple[str, str]]) -> list[float]: ...
+
+
+def scores_text(llm: object) -> bool:
+    """Whether ``llm`` can score text (:class:`ScoresText`), looking through wrappers that say so."""
+    said = getattr(llm, "can_score_text", None)
+    if isinstance(said, bool):
+        return said
+    return isinstance(llm, ScoresText)

@@ -17,8 +17,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simgrag.errors import ConfigError
-from simgrag.llm.base import LLM, BaseLLM, ChatMessage, CompletionRequest, LLMResponse, LoadsWeights, schema_by_default
+from simgrag.errors import ConfigError, LLMError
+from simgrag.llm.base import (
+    LLM,
+    BaseLLM,
+    ChatMessage,
+    CompletionRequest,
+    LLMResponse,
+    LoadsWeights,
+    schema_by_default,
+    scores_text,
+)
 from simgrag.llm.models import cache_dir
 
 __all__ = ["CachedLLM", "call_key", "default_cache_path"]
@@ -120,6 +129,34 @@ class CachedLLM(BaseLLM):
         response = request.send(self.llm)
         self._put(key, response)
         return response
+
+    @property
+    def can_score_text(self) -> bool:
+        """Whether the wrapped model scores text (:class:`~simgrag.llm.base.ScoresText`)."""
+        return scores_text(self.llm)
+
+    def score_continuations(self, prefix: str, items: Sequence[tuple[str, str]]) -> list[float]:
+        """The wrapped model's scores (:class:`~simgrag.llm.base.ScoresText`), cached like calls; an
+        :class:`~simgrag.errors.LLMError` when it cannot score text."""
+        if not scores_text(self.llm):
+            raise LLMError(f"{self.name} cannot score text (only the embedded llama.cpp model can)")
+        record = {"v": _KEY_VERSION, "llm": self.name, "score": prefix, "items": [list(item) for item in items]}
+        key = hashlib.sha256(json.dumps(record, sort_keys=True, ensure_ascii=False,
+                                        separators=(",", ":")).encode("utf-8")).hexdigest()
+        hit = self._get(key)
+        if hit is not None:
+            try:
+                scores = [float(x) for x in json.loads(hit.text)]
+            except (ValueError, TypeError):
+                scores = []
+            if len(scores) == len(items):
+                self.hits += 1
+                return scores
+        self.misses += 1
+        start = time.perf_counter()
+        scores = list(self.llm.score_continuations(prefix, items))  # type: ignore[attr-defined]
+        self._put(key, LLMResponse(text=json.dumps(scores), latency_s=time.perf_counter() - start))
+        return scores
 
     def clear(self) -> int:
         """Delete every cached call (of all models) in this file; returns how many there were."""

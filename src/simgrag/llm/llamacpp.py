@@ -32,10 +32,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from simgrag.config import cache_dir
 from simgrag.errors import LLMError, LLMResponseError, ModelError
 from simgrag.llm._llama_internals import (
     decode_greedy,
+    decode_logits,
     drop_cache_from,
     held_tokens,
     is_end_of_generation,
@@ -193,6 +196,29 @@ class LlamaCppLLM(BaseLLM):
         response = _to_response(result, latency, self.name, constrained=request.json_schema is not None)
         log_response(logger, self.name, response)
         return response
+
+    #: :class:`~simgrag.llm.base.ScoresText`: the log-likelihood of a text is read off the model's logits
+    can_score_text = True
+
+    def score_continuations(self, prefix: str, items: Sequence[tuple[str, str]]) -> list[float]:
+        """Per ``(condition, scored)``: the summed log-probability of ``scored``'s tokens after ``prefix +
+        condition`` (plain text, no chat template; :class:`~simgrag.llm.base.ScoresText`). The ``prefix`` is
+        evaluated once (and its state kept in the KV store); each item evaluates only its own tokens."""
+        if not items:
+            return []
+        with self._lock:
+            llama = self._ensure_loaded("score" if self.max_contexts > 1 else "")
+            start = time.perf_counter()
+            head = _tokens(llama, prefix)
+            self._reuse_prefix(llama, head)
+            try:
+                scores = [_continuation_logprob(llama, head, _tokens(llama, condition), _tokens(llama, scored))
+                          for condition, scored in items]
+            except RuntimeError as exc:  # llama_decode failed
+                llama.reset()
+                raise LLMError(f"{self.name} failed scoring text: {exc}") from exc
+            logger.debug("%s scored %d texts in %.2f s", self.name, len(items), time.perf_counter() - start)
+        return scores
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -473,6 +499,38 @@ def _greedy_decode(llama: Llama, prompt: list[int], max_tokens: int, stop: list[
     stats["decode_s"] += time.perf_counter() - evaluated
     llama.n_tokens = result.n_past
     return result
+
+
+def _tokens(llama: Llama, text: str) -> list[int]:
+    """Plain text's tokens (no BOS, special-token text read as text)."""
+    return llama.tokenize(text.encode("utf-8"), add_bos=False, special=False) if text else []
+
+
+def _continuation_logprob(llama: Llama, head: list[int], condition: list[int], scored: list[int]) -> float:
+    """log P(``scored`` | ``head + condition``): the context keeps what it shares with ``head + condition``
+    (at least the head once evaluated), evaluates the rest but the last token, then ``scored`` in batches with
+    logits for each position (the row before a token is its distribution)."""
+    if not scored:
+        return 0.0
+    before = head + condition
+    if not before:
+        raise LLMError("scoring a text needs some text before it (an empty prefix and condition)")
+    held = min(_common_prefix(held_tokens(llama), before), len(before) - 1)
+    llama.n_tokens = held
+    if held < len(before) - 1:
+        llama.eval(before[held:-1])  # drops the cache after ``held`` first
+    else:
+        drop_cache_from(llama, held)
+    n_vocab, n_batch = llama.n_vocab(), max(1, int(llama.n_batch) - 1)
+    feed = [before[-1], *scored[:-1]]  # the row after feed[j] is the distribution of scored[j]
+    total = 0.0
+    for at in range(0, len(feed), n_batch):
+        rows = decode_logits(llama, feed[at:at + n_batch], len(before) - 1 + at, n_vocab)
+        top = rows.max(axis=1, keepdims=True)
+        log_norm = (top[:, 0] + np.log(np.exp(rows - top).sum(axis=1)))
+        picked = rows[np.arange(len(rows)), scored[at:at + n_batch]]
+        total += float((picked - log_norm).sum())
+    return total
 
 
 def _detokenize(llama: Llama, tokens: list[int]) -> str:

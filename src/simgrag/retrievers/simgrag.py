@@ -33,6 +33,7 @@ relations, else the question examples.
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -42,13 +43,14 @@ from typing import Any, Literal
 
 from simgrag.errors import ConfigError, IndexDirError
 from simgrag.grounding import GroundedPatterns
+from simgrag.grounding.channel import ChannelChoice
 from simgrag.grounding.fit import GroundingFit, read_fit
 from simgrag.grounding.registry import OFF_UNLESS_FITTED, family_names
 from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
-from simgrag.llm.base import LLM
+from simgrag.llm.base import LLM, scores_text
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import ExampleSet, load_examples
 from simgrag.pattern.generate import PatternGenerator, PatternResult
@@ -59,6 +61,8 @@ __all__ = ["METAQA_RELATIONS", "LLMPatternStage", "SimGRAGRetriever", "grounding
            "needs_examples"]
 
 Examples = str | Path | ExampleSet
+
+logger = logging.getLogger(__name__)
 
 #: the relations of MetaQA's movie KB: a KG using only these gets the bundled MetaQA examples
 METAQA_RELATIONS = frozenset({"directed_by", "written_by", "starred_actors", "release_year", "in_language",
@@ -172,7 +176,9 @@ class SimGRAGRetriever:
     (:class:`~simgrag.grounding.stage.GroundedPatterns`, which includes the echoed-role repair) —
     ``None`` (default): as the index's fit says (:func:`grounding_fit`; every family without a fit), ``True``:
     every family whatever the fit, ``False``: off; ``grounding_off``: these families off and the others on,
-    whatever the fit;
+    whatever the fit; ``channel``: the LLM's choice between the pattern and the pattern one hop shorter by the
+    likelihood of the question (:mod:`~simgrag.grounding.channel`) — ``None``: as the index's fit says (off
+    without one, and with an LLM that cannot score text), ``True``/``False``: on/off;
     ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
     ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
     needed); ``subgraphs`` shares a search object (and its caches).
@@ -186,14 +192,15 @@ class SimGRAGRetriever:
                  claim_examples: Examples | None = None, pattern_options: Mapping[str, Any] | None = None,
                  repair_roles: bool = True, ground_patterns: bool | None = None, patterns: PatternStage | None = None,
                  claim_patterns: PatternStage | None = None, subgraphs: SubgraphRetriever | None = None,
-                 grounding_off: Sequence[str] | None = None) -> None:
+                 grounding_off: Sequence[str] | None = None, channel: bool | None = None) -> None:
         self.index = index
         self.subgraphs = subgraphs or SubgraphRetriever(index)
         settings = retrieval or RetrievalSettings()
         self.settings = settings if k is None else replace(settings, k=k)
         options = dict(pattern_options or {})
 
-        fit = grounding_fit(index) if ground_patterns is None and grounding_off is None else None
+        stored = grounding_fit(index)
+        fit = stored if ground_patterns is None and grounding_off is None else None
         if grounding_off is not None:  # these families off, the others on, whatever the index's fit says
             unknown = sorted(set(grounding_off) - set(family_names()))
             if unknown:
@@ -201,17 +208,23 @@ class SimGRAGRetriever:
                                   f"{', '.join(family_names())})")
             fit = GroundingFit(ground_patterns is not False, tuple(grounding_off))
         self.grounding_fit = fit
+        self.channel = _channel_on(channel, stored, llm)
 
         def stage(generator_examples: Examples, *, asks: bool) -> PatternStage:
             generator = self._generator(llm, generator_examples, options)
             grounded = fit.enabled if fit is not None else ground_patterns is not False
+            chosen: PatternStage
             if grounded:
                 # the fit is measured on questions: claims keep every family
                 disabled: Sequence[str] = fit.disabled if fit is not None and asks else ()
                 if fit is None and ground_patterns is None:  # no fit: what a fit must first show to help stays off
                     disabled = sorted(OFF_UNLESS_FITTED)
-                return GroundedPatterns(generator, self.subgraphs, asks=asks, disabled=disabled)
-            return LLMPatternStage(generator, self.subgraphs if repair_roles else None)
+                chosen = GroundedPatterns(generator, self.subgraphs, asks=asks, disabled=disabled)
+            else:
+                chosen = LLMPatternStage(generator, self.subgraphs if repair_roles else None)
+            if self.channel and asks and llm is not None:
+                chosen = ChannelChoice(chosen, llm, generator)
+            return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
         claims = claim_examples or (None if claim_patterns is not None else _own_claim_examples(index))
@@ -270,6 +283,21 @@ class SimGRAGRetriever:
             answer_candidates=answer_candidates(generated.pattern, retrieval), scores=scores, timings=timings,
             info=_info(generated, retrieval, topic_entities), pattern=generated, subgraphs=retrieval,
         )
+
+
+def _channel_on(asked: bool | None, fit: GroundingFit | None, llm: LLM | None) -> bool:
+    """Whether the channel choice runs: as ``asked``, else as the index's fit says; an LLM that cannot score
+    text turns a fitted "on" off (logged) and an asked one into a :class:`ConfigError`."""
+    wanted = asked if asked is not None else bool(fit is not None and fit.channel)
+    if not wanted or llm is None:
+        return False
+    if scores_text(llm):
+        return True
+    if asked:
+        raise ConfigError(f"the channel choice needs an LLM that scores text (the embedded llama.cpp model), "
+                          f"not {llm.name}")
+    logger.info("the index's fit has the channel choice on, but %s cannot score text: off", llm.name)
+    return False
 
 
 def _evidence_triples(retrieval: Retrieval) -> tuple[tuple[Triple, ...], tuple[float, ...]]:

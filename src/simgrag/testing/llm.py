@@ -9,6 +9,8 @@ from simgrag.llm.base import BaseLLM, ChatMessage, CompletionRequest, LLMRespons
 __all__ = ["FakeCall", "FakeLLM", "FakeLLMExhaustedError"]
 
 Script = Sequence["str | BaseException"] | Callable[[list[ChatMessage]], str]
+#: ``scores(prefix, condition, scored)`` → the log-likelihood a :class:`FakeLLM` gives ``scored``
+Scorer = Callable[[str, str, str], float]
 
 
 class FakeLLMExhaustedError(AssertionError):
@@ -26,17 +28,36 @@ class FakeLLM(BaseLLM):
 
     An exception instance in the list is raised instead of answered (to script failures). Token
     counts are word counts. ``calls`` records every call; running out raises
-    :class:`FakeLLMExhaustedError`.
+    :class:`FakeLLMExhaustedError`. With ``scores`` it also scores text
+    (:class:`~simgrag.llm.base.ScoresText`): each ``(condition, scored)`` item gets ``scores(prefix, condition,
+    scored)``, recorded in ``scored``.
     """
 
-    def __init__(self, responses: Script, *, name: str = "fake:scripted") -> None:
+    def __init__(self, responses: Script, *, name: str = "fake:scripted", scores: Scorer | None = None) -> None:
         self.name = name
         self.calls: list[FakeCall] = []
+        self.scored: list[tuple[str, str, str]] = []
+        self._scores = scores
         self._fn = responses if callable(responses) else None
         self._script = [] if callable(responses) else list(responses)
 
     def __repr__(self) -> str:
         return f"FakeLLM(name={self.name!r}, calls={len(self.calls)})"
+
+    @property
+    def can_score_text(self) -> bool:
+        """Whether this fake scores text (given ``scores``)."""
+        return self._scores is not None
+
+    def score_continuations(self, prefix: str, items: Sequence[tuple[str, str]]) -> list[float]:
+        """``scores(prefix, condition, scored)`` per item; an AssertionError without ``scores``."""
+        if self._scores is None:
+            raise AssertionError("this FakeLLM was made without scores= and cannot score text")
+        out = []
+        for condition, scored in items:
+            self.scored.append((prefix, condition, scored))
+            out.append(float(self._scores(prefix, condition, scored)))
+        return out
 
     @property
     def remaining(self) -> int:

@@ -1,0 +1,142 @@
+"""The LLM's own say between a pattern and its shorter readings: the noisy-channel score.
+
+A small model copies the shape of its few-shot examples. With the example "where is the football club that
+Y plays for? → [Y, plays_in_club, UNKNOWN club 1], [UNKNOWN club 1, is_in_country, UNKNOWN country 1]" it
+writes "which club does X play for?" with the same two triples, and the answer becomes X's club's country.
+Greedy decoding cannot take that back (the longer pattern *was* its most likely continuation), and word rules
+that read the question without the LLM broke other KGs. The *channel* direction can: how likely is the
+**question** given each candidate pattern, log P(question | pattern), under a prompt of the same examples turned
+round (pattern and its asked-for node → question; noisy-channel prompting, Min et al., ACL 2022). A triple the
+question has no words for makes the question less likely to follow, and the model's own preference decides —
+no word list, no threshold fitted on another KG.
+
+The candidates (:func:`shorter_readings`) are the pattern itself and the pattern with one triple to an unknown
+leaf dropped (the rest connected, every named node kept): "one hop less than the LLM wrote", the most frequent
+small-model mistake on the KGs measured (BENCHMARKS.md "The pattern stage per KG"). The best-scoring reading
+replaces the pattern only when it scores more than the pattern itself by :data:`MARGIN`.
+
+Whether this runs on a KG is fitted on that KG's validation questions like the edit families
+(:func:`simgrag.eval.fit_grounding.fit_grounding`: on only with a gain beyond chance and no question group
+lower) and stored with the index; it needs an LLM that scores text (:class:`~simgrag.llm.base.ScoresText`: the
+embedded llama.cpp model), one scoring pass over ~100 tokens per reading (~0.7 s each on 2 CPU cores).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from simgrag.errors import LLMError
+from simgrag.llm.base import LLM, scores_text
+from simgrag.pattern.examples import Example
+from simgrag.pattern.generate import PatternGenerator, PatternResult
+from simgrag.pattern.graph import Pattern, is_unknown
+
+if TYPE_CHECKING:
+    from simgrag.retrievers.base import PatternStage
+
+__all__ = ["CHANNEL", "MARGIN", "MAX_READINGS", "ChannelChoice", "Reading", "channel_prompt", "shorter_readings"]
+
+logger = logging.getLogger(__name__)
+
+#: the name the channel choice goes by in a pattern's ``families`` and in the fit
+CHANNEL = "channel"
+#: a shorter reading replaces the pattern only when its log-likelihood of the question is higher by more than this
+#: (nats): 0, the model's own preference, with no constant fitted on some KG
+MARGIN = 0.0
+#: shorter readings scored at most per question (the first in triple order)
+MAX_READINGS = 4
+
+Triples = tuple[tuple[str, str, str], ...]
+
+_HEAD = ("Each set of knowledge-graph triples below is followed by the question that asks for its ANSWER node "
+         "(an UNKNOWN node of the triples).\n\n")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One candidate pattern: its triples and, for a shorter reading, the triple it dropped."""
+
+    triples: Triples
+    dropped: tuple[str, str, str] | None = None
+
+
+def shorter_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) -> list[Reading]:
+    """The pattern with one triple to an unknown leaf (a node on no other triple) dropped, for each such triple
+    whose removal leaves the rest connected with every named node still in it (at most ``limit``)."""
+    full: Triples = tuple((str(h), str(r), str(t)) for h, r, t in triples)
+    if len(full) < 2:
+        return []
+    named = {n for h, _, t in full for n in (h, t) if not is_unknown(n)}
+    out: list[Reading] = []
+    for i, (head, _, tail) in enumerate(full):
+        ends = [n for n in (head, tail) if is_unknown(n) and sum(n in (h, t) for h, _, t in full) == 1]
+        if not ends:
+            continue
+        rest = full[:i] + full[i + 1:]
+        left = {n for h, _, t in rest for n in (h, t)}
+        if named <= left and Pattern.from_triples(rest).is_connected():
+            out.append(Reading(rest, full[i]))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _render(triples: Sequence[Sequence[str]]) -> str:
+    return "; ".join("[" + ", ".join(t) + "]" for t in triples)
+
+
+def _asked(triples: Sequence[Sequence[str]]) -> str:
+    pattern = Pattern.from_triples([tuple(t) for t in triples])
+    index = pattern.asked_node()
+    return pattern.nodes[index].text if index is not None else "none"
+
+
+def _condition(triples: Sequence[Sequence[str]]) -> str:
+    return f"Triples: {_render(triples)}\nANSWER: {_asked(triples)}\nQuestion:"
+
+
+def channel_prompt(examples: Sequence[Example]) -> str:
+    """The turned-round few-shot prompt: each example's triples and asked-for node, then its question."""
+    shots = "".join(f"{_condition(e.triples)} {e.question.strip()}\n\n" for e in examples)
+    return _HEAD + shots
+
+
+class ChannelChoice:
+    """A :class:`~simgrag.retrievers.base.PatternStage` that asks ``inner`` for the pattern, then lets the LLM
+    choose between it and its :func:`shorter_readings` by log P(question | pattern) (module docstring). The
+    turned-round prompt holds the examples the pattern prompt showed for the question (static, then dynamic).
+    A scoring failure keeps the inner pattern (logged): the choice can only add."""
+
+    def __init__(self, inner: PatternStage, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
+                 limit: int = MAX_READINGS) -> None:
+        if not scores_text(llm):
+            raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
+        self.inner, self.llm, self.generator = inner, llm, generator
+        self.margin, self.limit = margin, limit
+
+    def pattern(self, text: str) -> PatternResult:
+        result = self.inner.pattern(text)
+        triples = result.pattern.triples()
+        readings = shorter_readings(triples, self.limit)
+        if not readings:
+            return result
+        prompt = self.generator.prompt
+        shots = [*prompt.static_examples, *prompt.dynamic_examples(text)]
+        items = [(_condition(triples), " " + text.strip() + "\n"),
+                 *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
+        try:
+            scores = self.llm.score_continuations(channel_prompt(shots), items)  # type: ignore[attr-defined]
+        except LLMError as exc:
+            logger.warning("channel choice skipped for %r: %s", text, exc)
+            return result
+        own, best = scores[0], max(range(len(readings)), key=lambda i: scores[i + 1])
+        if scores[best + 1] <= own + self.margin:
+            return result
+        chosen = readings[best]
+        note = (f"dropped {list(chosen.dropped or ())}: the question is likelier given the pattern without it "
+                f"(log-likelihood {scores[best + 1]:.2f} against {own:.2f})")
+        return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
+                       kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL))

@@ -1,0 +1,214 @@
+"""The channel choice (issue 41, build 3): the LLM chooses between its pattern and the pattern one hop shorter by
+log P(question | pattern); fitted per KG like the edit families, stored with the index, cached like calls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from simgrag.errors import ConfigError, IndexDirError, LLMError
+from simgrag.eval.fit_grounding import fit_grounding, significant_gain
+from simgrag.eval.runner import QAItem
+from simgrag.grounding.channel import CHANNEL, ChannelChoice, channel_prompt, shorter_readings
+from simgrag.grounding.fit import GroundingFit, read_fit, store_fit
+from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
+from simgrag.llm.base import ChatMessage, scores_text
+from simgrag.llm.cache import CachedLLM
+from simgrag.llm.counting import CountingLLM
+from simgrag.pattern.examples import parse_examples
+from simgrag.pattern.generate import PatternGenerator
+from simgrag.pipeline import SimGRAG
+from simgrag.retrievers.simgrag import LLMPatternStage, SimGRAGRetriever
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+from simgrag.testing.toy import write_toy_kg
+from test_grounding import ALIASES, EXAMPLES  # the toy KG's aliases and examples (rootdir-relative import)
+
+#: the scripted LLM copies the examples' two-hop "… released" shape onto one-hop "which movies" questions
+COPIED = {
+    "Which movies did Kate Winslet star in?": ("Kate Winslet", ("Titanic",)),
+    "Which movies did Guy Pearce star in?": ("Guy Pearce", ("Memento",)),
+    "Which movies did Ellen Page star in?": ("Ellen Page", ("Inception", "Juno")),
+    "Which movies did Leonardo DiCaprio star in?": ("Leonardo DiCaprio", ("Inception", "Titanic")),
+}
+#: questions whose two hops are right ("when … released"): the shorter reading answers them wrong
+TWO_HOP = {
+    "When were the movies Kate Winslet starred in released?": ("Kate Winslet", ("1997",)),
+    "When were the movies Guy Pearce starred in released?": ("Guy Pearce", ("2000",)),
+}
+
+
+def _two_hops(actor: str) -> list[list[str]]:
+    return [["UNKNOWN movie 1", "starred actors", actor], ["UNKNOWN movie 1", "release year", "UNKNOWN year 1"]]
+
+
+def _respond(messages: Sequence[ChatMessage]) -> str:
+    asked = messages[-1].content
+    for question, (actor, _) in {**COPIED, **TWO_HOP}.items():
+        if question in asked:
+            return json.dumps({"triples": _two_hops(actor)})
+    return json.dumps({"triples": [["Inception", "directed by", "UNKNOWN director 1"]]})
+
+
+def _prefers_short(prefix: str, condition: str, scored: str) -> float:
+    """A scorer that finds every question likelier without the year hop."""
+    return -5.0 if "release year" in condition else -3.0
+
+
+def _reads_the_question(prefix: str, condition: str, scored: str) -> float:
+    """A scorer that finds a question about release years likelier with the year hop, others without it."""
+    wants_year = "released" in scored
+    return -3.0 if ("release year" in condition) == wants_year else -6.0
+
+
+@pytest.fixture()
+def toy(tmp_path: Path) -> IndexDir:
+    (tmp_path / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
+    (tmp_path / "examples.yaml").write_text(EXAMPLES, encoding="utf-8")
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=256),
+                    relation_aliases=tmp_path / "aliases.yaml", examples=tmp_path / "examples.yaml")
+    return open_index_dir(tmp_path / "toy.idx", embedder=HashEmbedder(dim=256))
+
+
+# ---------------------------------------------------------------- the readings
+def test_shorter_readings_drop_one_unknown_leaf_and_keep_every_named_node() -> None:
+    chain = [["X", "plays in", "UNKNOWN club 1"], ["UNKNOWN club 1", "is in", "UNKNOWN country 1"]]
+    (only,) = shorter_readings(chain)
+    assert only.triples == (("X", "plays in", "UNKNOWN club 1"),)
+    assert only.dropped == ("UNKNOWN club 1", "is in", "UNKNOWN country 1")
+    star = [["X", "age", "UNKNOWN age 1"], ["X", "nationality", "UNKNOWN country 1"]]
+    assert [r.dropped for r in shorter_readings(star)] == [("X", "age", "UNKNOWN age 1"),
+                                                          ("X", "nationality", "UNKNOWN country 1")]
+    # a named node only on the leaf's triple stays: that triple is not dropped
+    assert shorter_readings([["UNKNOWN p 1", "in club", "Club"], ["UNKNOWN p 1", "for", "France"]]) == []
+    assert shorter_readings([["X", "r", "UNKNOWN a 1"]]) == []
+    assert len(shorter_readings([["X", f"r{i}", f"UNKNOWN a {i}"] for i in range(9)], limit=3)) == 3
+
+
+def test_the_channel_prompt_turns_each_example_round_with_its_asked_node() -> None:
+    examples = parse_examples(EXAMPLES).examples
+    text = channel_prompt(examples)
+    assert ("Triples: [UNKNOWN movie 1, directed by, Jason Reitman]; [UNKNOWN movie 1, release year, UNKNOWN year 1]"
+            "\nANSWER: UNKNOWN year 1\nQuestion: when were the movies directed by Jason Reitman released") in text
+    assert text.count("Question:") == len(examples)
+
+
+# ---------------------------------------------------------------- the choice
+def _stage(toy: IndexDir, llm: FakeLLM) -> ChannelChoice:
+    generator = PatternGenerator(llm, parse_examples(EXAMPLES))
+    return ChannelChoice(LLMPatternStage(generator), llm, generator)
+
+
+def test_the_channel_takes_the_shorter_reading_the_question_is_likelier_under(toy: IndexDir) -> None:
+    llm = FakeLLM(_respond, scores=_reads_the_question)
+    stage = _stage(toy, llm)
+    short = stage.pattern("Which movies did Kate Winslet star in?")
+    assert short.pattern.triples() == [("UNKNOWN movie 1", "starred actors", "Kate Winslet")]
+    assert short.families == (CHANNEL,) and "likelier" in short.kg_repairs[-1]
+    kept = stage.pattern("When were the movies Kate Winslet starred in released?")
+    assert len(kept.pattern.triples()) == 2 and kept.families == ()
+    # the turned-round prompt holds the examples the pattern prompt showed, and the question is what is scored
+    prefix, condition, scored = llm.scored[0]
+    assert "when were the movies directed by Jason Reitman released" in prefix
+    assert condition.startswith("Triples: ") and scored.strip() == "Which movies did Kate Winslet star in?"
+
+
+def test_a_scoring_failure_keeps_the_llms_pattern(toy: IndexDir) -> None:
+    def broken(prefix: str, condition: str, scored: str) -> float:
+        raise LLMError("the model went away")
+
+    result = _stage(toy, FakeLLM(_respond, scores=broken)).pattern("Which movies did Kate Winslet star in?")
+    assert len(result.pattern.triples()) == 2 and result.families == ()
+
+
+def test_the_channel_needs_an_llm_that_scores_text(toy: IndexDir) -> None:
+    llm = FakeLLM(_respond)
+    generator = PatternGenerator(llm, parse_examples(EXAMPLES))
+    with pytest.raises(LLMError, match="cannot score text"):
+        ChannelChoice(LLMPatternStage(generator), llm, generator)
+    with pytest.raises(ConfigError, match="scores text"):
+        SimGRAGRetriever(toy, llm, channel=True)
+    # a fit that has it on, asked with an LLM that cannot score (a server): off, not an error
+    store_fit(toy.path, GroundingFit(False, (), {}, channel=True))
+    reopened = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))
+    assert SimGRAGRetriever(reopened, llm).channel is False
+    assert SimGRAGRetriever(reopened, FakeLLM(_respond, scores=_prefers_short)).channel is True
+    assert SimGRAGRetriever(reopened, FakeLLM(_respond, scores=_prefers_short), channel=False).channel is False
+
+
+# ---------------------------------------------------------------- the cache and the wrappers
+def test_scores_are_cached_like_calls_and_wrappers_say_whether_they_score(tmp_path: Path) -> None:
+    inner = FakeLLM([], scores=_prefers_short)
+    cached = CachedLLM(inner, tmp_path / "calls.sqlite")
+    items = [("Triples: [a, release year, b]\n", " q"), ("Triples: [a, r, b]\n", " q")]
+    first = cached.score_continuations("head", items)
+    assert first == [-5.0, -3.0] and len(inner.scored) == 2
+    assert CachedLLM(inner, tmp_path / "calls.sqlite").score_continuations("head", items) == first
+    assert len(inner.scored) == 2  # from the file, in a new wrapper
+    assert scores_text(cached) and scores_text(CountingLLM(cached)) and scores_text(inner)
+    plain = CachedLLM(FakeLLM([]), tmp_path / "calls.sqlite")
+    assert not scores_text(plain) and not scores_text(CountingLLM(FakeLLM([])))
+    with pytest.raises(LLMError, match="cannot score text"):
+        plain.score_continuations("head", items)
+
+
+# ---------------------------------------------------------------- the fit
+def test_the_fit_turns_the_channel_on_where_it_fixes_copied_hops(toy: IndexDir,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [QAItem(q, answers) for q, (_, answers) in COPIED.items()]
+    # on the toy KG the stage's own edits drop the copied hop too (then the channel has nothing left to fix)
+    fit = fit_grounding(toy, FakeLLM(_respond, scores=_prefers_short), items, progress=False)
+    assert fit.enabled and fit.info["channel"]["without"] == len(items) and fit.channel is False
+    # with the stage off (a KG where the edits did not help), the channel fixes all four: beyond chance, on
+    monkeypatch.setattr("simgrag.eval.fit_grounding.choose_stage", lambda *a, **k: "no_grounding")
+    fit = fit_grounding(toy, FakeLLM(_respond, scores=_prefers_short), items, progress=False)
+    channel = fit.info["channel"]
+    assert not fit.enabled and fit.channel is True
+    assert (channel["without"], channel["hits"], channel["fixed"], channel["broke"], channel["used"]) == (0, 4, 4, 0, 4)
+    assert significant_gain(4, 0)
+
+
+def test_the_fit_keeps_the_channel_off_where_it_drops_hops_the_questions_ask(toy: IndexDir,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simgrag.eval.fit_grounding.choose_stage", lambda *a, **k: "no_grounding")
+    items = [QAItem(q, answers) for q, (_, answers) in {**COPIED, **TWO_HOP}.items()]
+    fit = fit_grounding(toy, FakeLLM(_respond, scores=_prefers_short), items, progress=False)
+    channel = fit.info["channel"]
+    # four fixed, two broken: more right in total, but not beyond chance, and the two-hop group lost
+    assert (channel["fixed"], channel["broke"]) == (4, 2) and fit.channel is False
+
+
+def test_the_fit_says_why_the_channel_is_off_with_an_llm_that_cannot_score(toy: IndexDir) -> None:
+    fit = fit_grounding(toy, FakeLLM(_respond), [QAItem(*next(iter((q, a) for q, (_, a) in COPIED.items())))],
+                        progress=False)
+    assert fit.channel is False and "cannot score text" in fit.info["channel"]["why"]
+
+
+def test_the_channel_switch_round_trips_and_an_old_fit_without_it_reads_as_off(toy: IndexDir) -> None:
+    store_fit(toy.path, GroundingFit(True, ("analogy",), {"questions": 3}, channel=True))
+    fit = read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest)
+    assert fit is not None and fit.channel is True and "channel choice on" in fit.describe()
+    old = GroundingFit.from_dict({"format_version": 1, "enabled": False, "disabled": [], "info": {}})
+    assert old.channel is False
+    with pytest.raises(ConfigError, match="'channel' is not true/false"):
+        GroundingFit.from_dict({"enabled": True, "channel": "yes"})
+
+
+def test_a_malformed_channel_switch_in_the_manifest_is_refused_when_the_index_opens(toy: IndexDir) -> None:
+    manifest = json.loads((toy.path / "manifest.json").read_text(encoding="utf-8"))
+    manifest["grounding"] = {"format_version": 1, "enabled": True, "channel": 1}
+    (toy.path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises((IndexDirError, ConfigError), match="channel"):
+        SimGRAGRetriever(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)), FakeLLM(_respond))
+
+
+def test_the_engine_answers_from_the_shorter_reading_when_the_channel_is_on(toy: IndexDir) -> None:
+    llm = FakeLLM(_respond, scores=_reads_the_question)
+    on = SimGRAG(toy, llm=llm, calibration="off", retriever_options={"ground_patterns": False, "channel": True})
+    off = SimGRAG(toy, llm=llm, calibration="off", retriever_options={"ground_patterns": False, "channel": False})
+    question = "Which movies did Kate Winslet star in?"
+    assert on.ask(question).answer.short_answer == "Titanic"
+    assert off.ask(question).answer.short_answer == "1997"
