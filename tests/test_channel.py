@@ -12,7 +12,7 @@ import pytest
 from simgrag.errors import ConfigError, IndexDirError, LLMError
 from simgrag.eval.fit_grounding import fit_grounding, significant_gain
 from simgrag.eval.runner import QAItem
-from simgrag.grounding.channel import CHANNEL, ChannelChoice, channel_prompt, shorter_readings
+from simgrag.grounding.channel import CHANNEL, ChannelChoice, channel_prompt, fit_margin, shorter_readings
 from simgrag.grounding.fit import GroundingFit, read_fit, store_fit
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.llm.base import ChatMessage, scores_text
@@ -181,6 +181,41 @@ def test_the_fit_keeps_the_channel_off_where_it_drops_hops_the_questions_ask(toy
     assert (channel["fixed"], channel["broke"]) == (4, 2) and fit.channel is False
 
 
+def _surer_on_copies(prefix: str, condition: str, scored: str) -> float:
+    """Prefers the shorter reading always, by 3 nats on the "which movies" questions and 1 on the others."""
+    if "release year" not in condition:
+        return -3.0
+    return -6.0 if "Which movies" in scored else -4.0
+
+
+def test_the_fit_sets_the_margin_above_the_gaps_where_the_channel_broke_questions(
+        toy: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simgrag.eval.fit_grounding.choose_stage", lambda *a, **k: "no_grounding")
+    items = [QAItem(q, answers) for q, (_, answers) in {**COPIED, **TWO_HOP}.items()]
+    fit = fit_grounding(toy, FakeLLM(_respond, scores=_surer_on_copies), items, progress=False)
+    channel = fit.info["channel"]
+    assert channel["at_margin_0"] == [4, 2] and channel["margin"] == 1.0
+    assert (channel["fixed"], channel["broke"], channel["kept"], channel["used"]) == (4, 0, 4, 6)
+    assert fit.channel is True and fit.channel_margin == 1.0
+    # the stored margin is what the engine uses: the two-hop questions keep their second hop
+    store_fit(toy.path, fit)
+    engine = SimGRAG(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)),
+                     llm=FakeLLM(_respond, scores=_surer_on_copies), calibration="off")
+    assert engine.ask("When were the movies Guy Pearce starred in released?").answer.short_answer == "2000"
+    assert engine.ask("Which movies did Guy Pearce star in?").answer.short_answer == "Memento"
+
+
+@pytest.mark.parametrize(("changes", "want"), [
+    ([], (0.0, 0, 0)),
+    ([(2.0, 1), (2.0, 1), (0.5, -1)], (0.5, 2, 0)),
+    ([(0.5, 1), (2.0, -1)], (2.0, 0, 0)),  # margins 0 and 2.0 tie at net 0: the larger (no change kept)
+    ([(1.0, 0), (3.0, 1)], (1.0, 1, 0)),
+])
+def test_fit_margin_keeps_the_changes_worth_keeping(changes: list[tuple[float, int]],
+                                                    want: tuple[float, int, int]) -> None:
+    assert fit_margin(changes) == want
+
+
 def test_the_fit_says_why_the_channel_is_off_with_an_llm_that_cannot_score(toy: IndexDir) -> None:
     fit = fit_grounding(toy, FakeLLM(_respond), [QAItem(*next(iter((q, a) for q, (_, a) in COPIED.items())))],
                         progress=False)
@@ -188,13 +223,17 @@ def test_the_fit_says_why_the_channel_is_off_with_an_llm_that_cannot_score(toy: 
 
 
 def test_the_channel_switch_round_trips_and_an_old_fit_without_it_reads_as_off(toy: IndexDir) -> None:
-    store_fit(toy.path, GroundingFit(True, ("analogy",), {"questions": 3}, channel=True))
+    store_fit(toy.path, GroundingFit(True, ("analogy",), {"questions": 3}, channel=True, channel_margin=0.75))
     fit = read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest)
-    assert fit is not None and fit.channel is True and "channel choice on" in fit.describe()
+    assert fit is not None and fit.channel is True and fit.channel_margin == 0.75
+    assert "channel choice on (margin 0.75)" in fit.describe()
     old = GroundingFit.from_dict({"format_version": 1, "enabled": False, "disabled": [], "info": {}})
     assert old.channel is False
     with pytest.raises(ConfigError, match="'channel' is not true/false"):
         GroundingFit.from_dict({"enabled": True, "channel": "yes"})
+    for margin in (-1, float("nan"), float("inf"), "1", True):
+        with pytest.raises(ConfigError, match="'channel_margin'"):
+            GroundingFit.from_dict({"enabled": True, "channel": True, "channel_margin": margin})
 
 
 def test_a_malformed_channel_switch_in_the_manifest_is_refused_when_the_index_opens(toy: IndexDir) -> None:

@@ -105,7 +105,7 @@ def test_simgrag_ls_lists_the_edit_families() -> None:
 
     result = CliRunner().invoke(app, ["ls"])
     assert result.exit_code == 0, result.output
-    for name in (*edit_names(), "analogy", "revision"):
+    for name in (*edit_names(), "analogy", "revision", "channel"):
         assert name in result.output
 
 

@@ -44,7 +44,8 @@ def _format(fit: Any) -> str:
     channel = fit.info.get("channel") or {}
     if "used" in channel:
         lines.append(f"{'channel choice':<18} {channel['used']:>4}  {channel['fixed']:>5}  {channel['broke']:>5}  "
-                     f"{'on' if fit.channel else 'off'}  ({channel.get('why', '')})")
+                     f"{'on' if fit.channel else 'off'}  (margin {channel.get('margin', 0.0)}: "
+                     f"{channel.get('kept', 0)} of {channel['used']} changes kept; {channel.get('why', '')})")
     elif channel.get("why"):
         lines.append(f"channel choice: off ({channel['why']})")
     for key in ("llm_calls", "seconds", "embedder", "fitted_at"):
@@ -133,7 +134,7 @@ def _fit_abstention(index_dir: Path, llm: Any, questions: Path, examples: Path |
                       "are not fitted", highlight=False)
         return None
     retriever_options: dict[str, Any] = {"pattern_options": options, "ground_patterns": fit.enabled,
-                                         "channel": fit.channel}
+                                         "channel": fit.channel, "channel_margin": fit.channel_margin}
     if fit.enabled:
         retriever_options["grounding_off"] = list(fit.disabled)
     if examples is not None:

@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
-from simgrag.grounding.channel import CHANNEL
+from simgrag.grounding.channel import fit_margin
 from simgrag.grounding.fit import GroundingFit
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
@@ -62,9 +62,11 @@ class Outcome:
     hit: bool
     families: tuple[str, ...] = ()
     failed: bool = False
+    channel_gap: float | None = None  # the channel choice's gap when it took a shorter reading
 
 
-Config = tuple[bool, tuple[str, ...], str, bool]  # (grounding on, families off, answer mode, channel choice)
+#: (grounding on, families off, answer mode, the channel choice's margin or ``None`` for the choice off)
+Config = tuple[bool, tuple[str, ...], str, float | None]
 
 
 class _Runner:
@@ -80,7 +82,8 @@ class _Runner:
     def engine(self, config: Config) -> SimGRAG:
         if config not in self._engines:
             on, off, mode, channel = config
-            extra: dict[str, Any] = {"ground_patterns": on, "channel": channel}
+            extra: dict[str, Any] = {"ground_patterns": on, "channel": channel is not None,
+                                     "channel_margin": channel}
             if on:
                 extra["grounding_off"] = list(off)
             self._engines[config] = SimGRAG(self.index, llm=self.llm, calibration="off", answer_mode=mode,
@@ -100,7 +103,8 @@ class _Runner:
                 out[i] = Outcome(False, failed=True)
                 continue
             families = result.pattern.families if result.pattern is not None else ()
-            out[i] = Outcome(hits_at_1(result, set(item.answers))[1], families)
+            gap = result.pattern.channel_gap if result.pattern is not None else None
+            out[i] = Outcome(hits_at_1(result, set(item.answers))[1], families, channel_gap=gap)
         return out
 
 
@@ -218,10 +222,10 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         everyone = list(range(len(items)))
         say = on_step or (lambda text: logger.info("%s", text))
         say(f"fitting the pattern stage on {len(items)} {source}: the LLM's own patterns")
-        raw = runner.run((False, (), "auto", False), everyone, "no grounding")
+        raw = runner.run((False, (), "auto", None), everyone, "no grounding")
         _all_failed(runner, raw)
         say("every edit family")
-        full = runner.run((True, (), "auto", False), everyone, "every family")
+        full = runner.run((True, (), "auto", None), everyone, "every family")
         used: dict[str, list[int]] = {}
         for i, outcome in full.items():
             for family in outcome.families:
@@ -229,22 +233,22 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         ablations: dict[str, dict[int, Outcome]] = {}
         for family, touched in sorted(used.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             say(f"without {family} ({len(touched)} questions)")
-            ablations[family] = runner.run((True, (family,), "auto", False), touched, f"without {family}")
+            ablations[family] = runner.run((True, (family,), "auto", None), touched, f"without {family}")
         families = family_gains(full, ablations)
         kept = {f for f, r in families.items() if r["fixed"] - r["broke"] >= MIN_GAIN}
         off = tuple(f for f in family_names() if f not in kept)
         say(f"the fitted stage (on: {', '.join(sorted(kept)) or 'none'})")
-        fitted = runner.run((True, off, "auto", False), everyone, "fitted") if kept else raw
+        fitted = runner.run((True, off, "auto", None), everyone, "fitted") if kept else raw
         harmful = tuple(f for f, r in families.items() if r["broke"] > r["fixed"])
         say(f"every family but those that broke more than they fixed ({', '.join(harmful) or 'none'})")
-        pruned = runner.run((True, harmful, "auto", False), everyone, "pruned") if harmful else full
+        pruned = runner.run((True, harmful, "auto", None), everyone, "pruned") if harmful else full
         runs = {"no_grounding": raw, "fitted": fitted, "pruned": pruned, "every_family": full}
         hits = {k: _hits(v) for k, v in runs.items()}
         groups = {k: _group_hits(v, items) for k, v in runs.items()}
         gains = {k: versus(v, raw) for k, v in runs.items()}
         choice = choose_stage(hits, groups, gains)
         stage_off = {"no_grounding": (), "fitted": off, "pruned": harmful, "every_family": ()}[choice]
-        channel = _fit_channel(runner, llm, (choice != "no_grounding", stage_off, "auto", True), runs[choice],
+        channel = _fit_channel(runner, llm, (choice != "no_grounding", stage_off, "auto", 0.0), runs[choice],
                                items, say)
         calls = counted.calls
     info = {"questions": len(items), "source": source, "hits": hits, "group_hits": groups,
@@ -255,10 +259,10 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                       time.gmtime()),
             "failed": sum(o.failed for o in raw.values()), "channel": channel}
-    on = bool(channel.get("on"))
+    on, margin = bool(channel.get("on")), float(channel.get("margin", 0.0))
     if choice == "no_grounding":
-        return GroundingFit(False, off, info, on)
-    return GroundingFit(True, stage_off, info, on)
+        return GroundingFit(False, off, info, on, margin if on else 0.0)
+    return GroundingFit(True, stage_off, info, on, margin if on else 0.0)
 
 
 def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],
@@ -269,11 +273,16 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
         return {"on": False, "why": f"{llm.name} cannot score text"}
     say("the channel choice (the question's likelihood given the pattern and given it one hop shorter)")
     runs = runner.run(config, list(base), "channel choice")
-    fixed, broke = versus(runs, base)
-    loses = _loses_a_group(_group_hits(runs, items), _group_hits(base, items))
+    changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
+    margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()])
+    # at the fitted margin: the channel's outcome where its gap is above it, the stage's elsewhere
+    kept = {i: (runs[i] if changed.get(i, -1.0) > margin else base[i]) for i in base}
+    fixed, broke = versus(kept, base)
+    loses = _loses_a_group(_group_hits(kept, items), _group_hits(base, items))
     on = significant_gain(fixed, broke) and not loses
-    used = sum(CHANNEL in o.families for o in runs.values())
-    return {"on": on, "hits": _hits(runs), "without": _hits(base), "used": used, "fixed": fixed, "broke": broke,
+    return {"on": on, "margin": round(margin, 4), "hits": _hits(kept), "without": _hits(base), "used": len(changed),
+            "kept": sum(g > margin for g in changed.values()), "fixed": fixed, "broke": broke,
+            "at_margin_0": list(versus(runs, base)),
             "why": "more validation questions right, beyond chance" if on else
             ("a question group lost" if loses else "no gain beyond chance")}
 
@@ -296,7 +305,8 @@ not eligible. Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pat
         runs: dict[str, dict[int, Outcome]] = {}
         for mode in FITTED_MODES:
             say(f"answer mode {mode} on {len(items)} {source}")
-            runs[mode] = runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode, fit.channel), everyone,
+            runs[mode] = runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode,
+                                     fit.channel_margin if fit.channel else None), everyone,
                                     f"answer mode {mode}")
             _all_failed(runner, runs[mode])
         calls = counted.calls

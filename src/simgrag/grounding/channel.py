@@ -13,7 +13,9 @@ no word list, no threshold fitted on another KG.
 The candidates (:func:`shorter_readings`) are the pattern itself and the pattern with one triple to an unknown
 leaf dropped (the rest connected, every named node kept): "one hop less than the LLM wrote", the most frequent
 small-model mistake on the KGs measured (BENCHMARKS.md "The pattern stage per KG"). The best-scoring reading
-replaces the pattern only when it scores more than the pattern itself by :data:`MARGIN`.
+replaces the pattern only when it scores more than the pattern itself by a margin: :data:`MARGIN` (0: the model's
+own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
+questions than it fixed (:func:`fit_margin`).
 
 Whether this runs on a KG is fitted on that KG's validation questions like the edit families
 (:func:`simgrag.eval.fit_grounding.fit_grounding`: on only with a gain beyond chance and no question group
@@ -37,7 +39,8 @@ from simgrag.pattern.graph import Pattern, is_unknown
 if TYPE_CHECKING:
     from simgrag.retrievers.base import PatternStage
 
-__all__ = ["CHANNEL", "MARGIN", "MAX_READINGS", "ChannelChoice", "Reading", "channel_prompt", "shorter_readings"]
+__all__ = ["CHANNEL", "MARGIN", "MAX_READINGS", "ChannelChoice", "Reading", "channel_prompt", "fit_margin",
+           "shorter_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +107,20 @@ def channel_prompt(examples: Sequence[Example]) -> str:
     return _HEAD + shots
 
 
+def fit_margin(changes: Sequence[tuple[float, int]]) -> tuple[float, int, int]:
+    """The margin that keeps the changes worth keeping: ``changes`` are, per validation question where the
+    channel took a shorter reading at margin 0, its gap (nats) and its effect (+1 fixed, -1 broke, 0 neither).
+    Returns ``(margin, fixed, broke)`` for the margin (0 or one of the gaps; a change is kept when its gap is
+    above it) with the most fixed minus broke, ties going to the larger margin (fewer changes)."""
+    best = (0.0, sum(e > 0 for _, e in changes), sum(e < 0 for _, e in changes))
+    for margin in sorted({g for g, _ in changes}):
+        kept = [e for g, e in changes if g > margin]
+        fixed, broke = sum(e > 0 for e in kept), sum(e < 0 for e in kept)
+        if fixed - broke >= best[1] - best[2]:
+            best = (float(margin), fixed, broke)
+    return best
+
+
 class ChannelChoice:
     """A :class:`~simgrag.retrievers.base.PatternStage` that asks ``inner`` for the pattern, then lets the LLM
     choose between it and its :func:`shorter_readings` by log P(question | pattern) (module docstring). The
@@ -139,4 +156,5 @@ class ChannelChoice:
         note = (f"dropped {list(chosen.dropped or ())}: the question is likelier given the pattern without it "
                 f"(log-likelihood {scores[best + 1]:.2f} against {own:.2f})")
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
-                       kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL))
+                       kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
+                       channel_gap=scores[best + 1] - own)

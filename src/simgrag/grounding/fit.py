@@ -11,7 +11,8 @@ is decided per KG, on its own validation questions (never shots), with its index
   ``revision``) that did not raise validation accuracy on this KG;
 - ``channel``: the LLM choosing between its pattern and the pattern one hop shorter by the likelihood of the
   question (:mod:`~simgrag.grounding.channel`), stage on or off — on only where it raised validation accuracy
-  (absent in fits made before it existed: off).
+  (absent in fits made before it existed: off), with ``channel_margin``: how much likelier the question must
+  be under the shorter reading (nats), fitted on the same questions.
 
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
 index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless
@@ -49,10 +50,11 @@ class GroundingFit:
     disabled: tuple[str, ...] = ()
     info: dict[str, Any] = field(default_factory=dict, compare=False)
     channel: bool = False
+    channel_margin: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FIT_FORMAT, "enabled": self.enabled, "disabled": list(self.disabled),
-                "channel": self.channel, "info": self.info}
+                "channel": self.channel, "channel_margin": self.channel_margin, "info": self.info}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "grounding fit") -> GroundingFit:
@@ -61,7 +63,7 @@ class GroundingFit:
         if problem is not None:
             raise ConfigError(f"{where}: {problem}; fit it again with `simgrag grounding fit`")
         return cls(bool(data["enabled"]), tuple(data.get("disabled", ())), dict(data.get("info") or {}),
-                   bool(data.get("channel", False)))
+                   bool(data.get("channel", False)), float(data.get("channel_margin", 0.0)))
 
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
@@ -74,7 +76,7 @@ class GroundingFit:
         hits = self.info.get("hits") or {}
         shown = ", ".join(f"{k} {v}" for k, v in hits.items())
         if self.channel:
-            head += "; the channel choice on"
+            head += f"; the channel choice on (margin {self.channel_margin:.2f})"
         n = self.info.get("questions")
         return head + (f" — validation {n} questions: {shown}" if n is not None else "")
 
@@ -84,13 +86,16 @@ def _problem(data: Any) -> str | None:
         return "not an object"
     if data.get("format_version", FIT_FORMAT) != FIT_FORMAT:
         return f"format {data.get('format_version')!r}, expected {FIT_FORMAT}"
-    unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "channel", "info"})
+    unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "channel", "channel_margin", "info"})
     if unknown:
         return f"unknown keys {unknown}"
     if not isinstance(data.get("enabled"), bool):
         return "'enabled' is missing or not true/false"
     if not isinstance(data.get("channel", False), bool):
         return "'channel' is not true/false"
+    margin = data.get("channel_margin", 0.0)
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < float("inf"):
+        return "'channel_margin' is not a number ≥ 0"
     disabled = data.get("disabled", [])
     if not isinstance(disabled, list) or not all(isinstance(x, str) for x in disabled):
         return "'disabled' is not a list of family names"

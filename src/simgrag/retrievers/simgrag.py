@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 from simgrag.errors import ConfigError, IndexDirError
 from simgrag.grounding import GroundedPatterns
-from simgrag.grounding.channel import ChannelChoice
+from simgrag.grounding.channel import MARGIN, ChannelChoice
 from simgrag.grounding.fit import GroundingFit, read_fit
 from simgrag.grounding.registry import OFF_UNLESS_FITTED, family_names
 from simgrag.grounding.repair import repair_echoed_roles
@@ -178,7 +178,8 @@ class SimGRAGRetriever:
     every family whatever the fit, ``False``: off; ``grounding_off``: these families off and the others on,
     whatever the fit; ``channel``: the LLM's choice between the pattern and the pattern one hop shorter by the
     likelihood of the question (:mod:`~simgrag.grounding.channel`) — ``None``: as the index's fit says (off
-    without one, and with an LLM that cannot score text), ``True``/``False``: on/off;
+    without one, and with an LLM that cannot score text), ``True``/``False``: on/off; ``channel_margin``: how much
+    likelier the question must be under the shorter reading (default: the fit's, else 0);
     ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
     ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
     needed); ``subgraphs`` shares a search object (and its caches).
@@ -192,7 +193,8 @@ class SimGRAGRetriever:
                  claim_examples: Examples | None = None, pattern_options: Mapping[str, Any] | None = None,
                  repair_roles: bool = True, ground_patterns: bool | None = None, patterns: PatternStage | None = None,
                  claim_patterns: PatternStage | None = None, subgraphs: SubgraphRetriever | None = None,
-                 grounding_off: Sequence[str] | None = None, channel: bool | None = None) -> None:
+                 grounding_off: Sequence[str] | None = None, channel: bool | None = None,
+                 channel_margin: float | None = None) -> None:
         self.index = index
         self.subgraphs = subgraphs or SubgraphRetriever(index)
         settings = retrieval or RetrievalSettings()
@@ -209,6 +211,7 @@ class SimGRAGRetriever:
             fit = GroundingFit(ground_patterns is not False, tuple(grounding_off))
         self.grounding_fit = fit
         self.channel = _channel_on(channel, stored, llm)
+        margin = channel_margin if channel_margin is not None else (stored.channel_margin if stored else MARGIN)
 
         def stage(generator_examples: Examples, *, asks: bool) -> PatternStage:
             generator = self._generator(llm, generator_examples, options)
@@ -223,7 +226,7 @@ class SimGRAGRetriever:
             else:
                 chosen = LLMPatternStage(generator, self.subgraphs if repair_roles else None)
             if self.channel and asks and llm is not None:
-                chosen = ChannelChoice(chosen, llm, generator)
+                chosen = ChannelChoice(chosen, llm, generator, margin=margin)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
