@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from simgrag.errors import LLMError
 from simgrag.llm.base import LLM, scores_text
@@ -36,11 +36,8 @@ from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
-if TYPE_CHECKING:
-    from simgrag.retrievers.base import PatternStage
-
-__all__ = ["CHANNEL", "MARGIN", "MAX_READINGS", "ChannelChoice", "Reading", "channel_prompt", "fit_margin",
-           "shorter_readings"]
+__all__ = ["CHANNEL", "MARGIN", "MAX_READINGS", "ChannelChoice", "PatternSource", "Reading", "channel_prompt",
+           "fit_margin", "shorter_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +53,12 @@ Triples = tuple[tuple[str, str, str], ...]
 
 _HEAD = ("Each set of knowledge-graph triples below is followed by the question that asks for its ANSWER node "
          "(an UNKNOWN node of the triples).\n\n")
+
+
+class PatternSource(Protocol):
+    """What the channel choice wraps: text → pattern (the retriever's ``PatternStage``, seen from here)."""
+
+    def pattern(self, text: str) -> PatternResult: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ class ChannelChoice:
     turned-round prompt holds the examples the pattern prompt showed for the question (static, then dynamic).
     A scoring failure keeps the inner pattern (logged): the choice can only add."""
 
-    def __init__(self, inner: PatternStage, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
+    def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
                  limit: int = MAX_READINGS) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
