@@ -85,6 +85,8 @@ def test_shorter_readings_drop_one_unknown_leaf_and_keep_every_named_node() -> N
     # a named node only on the leaf's triple stays: that triple is not dropped
     assert shorter_readings([["UNKNOWN p 1", "in club", "Club"], ["UNKNOWN p 1", "for", "France"]]) == []
     assert shorter_readings([["X", "r", "UNKNOWN a 1"]]) == []
+    # nothing left to ask for: "which club does X play for?" written with a made-up named country
+    assert shorter_readings([["X", "plays for country", "Spain"], ["X", "plays in club", "UNKNOWN club 1"]]) == []
     assert len(shorter_readings([["X", f"r{i}", f"UNKNOWN a {i}"] for i in range(9)], limit=3)) == 3
 
 

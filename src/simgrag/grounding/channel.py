@@ -10,11 +10,11 @@ round (pattern and its asked-for node → question; noisy-channel prompting, Min
 question has no words for makes the question less likely to follow, and the model's own preference decides —
 no word list, no threshold fitted on another KG.
 
-The candidates (:func:`shorter_readings`) are the pattern itself and the pattern with one triple to an unknown
-leaf dropped (the rest connected, every named node kept): "one hop less than the LLM wrote", the most frequent
-small-model mistake on the KGs measured (BENCHMARKS.md "The pattern stage per KG"). The best-scoring reading
-replaces the pattern only when it scores more than the pattern itself by a margin: :data:`MARGIN` (0: the model's
-own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
+The candidates (:func:`shorter_readings`) are the pattern itself and the pattern with one triple to an unknown leaf
+dropped (the rest connected, every named node kept, an unknown node left): "one hop less than the LLM wrote", the
+most frequent small-model mistake on the KGs measured (BENCHMARKS.md "The pattern stage per KG"). The best-scoring
+reading replaces the pattern only when it scores more than the pattern itself by a margin: :data:`MARGIN` (0: the
+model's own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
 questions than it fixed (:func:`fit_margin`).
 
 Whether this runs on a KG is fitted on that KG's validation questions like the edit families
@@ -71,7 +71,8 @@ class Reading:
 
 def shorter_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) -> list[Reading]:
     """The pattern with one triple to an unknown leaf (a node on no other triple) dropped, for each such triple
-    whose removal leaves the rest connected with every named node still in it (at most ``limit``)."""
+    whose removal leaves the rest connected, with every named node still in it and some unknown node left to ask
+    for (a fully named pattern is a claim, not a question; at most ``limit``)."""
     full: Triples = tuple((str(h), str(r), str(t)) for h, r, t in triples)
     if len(full) < 2:
         return []
@@ -83,7 +84,7 @@ def shorter_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS
             continue
         rest = full[:i] + full[i + 1:]
         left = {n for h, _, t in rest for n in (h, t)}
-        if named <= left and Pattern.from_triples(rest).is_connected():
+        if named <= left and any(is_unknown(n) for n in left) and Pattern.from_triples(rest).is_connected():
             out.append(Reading(rest, full[i]))
         if len(out) >= limit:
             break
