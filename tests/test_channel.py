@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 from simgrag.errors import ConfigError, IndexDirError, LLMError, PatternError
 from simgrag.eval.fit_grounding import fit_grounding, significant_gain
 from simgrag.eval.runner import QAItem
-from simgrag.grounding.channel import CHANNEL, ChannelChoice, channel_prompt, fit_margin, shorter_readings
+from simgrag.grounding.channel import (
+    CHANNEL,
+    ChannelChoice,
+    channel_prompt,
+    fit_margin,
+    named_readings,
+    shorter_readings,
+)
 from simgrag.grounding.fit import GroundingFit, read_fit, store_fit
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.llm.base import ChatMessage, scores_text
@@ -92,6 +99,17 @@ def test_shorter_readings_drop_one_unknown_leaf_and_keep_every_named_node() -> N
     assert len(shorter_readings([["X", f"r{i}", f"UNKNOWN a {i}"] for i in range(9)], limit=3)) == 3
 
 
+def test_named_readings_put_a_name_the_question_gives_in_place_of_an_unknown_node() -> None:
+    unnamed = [["UNKNOWN club 1", "is in", "UNKNOWN country 1"]]
+    readings = named_readings(unnamed, ["Al_Gharafa_SC", "Al_Gharafa_SC"])
+    assert [r.triples for r in readings] == [(("Al_Gharafa_SC", "is in", "UNKNOWN country 1"),),
+                                             (("UNKNOWN club 1", "is in", "Al_Gharafa_SC"),)]
+    assert readings[0].named == ("UNKNOWN club 1", "Al_Gharafa_SC") and "Al_Gharafa_SC" in readings[0].why()
+    assert named_readings([["X", "is in", "UNKNOWN country 1"]], ["Y"]) == []  # nothing would be left to ask
+    assert named_readings([*unnamed, ["X", "r", "UNKNOWN club 1"]], ["X"]) == []  # X is already named
+    assert len(named_readings(unnamed, ["A", "B", "C"], limit=3)) == 3
+
+
 def test_the_channel_prompt_turns_each_example_round_with_its_asked_node() -> None:
     examples = parse_examples(EXAMPLES).examples
     text = channel_prompt(examples)
@@ -141,6 +159,21 @@ def test_the_channel_needs_an_llm_that_scores_text(toy: IndexDir) -> None:
     assert SimGRAGRetriever(reopened, llm).channel is False
     assert SimGRAGRetriever(reopened, FakeLLM(_respond, scores=_prefers_short)).channel is True
     assert SimGRAGRetriever(reopened, FakeLLM(_respond, scores=_prefers_short), channel=False).channel is False
+
+
+def test_the_engine_puts_in_the_entity_the_llm_left_out_when_the_question_is_likelier_with_it(toy: IndexDir) -> None:
+    def respond(messages: Sequence[ChatMessage]) -> str:
+        return json.dumps({"triples": [["UNKNOWN movie 1", "directed by", "UNKNOWN director 1"]]})
+
+    def names_matter(prefix: str, condition: str, scored: str) -> float:
+        return -2.0 if "Titanic" in condition else -7.0
+
+    engine = SimGRAG(toy, llm=FakeLLM(respond, scores=names_matter), calibration="off",
+                     retriever_options={"ground_patterns": False, "channel": True})
+    result = engine.ask("Who directed Titanic?")
+    assert result.pattern is not None and result.pattern.pattern.triples() == [
+        ("Titanic", "directed by", "UNKNOWN director 1")]
+    assert result.answer.short_answer == "James Cameron" and "which the question names" in result.pattern.kg_repairs[-1]
 
 
 # ---------------------------------------------------------------- the cache and the wrappers

@@ -10,12 +10,13 @@ round (pattern and its asked-for node → question; noisy-channel prompting, Min
 question has no words for makes the question less likely to follow, and the model's own preference decides —
 no word list, no threshold fitted on another KG.
 
-The candidates (:func:`shorter_readings`) are the pattern itself and the pattern with one triple to an unknown leaf
-dropped (the rest connected, every named node kept, an unknown node left): "one hop less than the LLM wrote", the
-most frequent small-model mistake on the KGs measured (BENCHMARKS.md "The pattern stage per KG"). The best-scoring
-reading replaces the pattern only when it scores more than the pattern itself by a margin: :data:`MARGIN` (0: the
-model's own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
-questions than it fixed (:func:`fit_margin`).
+The candidates are the pattern itself, the pattern with one triple to an unknown leaf dropped
+(:func:`shorter_readings`: the rest connected, every named node kept, an unknown node left): "one hop less than the
+LLM wrote", the most frequent small-model mistake on the KGs measured (BENCHMARKS.md "The pattern stage per KG");
+and, given the question's entity mentions, the pattern with an unknown node taken to be an entity the question names
+and the pattern leaves out (:func:`named_readings`). The best-scoring reading replaces the pattern only when it
+scores more than the pattern itself by a margin: :data:`MARGIN` (0: the model's own preference) unless the KG's fit
+sets one — the largest gap at which the channel broke more validation questions than it fixed (:func:`fit_margin`).
 
 Whether this runs on a KG is fitted on that KG's validation questions like the edit families
 (:func:`simgrag.eval.fit_grounding.fit_grounding`: on only with a gain beyond chance and no question group
@@ -26,7 +27,7 @@ embedded llama.cpp model), one scoring pass over ~100 tokens per reading (~0.7 s
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -37,7 +38,7 @@ from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
 __all__ = ["CHANNEL", "MARGIN", "MAX_READINGS", "ChannelChoice", "PatternSource", "Reading", "channel_prompt",
-           "fit_margin", "shorter_readings"]
+           "fit_margin", "named_readings", "shorter_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +64,17 @@ class PatternSource(Protocol):
 
 @dataclass(frozen=True)
 class Reading:
-    """One candidate pattern: its triples and, for a shorter reading, the triple it dropped."""
+    """One candidate pattern: its triples and what made it — the triple a shorter reading dropped, or the
+    (unknown node, name) a named reading put in."""
 
     triples: Triples
     dropped: tuple[str, str, str] | None = None
+    named: tuple[str, str] | None = None
+
+    def why(self) -> str:
+        if self.named is not None:
+            return f"took {self.named[0]!r} to be {self.named[1]!r}, which the question names"
+        return f"dropped {list(self.dropped or ())}"
 
 
 def shorter_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) -> list[Reading]:
@@ -88,6 +96,27 @@ def shorter_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS
             out.append(Reading(rest, full[i]))
         if len(out) >= limit:
             break
+    return out
+
+
+def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
+                   limit: int = MAX_READINGS) -> list[Reading]:
+    """The pattern with one unknown node taken to be an entity the question names and the pattern does not (the
+    small model wrote ``[UNKNOWN club 1, is_in_country, UNKNOWN country 1]`` for "which country is the team X based
+    in?"): for each such name in ``names`` (the question's entity mentions, KG spelling) and each unknown node, while
+    an unknown node is left to ask for (at most ``limit``)."""
+    full: Triples = tuple((str(h), str(r), str(t)) for h, r, t in triples)
+    nodes = list(dict.fromkeys(n for h, _, t in full for n in (h, t)))
+    unknown = [n for n in nodes if is_unknown(n)]
+    out: list[Reading] = []
+    for name in dict.fromkeys(names):
+        if name in nodes or len(unknown) < 2:
+            continue
+        for node in unknown:
+            renamed = tuple((name if h == node else h, r, name if t == node else t) for h, r, t in full)
+            out.append(Reading(renamed, named=(node, name)))
+            if len(out) >= limit:
+                return out
     return out
 
 
@@ -132,16 +161,19 @@ class ChannelChoice:
     A scoring failure keeps the inner pattern (logged): the choice can only add."""
 
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
-                 limit: int = MAX_READINGS) -> None:
+                 limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
         self.inner, self.llm, self.generator = inner, llm, generator
         self.margin, self.limit = margin, limit
+        self.mentions = mentions
 
     def pattern(self, text: str) -> PatternResult:
         result = self.inner.pattern(text)
         triples = result.pattern.triples()
         readings = shorter_readings(triples, self.limit)
+        if self.mentions is not None:
+            readings += named_readings(triples, self.mentions(text), self.limit)
         if not readings:
             return result
         prompt = self.generator.prompt
@@ -157,8 +189,8 @@ class ChannelChoice:
         if scores[best + 1] <= own + self.margin:
             return result
         chosen = readings[best]
-        note = (f"dropped {list(chosen.dropped or ())}: the question is likelier given the pattern without it "
-                f"(log-likelihood {scores[best + 1]:.2f} against {own:.2f})")
+        note = (f"{chosen.why()}: the question is likelier given that pattern (log-likelihood "
+                f"{scores[best + 1]:.2f} against {own:.2f})")
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
                        channel_gap=scores[best + 1] - own)

@@ -45,6 +45,7 @@ from simgrag.errors import ConfigError, IndexDirError
 from simgrag.grounding import GroundedPatterns
 from simgrag.grounding.channel import MARGIN, ChannelChoice
 from simgrag.grounding.fit import GroundingFit, read_fit
+from simgrag.grounding.judge import PatternJudge
 from simgrag.grounding.registry import OFF_UNLESS_FITTED, family_names
 from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.index.attach import attached_path
@@ -226,7 +227,9 @@ class SimGRAGRetriever:
             else:
                 chosen = LLMPatternStage(generator, self.subgraphs if repair_roles else None)
             if self.channel and asks and llm is not None:
-                chosen = ChannelChoice(chosen, llm, generator, margin=margin)
+                judge = chosen.judge if isinstance(chosen, GroundedPatterns) else None
+                chosen = ChannelChoice(chosen, llm, generator, margin=margin,
+                                       mentions=_question_names(self.subgraphs, generator, judge))
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
@@ -286,6 +289,23 @@ class SimGRAGRetriever:
             answer_candidates=answer_candidates(generated.pattern, retrieval), scores=scores, timings=timings,
             info=_info(generated, retrieval, topic_entities), pattern=generated, subgraphs=retrieval,
         )
+
+
+def _question_names(subgraphs: SubgraphRetriever, generator: PatternGenerator,
+                    judge: PatternJudge | None) -> Callable[[str], list[str]]:
+    """The KG names of a question's confident entity mentions, read as the pattern stage reads them (its judge,
+    or one made on the first question when the stage is off)."""
+    made: list[PatternJudge] = [judge] if judge is not None else []
+
+    def names(question: str) -> list[str]:
+        if not made:
+            examples = generator.prompt.examples.examples
+            made.append(PatternJudge(subgraphs, examples=[e.triples for e in examples],
+                                     example_questions=[e.question for e in examples]))
+        reader = made[0]
+        return [reader.store.entities[m.entity] for m in reader.read(question).mentions if m.confident]
+
+    return names
 
 
 def _channel_on(asked: bool | None, fit: GroundingFit | None, llm: LLM | None) -> bool:
