@@ -107,6 +107,9 @@ def test_named_readings_put_a_name_the_question_gives_in_place_of_an_unknown_nod
     assert readings[0].named == ("UNKNOWN club 1", "Al_Gharafa_SC") and "Al_Gharafa_SC" in readings[0].why()
     assert named_readings([["X", "is in", "UNKNOWN country 1"]], ["Y"]) == []  # nothing would be left to ask
     assert named_readings([*unnamed, ["X", "r", "UNKNOWN club 1"]], ["X"]) == []  # X is already named
+    # in another case: "where is the club that OSCAR plays for?" written with 'Oscar'
+    assert named_readings([["Oscar", "plays in", "UNKNOWN club 1"], ["UNKNOWN club 1", "is in", "UNKNOWN c 1"]],
+                          ["OSCAR"]) == []
     assert len(named_readings(unnamed, ["A", "B", "C"], limit=3)) == 3
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from simgrag.errors import LLMError
+from simgrag.grounding.question import normalize_name
 from simgrag.llm.base import LLM, scores_text
 from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
@@ -108,9 +109,10 @@ def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
     full: Triples = tuple((str(h), str(r), str(t)) for h, r, t in triples)
     nodes = list(dict.fromkeys(n for h, _, t in full for n in (h, t)))
     unknown = [n for n in nodes if is_unknown(n)]
+    present = {normalize_name(n) for n in nodes}  # the LLM may spell a name in another case ("Oscar" for OSCAR)
     out: list[Reading] = []
     for name in dict.fromkeys(names):
-        if name in nodes or len(unknown) < 2:
+        if normalize_name(name) in present or len(unknown) < 2:
             continue
         for node in unknown:
             renamed = tuple((name if h == node else h, r, name if t == node else t) for h, r, t in full)
