@@ -144,7 +144,7 @@ def channel_prompt(examples: Sequence[Example]) -> str:
 
 def fit_margin(changes: Sequence[tuple[float, int]]) -> tuple[float, int, int]:
     """The margin that keeps the changes worth keeping: ``changes`` are, per validation question where the
-    channel took a shorter reading at margin 0, its gap (nats) and its effect (+1 fixed, -1 broke, 0 neither).
+    channel took a reading at margin 0, its gap (nats) and its effect (+1 fixed, -1 broke, 0 neither).
     Returns ``(margin, fixed, broke)`` for the margin (0 or one of the gaps; a change is kept when its gap is
     above it) with the most fixed minus broke, ties going to the larger margin (fewer changes)."""
     best = (0.0, sum(e > 0 for _, e in changes), sum(e < 0 for _, e in changes))
@@ -158,9 +158,10 @@ def fit_margin(changes: Sequence[tuple[float, int]]) -> tuple[float, int, int]:
 
 class ChannelChoice:
     """A :class:`~simgrag.retrievers.base.PatternStage` that asks ``inner`` for the pattern, then lets the LLM
-    choose between it and its :func:`shorter_readings` by log P(question | pattern) (module docstring). The
-    turned-round prompt holds the examples the pattern prompt showed for the question (static, then dynamic).
-    A scoring failure keeps the inner pattern (logged): the choice can only add."""
+    choose between it, its :func:`shorter_readings` and — given ``mentions`` (question → the KG names of its entity
+    mentions) — its :func:`named_readings`, by log P(question | pattern) (module docstring). The turned-round prompt
+    holds the examples the pattern prompt showed for the question (static, then dynamic). A scoring failure keeps
+    the inner pattern (logged): the choice can only add."""
 
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None) -> None:
