@@ -326,3 +326,16 @@ def test_any_question_text_is_scored_or_passed_through_never_crashes(toy: IndexD
             stage.pattern(question)
         return
     assert len(stage.pattern(question).pattern.triples()) in (1, 2)
+
+
+def test_ask_prints_what_the_channel_changed_in_the_llms_pattern(toy: IndexDir) -> None:
+    from simgrag.cli.qa import format_answer
+
+    engine = SimGRAG(toy, llm=FakeLLM(_respond, scores=_reads_the_question), calibration="off",
+                     retriever_options={"ground_patterns": False, "channel": True})
+    text = format_answer(engine.ask("Which movies did Kate Winslet star in?"))
+    assert "Pattern changes (the LLM's own pattern, then):" in text
+    assert "dropped ['UNKNOWN movie 1', 'release year', 'UNKNOWN year 1']: the question is likelier" in text
+    plain = SimGRAG(toy, llm=FakeLLM(_respond), calibration="off",
+                    retriever_options={"ground_patterns": False, "channel": False})
+    assert "Pattern changes" not in format_answer(plain.ask("Which movies did Kate Winslet star in?"))

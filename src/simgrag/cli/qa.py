@@ -85,6 +85,11 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
             lines.append(f"  ({why})")
     else:
         lines += _said_without_llm(why)
+    found = getattr(result, "pattern", None)
+    changes = list(getattr(found, "kg_repairs", ()) or ())
+    if changes:  # what the pattern stage or the channel choice changed in the LLM's pattern: evidence to inspect
+        lines.append("Pattern changes (the LLM's own pattern, then):")
+        lines += [f"  - {change}" for change in changes]
     lines += [format_retrieval(result.evidence)] if result.evidence is not None else format_context(result.context)
     stages = ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in result.timings.items())
     lines.append("stage timings: " + stages)
