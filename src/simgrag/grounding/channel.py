@@ -104,15 +104,16 @@ def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
                    limit: int = MAX_READINGS) -> list[Reading]:
     """The pattern with one unknown node taken to be an entity the question names and the pattern does not (the
     small model wrote ``[UNKNOWN club 1, is_in_country, UNKNOWN country 1]`` for "which country is the team X based
-    in?"): for each such name in ``names`` (the question's entity mentions, KG spelling) and each unknown node, while
-    an unknown node is left to ask for (at most ``limit``)."""
+    in?"): for each such name in ``names`` (the question's entity mentions, KG spelling) and each unknown node but the
+    asked-for one — the answer is not a name the question gives (at most ``limit``)."""
     full: Triples = tuple((str(h), str(r), str(t)) for h, r, t in triples)
     nodes = list(dict.fromkeys(n for h, _, t in full for n in (h, t)))
-    unknown = [n for n in nodes if is_unknown(n)]
+    asked = _asked(full)
+    unknown = [n for n in nodes if is_unknown(n) and n != asked]  # the answer is not a name the question gives
     present = {normalize_name(n) for n in nodes}  # the LLM may spell a name in another case ("Oscar" for OSCAR)
     out: list[Reading] = []
     for name in dict.fromkeys(names):
-        if normalize_name(name) in present or len(unknown) < 2:
+        if normalize_name(name) in present:
             continue
         for node in unknown:
             renamed = tuple((name if h == node else h, r, name if t == node else t) for h, r, t in full)
