@@ -62,7 +62,7 @@ class Outcome:
     hit: bool
     families: tuple[str, ...] = ()
     failed: bool = False
-    channel_gap: float | None = None  # the channel choice's gap when it took a shorter reading
+    channel_gap: float | None = None  # the channel choice's gap when it took a reading
 
 
 #: (grounding on, families off, answer mode, the channel choice's margin or ``None`` for the choice off)
@@ -247,7 +247,8 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         groups = {k: _group_hits(v, items) for k, v in runs.items()}
         gains = {k: versus(v, raw) for k, v in runs.items()}
         choice = choose_stage(hits, groups, gains)
-        stage_off = {"no_grounding": (), "fitted": off, "pruned": harmful, "every_family": ()}[choice]
+        # the families stored as off (with the stage off: those the fit did not keep, as before)
+        stage_off = {"no_grounding": off, "fitted": off, "pruned": harmful, "every_family": ()}[choice]
         channel = _fit_channel(runner, llm, (choice != "no_grounding", stage_off, "auto", 0.0), runs[choice],
                                items, say)
         calls = counted.calls
@@ -259,10 +260,8 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                       time.gmtime()),
             "failed": sum(o.failed for o in raw.values()), "channel": channel}
-    on, margin = bool(channel.get("on")), float(channel.get("margin", 0.0))
-    if choice == "no_grounding":
-        return GroundingFit(False, off, info, on, margin if on else 0.0)
-    return GroundingFit(True, stage_off, info, on, margin if on else 0.0)
+    on = bool(channel.get("on"))
+    return GroundingFit(choice != "no_grounding", stage_off, info, on, float(channel.get("margin", 0.0)) if on else 0.0)
 
 
 def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],
@@ -271,7 +270,7 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     answers more validation questions than the stage alone (``base``) beyond chance and no group fewer."""
     if not scores_text(llm):
         return {"on": False, "why": f"{llm.name} cannot score text"}
-    say("the channel choice (the question's likelihood given the pattern and given it one hop shorter)")
+    say("the channel choice (the question's likelihood given the pattern and given its readings)")
     runs = runner.run(config, list(base), "channel choice")
     changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
     margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()])

@@ -72,6 +72,11 @@ def call_key(
         "temperature": float(temperature),
         "stop": list(stop) if stop else None,
     }
+    return _record_key(record)
+
+
+def _record_key(record: Mapping[str, Any]) -> str:
+    """sha256 of ``record``'s canonical JSON form (a call's, or a scoring's)."""
     canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -140,9 +145,8 @@ class CachedLLM(BaseLLM):
         :class:`~simgrag.errors.LLMError` when it cannot score text."""
         if not scores_text(self.llm):
             raise LLMError(f"{self.name} cannot score text (only the embedded llama.cpp model can)")
-        record = {"v": _KEY_VERSION, "llm": self.name, "score": prefix, "items": [list(item) for item in items]}
-        key = hashlib.sha256(json.dumps(record, sort_keys=True, ensure_ascii=False,
-                                        separators=(",", ":")).encode("utf-8")).hexdigest()
+        key = _record_key({"v": _KEY_VERSION, "llm": self.name, "score": prefix,
+                           "items": [list(item) for item in items]})
         hit = self._get(key)
         if hit is not None:
             try:
