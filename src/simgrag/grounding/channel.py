@@ -1,4 +1,4 @@
-"""The LLM's own say between a pattern and its shorter readings: the noisy-channel score.
+"""The LLM's own say between a pattern and its readings (a hop shorter, a name put in): the noisy-channel score.
 
 A small model copies the shape of its few-shot examples. With the example "where is the football club that
 Y plays for? → [Y, plays_in_club, UNKNOWN club 1], [UNKNOWN club 1, is_in_country, UNKNOWN country 1]" it
@@ -45,10 +45,10 @@ logger = logging.getLogger(__name__)
 
 #: the name the channel choice goes by in a pattern's ``families`` and in the fit
 CHANNEL = "channel"
-#: a shorter reading replaces the pattern only when its log-likelihood of the question is higher by more than this
+#: a reading replaces the pattern only when the question's log-likelihood under it is higher by more than this
 #: (nats): 0, the model's own preference, with no constant fitted on some KG
 MARGIN = 0.0
-#: shorter readings scored at most per question (the first in triple order)
+#: readings of each kind (shorter, named) scored at most per question (the first in triple order)
 MAX_READINGS = 4
 
 Triples = tuple[tuple[str, str, str], ...]

@@ -9,10 +9,11 @@ is decided per KG, on its own validation questions (never shots), with its index
   as well (*no harm*);
 - ``disabled``: the edit families (:mod:`~simgrag.grounding.registry`, with ``analogy`` and
   ``revision``) that did not raise validation accuracy on this KG;
-- ``channel``: the LLM choosing between its pattern and the pattern one hop shorter by the likelihood of the
-  question (:mod:`~simgrag.grounding.channel`), stage on or off — on only where it raised validation accuracy
-  (absent in fits made before it existed: off), with ``channel_margin``: how much likelier the question must
-  be under the shorter reading (nats), fitted on the same questions.
+- ``channel``: the LLM choosing between its pattern and its readings (one hop shorter, or a name the question
+  gives put in) by the likelihood of the question (:mod:`~simgrag.grounding.channel`), stage on or off — on
+  only where it raised validation accuracy (absent in fits made before it existed: off), with
+  ``channel_margin``: how much likelier the question must be under a reading (nats), fitted on the same
+  questions.
 
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
 index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless

@@ -49,7 +49,7 @@ class PatternResult:
     #: the grounding families that made the chosen pattern (edits by name, ``analogy``, ``revision``;
     #: :mod:`simgrag.grounding.registry`); empty for the LLM's own pattern
     families: tuple[str, ...] = ()
-    #: how much likelier (nats) the question was under the shorter reading the channel choice took
+    #: how much likelier (nats) the question was under the reading the channel choice took
     #: (:mod:`simgrag.grounding.channel`); ``None`` when it took none
     channel_gap: float | None = None
 

@@ -177,10 +177,10 @@ class SimGRAGRetriever:
     (:class:`~simgrag.grounding.stage.GroundedPatterns`, which includes the echoed-role repair) —
     ``None`` (default): as the index's fit says (:func:`grounding_fit`; every family without a fit), ``True``:
     every family whatever the fit, ``False``: off; ``grounding_off``: these families off and the others on,
-    whatever the fit; ``channel``: the LLM's choice between the pattern and the pattern one hop shorter by the
-    likelihood of the question (:mod:`~simgrag.grounding.channel`) — ``None``: as the index's fit says (off
-    without one, and with an LLM that cannot score text), ``True``/``False``: on/off; ``channel_margin``: how much
-    likelier the question must be under the shorter reading (default: the fit's, else 0);
+    whatever the fit; ``channel``: the LLM's choice between the pattern and its readings (a hop shorter, a name
+    put in) by the likelihood of the question (:mod:`~simgrag.grounding.channel`) — ``None``: as the index's fit
+    says (off without one, and with an LLM that cannot score text), ``True``/``False``: on/off;
+    ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
     ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
     ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
     needed); ``subgraphs`` shares a search object (and its caches).
