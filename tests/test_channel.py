@@ -339,3 +339,17 @@ def test_ask_prints_what_the_channel_changed_in_the_llms_pattern(toy: IndexDir) 
     plain = SimGRAG(toy, llm=FakeLLM(_respond), calibration="off",
                     retriever_options={"ground_patterns": False, "channel": False})
     assert "Pattern changes" not in format_answer(plain.ask("Which movies did Kate Winslet star in?"))
+
+
+def test_a_corrupted_cached_score_is_computed_again_not_trusted(tmp_path: Path) -> None:
+    import sqlite3
+
+    inner = FakeLLM([], scores=_prefers_short)
+    cached = CachedLLM(inner, tmp_path / "calls.sqlite")
+    items = [("Triples: [a, release year, b]\n", " q")]
+    assert cached.score_continuations("head", items) == [-5.0]
+    for text in ("not json", "[1, 2]", '["x"]', "{}"):
+        with sqlite3.connect(tmp_path / "calls.sqlite") as db:
+            db.execute("UPDATE llm_calls SET text = ?", (text,))
+        assert cached.score_continuations("head", items) == [-5.0]
+    assert len(inner.scored) == 5
