@@ -17,6 +17,7 @@ from simgrag.eval.runner import QAItem
 from simgrag.grounding.channel import (
     CHANNEL,
     ChannelChoice,
+    analogy_readings,
     channel_prompt,
     fit_margin,
     named_readings,
@@ -111,6 +112,40 @@ def test_named_readings_put_a_name_the_question_gives_in_place_of_an_unknown_nod
     assert named_readings([["Oscar", "plays in", "UNKNOWN club 1"], ["UNKNOWN club 1", "is in", "UNKNOWN c 1"]],
                           ["OSCAR"]) == []
     assert len(named_readings(unnamed, ["A", "B", "C", "D"], limit=3)) == 3
+
+
+def test_analogy_readings_are_the_examples_patterns_once_each_and_never_the_llms_own() -> None:
+    own = [["X", "plays for country", "UNKNOWN country 1"]]
+    chain = (("X", "plays in club", "UNKNOWN club 1"), ("UNKNOWN club 1", "is in country", "UNKNOWN country 1"))
+    analogies = [("What country does Y play in?", chain), ("Where does Z play?", chain),
+                 ("Which country does W play for?", (("X", "plays for country", "UNKNOWN country 1"),)),
+                 ("empty", ())]
+    (only,) = analogy_readings(own, analogies)
+    assert only.triples == chain and only.example == "What country does Y play in?"
+    assert "the example 'What country does Y play in?'" in only.why()
+    many = [(f"q{i}", (("X", f"r{i}", "UNKNOWN a 1"),)) for i in range(9)]
+    assert len(analogy_readings(own, many, limit=3)) == 3
+
+
+def test_the_engine_takes_an_examples_pattern_the_question_is_likelier_under(toy: IndexDir) -> None:
+    def respond(messages: Sequence[ChatMessage]) -> str:  # one hop of "when were … released"
+        return json.dumps({"triples": [["UNKNOWN movie 1", "directed by", "James Cameron"]]})
+
+    def release_years(prefix: str, condition: str, scored: str) -> float:
+        return -2.0 if "release year" in condition else -6.0
+
+    llm = FakeLLM(respond, scores=release_years)
+    engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options={"ground_patterns": False, "channel": True})
+    result = engine.ask("When were the movies directed by James Cameron released?")
+    assert result.pattern is not None and result.pattern.pattern.triples() == [
+        ("UNKNOWN movie 1", "directed by", "James Cameron"), ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")]
+    assert "when were the movies directed by Jason Reitman released" in result.pattern.kg_repairs[-1]
+    assert result.pattern.families == (CHANNEL,)
+    # the examples whose roles James Cameron does not have in the KG (head of directed_by, a starred actor) are
+    # not offered: only the LLM's pattern and the one analogy were scored
+    conditions = [condition for _, condition, _ in llm.scored]
+    assert len(conditions) == 2 and not any("[James Cameron, directed by" in c for c in conditions)
+    assert not any("starred actors, James Cameron" in c for c in conditions)
 
 
 def test_the_channel_prompt_turns_each_example_round_with_its_asked_node() -> None:
@@ -266,9 +301,16 @@ def test_the_channel_switch_round_trips_and_an_old_fit_without_it_reads_as_off(t
     store_fit(toy.path, GroundingFit(True, ("analogy",), {"questions": 3}, channel=True, channel_margin=0.75))
     fit = read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest)
     assert fit is not None and fit.channel is True and fit.channel_margin == 0.75
-    assert "channel choice on (margin 0.75)" in fit.describe()
+    assert fit.channel_readings == ("shorter", "named", "analogy")
+    assert "channel choice on (margin 0.75; readings shorter, named, analogy)" in fit.describe()
     old = GroundingFit.from_dict({"format_version": 1, "enabled": False, "disabled": [], "info": {}})
     assert old.channel is False
+    # a fit made before analogies were readings runs with the two kinds it was fitted with
+    older = GroundingFit.from_dict({"format_version": 1, "enabled": False, "channel": True, "channel_margin": 1.0})
+    assert older.channel_readings == ("shorter", "named")
+    for readings in ("shorter", ["shorter", "guess"], [1], [["named"]]):
+        with pytest.raises(ConfigError, match="'channel_readings'"):
+            GroundingFit.from_dict({"enabled": True, "channel_readings": readings})
     with pytest.raises(ConfigError, match="'channel' is not true/false"):
         GroundingFit.from_dict({"enabled": True, "channel": "yes"})
     for margin in (-1, float("nan"), float("inf"), "1", True):
@@ -282,6 +324,25 @@ def test_a_malformed_channel_switch_in_the_manifest_is_refused_when_the_index_op
     (toy.path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises((IndexDirError, ConfigError), match="channel"):
         SimGRAGRetriever(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)), FakeLLM(_respond))
+
+
+def test_the_retriever_offers_only_the_kinds_of_reading_its_fit_was_made_with(toy: IndexDir) -> None:
+    def respond(messages: Sequence[ChatMessage]) -> str:
+        return json.dumps({"triples": [["UNKNOWN movie 1", "directed by", "James Cameron"]]})
+
+    def release_years(prefix: str, condition: str, scored: str) -> float:
+        return -2.0 if "release year" in condition else -6.0
+
+    question = "When were the movies directed by James Cameron released?"
+    store_fit(toy.path, GroundingFit(False, (), {}, channel=True, channel_readings=("shorter", "named")))
+    index = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))
+    llm = FakeLLM(respond, scores=release_years)
+    kept = SimGRAG(index, llm=llm, calibration="off").ask(question)
+    assert kept.pattern is not None and len(kept.pattern.pattern.triples()) == 1 and llm.scored == []
+    forced = SimGRAG(index, llm=llm, calibration="off", retriever_options={"channel_readings": ["analogy"]})
+    assert forced.ask(question).pattern.families == (CHANNEL,)  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="unknown kinds of reading"):
+        SimGRAGRetriever(index, llm, channel_readings=["guess"])
 
 
 def test_the_engine_answers_from_the_shorter_reading_when_the_channel_is_on(toy: IndexDir) -> None:

@@ -134,7 +134,8 @@ def _fit_abstention(index_dir: Path, llm: Any, questions: Path, examples: Path |
                       "are not fitted", highlight=False)
         return None
     retriever_options: dict[str, Any] = {"pattern_options": options, "ground_patterns": fit.enabled,
-                                         "channel": fit.channel, "channel_margin": fit.channel_margin}
+                                         "channel": fit.channel, "channel_margin": fit.channel_margin,
+                                         "channel_readings": list(fit.channel_readings)}
     if fit.enabled:
         retriever_options["grounding_off"] = list(fit.disabled)
     if examples is not None:

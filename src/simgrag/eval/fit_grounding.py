@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
-from simgrag.grounding.channel import fit_margin
+from simgrag.grounding.channel import READINGS, fit_margin
 from simgrag.grounding.fit import GroundingFit
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
@@ -83,7 +83,7 @@ class _Runner:
         if config not in self._engines:
             on, off, mode, channel = config
             extra: dict[str, Any] = {"ground_patterns": on, "channel": channel is not None,
-                                     "channel_margin": channel}
+                                     "channel_margin": channel, "channel_readings": list(READINGS)}
             if on:
                 extra["grounding_off"] = list(off)
             self._engines[config] = SimGRAG(self.index, llm=self.llm, calibration="off", answer_mode=mode,

@@ -13,8 +13,14 @@ no word list, no threshold fitted on another KG.
 The candidates are the pattern itself, the pattern with one triple to an unknown leaf dropped
 (:func:`shorter_readings`: the rest connected, every named node kept, an unknown node left): "one hop less than the
 LLM wrote", the most frequent small-model mistake on the KGs measured (BENCHMARKS.md "The pattern stage per KG");
-and, given the question's entity mentions, the pattern with an unknown node taken to be an entity the question names
-and the pattern leaves out (:func:`named_readings`). The best-scoring reading replaces the pattern only when it
+given the question's entity mentions, the pattern with an unknown node taken to be an entity the question names
+and the pattern leaves out (:func:`named_readings`); and, given the examples the prompt showed, *analogies*: an
+example's pattern with the question's entities in place of the example's own (:func:`analogy_readings`; the KG
+checks that each entity has the example's relations on those sides). Learned examples are read from the KG by the
+model itself but worded its way, not the user's: for "where is the football club that X plays for?" the 1.5B model
+wrote "[UNKNOWN person 1, plays for country, UNKNOWN country 1], [UNKNOWN country 1, is in club, UNKNOWN club 1]"
+beside the example "What country does Y play in? → [Y, plays in club, UNKNOWN club 1], [UNKNOWN club 1, is in
+country, UNKNOWN country 1]"; the channel compares the two. The best-scoring reading replaces the pattern only when it
 scores more than the pattern itself by a margin: :data:`MARGIN` (0: the model's own preference) unless the KG's fit
 sets one — the largest gap at which the channel broke more validation questions than it fixed (:func:`fit_margin`).
 
@@ -27,19 +33,19 @@ embedded llama.cpp model), one scoring pass over ~100 tokens per reading (~0.7 s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from simgrag.errors import LLMError
+from simgrag.errors import ConfigError, LLMError
 from simgrag.grounding.question import normalize_name
 from simgrag.llm.base import LLM, scores_text
 from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
-__all__ = ["CHANNEL", "MARGIN", "MAX_READINGS", "ChannelChoice", "PatternSource", "Reading", "channel_prompt",
-           "fit_margin", "named_readings", "shorter_readings"]
+__all__ = ["CHANNEL", "MARGIN", "MAX_READINGS", "READINGS", "Analogies", "ChannelChoice", "PatternSource", "Reading",
+           "analogy_readings", "channel_prompt", "fit_margin", "named_readings", "shorter_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,10 +54,16 @@ CHANNEL = "channel"
 #: a reading replaces the pattern only when the question's log-likelihood under it is higher by more than this
 #: (nats): 0, the model's own preference, with no constant fitted on some KG
 MARGIN = 0.0
-#: readings of each kind (shorter, named) scored at most per question (the first in triple order)
+#: readings of each kind (shorter, named, analogy) scored at most per question (the first in triple order; analogies
+#: in the order the prompt ranks its examples for the question)
 MAX_READINGS = 4
+#: the kinds of reading, each with its function: a hop shorter, a name put in, an example's pattern
+READINGS = ("shorter", "named", "analogy")
 
 Triples = tuple[tuple[str, str, str], ...]
+#: (question, the examples its prompt shows, best-fitting first) → (example question, its pattern with the question's
+#: entities in place of its own) for each example whose pattern can take them
+Analogies = Callable[[str, Sequence[Example]], Sequence[tuple[str, Triples]]]
 
 _HEAD = ("Each set of knowledge-graph triples below is followed by the question that asks for its ANSWER node "
          "(an UNKNOWN node of the triples).\n\n")
@@ -71,8 +83,11 @@ class Reading:
     triples: Triples
     dropped: tuple[str, str, str] | None = None
     named: tuple[str, str] | None = None
+    example: str | None = None  # an analogy: the example question whose pattern it is
 
     def why(self) -> str:
+        if self.example is not None:
+            return f"took the pattern of the example {self.example!r} with the question's entities"
         if self.named is not None:
             return f"took {self.named[0]!r} to be {self.named[1]!r}, which the question names"
         return f"dropped {list(self.dropped or ())}"
@@ -123,6 +138,23 @@ def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
     return out
 
 
+def analogy_readings(triples: Sequence[Sequence[str]], analogies: Sequence[tuple[str, Triples]],
+                     limit: int = MAX_READINGS) -> list[Reading]:
+    """The examples' patterns with the question's entities in them (``analogies``: example question, triples),
+    each pattern once and none the same as ``triples`` (at most ``limit``)."""
+    seen = {tuple((str(h), str(r), str(t)) for h, r, t in triples)}
+    out: list[Reading] = []
+    for question, analog in analogies:
+        key = tuple((str(h), str(r), str(t)) for h, r, t in analog)
+        if key in seen or not key:
+            continue
+        seen.add(key)
+        out.append(Reading(key, example=question))
+        if len(out) >= limit:
+            break
+    return out
+
+
 def _render(triples: Sequence[Sequence[str]]) -> str:
     return "; ".join("[" + ", ".join(t) + "]" for t in triples)
 
@@ -159,29 +191,42 @@ def fit_margin(changes: Sequence[tuple[float, int]]) -> tuple[float, int, int]:
 
 class ChannelChoice:
     """A :class:`~simgrag.retrievers.base.PatternStage` that asks ``inner`` for the pattern, then lets the LLM
-    choose between it, its :func:`shorter_readings` and — given ``mentions`` (question → the KG names of its entity
-    mentions) — its :func:`named_readings`, by log P(question | pattern) (module docstring). The turned-round prompt
-    holds the examples the pattern prompt showed for the question (static, then dynamic). A scoring failure keeps
-    the inner pattern (logged): the choice can only add."""
+    choose between it, its :func:`shorter_readings`, — given ``mentions`` (question → the KG names of its entity
+    mentions) — its :func:`named_readings` and — given ``analogies`` — the :func:`analogy_readings` of the examples
+    its prompt showed, by log P(question | pattern) (module docstring); ``readings`` names the kinds offered
+    (:data:`READINGS`). The turned-round prompt holds the examples
+    the pattern prompt showed for the question (static, then dynamic). A scoring failure keeps the inner pattern
+    (logged): the choice can only add."""
 
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
-                 limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None) -> None:
+                 limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
+                 analogies: Analogies | None = None, readings: Collection[str] = READINGS) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
+        unknown = sorted(set(readings) - set(READINGS))
+        if unknown:
+            raise ConfigError(f"unknown kinds of reading {unknown} for the channel choice (known: "
+                              f"{', '.join(READINGS)})")
         self.inner, self.llm, self.generator = inner, llm, generator
         self.margin, self.limit = margin, limit
-        self.mentions = mentions
+        self.mentions = mentions if "named" in readings else None
+        self.analogies = analogies if "analogy" in readings else None
+        self.shorter = "shorter" in readings
 
     def pattern(self, text: str) -> PatternResult:
         result = self.inner.pattern(text)
         triples = result.pattern.triples()
-        readings = shorter_readings(triples, self.limit)
+        prompt = self.generator.prompt
+        dynamic = prompt.dynamic_examples(text)
+        readings = shorter_readings(triples, self.limit) if self.shorter else []
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
+        if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
+            shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
+            readings += analogy_readings(triples, self.analogies(text, shown), self.limit)
         if not readings:
             return result
-        prompt = self.generator.prompt
-        shots = [*prompt.static_examples, *prompt.dynamic_examples(text)]
+        shots = [*prompt.static_examples, *dynamic]
         items = [(_condition(triples), " " + text.strip() + "\n"),
                  *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
         try:

@@ -13,7 +13,8 @@ is decided per KG, on its own validation questions (never shots), with its index
   gives put in) by the likelihood of the question (:mod:`~simgrag.grounding.channel`), stage on or off — on
   only where it raised validation accuracy (absent in fits made before it existed: off), with
   ``channel_margin``: how much likelier the question must be under a reading (nats), fitted on the same
-  questions.
+  questions, and ``channel_readings``: the kinds of reading the fit offered (a fit made before analogies were
+  readings says so by lacking the key: it runs with the two it was fitted with).
 
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
 index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
+from simgrag.grounding.channel import READINGS
 from simgrag.grounding.registry import family_names
 from simgrag.index.attach import section_problem, store_section
 
@@ -40,6 +42,8 @@ MANIFEST_KEY = "grounding"
 #: what runs on an index without a fit, as ``simgrag check``, ``grounding show`` and ``bench`` say it
 UNFITTED = "not fitted (every edit family but llm_choice runs)"
 FIT_FORMAT = 1
+#: the kinds of reading a fit without ``channel_readings`` was made with
+FIRST_READINGS = ("shorter", "named")
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,12 @@ class GroundingFit:
     info: dict[str, Any] = field(default_factory=dict, compare=False)
     channel: bool = False
     channel_margin: float = 0.0
+    channel_readings: tuple[str, ...] = READINGS
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FIT_FORMAT, "enabled": self.enabled, "disabled": list(self.disabled),
-                "channel": self.channel, "channel_margin": self.channel_margin, "info": self.info}
+                "channel": self.channel, "channel_margin": self.channel_margin,
+                "channel_readings": list(self.channel_readings), "info": self.info}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "grounding fit") -> GroundingFit:
@@ -64,7 +70,8 @@ class GroundingFit:
         if problem is not None:
             raise ConfigError(f"{where}: {problem}; fit it again with `simgrag grounding fit`")
         return cls(bool(data["enabled"]), tuple(data.get("disabled", ())), dict(data.get("info") or {}),
-                   bool(data.get("channel", False)), float(data.get("channel_margin", 0.0)))
+                   bool(data.get("channel", False)), float(data.get("channel_margin", 0.0)),
+                   tuple(data.get("channel_readings", FIRST_READINGS)))
 
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
@@ -77,7 +84,8 @@ class GroundingFit:
         hits = self.info.get("hits") or {}
         shown = ", ".join(f"{k} {v}" for k, v in hits.items())
         if self.channel:
-            head += f"; the channel choice on (margin {self.channel_margin:.2f})"
+            head += (f"; the channel choice on (margin {self.channel_margin:.2f}; readings "
+                     f"{', '.join(self.channel_readings)})")
         n = self.info.get("questions")
         return head + (f" — validation {n} questions: {shown}" if n is not None else "")
 
@@ -87,7 +95,8 @@ def _problem(data: Any) -> str | None:
         return "not an object"
     if data.get("format_version", FIT_FORMAT) != FIT_FORMAT:
         return f"format {data.get('format_version')!r}, expected {FIT_FORMAT}"
-    unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "channel", "channel_margin", "info"})
+    unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "channel", "channel_margin",
+                                  "channel_readings", "info"})
     if unknown:
         return f"unknown keys {unknown}"
     if not isinstance(data.get("enabled"), bool):
@@ -97,6 +106,9 @@ def _problem(data: Any) -> str | None:
     margin = data.get("channel_margin", 0.0)
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < float("inf"):
         return "'channel_margin' is not a number ≥ 0"
+    readings = data.get("channel_readings", list(FIRST_READINGS))
+    if not isinstance(readings, list) or not all(isinstance(x, str) and x in READINGS for x in readings):
+        return f"'channel_readings' is not a list of kinds of reading ({', '.join(READINGS)})"
     disabled = data.get("disabled", [])
     if not isinstance(disabled, list) or not all(isinstance(x, str) for x in disabled):
         return "'disabled' is not a list of family names"

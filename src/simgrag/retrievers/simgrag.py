@@ -43,9 +43,11 @@ from typing import Any, Literal
 
 from simgrag.errors import ConfigError, IndexDirError
 from simgrag.grounding import GroundedPatterns
-from simgrag.grounding.channel import MARGIN, ChannelChoice
+from simgrag.grounding.analogy import analog_candidates
+from simgrag.grounding.channel import MARGIN, READINGS, ChannelChoice, Triples
 from simgrag.grounding.fit import GroundingFit, read_fit
 from simgrag.grounding.judge import PatternJudge
+from simgrag.grounding.lexicon import kg_roles
 from simgrag.grounding.registry import OFF_UNLESS_FITTED, family_names
 from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.index.attach import attached_path
@@ -53,7 +55,7 @@ from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
 from simgrag.llm.base import LLM, scores_text
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
-from simgrag.pattern.examples import ExampleSet, load_examples
+from simgrag.pattern.examples import Example, ExampleSet, load_examples
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.retrievers.base import PatternStage, RetrievedContext
 from simgrag.retrievers.bindings import answer_candidates, asked_text
@@ -181,6 +183,8 @@ class SimGRAGRetriever:
     put in) by the likelihood of the question (:mod:`~simgrag.grounding.channel`) — ``None``: as the index's fit
     says (off without one, and with an LLM that cannot score text), ``True``/``False``: on/off;
     ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
+    ``channel_readings``: the kinds of reading it offers (:data:`~simgrag.grounding.channel.READINGS`; default: those
+    the fit was made with, else all);
     ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
     ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
     needed); ``subgraphs`` shares a search object (and its caches).
@@ -195,7 +199,7 @@ class SimGRAGRetriever:
                  repair_roles: bool = True, ground_patterns: bool | None = None, patterns: PatternStage | None = None,
                  claim_patterns: PatternStage | None = None, subgraphs: SubgraphRetriever | None = None,
                  grounding_off: Sequence[str] | None = None, channel: bool | None = None,
-                 channel_margin: float | None = None) -> None:
+                 channel_margin: float | None = None, channel_readings: Sequence[str] | None = None) -> None:
         self.index = index
         self.subgraphs = subgraphs or SubgraphRetriever(index)
         settings = retrieval or RetrievalSettings()
@@ -213,6 +217,8 @@ class SimGRAGRetriever:
         self.grounding_fit = fit
         self.channel = _channel_on(channel, stored, llm)
         margin = channel_margin if channel_margin is not None else (stored.channel_margin if stored else MARGIN)
+        kinds = tuple(channel_readings) if channel_readings is not None else (
+            stored.channel_readings if stored else READINGS)
 
         def stage(generator_examples: Examples, *, asks: bool) -> PatternStage:
             generator = self._generator(llm, generator_examples, options)
@@ -228,8 +234,9 @@ class SimGRAGRetriever:
                 chosen = LLMPatternStage(generator, self.subgraphs if repair_roles else None)
             if self.channel and asks and llm is not None:
                 judge = chosen.judge if isinstance(chosen, GroundedPatterns) else None
-                chosen = ChannelChoice(chosen, llm, generator, margin=margin,
-                                       mentions=_question_names(self.subgraphs, generator, judge))
+                reader = _QuestionReader(self.subgraphs, generator, judge)
+                chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
+                                       analogies=reader.analogies, readings=kinds)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
@@ -291,21 +298,41 @@ class SimGRAGRetriever:
         )
 
 
-def _question_names(subgraphs: SubgraphRetriever, generator: PatternGenerator,
-                    judge: PatternJudge | None) -> Callable[[str], list[str]]:
-    """The KG names of a question's confident entity mentions, read as the pattern stage reads them (its judge,
-    or one made on the first question when the stage is off)."""
-    made: list[PatternJudge] = [judge] if judge is not None else []
+class _QuestionReader:
+    """What the channel choice reads off a question, as the pattern stage reads it (its judge, or one made on the
+    first question when the stage is off): the KG names of its confident entity mentions, and the examples'
+    patterns with those entities in them."""
 
-    def names(question: str) -> list[str]:
-        if not made:
-            examples = generator.prompt.examples.examples
-            made.append(PatternJudge(subgraphs, examples=[e.triples for e in examples],
-                                     example_questions=[e.question for e in examples]))
-        reader = made[0]
+    def __init__(self, subgraphs: SubgraphRetriever, generator: PatternGenerator, judge: PatternJudge | None) -> None:
+        self.subgraphs, self.generator = subgraphs, generator
+        self._judge = judge
+
+    def judge(self) -> PatternJudge:
+        if self._judge is None:
+            examples = self.generator.prompt.examples.examples
+            self._judge = PatternJudge(self.subgraphs, examples=[e.triples for e in examples],
+                                       example_questions=[e.question for e in examples])
+        return self._judge
+
+    def names(self, question: str) -> list[str]:
+        reader = self.judge()
         return [reader.store.entities[m.entity] for m in reader.read(question).mentions if m.confident]
 
-    return names
+    def analogies(self, question: str, shots: Sequence[Example]) -> list[tuple[str, Triples]]:
+        """Each of ``shots`` whose pattern takes the question's entities (:func:`analog_candidates`) and whose
+        named nodes, so filled, have the example's relations on the same sides in the KG: (its question, the
+        pattern)."""
+        judge = self.judge()
+        reading = judge.read(question)
+        ids = {judge.store.entities[m.entity]: m.entity for m in reading.mentions if m.confident}
+        out: list[tuple[str, Triples]] = []
+        for shot in shots:
+            for candidate in analog_candidates(judge, reading, [shot], [0], limit=1):
+                roles = {node: kg_roles(judge.retriever, ids[node]) for node in ids}
+                if all(side in roles[node].get(rel, ()) for _, rel, node, side
+                       in judge.lexicon.relation_ends(candidate.triples) if node in roles):
+                    out.append((shot.question, tuple(candidate.triples)))
+        return out
 
 
 def _channel_on(asked: bool | None, fit: GroundingFit | None, llm: LLM | None) -> bool:
