@@ -324,11 +324,11 @@ class _QuestionReader:
         pattern)."""
         judge = self.judge()
         reading = judge.read(question)
-        ids = {judge.store.entities[m.entity]: m.entity for m in reading.mentions if m.confident}
+        roles = {judge.store.entities[m.entity]: kg_roles(judge.retriever, m.entity)
+                 for m in reading.mentions if m.confident}
         out: list[tuple[str, Triples]] = []
         for shot in shots:
             for candidate in analog_candidates(judge, reading, [shot], [0], limit=1):
-                roles = {node: kg_roles(judge.retriever, ids[node]) for node in ids}
                 if all(side in roles[node].get(rel, ()) for _, rel, node, side
                        in judge.lexicon.relation_ends(candidate.triples) if node in roles):
                     out.append((shot.question, tuple(candidate.triples)))
