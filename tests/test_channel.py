@@ -414,3 +414,7 @@ def test_a_corrupted_cached_score_is_computed_again_not_trusted(tmp_path: Path) 
             db.execute("UPDATE llm_calls SET text = ?", (text,))
         assert cached.score_continuations("head", items) == [-5.0]
     assert len(inner.scored) == 5
+    # one record per item: a reading scored beside others before is not scored again
+    two = [items[0], ("Triples: [a, r, b]\n", " q")]
+    assert cached.score_continuations("head", two) == [-5.0, -3.0] and len(inner.scored) == 6
+    assert cached.score_continuations("head", two[::-1]) == [-3.0, -5.0] and len(inner.scored) == 6

@@ -43,9 +43,15 @@ def _format(fit: Any) -> str:
             lines.append(f"{name:<18} {row['used']:>4}  {row['fixed']:>5}  {row['broke']:>5}  {kept}")
     channel = fit.info.get("channel") or {}
     if "used" in channel:
+        readings = ", ".join(channel.get("readings") or ("shorter", "named"))
         lines.append(f"{'channel choice':<18} {channel['used']:>4}  {channel['fixed']:>5}  {channel['broke']:>5}  "
-                     f"{'on' if fit.channel else 'off'}  (margin {channel.get('margin', 0.0)}: "
+                     f"{'on' if fit.channel else 'off'}  (readings {readings}; margin {channel.get('margin', 0.0)}: "
                      f"{channel.get('kept', 0)} of {channel['used']} changes kept; {channel.get('why', '')})")
+        for kinds, row in (channel.get("tried") or {}).items():
+            if isinstance(row, dict):
+                state = "on" if row.get("on") else "off"
+                lines.append(f"  tried {kinds}: {row.get('used')} changes, {row.get('fixed')} fixed, "
+                             f"{row.get('broke')} broke at margin {row.get('margin')}: {state}")
     elif channel.get("why"):
         lines.append(f"channel choice: off ({channel['why']})")
     for key in ("llm_calls", "seconds", "embedder", "fitted_at"):

@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import sqlite3
 import time
@@ -141,26 +142,40 @@ class CachedLLM(BaseLLM):
         return scores_text(self.llm)
 
     def score_continuations(self, prefix: str, items: Sequence[tuple[str, str]]) -> list[float]:
-        """The wrapped model's scores (:class:`~simgrag.llm.base.ScoresText`), cached like calls; an
-        :class:`~simgrag.errors.LLMError` when it cannot score text."""
+        """The wrapped model's scores (:class:`~simgrag.llm.base.ScoresText`), cached like calls, one record per
+        item (the same reading scored beside others is not scored again); the items not cached go to the model
+        in one call. An :class:`~simgrag.errors.LLMError` when it cannot score text."""
         if not scores_text(self.llm):
             raise LLMError(f"{self.name} cannot score text (only the embedded llama.cpp model can)")
-        key = _record_key({"v": _KEY_VERSION, "llm": self.name, "score": prefix,
-                           "items": [list(item) for item in items]})
+        keys = [_record_key({"v": _KEY_VERSION, "llm": self.name, "score": prefix, "item": list(item)})
+                for item in items]
+        scores: list[float | None] = [self._cached_score(key) for key in keys]
+        missing = [i for i, score in enumerate(scores) if score is None]
+        self.hits += len(items) - len(missing)
+        if missing:
+            self.misses += len(missing)
+            start = time.perf_counter()
+            fresh = list(self.llm.score_continuations(prefix, [items[i] for i in missing]))  # type: ignore[attr-defined]
+            if len(fresh) != len(missing):
+                raise LLMError(f"{self.name} gave {len(fresh)} scores for {len(missing)} texts")
+            latency = (time.perf_counter() - start) / len(missing)
+            for i, score in zip(missing, fresh, strict=True):
+                scores[i] = float(score)
+                self._put(keys[i], LLMResponse(text=json.dumps(float(score)), latency_s=latency))
+        return [float(score) for score in scores if score is not None]
+
+    def _cached_score(self, key: str) -> float | None:
+        """A cached score, ``None`` when there is none or it does not read as a finite number (computed again)."""
         hit = self._get(key)
-        if hit is not None:
-            try:
-                scores = [float(x) for x in json.loads(hit.text)]
-            except (ValueError, TypeError):
-                scores = []
-            if len(scores) == len(items):
-                self.hits += 1
-                return scores
-        self.misses += 1
-        start = time.perf_counter()
-        scores = list(self.llm.score_continuations(prefix, items))  # type: ignore[attr-defined]
-        self._put(key, LLMResponse(text=json.dumps(scores), latency_s=time.perf_counter() - start))
-        return scores
+        if hit is None:
+            return None
+        try:
+            score = json.loads(hit.text)
+        except ValueError:
+            return None
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            return None
+        return float(score)
 
     def clear(self) -> int:
         """Delete every cached call (of all models) in this file; returns how many there were."""
