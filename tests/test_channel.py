@@ -244,6 +244,43 @@ def test_the_fit_turns_the_channel_on_where_it_fixes_copied_hops(toy: IndexDir,
     assert not fit.enabled and fit.channel is True
     assert (channel["without"], channel["hits"], channel["fixed"], channel["broke"], channel["used"]) == (0, 4, 4, 0, 4)
     assert significant_gain(4, 0)
+    # both sets of readings fix the four (the analogy of "which movies did Guy Pearce act in" is the shorter
+    # reading itself): the simpler set is stored
+    assert fit.channel_readings == ("shorter", "named") and channel["readings"] == ["shorter", "named"]
+    assert set(channel["tried"]) == {"shorter,named", "shorter,named,analogy"}
+
+
+#: "when were the movies X starred in released?": the LLM writes the first hop only; an example has both
+STARRED = {
+    "When were the movies Kate Winslet starred in released?": ("1997",),
+    "When were the movies Guy Pearce starred in released?": ("2000",),
+    "When were the movies Ellen Page starred in released?": ("2010",),
+    "When were the movies Leonardo DiCaprio starred in released?": ("2010", "1997"),
+}
+STARRED_EXAMPLES = EXAMPLES.replace("examples:\n", """examples:
+  - question: when were the movies Tom Hardy starred in released
+    triples: [[UNKNOWN movie 1, starred actors, Tom Hardy], [UNKNOWN movie 1, release year, UNKNOWN year 1]]
+""")
+
+
+def test_the_fit_offers_analogies_only_where_they_answer_more(toy: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simgrag.eval.fit_grounding.choose_stage", lambda *a, **k: "no_grounding")
+
+    def first_hop(messages: Sequence[ChatMessage]) -> str:
+        actor = next(a for a in ("Kate Winslet", "Guy Pearce", "Ellen Page", "Leonardo DiCaprio")
+                     if a in messages[-1].content)
+        return json.dumps({"triples": [["UNKNOWN movie 1", "starred actors", actor]]})
+
+    def release_years(prefix: str, condition: str, scored: str) -> float:
+        return -2.0 if "release year" in condition else -6.0
+
+    items = [QAItem(q, answers) for q, answers in STARRED.items()]
+    fit = fit_grounding(toy, FakeLLM(first_hop, scores=release_years), items, progress=False,
+                        examples=parse_examples(STARRED_EXAMPLES))
+    tried = fit.info["channel"]["tried"]
+    assert tried["shorter,named"]["used"] == 0 and not tried["shorter,named"]["on"]
+    assert tried["shorter,named,analogy"]["fixed"] == 4 and tried["shorter,named,analogy"]["on"]
+    assert fit.channel and fit.channel_readings == ("shorter", "named", "analogy")
 
 
 def test_the_fit_keeps_the_channel_off_where_it_drops_hops_the_questions_ask(toy: IndexDir,
