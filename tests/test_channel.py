@@ -197,6 +197,14 @@ def test_the_channel_needs_an_llm_that_scores_text(toy: IndexDir) -> None:
     assert SimGRAGRetriever(reopened, llm).channel is False
     assert SimGRAGRetriever(reopened, FakeLLM(_respond, scores=_prefers_short)).channel is True
     assert SimGRAGRetriever(reopened, FakeLLM(_respond, scores=_prefers_short), channel=False).channel is False
+    # the margin is in the fitting model's nats: a fit made with another LLM does not turn it on (asked: it runs)
+    store_fit(toy.path, GroundingFit(False, (), {"llm": "llamacpp:another-model"}, channel=True))
+    other = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))
+    scorer = FakeLLM(_respond, scores=_prefers_short)
+    assert SimGRAGRetriever(other, scorer).channel is False
+    assert SimGRAGRetriever(other, scorer, channel=True).channel is True
+    store_fit(toy.path, GroundingFit(False, (), {"llm": scorer.name}, channel=True))
+    assert SimGRAGRetriever(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)), scorer).channel is True
 
 
 def test_the_engine_puts_in_the_entity_the_llm_left_out_when_the_question_is_likelier_with_it(toy: IndexDir) -> None:

@@ -336,10 +336,16 @@ class _QuestionReader:
 
 
 def _channel_on(asked: bool | None, fit: GroundingFit | None, llm: LLM | None) -> bool:
-    """Whether the channel choice runs: as ``asked``, else as the index's fit says; an LLM that cannot score
-    text turns a fitted "on" off (logged) and an asked one into a :class:`ConfigError`."""
+    """Whether the channel choice runs: as ``asked``, else as the index's fit says — for the LLM it was fitted
+    with (its margin is in that model's nats); an LLM that cannot score text turns a fitted "on" off (logged)
+    and an asked one into a :class:`ConfigError`."""
     wanted = asked if asked is not None else bool(fit is not None and fit.channel)
     if not wanted or llm is None:
+        return False
+    fitted_with = fit.info.get("llm") if fit is not None else None
+    if asked is None and isinstance(fitted_with, str) and fitted_with != llm.name:
+        logger.info("the index's fit has the channel choice on for %s, not %s: off (fit it with this LLM: "
+                    "`simgrag grounding fit`, or --channel)", fitted_with, llm.name)
         return False
     if scores_text(llm):
         return True
