@@ -77,8 +77,8 @@ class PatternSource(Protocol):
 
 @dataclass(frozen=True)
 class Reading:
-    """One candidate pattern: its triples and what made it — the triple a shorter reading dropped, or the
-    (unknown node, name) a named reading put in."""
+    """One candidate pattern: its triples and what made it — the triple a shorter reading dropped, the
+    (unknown node, name) a named reading put in, or the example question whose pattern an analogy is."""
 
     triples: Triples
     dropped: tuple[str, str, str] | None = None
@@ -194,9 +194,8 @@ class ChannelChoice:
     choose between it, its :func:`shorter_readings`, — given ``mentions`` (question → the KG names of its entity
     mentions) — its :func:`named_readings` and — given ``analogies`` — the :func:`analogy_readings` of the examples
     its prompt showed, by log P(question | pattern) (module docstring); ``readings`` names the kinds offered
-    (:data:`READINGS`). The turned-round prompt holds the examples
-    the pattern prompt showed for the question (static, then dynamic). A scoring failure keeps the inner pattern
-    (logged): the choice can only add."""
+    (:data:`READINGS`). The turned-round prompt holds the examples the pattern prompt showed for the question
+    (static, then dynamic). A scoring failure keeps the inner pattern (logged): the choice can only add."""
 
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
@@ -217,16 +216,17 @@ class ChannelChoice:
         result = self.inner.pattern(text)
         triples = result.pattern.triples()
         prompt = self.generator.prompt
-        dynamic = prompt.dynamic_examples(text)
+        dynamic: list[Example] | None = None
         readings = shorter_readings(triples, self.limit) if self.shorter else []
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
         if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
+            dynamic = prompt.dynamic_examples(text)
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)
         if not readings:
             return result
-        shots = [*prompt.static_examples, *dynamic]
+        shots = [*prompt.static_examples, *(dynamic if dynamic is not None else prompt.dynamic_examples(text))]
         items = [(_condition(triples), " " + text.strip() + "\n"),
                  *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
         try:
