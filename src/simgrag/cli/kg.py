@@ -346,7 +346,8 @@ def list_components() -> None:
     out.print(f"  {ANALOGY:<40} the examples' patterns with the question's entity put in", highlight=False)
     out.print(f"  {REVISION:<40} one more LLM call, told what is wrong with the best candidate", highlight=False)
     out.print(f"  {CHANNEL:<40} the LLM chooses between its pattern and its readings (a hop shorter, a name "
-              "put in) by the question's likelihood (fitted per KG; --channel/--no-channel)", highlight=False)
+              "put in, an example's pattern) by the question's likelihood (readings and margin fitted per KG; "
+              "--channel/--no-channel)", highlight=False)
 
 
 @models_app.command("pull")

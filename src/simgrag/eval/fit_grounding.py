@@ -292,7 +292,7 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
 def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base: dict[int, Outcome],
                   items: Sequence[QAItem]) -> dict[str, Any]:
     """The channel choice offering ``kinds`` of reading, run at margin 0 and kept above its fitted margin."""
-    runs = runner.run((*config[:3], (0.0, kinds)), list(base), "channel choice")
+    runs = runner.run((*config[:3], (0.0, kinds)), list(base), f"channel choice ({', '.join(kinds)})")
     changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
     margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()])
     # at the fitted margin: the channel's outcome where its gap is above it, the stage's elsewhere

@@ -1,4 +1,5 @@
-"""The LLM's own say between a pattern and its readings (a hop shorter, a name put in): the noisy-channel score.
+"""The LLM's own say between a pattern and its readings (a hop shorter, a name put in, an example's pattern): the
+noisy-channel score.
 
 A small model copies the shape of its few-shot examples. With the example "where is the football club that
 Y plays for? → [Y, plays_in_club, UNKNOWN club 1], [UNKNOWN club 1, is_in_country, UNKNOWN country 1]" it

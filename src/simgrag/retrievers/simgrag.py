@@ -180,8 +180,9 @@ class SimGRAGRetriever:
     ``None`` (default): as the index's fit says (:func:`grounding_fit`; every family without a fit), ``True``:
     every family whatever the fit, ``False``: off; ``grounding_off``: these families off and the others on,
     whatever the fit; ``channel``: the LLM's choice between the pattern and its readings (a hop shorter, a name
-    put in) by the likelihood of the question (:mod:`~simgrag.grounding.channel`) — ``None``: as the index's fit
-    says (off without one, and with an LLM that cannot score text), ``True``/``False``: on/off;
+    put in, an example's pattern) by the likelihood of the question (:mod:`~simgrag.grounding.channel`) —
+    ``None``: as the index's fit says (off without one, with an LLM that cannot score text, and with an LLM other
+    than the one it was fitted with), ``True``/``False``: on/off;
     ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
     ``channel_readings``: the kinds of reading it offers (:data:`~simgrag.grounding.channel.READINGS`; default: those
     the fit was made with, else all);
