@@ -34,6 +34,8 @@ app.add_typer(grounding_app, name="grounding")
 
 
 def _format(fit: Any) -> str:
+    from simgrag.grounding.fit import FIRST_READINGS
+
     lines = [f"grounding: {fit.describe()}"]
     families = fit.info.get("families") or {}
     if families:
@@ -43,7 +45,7 @@ def _format(fit: Any) -> str:
             lines.append(f"{name:<18} {row['used']:>4}  {row['fixed']:>5}  {row['broke']:>5}  {kept}")
     channel = fit.info.get("channel") or {}
     if "used" in channel:
-        readings = ", ".join(channel.get("readings") or ("shorter", "named"))
+        readings = ", ".join(channel.get("readings") or FIRST_READINGS)
         lines.append(f"{'channel choice':<18} {channel['used']:>4}  {channel['fixed']:>5}  {channel['broke']:>5}  "
                      f"{'on' if fit.channel else 'off'}  (readings {readings}; margin {channel.get('margin', 0.0)}: "
                      f"{channel.get('kept', 0)} of {channel['used']} changes kept; {channel.get('why', '')})")

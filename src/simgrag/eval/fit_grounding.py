@@ -37,7 +37,7 @@ from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
 from simgrag.grounding.channel import READINGS, fit_margin
-from simgrag.grounding.fit import GroundingFit
+from simgrag.grounding.fit import FIRST_READINGS, GroundingFit
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
 from simgrag.llm.base import LLM, scores_text
@@ -72,7 +72,7 @@ Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 #: the sets of reading kinds the fit tries, simplest first: an analogy reading is one more guess to be wrong about
 #: (WorldCup2014 with 12 examples, 120 validation questions: with analogies 31 changes at margin 0, the same 5
 #: fixed only above a margin of 1.76 instead of 1.15)
-READING_SETS: tuple[tuple[str, ...], ...] = (("shorter", "named"), READINGS)
+READING_SETS: tuple[tuple[str, ...], ...] = (FIRST_READINGS, READINGS)
 
 
 class _Runner:

@@ -98,7 +98,7 @@ def shorter_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS
     """The pattern with one triple to an unknown leaf (a node on no other triple) dropped, for each such triple
     whose removal leaves the rest connected, with every named node still in it and some unknown node left to ask
     for (a fully named pattern is a claim, not a question; at most ``limit``)."""
-    full: Triples = tuple((str(h), str(r), str(t)) for h, r, t in triples)
+    full = _as_triples(triples)
     if len(full) < 2:
         return []
     named = {n for h, _, t in full for n in (h, t) if not is_unknown(n)}
@@ -122,7 +122,7 @@ def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
     small model wrote ``[UNKNOWN club 1, is_in_country, UNKNOWN country 1]`` for "which country is the team X based
     in?"): for each such name in ``names`` (the question's entity mentions, KG spelling) and each unknown node but the
     asked-for one — the answer is not a name the question gives (at most ``limit``)."""
-    full: Triples = tuple((str(h), str(r), str(t)) for h, r, t in triples)
+    full = _as_triples(triples)
     nodes = list(dict.fromkeys(n for h, _, t in full for n in (h, t)))
     asked = _asked(full)
     unknown = [n for n in nodes if is_unknown(n) and n != asked]  # the answer is not a name the question gives
@@ -143,10 +143,10 @@ def analogy_readings(triples: Sequence[Sequence[str]], analogies: Sequence[tuple
                      limit: int = MAX_READINGS) -> list[Reading]:
     """The examples' patterns with the question's entities in them (``analogies``: example question, triples),
     each pattern once and none the same as ``triples`` (at most ``limit``)."""
-    seen = {tuple((str(h), str(r), str(t)) for h, r, t in triples)}
+    seen = {_as_triples(triples)}
     out: list[Reading] = []
     for question, analog in analogies:
-        key = tuple((str(h), str(r), str(t)) for h, r, t in analog)
+        key = _as_triples(analog)
         if key in seen or not key:
             continue
         seen.add(key)
@@ -154,6 +154,10 @@ def analogy_readings(triples: Sequence[Sequence[str]], analogies: Sequence[tuple
         if len(out) >= limit:
             break
     return out
+
+
+def _as_triples(triples: Sequence[Sequence[str]]) -> Triples:
+    return tuple((str(h), str(r), str(t)) for h, r, t in triples)
 
 
 def _render(triples: Sequence[Sequence[str]]) -> str:

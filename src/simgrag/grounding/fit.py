@@ -35,7 +35,8 @@ from simgrag.grounding.channel import READINGS
 from simgrag.grounding.registry import family_names
 from simgrag.index.attach import section_problem, store_section
 
-__all__ = ["FIT_FORMAT", "MANIFEST_KEY", "UNFITTED", "GroundingFit", "check_fit", "read_fit", "store_fit"]
+__all__ = ["FIRST_READINGS", "FIT_FORMAT", "MANIFEST_KEY", "UNFITTED", "GroundingFit", "check_fit", "read_fit",
+           "store_fit"]
 
 #: the manifest section that holds the fit
 MANIFEST_KEY = "grounding"
