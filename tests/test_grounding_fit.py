@@ -200,6 +200,20 @@ def test_grounding_cli_shows_and_clears_a_fit(toy: IndexDir) -> None:
     assert read_fit(json.loads((toy.path / "manifest.json").read_text())) is None
 
 
+def test_grounding_show_names_a_margin_only_where_the_channel_kept_a_change(toy: IndexDir) -> None:
+    from simgrag.cli import app
+
+    tried = {"shorter,named": {"on": False, "margin": 41.67, "fixed": 0, "broke": 0, "used": 2},
+             "shorter,named,analogy": {"on": True, "margin": 1.15, "fixed": 5, "broke": 0, "used": 31}}
+    off = {"used": 2, "fixed": 0, "broke": 0, "kept": 0, "margin": 41.67, "readings": ["shorter", "named"],
+           "why": "no gain beyond chance", "tried": tried}
+    store_fit(toy.path, GroundingFit(False, (), {"questions": 36, "channel": off}))
+    shown = CliRunner().invoke(app, ["grounding", "show", str(toy.path)]).output
+    assert "none of 2 changes kept" in shown and "41.67" not in shown
+    assert "0 fixed, 0 broke (none worth keeping): off" in shown
+    assert "5 fixed, 0 broke at margin 1.15: on" in shown
+
+
 # ---------------------------------------------------------------- abstention fitted on the KG's own questions
 def test_supporting_triples_are_the_gold_patterns_matches_that_reach_a_gold_answer(toy: IndexDir) -> None:
     from simgrag.eval.fit_abstention import supporting_triples

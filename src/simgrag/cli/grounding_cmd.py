@@ -46,14 +46,17 @@ def _format(fit: Any) -> str:
     channel = fit.info.get("channel") or {}
     if "used" in channel:
         readings = ", ".join(channel.get("readings") or FIRST_READINGS)
+        kept = (f"margin {channel.get('margin', 0.0)}: {channel.get('kept', 0)} of {channel['used']} changes kept"
+                if channel.get("kept") else f"none of {channel['used']} changes kept")
         lines.append(f"{'channel choice':<18} {channel['used']:>4}  {channel['fixed']:>5}  {channel['broke']:>5}  "
-                     f"{'on' if fit.channel else 'off'}  (readings {readings}; margin {channel.get('margin', 0.0)}: "
-                     f"{channel.get('kept', 0)} of {channel['used']} changes kept; {channel.get('why', '')})")
+                     f"{'on' if fit.channel else 'off'}  (readings {readings}; {kept}; {channel.get('why', '')})")
         for kinds, row in (channel.get("tried") or {}).items():
             if isinstance(row, dict):
                 state = "on" if row.get("on") else "off"
+                # with nothing fixed, the fitted margin is merely one above every change: no margin to speak of
+                where = f"at margin {row.get('margin')}" if row.get("fixed") else "(none worth keeping)"
                 lines.append(f"  tried {kinds}: {row.get('used')} changes, {row.get('fixed')} fixed, "
-                             f"{row.get('broke')} broke at margin {row.get('margin')}: {state}")
+                             f"{row.get('broke')} broke {where}: {state}")
     elif channel.get("why"):
         lines.append(f"channel choice: off ({channel['why']})")
     for key in ("llm_calls", "seconds", "embedder", "fitted_at"):
