@@ -480,3 +480,81 @@ def test_a_corrupted_cached_score_is_computed_again_not_trusted(tmp_path: Path) 
     two = [items[0], ("Triples: [a, r, b]\n", " q")]
     assert cached.score_continuations("head", two) == [-5.0, -3.0] and len(inner.scored) == 6
     assert cached.score_continuations("head", two[::-1]) == [-3.0, -5.0] and len(inner.scored) == 6
+
+
+# ---------------------------------------------------------------- named readings by default
+def _drops_the_film(messages: Sequence[ChatMessage]) -> str:
+    """"Who directed Titanic?" written without Titanic."""
+    return json.dumps({"triples": [["UNKNOWN movie 1", "directed by", "UNKNOWN director 1"]]})
+
+
+def _names_titanic(prefix: str, condition: str, scored: str) -> float:
+    return -2.0 if "Titanic" in condition else -9.0
+
+
+def test_named_readings_run_by_default_where_the_channel_is_off(toy: IndexDir) -> None:
+    llm = FakeLLM(_drops_the_film, scores=_names_titanic)
+    engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options={"ground_patterns": False})
+    result = engine.ask("Who directed Titanic?")
+    assert result.pattern is not None and result.pattern.families == (CHANNEL,)
+    assert result.pattern.pattern.triples() == [("Titanic", "directed by", "UNKNOWN director 1")]
+    assert result.answer.short_answer == "James Cameron"
+    # only named readings were offered (no shorter or analogy reading of the one-triple pattern was scored)
+    assert [c for _, c, _ in llm.scored][1:] == ["Triples: [Titanic, directed by, UNKNOWN director 1]\n"
+                                                 "ANSWER: UNKNOWN director 1\nQuestion:"]
+    # turned off, with the channel: the LLM's pattern as it wrote it
+    off = SimGRAG(toy, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off",
+                  retriever_options={"ground_patterns": False, "channel": False})
+    kept = off.ask("Who directed Titanic?")
+    assert kept.pattern is not None and kept.pattern.families == ()
+    # an LLM that cannot score text: no named readings, and no error either
+    plain = SimGRAG(toy, llm=FakeLLM(_drops_the_film), calibration="off", retriever_options={"ground_patterns": False})
+    assert plain.ask("Who directed Titanic?").pattern.families == ()  # type: ignore[union-attr]
+
+
+def test_a_fit_that_found_the_named_readings_harmful_keeps_them_off(toy: IndexDir) -> None:
+    store_fit(toy.path, GroundingFit(False, (), {"questions": 3}, named_margin=None))
+    fitted = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))
+    engine = SimGRAG(fitted, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off")
+    assert engine.ask("Who directed Titanic?").pattern.families == ()  # type: ignore[union-attr]
+    assert "named readings off" in read_fit(fitted.manifest).describe()  # type: ignore[union-attr]
+    # a fitted margin above the gap (7 nats here) keeps the pattern; one below takes the reading
+    for margin, families in ((8.0, ()), (6.0, (CHANNEL,))):
+        store_fit(toy.path, GroundingFit(False, (), {"questions": 3, "llm": "fake:scripted"}, named_margin=margin))
+        engine = SimGRAG(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)),
+                         llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off")
+        assert engine.ask("Who directed Titanic?").pattern.families == families  # type: ignore[union-attr]
+
+
+def test_the_fit_keeps_named_readings_on_unless_a_question_group_loses(toy: IndexDir,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [QAItem(q, answers) for q, (_, answers) in COPIED.items()]
+    fit = fit_grounding(toy, FakeLLM(_respond, scores=_prefers_short), items, progress=False)
+    named = fit.info["channel"]["named"]
+    # the scripted LLM names every actor: no named reading to take, no harm, on at the model's own preference
+    assert (named["used"], named["on"], fit.named_margin) == (0, True, 0.0)
+    assert fit.channel_setting() == (0.0, ("named",)) and fit.channel_setting(scores=False) is None
+    from simgrag.eval import fit_grounding as module
+
+    real = module._channel_with
+
+    def named_loses(runner, config, kinds, base, items):  # type: ignore[no-untyped-def]
+        found = real(runner, config, kinds, base, items)
+        return {**found, "group_lost": True} if kinds == ("named",) else found
+
+    monkeypatch.setattr(module, "_channel_with", named_loses)
+    fit = fit_grounding(toy, FakeLLM(_respond, scores=_prefers_short), items, progress=False)
+    assert fit.named_margin is None and fit.info["channel"]["named"]["why"] == "a question group lost"
+    assert fit.channel is False and fit.channel_setting() is None
+
+
+def test_named_margin_round_trips_and_a_malformed_one_is_refused(toy: IndexDir) -> None:
+    for margin in (None, 0.0, 2.5):
+        store_fit(toy.path, GroundingFit(True, (), {"questions": 1}, named_margin=margin))
+        fit = read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest)
+        assert fit is not None and fit.named_margin == margin
+    # a fit made before named readings ran by default: on, at the model's own preference
+    assert GroundingFit.from_dict({"format_version": 1, "enabled": False}).named_margin == 0.0
+    for bad in (-1.0, "0", True, float("inf"), [0.0]):
+        with pytest.raises(ConfigError, match="'named_margin'"):
+            GroundingFit.from_dict({"enabled": True, "named_margin": bad})

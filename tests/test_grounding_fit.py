@@ -206,12 +206,16 @@ def test_grounding_show_names_a_margin_only_where_the_channel_kept_a_change(toy:
     tried = {"shorter,named": {"on": False, "margin": 41.67, "fixed": 0, "broke": 0, "used": 2},
              "shorter,named,analogy": {"on": True, "margin": 1.15, "fixed": 5, "broke": 0, "used": 31}}
     off = {"used": 2, "fixed": 0, "broke": 0, "kept": 0, "margin": 41.67, "readings": ["shorter", "named"],
-           "why": "no gain beyond chance", "tried": tried}
+           "why": "no gain beyond chance", "tried": tried,
+           "named": {"on": True, "margin": 0.0, "fixed": 0, "broke": 0, "used": 0, "kept": 0,
+                     "why": "no harm on the validation questions"}}
     store_fit(toy.path, GroundingFit(False, (), {"questions": 36, "channel": off}))
     shown = CliRunner().invoke(app, ["grounding", "show", str(toy.path)]).output
     assert "none of 2 changes kept" in shown and "41.67" not in shown
     assert "0 fixed, 0 broke (none worth keeping): off" in shown
     assert "5 fixed, 0 broke at margin 1.15: on" in shown
+    assert "named readings alone (where the channel is off): 0 changes, 0 fixed, 0 broke: on at margin 0" in shown
+    assert "named readings on (margin 0.00)" in shown  # the fit's own line
 
 
 # ---------------------------------------------------------------- abstention fitted on the KG's own questions

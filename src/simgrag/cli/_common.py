@@ -99,7 +99,9 @@ Channel = Annotated[bool | None, typer.Option(
     "--channel/--no-channel", help="let the LLM choose between its pattern and its readings (one hop shorter, a "
                                    "name the question gives put in, an example's pattern) by how likely each makes "
                                    "the question "
-                                   "(simgrag, embedded LLM). Default: as the index's fit says (off without one)",
+                                   "(simgrag, embedded LLM). Default: as the index's fit says (off without one); "
+                                   "where it is off, its named readings alone still run unless the fit found harm. "
+                                   "--no-channel: none",
     show_default=False)]
 Analogy = Annotated[bool, typer.Option("--analogy/--no-analogy", help="try the best-fitting examples' patterns with "
                                                                      "the question's entity first; skip the LLM when "

@@ -57,6 +57,13 @@ def _format(fit: Any) -> str:
                 where = f"at margin {row.get('margin')}" if row.get("fixed") else "(none worth keeping)"
                 lines.append(f"  tried {kinds}: {row.get('used')} changes, {row.get('fixed')} fixed, "
                              f"{row.get('broke')} broke {where}: {state}")
+        named = channel.get("named")
+        if isinstance(named, dict):
+            state = (f"on at margin {named.get('margin')}" if named.get("on") and named.get("fixed")
+                     else "on at margin 0" if named.get("on") and not named.get("used") else
+                     "on (none of its changes kept)" if named.get("on") else "off")
+            lines.append(f"  named readings alone (where the channel is off): {named.get('used')} changes, "
+                         f"{named.get('fixed')} fixed, {named.get('broke')} broke: {state} ({named.get('why', '')})")
     elif channel.get("why"):
         lines.append(f"channel choice: off ({channel['why']})")
     for key in ("llm_calls", "seconds", "embedder", "fitted_at"):
@@ -144,9 +151,13 @@ def _fit_abstention(index_dir: Path, llm: Any, questions: Path, examples: Path |
         console.print("no validation question carries its gold pattern (\"triples\"): the abstention thresholds "
                       "are not fitted", highlight=False)
         return None
+    from simgrag.llm.base import scores_text
+
+    setting = fit.channel_setting(scores_text(llm))  # the fitted channel, or the named readings alone, or none
     retriever_options: dict[str, Any] = {"pattern_options": options, "ground_patterns": fit.enabled,
-                                         "channel": fit.channel, "channel_margin": fit.channel_margin,
-                                         "channel_readings": list(fit.channel_readings)}
+                                         "channel": setting is not None}
+    if setting is not None:
+        retriever_options.update(channel_margin=setting[0], channel_readings=list(setting[1]))
     if fit.enabled:
         retriever_options["grounding_off"] = list(fit.disabled)
     if examples is not None:

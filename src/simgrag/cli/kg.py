@@ -347,6 +347,7 @@ def list_components() -> None:
     out.print(f"  {REVISION:<40} one more LLM call, told what is wrong with the best candidate", highlight=False)
     out.print(f"  {CHANNEL:<40} the LLM chooses between its pattern and its readings (a hop shorter, a name "
               "put in, an example's pattern) by the question's likelihood (readings and margin fitted per KG; "
+              "where it is off, the named readings alone run unless the KG's fit found harm; "
               "--channel/--no-channel)", highlight=False)
 
 

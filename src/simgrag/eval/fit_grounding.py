@@ -268,8 +268,10 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
                                                                                       time.gmtime()),
             "failed": sum(o.failed for o in raw.values()), "channel": channel}
     on = bool(channel.get("on"))
+    named = channel.get("named") or {}
     return GroundingFit(choice != "no_grounding", stage_off, info, on, float(channel.get("margin", 0.0)) if on else 0.0,
-                        tuple(channel.get("readings") or READINGS) if on else READINGS)
+                        tuple(channel.get("readings") or READINGS) if on else READINGS,
+                        float(named["margin"]) if named.get("on") else None)
 
 
 def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],
@@ -285,8 +287,14 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
         say(f"the channel choice with readings {', '.join(kinds)} (the question's likelihood given each pattern)")
         tried[",".join(kinds)] = _channel_with(runner, config, kinds, base, items)
     best = max(tried.values(), key=lambda r: (r["on"], r["fixed"] - r["broke"] if r["on"] else 0))
+    say("named readings alone (on unless they break validation questions)")
+    named = _channel_with(runner, config, ("named",), base, items)
+    named_on = not named["group_lost"]
     return {**best, "tried": {k: {x: r[x] for x in ("on", "margin", "fixed", "broke", "used")}
-                              for k, r in tried.items()}}
+                              for k, r in tried.items()},
+            "named": {"on": named_on, "margin": named["margin"], "fixed": named["fixed"], "broke": named["broke"],
+                      "used": named["used"], "kept": named["kept"],
+                      "why": "no harm on the validation questions" if named_on else "a question group lost"}}
 
 
 def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base: dict[int, Outcome],
@@ -300,7 +308,7 @@ def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base:
     fixed, broke = versus(kept, base)
     loses = _loses_a_group(_group_hits(kept, items), _group_hits(base, items))
     on = significant_gain(fixed, broke) and not loses
-    return {"on": on, "readings": list(kinds), "margin": round(margin, 4), "hits": _hits(kept),
+    return {"on": on, "readings": list(kinds), "margin": round(margin, 4), "hits": _hits(kept), "group_lost": loses,
             "without": _hits(base), "used": len(changed), "kept": sum(g > margin for g in changed.values()),
             "fixed": fixed, "broke": broke, "at_margin_0": list(versus(runs, base)),
             "why": "more validation questions right, beyond chance" if on else
@@ -326,7 +334,7 @@ not eligible. Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pat
         for mode in FITTED_MODES:
             say(f"answer mode {mode} on {len(items)} {source}")
             runs[mode] = runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode,
-                                     (fit.channel_margin, fit.channel_readings) if fit.channel else None), everyone,
+                                     fit.channel_setting(scores_text(llm))), everyone,
                                     f"answer mode {mode}")
             _all_failed(runner, runs[mode])
         calls = counted.calls

@@ -14,7 +14,13 @@ is decided per KG, on its own validation questions (never shots), with its index
   only where it raised validation accuracy (absent in fits made before it existed: off), with
   ``channel_margin``: how much likelier the question must be under a reading (nats), fitted on the same
   questions, and ``channel_readings``: the kinds of reading the fit offered (a fit made before analogies were
-  readings says so by lacking the key: it runs with the two it was fitted with).
+  readings says so by lacking the key: it runs with the two it was fitted with);
+- ``named_margin``: where the channel is off, its *named* readings alone still run (a pattern that leaves out an
+  entity the question names, as the KG spells it, cannot be what the question asks), at this margin — 0, the
+  model's own preference, unless they broke validation questions, then above those changes' gaps; ``None``:
+  off, where a question group lost to them. Unlike the other switches this one is on unless the KG shows harm:
+  on the KGs measured (BENCHMARKS.md "Named readings by default") it never broke a question and fixed 16 of the
+  100 two-hop WorldCup2014 questions with learned examples, which no validation set of learned questions shows.
 
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
 index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless
@@ -31,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
-from simgrag.grounding.channel import READINGS
+from simgrag.grounding.channel import MARGIN, READINGS
 from simgrag.grounding.registry import family_names
 from simgrag.index.attach import section_problem, store_section
 
@@ -58,11 +64,22 @@ class GroundingFit:
     channel: bool = False
     channel_margin: float = 0.0
     channel_readings: tuple[str, ...] = READINGS
+    named_margin: float | None = MARGIN
+
+    def channel_setting(self, scores: bool = True) -> tuple[float, tuple[str, ...]] | None:
+        """The channel choice this fit runs: (margin, kinds of reading) — the fitted channel, else the named
+        readings alone (given an LLM that ``scores`` text), else ``None``."""
+        if self.channel:
+            return self.channel_margin, self.channel_readings
+        if self.named_margin is not None and scores:
+            return self.named_margin, ("named",)
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FIT_FORMAT, "enabled": self.enabled, "disabled": list(self.disabled),
                 "channel": self.channel, "channel_margin": self.channel_margin,
-                "channel_readings": list(self.channel_readings), "info": self.info}
+                "channel_readings": list(self.channel_readings), "named_margin": self.named_margin,
+                "info": self.info}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "grounding fit") -> GroundingFit:
@@ -72,7 +89,8 @@ class GroundingFit:
             raise ConfigError(f"{where}: {problem}; fit it again with `simgrag grounding fit`")
         return cls(bool(data["enabled"]), tuple(data.get("disabled", ())), dict(data.get("info") or {}),
                    bool(data.get("channel", False)), float(data.get("channel_margin", 0.0)),
-                   tuple(data.get("channel_readings", FIRST_READINGS)))
+                   tuple(data.get("channel_readings", FIRST_READINGS)),
+                   None if data.get("named_margin", MARGIN) is None else float(data.get("named_margin", MARGIN)))
 
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
@@ -87,6 +105,10 @@ class GroundingFit:
         if self.channel:
             head += (f"; the channel choice on (margin {self.channel_margin:.2f}; readings "
                      f"{', '.join(self.channel_readings)})")
+        elif self.named_margin is not None:
+            head += f"; named readings on (margin {self.named_margin:.2f})"
+        else:
+            head += "; named readings off"
         n = self.info.get("questions")
         return head + (f" — validation {n} questions: {shown}" if n is not None else "")
 
@@ -97,7 +119,7 @@ def _problem(data: Any) -> str | None:
     if data.get("format_version", FIT_FORMAT) != FIT_FORMAT:
         return f"format {data.get('format_version')!r}, expected {FIT_FORMAT}"
     unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "channel", "channel_margin",
-                                  "channel_readings", "info"})
+                                  "channel_readings", "named_margin", "info"})
     if unknown:
         return f"unknown keys {unknown}"
     if not isinstance(data.get("enabled"), bool):
@@ -107,6 +129,10 @@ def _problem(data: Any) -> str | None:
     margin = data.get("channel_margin", 0.0)
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < float("inf"):
         return "'channel_margin' is not a number ≥ 0"
+    named = data.get("named_margin", MARGIN)
+    if named is not None and (isinstance(named, bool) or not isinstance(named, (int, float))
+                              or not 0 <= named < float("inf")):
+        return "'named_margin' is not a number ≥ 0 or null"
     readings = data.get("channel_readings", list(FIRST_READINGS))
     if not isinstance(readings, list) or not all(isinstance(x, str) and x in READINGS for x in readings):
         return f"'channel_readings' is not a list of kinds of reading ({', '.join(READINGS)})"

@@ -182,7 +182,9 @@ class SimGRAGRetriever:
     whatever the fit; ``channel``: the LLM's choice between the pattern and its readings (a hop shorter, a name
     put in, an example's pattern) by the likelihood of the question (:mod:`~simgrag.grounding.channel`) —
     ``None``: as the index's fit says (off without one, with an LLM that cannot score text, and with an LLM other
-    than the one it was fitted with), ``True``/``False``: on/off;
+    than the one it was fitted with) — and where it is off, its *named* readings alone run (a name the question
+    gives and the pattern leaves out, put in; at the fit's ``named_margin``, else 0; not where the fit found
+    harm, nor with an LLM that cannot score text), ``True``/``False``: on/off (``False``: the named readings too);
     ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
     ``channel_readings``: the kinds of reading it offers (:data:`~simgrag.grounding.channel.READINGS`; default: those
     the fit was made with, else all);
@@ -220,6 +222,12 @@ class SimGRAGRetriever:
         margin = channel_margin if channel_margin is not None else (stored.channel_margin if stored else MARGIN)
         kinds = tuple(channel_readings) if channel_readings is not None else (
             stored.channel_readings if stored else READINGS)
+        # where the channel is off, the named readings alone, unless the fit found harm (or the channel was turned off)
+        named = None if self.channel else _named_margin(channel, stored, llm)
+        if named is not None:
+            margin, kinds = named, ("named",)
+        #: the kinds of reading the channel choice offers (none: it does not run)
+        self.channel_readings: tuple[str, ...] = kinds if self.channel or named is not None else ()
 
         def stage(generator_examples: Examples, *, asks: bool) -> PatternStage:
             generator = self._generator(llm, generator_examples, options)
@@ -233,7 +241,7 @@ class SimGRAGRetriever:
                 chosen = GroundedPatterns(generator, self.subgraphs, asks=asks, disabled=disabled)
             else:
                 chosen = LLMPatternStage(generator, self.subgraphs if repair_roles else None)
-            if self.channel and asks and llm is not None:
+            if self.channel_readings and asks and llm is not None:
                 judge = chosen.judge if isinstance(chosen, GroundedPatterns) else None
                 reader = _QuestionReader(self.subgraphs, generator, judge)
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
@@ -355,6 +363,20 @@ def _channel_on(asked: bool | None, fit: GroundingFit | None, llm: LLM | None) -
                           f"not {llm.name}")
     logger.info("the index's fit has the channel choice on, but %s cannot score text: off", llm.name)
     return False
+
+
+def _named_margin(asked: bool | None, fit: GroundingFit | None, llm: LLM | None) -> float | None:
+    """The margin of the named readings where the channel itself is off (``None``: they do not run either): the
+    fit's ``named_margin`` when it was made with this LLM, else :data:`~simgrag.grounding.channel.MARGIN` — not
+    when the channel was turned off (``asked`` false), the fit found harm, or the LLM cannot score text."""
+    if asked is False or llm is None or not scores_text(llm):
+        return None
+    if fit is None:
+        return MARGIN
+    if fit.named_margin is None:
+        return None
+    fitted_with = fit.info.get("llm")
+    return fit.named_margin if not isinstance(fitted_with, str) or fitted_with == llm.name else MARGIN
 
 
 def _evidence_triples(retrieval: Retrieval) -> tuple[tuple[Triple, ...], tuple[float, ...]]:
