@@ -336,6 +336,16 @@ def test_fit_margin_keeps_the_changes_worth_keeping(changes: list[tuple[float, i
     assert fit_margin(changes) == want
 
 
+@pytest.mark.parametrize(("changes", "want"), [
+    ([(25.0, 0)], (0.0, 0, 0)),  # a neutral change keeps readings on by default at the model's own preference
+    ([(5.0, -1), (30.0, 1)], (5.0, 1, 0)),  # rises above a break
+    ([(0.5, 1), (2.0, -1)], (0.0, 1, 1)),  # net 0 either way: the smaller
+])
+def test_fit_margin_keeping_ties_rises_only_above_breaks(changes: list[tuple[float, int]],
+                                                         want: tuple[float, int, int]) -> None:
+    assert fit_margin(changes, keep_ties=True) == want
+
+
 def test_the_fit_says_why_the_channel_is_off_with_an_llm_that_cannot_score(toy: IndexDir) -> None:
     fit = fit_grounding(toy, FakeLLM(_respond), [QAItem(*next(iter((q, a) for q, (_, a) in COPIED.items())))],
                         progress=False)
@@ -538,8 +548,8 @@ def test_the_fit_keeps_named_readings_on_unless_a_question_group_loses(toy: Inde
 
     real = module._channel_with
 
-    def named_loses(runner, config, kinds, base, items):  # type: ignore[no-untyped-def]
-        found = real(runner, config, kinds, base, items)
+    def named_loses(runner, config, kinds, base, items, **options):  # type: ignore[no-untyped-def]
+        found = real(runner, config, kinds, base, items, **options)
         return {**found, "group_lost": True} if kinds == ("named",) else found
 
     monkeypatch.setattr(module, "_channel_with", named_loses)

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from simgrag.errors import LLMConnectionError, LLMTimeoutError
+from simgrag.errors import LLMConnectionError, LLMError, LLMTimeoutError
 from simgrag.llm.base import ChatMessage
 from simgrag.llm.batch_costs import PROBE_SIZES, BatchCosts
 from simgrag.llm.llamacpp import LlamaCppLLM, llama_cpp_available
@@ -53,6 +53,17 @@ def local_llm(embedded_model: Path, tmp_path_factory: pytest.TempPathFactory) ->
     llm = LlamaCppLLM(embedded_model, n_ctx=2048, kv_cache_dir=tmp_path_factory.mktemp("llama-kv"))
     yield llm
     llm.close()
+
+
+def test_a_prompt_longer_than_the_context_is_a_clear_error_and_the_model_still_answers(
+        local_llm: LlamaCppLLM) -> None:
+    long = [ChatMessage("user", "Repeat nothing. " + "Tove Norcott-Stavely; " * 800)]
+    with pytest.raises(LLMError, match=r"the prompt has \d+ tokens, more than its context window of 2048"):
+        local_llm.complete(long, max_tokens=8)
+    # a prompt that fits but leaves less room than max_tokens asks for: the answer is cut to the window, no failure
+    near = [ChatMessage("user", "Say OK. " + "Tove Norcott-Stavely; " * 180)]
+    assert local_llm.complete(near, max_tokens=4000).text is not None
+    assert "Paris" in local_llm.complete(ASK, max_tokens=40).text
 
 
 def test_embedded_model_json_schema(local_llm: LlamaCppLLM) -> None:

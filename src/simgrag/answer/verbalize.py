@@ -32,9 +32,13 @@ from simgrag.match.retrieve import Evidence, Retrieval
 
 Triples = tuple[tuple[str, str, str], ...]
 
+#: characters of evidence at most in a prompt: ~2,400 tokens of hyphenated names (~2.5 characters a token), which
+#: leaves the question, the instructions and the answer room in the embedded model's 4,096-token context
+MAX_EVIDENCE_CHARS = 6000
+
 __all__ = [
-    "Triples", "distinct_graphs", "evidence_entities", "format_triple", "retrieval_entities", "verbalize_evidence",
-    "verbalize_graphs", "verbalize_retrieval",
+    "MAX_EVIDENCE_CHARS", "Triples", "distinct_graphs", "evidence_entities", "format_triple", "retrieval_entities",
+    "verbalize_evidence", "verbalize_graphs", "verbalize_retrieval",
 ]
 
 
@@ -88,10 +92,28 @@ def evidence_entities(evidence: Sequence[Evidence]) -> list[str]:
 
 
 def verbalize_retrieval(retrieval: Retrieval, *, compact: bool = False, max_groups: int = 8,
-                        max_names: int = 40) -> str:
+                        max_names: int = 40, max_chars: int | None = MAX_EVIDENCE_CHARS) -> str:
     """The evidence block of a retrieval: its answer set's path shapes (at most ``max_groups`` lines, at
     most ``max_names`` names per node), then the subgraphs outside the set; without an answer set,
-    :func:`verbalize_evidence`."""
+    :func:`verbalize_evidence`. Within ``max_chars`` (``None``: no limit): fewer names per node first (a chain of
+    unknown nodes over a family tree bound 40 names to each of four nodes: 13,908 characters, more than the
+    embedded model's 4,096-token context), then fewer lines, then the text cut."""
+    text = _verbalized(retrieval, compact, max_groups, max_names)
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    for fewer in (20, 10, 5, 3, 1):
+        if fewer < max_names:
+            text = _verbalized(retrieval, compact, max_groups, fewer)
+            if len(text) <= max_chars:
+                return text
+    lines = text.splitlines()
+    while len(lines) > 1 and len("\n".join(lines)) > max_chars:
+        lines.pop()
+    text = "\n".join(lines)
+    return text if len(text) <= max_chars else text[: max_chars - 2] + " …"
+
+
+def _verbalized(retrieval: Retrieval, compact: bool, max_groups: int, max_names: int) -> str:
     found = retrieval.answer_set
     if found is None or not found.groups:
         return verbalize_evidence(retrieval.evidence, compact=compact)

@@ -288,7 +288,7 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
         tried[",".join(kinds)] = _channel_with(runner, config, kinds, base, items)
     best = max(tried.values(), key=lambda r: (r["on"], r["fixed"] - r["broke"] if r["on"] else 0))
     say("named readings alone (on unless they break validation questions)")
-    named = _channel_with(runner, config, ("named",), base, items)
+    named = _channel_with(runner, config, ("named",), base, items, keep_ties=True)
     named_on = not named["group_lost"]
     return {**best, "tried": {k: {x: r[x] for x in ("on", "margin", "fixed", "broke", "used")}
                               for k, r in tried.items()},
@@ -298,11 +298,13 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
 
 
 def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base: dict[int, Outcome],
-                  items: Sequence[QAItem]) -> dict[str, Any]:
-    """The channel choice offering ``kinds`` of reading, run at margin 0 and kept above its fitted margin."""
+                  items: Sequence[QAItem], *, keep_ties: bool = False) -> dict[str, Any]:
+    """The channel choice offering ``kinds`` of reading, run at margin 0 and kept above its fitted margin
+    (``keep_ties``: see :func:`~simgrag.grounding.channel.fit_margin`)."""
     runs = runner.run((*config[:3], (0.0, kinds)), list(base), f"channel choice ({', '.join(kinds)})")
     changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
-    margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()])
+    margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()],
+                              keep_ties=keep_ties)
     # at the fitted margin: the channel's outcome where its gap is above it, the stage's elsewhere
     kept = {i: (runs[i] if changed.get(i, -1.0) > margin else base[i]) for i in base}
     fixed, broke = versus(kept, base)

@@ -180,16 +180,18 @@ def channel_prompt(examples: Sequence[Example]) -> str:
     return _HEAD + shots
 
 
-def fit_margin(changes: Sequence[tuple[float, int]]) -> tuple[float, int, int]:
+def fit_margin(changes: Sequence[tuple[float, int]], *, keep_ties: bool = False) -> tuple[float, int, int]:
     """The margin that keeps the changes worth keeping: ``changes`` are, per validation question where the
     channel took a reading at margin 0, its gap (nats) and its effect (+1 fixed, -1 broke, 0 neither).
     Returns ``(margin, fixed, broke)`` for the margin (0 or one of the gaps; a change is kept when its gap is
-    above it) with the most fixed minus broke, ties going to the larger margin (fewer changes)."""
+    above it) with the most fixed minus broke, ties going to the larger margin (fewer changes) — or, with
+    ``keep_ties`` (readings on by default, which need only do no harm), to the smaller: a change that neither
+    fixed nor broke does not raise the margin."""
     best = (0.0, sum(e > 0 for _, e in changes), sum(e < 0 for _, e in changes))
     for margin in sorted({g for g, _ in changes}):
         kept = [e for g, e in changes if g > margin]
         fixed, broke = sum(e > 0 for e in kept), sum(e < 0 for e in kept)
-        if fixed - broke >= best[1] - best[2]:
+        if fixed - broke > best[1] - best[2] or (fixed - broke == best[1] - best[2] and not keep_ties):
             best = (float(margin), fixed, broke)
     return best
 

@@ -29,6 +29,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,6 +180,11 @@ class LlamaCppLLM(BaseLLM):
             llama = self._ensure_loaded(_context_key(request.messages) if self.max_contexts > 1 else "")
             start = time.perf_counter()
             prompt, prefix_len, boundaries = self._tokenize_chat(llama, chat)
+            window = int(llama.n_ctx())
+            if len(prompt) >= window:  # llama.cpp would fail mid-decode with "llama_decode returned 1"
+                raise LLMError(f"{self.name}: the prompt has {len(prompt)} tokens, more than its context window of "
+                               f"{window} (a longer n_ctx or a shorter prompt may help)")
+            request = replace(request, max_tokens=min(request.max_tokens, window - len(prompt)))
             hinted = [b for b, m in zip(boundaries, request.messages, strict=False) if m.cache_after]
             self._reuse_prefix(llama, prompt[:prefix_len], boundaries, hinted)
             self.decode_stats["prefix_s"] += time.perf_counter() - start
