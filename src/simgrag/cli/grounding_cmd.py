@@ -59,9 +59,8 @@ def _format(fit: Any) -> str:
                              f"{row.get('broke')} broke {where}: {state}")
         named = channel.get("named")
         if isinstance(named, dict):
-            state = (f"on at margin {named.get('margin')}" if named.get("on") and named.get("fixed")
-                     else "on at margin 0" if named.get("on") and not named.get("used") else
-                     "on (none of its changes kept)" if named.get("on") else "off")
+            state = (f"on at margin {named.get('margin')}, {named.get('kept', 0)} of {named.get('used')} changes kept"
+                     if named.get("on") else "off")
             lines.append(f"  named readings alone (where the channel is off): {named.get('used')} changes, "
                          f"{named.get('fixed')} fixed, {named.get('broke')} broke: {state} ({named.get('why', '')})")
     elif channel.get("why"):
