@@ -568,3 +568,15 @@ def test_named_margin_round_trips_and_a_malformed_one_is_refused(toy: IndexDir) 
     for bad in (-1.0, "0", True, float("inf"), [0.0]):
         with pytest.raises(ConfigError, match="'named_margin'"):
             GroundingFit.from_dict({"enabled": True, "named_margin": bad})
+
+
+def test_bench_says_when_the_named_readings_run_alone(toy: IndexDir) -> None:
+    from simgrag.cli.bench import _pattern_stage_report
+
+    engine = SimGRAG(toy, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off")
+    report, text = _pattern_stage_report(engine, None)
+    assert report["named_readings"] and "named readings on (the channel choice's, alone)" in text
+    off = SimGRAG(toy, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off",
+                  retriever_options={"channel": False})
+    report, text = _pattern_stage_report(off, None, channel=False)
+    assert not report["named_readings"] and "named readings" not in text and "off (--no-channel)" in text
