@@ -180,7 +180,7 @@ class LlamaCppLLM(BaseLLM):
             llama = self._ensure_loaded(_context_key(request.messages) if self.max_contexts > 1 else "")
             start = time.perf_counter()
             prompt, prefix_len, boundaries = self._tokenize_chat(llama, chat)
-            window = int(llama.n_ctx())
+            window = self.n_ctx
             if len(prompt) >= window:  # llama.cpp would fail mid-decode with "llama_decode returned 1"
                 raise LLMError(f"{self.name}: the prompt has {len(prompt)} tokens, more than its context window of "
                                f"{window} (a longer n_ctx or a shorter prompt may help)")
