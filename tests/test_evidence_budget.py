@@ -8,11 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simgrag.answer.verbalize import MAX_EVIDENCE_CHARS, verbalize_retrieval
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.llm.base import ChatMessage
-from simgrag.match.retrieve import SubgraphRetriever
+from simgrag.match.retrieve import Retrieval, SubgraphRetriever
 from simgrag.pipeline import SimGRAG
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
@@ -73,3 +75,21 @@ def _examples(root: Path) -> Path:
     path.write_text("relations: [children, nationality]\nexamples:\n  - question: who are the children of X\n"
                     "    triples: [[X, children, UNKNOWN person 1]]\n", encoding="utf-8")
     return path
+
+
+@settings(max_examples=40, deadline=None)
+@given(budget=st.integers(min_value=0, max_value=20000))
+def test_any_budget_is_kept(budget: int) -> None:
+    retrieval = _RETRIEVAL[0]
+    text = verbalize_retrieval(retrieval, max_chars=budget)
+    assert len(text) <= budget
+    if budget >= len("graph [1]: ") + 2:
+        assert text.startswith("graph [1]: ")
+
+
+_RETRIEVAL: list[Retrieval] = []  # filled by the fixture below (hypothesis tests take no function-scoped fixtures)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _retrieval(family: IndexDir) -> None:
+    _RETRIEVAL[:] = [SubgraphRetriever(family).retrieve(CHAIN)]

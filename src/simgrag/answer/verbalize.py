@@ -110,7 +110,9 @@ def verbalize_retrieval(retrieval: Retrieval, *, compact: bool = False, max_grou
     while len(lines) > 1 and len("\n".join(lines)) > max_chars:
         lines.pop()
     text = "\n".join(lines)
-    return text if len(text) <= max_chars else text[: max_chars - 2] + " …"
+    if len(text) <= max_chars:
+        return text
+    return text[: max_chars - 2] + " …" if max_chars >= 2 else text[: max(max_chars, 0)]
 
 
 def _verbalized(retrieval: Retrieval, compact: bool, max_groups: int, max_names: int) -> str:
