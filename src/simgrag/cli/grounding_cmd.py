@@ -150,15 +150,9 @@ def _fit_abstention(index_dir: Path, llm: Any, questions: Path, examples: Path |
         console.print("no validation question carries its gold pattern (\"triples\"): the abstention thresholds "
                       "are not fitted", highlight=False)
         return None
-    from simgrag.llm.base import scores_text
+    from simgrag.eval.fit_grounding import engine_options, fitted_config
 
-    setting = fit.channel_setting(scores_text(llm))  # the fitted channel, or the named readings alone, or none
-    retriever_options: dict[str, Any] = {"pattern_options": options, "ground_patterns": fit.enabled,
-                                         "channel": setting is not None}
-    if setting is not None:
-        retriever_options.update(channel_margin=setting[0], channel_readings=list(setting[1]))
-    if fit.enabled:
-        retriever_options["grounding_off"] = list(fit.disabled)
+    retriever_options: dict[str, Any] = {"pattern_options": options, **engine_options(fitted_config(fit, llm))}
     if examples is not None:
         retriever_options["examples"] = examples
     engine = SimGRAG(index_dir, llm=llm, calibration="off", retriever_options=retriever_options)

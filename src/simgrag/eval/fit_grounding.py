@@ -46,8 +46,8 @@ from simgrag.llm.counting import CountingLLM
 from simgrag.pipeline import SimGRAG
 from simgrag.progress import progress_on
 
-__all__ = ["SIGNIFICANCE", "STAGES", "Outcome", "choose_stage", "family_gains", "fit_answer_mode", "fit_grounding",
-           "significant_gain", "versus"]
+__all__ = ["SIGNIFICANCE", "STAGES", "Outcome", "choose_stage", "engine_options", "family_gains", "fit_answer_mode",
+           "fit_grounding", "fitted_config", "significant_gain", "versus"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,23 @@ Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 READING_SETS: tuple[tuple[str, ...], ...] = (FIRST_READINGS, READINGS)
 
 
+def fitted_config(fit: GroundingFit, llm: LLM, mode: str = "auto") -> Config:
+    """The configuration ``fit`` runs with ``llm`` and the answer ``mode``: its stage, and its channel choice (the
+    fitted one, else the named readings alone where ``llm`` scores text)."""
+    return fit.enabled, fit.disabled if fit.enabled else (), mode, fit.channel_setting(scores_text(llm))
+
+
+def engine_options(config: Config) -> dict[str, Any]:
+    """The ``simgrag`` retriever options that run ``config``'s pattern stage and channel choice."""
+    on, off, _, channel = config
+    options: dict[str, Any] = {"ground_patterns": on, "channel": channel is not None}
+    if channel is not None:
+        options.update(channel_margin=channel[0], channel_readings=list(channel[1]))
+    if on:
+        options["grounding_off"] = list(off)
+    return options
+
+
 class _Runner:
     """Asks validation questions under stage configurations, one engine per configuration, one LLM."""
 
@@ -87,14 +104,8 @@ class _Runner:
 
     def engine(self, config: Config) -> SimGRAG:
         if config not in self._engines:
-            on, off, mode, channel = config
-            extra: dict[str, Any] = {"ground_patterns": on, "channel": channel is not None}
-            if channel is not None:
-                extra.update(channel_margin=channel[0], channel_readings=list(channel[1]))
-            if on:
-                extra["grounding_off"] = list(off)
-            self._engines[config] = SimGRAG(self.index, llm=self.llm, calibration="off", answer_mode=mode,
-                                            retriever_options={**self.options, **extra})
+            self._engines[config] = SimGRAG(self.index, llm=self.llm, calibration="off", answer_mode=config[2],
+                                            retriever_options={**self.options, **engine_options(config)})
         return self._engines[config]
 
     def run(self, config: Config, which: Sequence[int], what: str) -> dict[int, Outcome]:
@@ -335,9 +346,7 @@ not eligible. Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pat
         runs: dict[str, dict[int, Outcome]] = {}
         for mode in FITTED_MODES:
             say(f"answer mode {mode} on {len(items)} {source}")
-            runs[mode] = runner.run((fit.enabled, fit.disabled if fit.enabled else (), mode,
-                                     fit.channel_setting(scores_text(llm))), everyone,
-                                    f"answer mode {mode}")
+            runs[mode] = runner.run(fitted_config(fit, llm, mode), everyone, f"answer mode {mode}")
             _all_failed(runner, runs[mode])
         calls = counted.calls
     hits = {m: _hits(v) for m, v in runs.items()}
