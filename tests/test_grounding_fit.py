@@ -505,3 +505,41 @@ def test_a_fit_where_every_question_fails_is_refused_not_stored_as_zeros(toy: In
     dead = FakeLLM([LLMConnectionError("cannot reach http://127.0.0.1:9/v1")] * 10)
     with pytest.raises(DatasetError, match=r"every validation question failed.*cannot reach"):
         fit_grounding(toy, dead, ITEMS, examples=parse_examples(EXAMPLES), progress=False)
+
+
+def test_the_grounding_fit_command_fits_stores_and_reports_the_abstention_branch(
+        toy: IndexDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`simgrag grounding fit` end to end with the scripted LLM put where the CLI resolves its --llm: the fit is
+    stored (not with --dry-run) and the abstention branch says why it fitted no thresholds (too few questions
+    with a gold pattern, or none)."""
+    import simgrag.llm.registry as registry
+    from simgrag.cli import app
+
+    monkeypatch.setattr(registry, "resolve_llm", lambda spec, **_: FakeLLM(_respond))
+    plain = tmp_path / "val.jsonl"
+    plain.write_text("".join(json.dumps({"question": i.question, "answers": list(i.answers)}) + "\n"
+                             for i in ITEMS), encoding="utf-8")
+    runner = CliRunner()
+    dry = runner.invoke(app, ["grounding", "fit", str(toy.path), "--questions", str(plain), "--llm", "openai:x",
+                              "--dry-run", "-q"])
+    assert dry.exit_code == 0, dry.output
+    assert "validation 3 questions" in dry.output and "stored in" not in dry.output
+    assert "no validation question carries its gold pattern" in dry.output
+    assert read_fit(json.loads((toy.path / "manifest.json").read_text())) is None
+
+    gold = tmp_path / "gold.jsonl"
+    triples = {"Who directed Titanic?": [["Titanic", "directed_by", "UNKNOWN director 1"]],  # the KG's relation names
+               "Which movies did Kate Winslet star in?": [["UNKNOWN movie 1", "starred_actors", "Kate Winslet"]]}
+    rows = [{"question": i.question, "answers": list(i.answers), "triples": triples[i.question]}
+            for i in ITEMS if i.question in triples]
+    gold.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    stored = runner.invoke(app, ["grounding", "fit", str(toy.path), "--questions", str(gold), "--llm", "openai:x",
+                                 "-q"])
+    assert stored.exit_code == 0, stored.output
+    assert "abstention thresholds not fitted: 2 validation questions have a gold pattern" in stored.output
+    assert f"stored in {toy.path}/manifest.json" in stored.output
+    fit = read_fit(json.loads((toy.path / "manifest.json").read_text()))
+    assert fit is not None and fit.info["questions"] == 2
+    bad = runner.invoke(app, ["grounding", "fit", str(toy.path), "--questions", str(tmp_path / "nope.jsonl"),
+                              "--llm", "openai:x", "-q"])
+    assert bad.exit_code != 0 and "nope.jsonl" in bad.output

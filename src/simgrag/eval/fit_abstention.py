@@ -31,6 +31,7 @@ from simgrag.answer.calibration import MANIFEST_KEY, Calibration
 from simgrag.errors import DatasetError, PatternError, SimGRAGError
 from simgrag.eval.abstention import reduced_index
 from simgrag.eval.calibrate import fit_calibration, observe
+from simgrag.eval.runner import read_question_lines
 from simgrag.index.attach import store_section
 from simgrag.kg.bindings import BindingLimitError, pattern_bindings
 from simgrag.kg.store import KGStore
@@ -67,7 +68,7 @@ def load_validation(path: str | Path) -> list[ValidationItem]:
     """``{"question", "answers", "triples"?, "group"?}`` per line; a bad line is a :class:`DatasetError`
     naming ``file:line``."""
     items: list[ValidationItem] = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_question_lines(path), start=1):
         if not line.strip():
             continue
         try:

@@ -35,7 +35,7 @@ from simgrag.eval.resumable import resumable_rows
 from simgrag.pipeline import AskResult, SimGRAG
 from simgrag.progress import progress_on
 
-__all__ = ["QAItem", "hits_at_1", "load_qa_file", "metaqa_items", "run_qa_bench", "summarize"]
+__all__ = ["QAItem", "hits_at_1", "load_qa_file", "metaqa_items", "read_question_lines", "run_qa_bench", "summarize"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +63,18 @@ def metaqa_items(engine: SimGRAG, metaqa_dir: str | Path, hops: Sequence[int], s
     return items
 
 
+def read_question_lines(path: str | Path) -> list[str]:
+    """The lines of a questions file; a missing, unreadable or non-UTF-8 file is a :class:`DatasetError`."""
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"cannot read the questions file {path}: {exc}") from exc
+
+
 def load_qa_file(path: str | Path) -> list[QAItem]:
     """A JSONL file of ``{"question": …, "answers": […], "group": optional}`` lines."""
     items = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_question_lines(path), start=1):
         if not line.strip():
             continue
         try:
