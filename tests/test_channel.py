@@ -16,9 +16,11 @@ from simgrag.eval.fit_grounding import fit_grounding, significant_gain
 from simgrag.eval.runner import QAItem
 from simgrag.grounding.channel import (
     CHANNEL,
+    DEFAULT_READINGS,
     ChannelChoice,
     analogy_readings,
     channel_prompt,
+    contracted_readings,
     fit_margin,
     named_readings,
     shorter_readings,
@@ -98,6 +100,25 @@ def test_shorter_readings_drop_one_unknown_leaf_and_keep_every_named_node() -> N
     # nothing left to ask for: "which club does X play for?" written with a made-up named country
     assert shorter_readings([["X", "plays for country", "Spain"], ["X", "plays in club", "UNKNOWN club 1"]]) == []
     assert len(shorter_readings([["X", f"r{i}", f"UNKNOWN a {i}"] for i in range(9)], limit=3)) == 3
+
+
+def test_a_hop_copied_inside_a_chain_is_taken_out_once() -> None:
+    """"X's children's professions" written with three children hops: the copy inside the chain is no leaf (the
+    shorter readings cannot drop it): contraction takes it out — one reading, however the three copies pair."""
+    chain = [["T", "children", "UNKNOWN person 1"], ["UNKNOWN person 1", "children", "UNKNOWN person 2"],
+             ["UNKNOWN person 2", "children", "UNKNOWN person 3"], ["UNKNOWN person 3", "profession", "UNKNOWN job 1"]]
+    (contracted,) = contracted_readings(chain)
+    assert contracted.triples == (("T", "children", "UNKNOWN person 2"), ("UNKNOWN person 2", "children",
+                                  "UNKNOWN person 3"), ("UNKNOWN person 3", "profession", "UNKNOWN job 1"))
+    assert contracted.dropped == ("UNKNOWN person 1", "children", "UNKNOWN person 2")
+    assert [r.triples for r in shorter_readings(chain)] == [tuple(map(tuple, chain[:3]))]  # a leaf only
+    # a copy at the leaf too ("X's siblings"); other relations, a named middle or a claim are not contracted
+    (leaf,) = contracted_readings([["X", "sibling", "UNKNOWN p 1"], ["UNKNOWN p 1", "sibling", "UNKNOWN p 2"]])
+    assert leaf.triples == (("X", "sibling", "UNKNOWN p 2"),)
+    assert contracted_readings([["X", "mother", "UNKNOWN p 1"], ["UNKNOWN p 1", "father", "UNKNOWN p 2"],
+                                ["UNKNOWN p 2", "job", "UNKNOWN j 1"]]) == []
+    assert contracted_readings([["X", "r", "Y"], ["Y", "r", "UNKNOWN p 2"], ["UNKNOWN p 2", "s", "UNKNOWN j 1"]]) == []
+    assert contracted_readings([["X", "r", "UNKNOWN p 1"], ["UNKNOWN p 1", "r", "Z"]]) == []
 
 
 def test_named_readings_put_a_name_the_question_gives_in_place_of_an_unknown_node() -> None:
@@ -254,8 +275,9 @@ def test_the_fit_turns_the_channel_on_where_it_fixes_copied_hops(toy: IndexDir,
     assert significant_gain(4, 0)
     # both sets of readings fix the four (the analogy of "which movies did Guy Pearce act in" is the shorter
     # reading itself): the simpler set is stored
-    assert fit.channel_readings == ("shorter", "named") and channel["readings"] == ["shorter", "named"]
-    assert set(channel["tried"]) == {"shorter,named", "shorter,named,analogy"}
+    first = ["shorter", "named", "contracted"]
+    assert list(fit.channel_readings) == first and channel["readings"] == first
+    assert set(channel["tried"]) == {"shorter,named,contracted", "shorter,named,analogy,contracted"}
 
 
 #: "when were the movies X starred in released?": the LLM writes the first hop only; an example has both
@@ -286,9 +308,10 @@ def test_the_fit_offers_analogies_only_where_they_answer_more(toy: IndexDir, mon
     fit = fit_grounding(toy, FakeLLM(first_hop, scores=release_years), items, progress=False,
                         examples=parse_examples(STARRED_EXAMPLES))
     tried = fit.info["channel"]["tried"]
-    assert tried["shorter,named"]["used"] == 0 and not tried["shorter,named"]["on"]
-    assert tried["shorter,named,analogy"]["fixed"] == 4 and tried["shorter,named,analogy"]["on"]
-    assert fit.channel and fit.channel_readings == ("shorter", "named", "analogy")
+    assert tried["shorter,named,contracted"]["used"] == 0 and not tried["shorter,named,contracted"]["on"]
+    every = "shorter,named,analogy,contracted"
+    assert tried[every]["fixed"] == 4 and tried[every]["on"]
+    assert fit.channel and fit.channel_readings == ("shorter", "named", "analogy", "contracted")
 
 
 def test_the_fit_keeps_the_channel_off_where_it_drops_hops_the_questions_ask(toy: IndexDir,
@@ -356,8 +379,8 @@ def test_the_channel_switch_round_trips_and_an_old_fit_without_it_reads_as_off(t
     store_fit(toy.path, GroundingFit(True, ("analogy",), {"questions": 3}, channel=True, channel_margin=0.75))
     fit = read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest)
     assert fit is not None and fit.channel is True and fit.channel_margin == 0.75
-    assert fit.channel_readings == ("shorter", "named", "analogy")
-    assert "channel choice on (margin 0.75; readings shorter, named, analogy)" in fit.describe()
+    assert fit.channel_readings == ("shorter", "named", "analogy", "contracted")
+    assert "channel choice on (margin 0.75; readings shorter, named, analogy, contracted)" in fit.describe()
     old = GroundingFit.from_dict({"format_version": 1, "enabled": False, "disabled": [], "info": {}})
     assert old.channel is False
     # a fit made before analogies were readings runs with the two kinds it was fitted with
@@ -427,6 +450,24 @@ def test_shorter_readings_are_connected_sub_patterns_that_still_ask(triples: lis
         assert len(reading.triples) == len(triples) - 1 and reading.dropped in [tuple(t) for t in triples]
         left = {n for h, _, t in reading.triples for n in (h, t)}
         assert named <= left and any(is_unknown(n) for n in left)
+        assert Pattern.from_triples(list(reading.triples)).is_connected()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_NODES), st.sampled_from(["r", "s"]), st.sampled_from(_NODES)),
+                min_size=1, max_size=6), st.integers(1, 5))
+def test_contracted_readings_are_connected_questions_one_copy_shorter(triples: list[tuple[str, str, str]],
+                                                                     limit: int) -> None:
+    from simgrag.pattern.graph import Pattern, is_unknown
+
+    readings = contracted_readings(triples, limit)
+    assert len(readings) <= limit
+    named = {n for h, _, t in triples for n in (h, t) if not is_unknown(n)}
+    for reading in readings:
+        assert len(reading.triples) == len(triples) - 1 and reading.dropped in [tuple(t) for t in triples]
+        assert any(t[1] == reading.dropped[1] for t in reading.triples)  # the copy's relation stays, once less
+        left = {n for h, _, t in reading.triples for n in (h, t)}
+        assert named <= left and any(is_unknown(n) for n in left) and len(set(reading.triples)) == len(triples) - 1
         assert Pattern.from_triples(list(reading.triples)).is_connected()
 
 
@@ -522,12 +563,35 @@ def test_named_readings_run_by_default_where_the_channel_is_off(toy: IndexDir) -
     assert plain.ask("Who directed Titanic?").pattern.families == ()  # type: ignore[union-attr]
 
 
+def _copies_the_hop(messages: Sequence[ChatMessage]) -> str:
+    """"Who starred in Titanic?" written with the hop copied: the co-stars' co-stars."""
+    return json.dumps({"triples": [["Titanic", "starred actors", "UNKNOWN actor 1"],
+                                   ["UNKNOWN actor 1", "starred actors", "UNKNOWN actor 2"]]})
+
+
+def _one_hop(prefix: str, condition: str, scored: str) -> float:
+    return -2.0 if condition.count("starred actors") == 1 else -9.0
+
+
+def test_contracted_readings_run_by_default_where_the_channel_is_off(toy: IndexDir) -> None:
+    llm = FakeLLM(_copies_the_hop, scores=_one_hop)
+    engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options={"ground_patterns": False})
+    result = engine.ask("Who starred in Titanic?")
+    assert result.pattern is not None and result.pattern.families == (CHANNEL,)
+    assert result.pattern.pattern.triples() == [("Titanic", "starred actors", "UNKNOWN actor 2")]
+    assert "dropped ['UNKNOWN actor 1', 'starred actors', 'UNKNOWN actor 2']" in result.pattern.kg_repairs[-1]
+    assert set(result.context.answer_candidates) >= {"Kate Winslet", "Leonardo DiCaprio"}
+    off = SimGRAG(toy, llm=FakeLLM(_copies_the_hop, scores=_one_hop), calibration="off",
+                  retriever_options={"ground_patterns": False, "channel": False})
+    assert off.ask("Who starred in Titanic?").pattern.families == ()  # type: ignore[union-attr]
+
+
 def test_a_fit_that_found_the_named_readings_harmful_keeps_them_off(toy: IndexDir) -> None:
     store_fit(toy.path, GroundingFit(False, (), {"questions": 3}, named_margin=None))
     fitted = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))
     engine = SimGRAG(fitted, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off")
     assert engine.ask("Who directed Titanic?").pattern.families == ()  # type: ignore[union-attr]
-    assert "named readings off" in read_fit(fitted.manifest).describe()  # type: ignore[union-attr]
+    assert "default readings off" in read_fit(fitted.manifest).describe()  # type: ignore[union-attr]
     # a fitted margin above the gap (7 nats here) keeps the pattern; one below takes the reading
     for margin, families in ((8.0, ()), (6.0, (CHANNEL,))):
         store_fit(toy.path, GroundingFit(False, (), {"questions": 3, "llm": "fake:scripted"}, named_margin=margin))
@@ -543,14 +607,14 @@ def test_the_fit_keeps_named_readings_on_unless_a_question_group_loses(toy: Inde
     named = fit.info["channel"]["named"]
     # the scripted LLM names every actor: no named reading to take, no harm, on at the model's own preference
     assert (named["used"], named["on"], fit.named_margin) == (0, True, 0.0)
-    assert fit.channel_setting() == (0.0, ("named",)) and fit.channel_setting(scores=False) is None
+    assert fit.channel_setting() == (0.0, DEFAULT_READINGS) and fit.channel_setting(scores=False) is None
     from simgrag.eval import fit_grounding as module
 
     real = module._channel_with
 
     def named_loses(runner, config, kinds, base, items, **options):  # type: ignore[no-untyped-def]
         found = real(runner, config, kinds, base, items, **options)
-        return {**found, "group_lost": True} if kinds == ("named",) else found
+        return {**found, "group_lost": True} if kinds == DEFAULT_READINGS else found
 
     monkeypatch.setattr(module, "_channel_with", named_loses)
     fit = fit_grounding(toy, FakeLLM(_respond, scores=_prefers_short), items, progress=False)
@@ -575,8 +639,8 @@ def test_bench_says_when_the_named_readings_run_alone(toy: IndexDir) -> None:
 
     engine = SimGRAG(toy, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off")
     report, text = _pattern_stage_report(engine, None)
-    assert report["named_readings"] and "named readings on (the channel choice's, alone)" in text
+    assert report["default_readings"] and "default readings on (named, contracted: the channel choice's, alone)" in text
     off = SimGRAG(toy, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off",
                   retriever_options={"channel": False})
     report, text = _pattern_stage_report(off, None, channel=False)
-    assert not report["named_readings"] and "named readings" not in text and "off (--no-channel)" in text
+    assert not report["default_readings"] and "default readings" not in text and "off (--no-channel)" in text

@@ -93,3 +93,24 @@ _RETRIEVAL: list[Retrieval] = []  # filled by the fixture below (hypothesis test
 @pytest.fixture(autouse=True, scope="module")
 def _retrieval(family: IndexDir) -> None:
     _RETRIEVAL[:] = [SubgraphRetriever(family).retrieve(CHAIN)]
+
+
+def test_a_claims_evidence_from_any_retriever_stays_within_the_budget() -> None:
+    """verify: 100 three-hop paths of long names (a path retriever's context) would be ~30,000 characters, past the
+    embedded model's context; the block keeps the best paths first, whole, within the budget."""
+    from simgrag.answer.verify import context_evidence
+    from simgrag.kg.store import Triple
+    from simgrag.retrievers.base import RetrievedContext
+
+    def path(i: int) -> tuple[Triple, ...]:
+        names = [f"Person{i}x{k} Quarrie-Wolstanholme-Ashgrove-Delacourt" for k in range(4)]
+        return tuple(Triple(names[k], "children", names[k + 1]) for k in range(3))
+
+    paths = tuple(path(i) for i in range(100))
+    context = RetrievedContext("paths", "a claim", tuple(t for p in paths for t in p), paths=paths)
+    text, items = context_evidence(context)
+    assert items == 100 and len(text) <= MAX_EVIDENCE_CHARS
+    assert "Person0x0 " in text and "Person99x0 " not in text and not text.endswith(" …")  # whole lines, best first
+    flat = RetrievedContext("triples", "a claim", tuple(t for p in paths for t in p))
+    text, items = context_evidence(flat)
+    assert items == 100 and len(text) <= MAX_EVIDENCE_CHARS and "Person0x0 " in text

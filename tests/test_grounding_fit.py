@@ -214,9 +214,9 @@ def test_grounding_show_names_a_margin_only_where_the_channel_kept_a_change(toy:
     assert "none of 2 changes kept" in shown and "41.67" not in shown
     assert "0 fixed, 0 broke (none worth keeping): off" in shown
     assert "5 fixed, 0 broke at margin 1.15: on" in shown
-    assert ("named readings alone (where the channel is off): 0 changes, 0 fixed, 0 broke: on at margin 0.0, "
+    assert ("default readings alone (where the channel is off): 0 changes, 0 fixed, 0 broke: on at margin 0.0, "
             "0 of 0 changes kept") in shown
-    assert "named readings on (margin 0.00)" in shown  # the fit's own line
+    assert "default readings on (named, contracted; margin 0.00)" in shown  # the fit's own line
 
 
 # ---------------------------------------------------------------- abstention fitted on the KG's own questions

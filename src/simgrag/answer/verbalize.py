@@ -38,7 +38,7 @@ MAX_EVIDENCE_CHARS = 6000
 
 __all__ = [
     "MAX_EVIDENCE_CHARS", "Triples", "distinct_graphs", "evidence_entities", "format_triple", "retrieval_entities",
-    "verbalize_evidence", "verbalize_graphs", "verbalize_retrieval",
+    "verbalize_evidence", "verbalize_graphs", "verbalize_retrieval", "within_chars",
 ]
 
 
@@ -106,6 +106,14 @@ def verbalize_retrieval(retrieval: Retrieval, *, compact: bool = False, max_grou
             text = _verbalized(retrieval, compact, max_groups, fewer)
             if len(text) <= max_chars:
                 return text
+    return within_chars(text, max_chars)
+
+
+def within_chars(text: str, max_chars: int | None = MAX_EVIDENCE_CHARS) -> str:
+    """``text`` in at most ``max_chars`` characters (``None``: as it is): whole lines from the end dropped first (the
+    evidence blocks list the best first), then the last line left cut, marked with " …"."""
+    if max_chars is None or len(text) <= max_chars:
+        return text
     lines = text.splitlines()
     while len(lines) > 1 and len("\n".join(lines)) > max_chars:
         lines.pop()

@@ -37,7 +37,7 @@ from typing import Any, Literal
 from simgrag.answer._common import abstain_reason, call_llm
 from simgrag.answer.calibration import DETAILS
 from simgrag.answer.refute import ClaimCheck, Contradiction
-from simgrag.answer.verbalize import Triples, format_triple, verbalize_evidence, verbalize_graphs
+from simgrag.answer.verbalize import Triples, format_triple, verbalize_evidence, verbalize_graphs, within_chars
 from simgrag.llm.base import LLM, ChatMessage
 from simgrag.match.retrieve import Retrieval
 from simgrag.pattern.graph import Pattern
@@ -229,19 +229,20 @@ def verify_claim(
     """
     logger.debug("verifying %r with pattern %s", claim, pattern.triples())
     reason = abstain_reason(retrieval, abstain_gsd)
-    evidence_text = "" if reason else verbalize_evidence(retrieval.evidence, compact=compact)
+    evidence_text = "" if reason else within_chars(verbalize_evidence(retrieval.evidence, compact=compact))
     return _verdict(llm, claim, evidence_text, len(retrieval.evidence), retrieval, reason, task="verify",
                     max_tokens=max_tokens, compact=compact, use_json_schema=use_json_schema)
 
 
 def context_evidence(context: RetrievedContext, *, max_triples: int = 100) -> tuple[str, int]:
     """The evidence block of a context without subgraphs (see the module docstring) and how many
-    paths or triples it holds (at most ``max_triples``); ``("", 0)`` for an empty context."""
+    paths or triples it holds (at most ``max_triples``; the block within
+    :data:`~simgrag.answer.verbalize.MAX_EVIDENCE_CHARS`, the best first); ``("", 0)`` for an empty context."""
     if context.paths:
         paths = [[t.as_tuple() for t in path] for path in context.paths[:max_triples]]
-        return verbalize_graphs(paths), len(paths)
+        return within_chars(verbalize_graphs(paths)), len(paths)
     triples = [t.as_tuple() for t in context.triples[:max_triples]]
-    return verbalize_graphs([triples], compact=True), len(triples)
+    return within_chars(verbalize_graphs([triples], compact=True)), len(triples)
 
 
 def verify_context(llm: LLM, claim: str, context: RetrievedContext, *, abstain_gsd: float | None = None,

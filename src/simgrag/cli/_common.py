@@ -100,7 +100,8 @@ Channel = Annotated[bool | None, typer.Option(
                                    "name the question gives put in, an example's pattern) by how likely each makes "
                                    "the question "
                                    "(simgrag, embedded LLM). Default: as the index's fit says (off without one); "
-                                   "where it is off, its named readings alone still run unless the fit found harm. "
+                                   "where it is off, its default readings (a name put in, a copied hop taken "
+                                   "out) still run unless the fit found harm. "
                                    "--no-channel: none",
     show_default=False)]
 Analogy = Annotated[bool, typer.Option("--analogy/--no-analogy", help="try the best-fitting examples' patterns with "

@@ -61,7 +61,7 @@ def _format(fit: Any) -> str:
         if isinstance(named, dict):
             state = (f"on at margin {named.get('margin')}, {named.get('kept', 0)} of {named.get('used')} changes kept"
                      if named.get("on") else "off")
-            lines.append(f"  named readings alone (where the channel is off): {named.get('used')} changes, "
+            lines.append(f"  default readings alone (where the channel is off): {named.get('used')} changes, "
                          f"{named.get('fixed')} fixed, {named.get('broke')} broke: {state} ({named.get('why', '')})")
     elif channel.get("why"):
         lines.append(f"channel choice: off ({channel['why']})")

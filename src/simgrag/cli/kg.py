@@ -347,7 +347,8 @@ def list_components() -> None:
     out.print(f"  {REVISION:<40} one more LLM call, told what is wrong with the best candidate", highlight=False)
     out.print(f"  {CHANNEL:<40} the LLM chooses between its pattern and its readings (a hop shorter, a name "
               "put in, an example's pattern) by the question's likelihood (readings and margin fitted per KG; "
-              "where it is off, the named readings alone run unless the KG's fit found harm; "
+              "where it is off, the default readings (a name put in, a copied hop taken out) run unless the KG's "
+              "fit found harm; "
               "--channel/--no-channel)", highlight=False)
 
 

@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
-from simgrag.grounding.channel import READINGS, fit_margin
+from simgrag.grounding.channel import DEFAULT_READINGS, READINGS, fit_margin
 from simgrag.grounding.fit import FIRST_READINGS, GroundingFit
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
@@ -72,12 +72,12 @@ Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 #: the sets of reading kinds the fit tries, simplest first: an analogy reading is one more guess to be wrong about
 #: (WorldCup2014 with 12 examples, 120 validation questions: with analogies 31 changes at margin 0, the same 5
 #: fixed only above a margin of 1.76 instead of 1.15)
-READING_SETS: tuple[tuple[str, ...], ...] = (FIRST_READINGS, READINGS)
+READING_SETS: tuple[tuple[str, ...], ...] = ((*FIRST_READINGS, "contracted"), READINGS)
 
 
 def fitted_config(fit: GroundingFit, llm: LLM, mode: str = "auto") -> Config:
     """The configuration ``fit`` runs with ``llm`` and the answer ``mode``: its stage, and its channel choice (the
-    fitted one, else the named readings alone where ``llm`` scores text)."""
+    fitted one, else the default readings alone where ``llm`` scores text)."""
     return fit.enabled, fit.disabled if fit.enabled else (), mode, fit.channel_setting(scores_text(llm))
 
 
@@ -298,8 +298,8 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
         say(f"the channel choice with readings {', '.join(kinds)} (the question's likelihood given each pattern)")
         tried[",".join(kinds)] = _channel_with(runner, config, kinds, base, items)
     best = max(tried.values(), key=lambda r: (r["on"], r["fixed"] - r["broke"] if r["on"] else 0))
-    say("named readings alone (on unless they break validation questions)")
-    named = _channel_with(runner, config, ("named",), base, items, keep_ties=True)
+    say(f"the default readings alone ({', '.join(DEFAULT_READINGS)}; on unless they break validation questions)")
+    named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True)
     named_on = not named["group_lost"]
     return {**best, "tried": {k: {x: r[x] for x in ("on", "margin", "fixed", "broke", "used")}
                               for k, r in tried.items()},

@@ -14,20 +14,23 @@ no word list, no threshold fitted on another KG.
 The candidates are the pattern itself, the pattern with one triple to an unknown leaf dropped
 (:func:`shorter_readings`: the rest connected, every named node kept, an unknown node left): "one hop less than the
 LLM wrote", the most frequent small-model mistake on the KGs measured (BENCHMARKS.md "The pattern stage per KG");
-given the question's entity mentions, the pattern with an unknown node taken to be an entity the question names
-and the pattern leaves out (:func:`named_readings`); and, given the examples the prompt showed, *analogies*: an
-example's pattern with the question's entities in place of the example's own (:func:`analogy_readings`; the KG
-checks that each entity has the example's relations on those sides). Learned examples are read from the KG by the
-model itself but worded its way, not the user's: for "where is the football club that X plays for?" the 1.5B model
-wrote "[UNKNOWN person 1, plays for country, UNKNOWN country 1], [UNKNOWN country 1, is in club, UNKNOWN club 1]"
-beside the example "What country does Y play in? → [Y, plays in club, UNKNOWN club 1], [UNKNOWN club 1, is in
-country, UNKNOWN country 1]"; the channel compares the two. The best-scoring reading replaces the pattern only when it
-scores more than the pattern itself by a margin: :data:`MARGIN` (0: the model's own preference) unless the KG's fit
-sets one — the largest gap at which the channel broke more validation questions than it fixed (:func:`fit_margin`).
+given the question's entity mentions, the pattern with an unknown node taken to be an entity the question names and
+the pattern leaves out (:func:`named_readings`); the pattern with a hop the LLM copied taken out ("X's dad's dad"
+written with three ``father`` hops: :func:`contracted_readings`); and, given the examples the prompt showed,
+*analogies*: an example's pattern with the question's entities in place of the example's own
+(:func:`analogy_readings`; the KG checks that each entity has the example's relations on those sides). Learned
+examples are read from the KG by the model itself but worded its way, not the user's: for "where is the football
+club that X plays for?" the 1.5B model wrote "[UNKNOWN person 1, plays for country, UNKNOWN country 1], [UNKNOWN
+country 1, is in club, UNKNOWN club 1]" beside the example "What country does Y play in? → [Y, plays in club,
+UNKNOWN club 1], [UNKNOWN club 1, is in country, UNKNOWN country 1]"; the channel compares the two. The best-scoring
+reading replaces the pattern only when it scores more than the pattern itself by a margin: :data:`MARGIN` (0: the
+model's own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
+questions than it fixed (:func:`fit_margin`).
 
 Whether this runs on a KG is fitted on that KG's validation questions like the edit families
 (:func:`simgrag.eval.fit_grounding.fit_grounding`: on only with a gain beyond chance and no question group
-lower) and stored with the index; it needs an LLM that scores text (:class:`~simgrag.llm.base.ScoresText`: the
+lower) and stored with the index — where it is off, the :data:`DEFAULT_READINGS` still run unless they cost a
+question group; it needs an LLM that scores text (:class:`~simgrag.llm.base.ScoresText`: the
 embedded llama.cpp model), one scoring pass over ~100 tokens per reading (~0.7 s each on 2 CPU cores).
 """
 
@@ -45,8 +48,9 @@ from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
-__all__ = ["CHANNEL", "MARGIN", "MAX_READINGS", "READINGS", "Analogies", "ChannelChoice", "PatternSource", "Reading",
-           "analogy_readings", "channel_prompt", "fit_margin", "named_readings", "shorter_readings"]
+__all__ = ["CHANNEL", "DEFAULT_READINGS", "MARGIN", "MAX_READINGS", "READINGS", "Analogies", "ChannelChoice",
+           "PatternSource", "Reading", "analogy_readings", "channel_prompt", "contracted_readings", "fit_margin",
+           "named_readings", "shorter_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +59,16 @@ CHANNEL = "channel"
 #: a reading replaces the pattern only when the question's log-likelihood under it is higher by more than this
 #: (nats): 0, the model's own preference, with no constant fitted on some KG
 MARGIN = 0.0
-#: readings of each kind (shorter, named, analogy) scored at most per question (the first in triple order; analogies
+#: readings of each kind (:data:`READINGS`) scored at most per question (the first in triple order; analogies
 #: in the order the prompt ranks its examples for the question)
 MAX_READINGS = 4
-#: the kinds of reading, each with its function: a hop shorter, a name put in, an example's pattern
-READINGS = ("shorter", "named", "analogy")
+#: the kinds of reading, each with its function: a hop shorter, a name put in, an example's pattern, a copied hop
+#: inside a chain taken out
+READINGS = ("shorter", "named", "analogy", "contracted")
+#: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
+#: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop copied
+#: inside a chain — so they need only do no harm, not show a gain the validation questions may never give a chance to
+DEFAULT_READINGS = ("named", "contracted")
 
 Triples = tuple[tuple[str, str, str], ...]
 #: (question, the examples its prompt shows, best-fitting first) → (example question, its pattern with the question's
@@ -116,6 +125,35 @@ def shorter_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS
     return out
 
 
+def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) -> list[Reading]:
+    """The pattern with a hop the LLM copied taken out: two triples with the same relation chained at an unknown
+    node on no other triple (``[X, children, UNKNOWN person 1], [UNKNOWN person 1, children, UNKNOWN person 2],
+    [UNKNOWN person 2, profession, …]`` for "X's children's professions"; ``[X, sibling, UNKNOWN person 1],
+    [UNKNOWN person 1, sibling, UNKNOWN person 2]`` for "X's siblings") become one — the first triple reaching the
+    second's far end (at most ``limit``; one reading per pattern, however three copies pair). Unlike the
+    :func:`shorter_readings` (which drop any leaf, a hop the question may well ask) this only undoes a copy, so it
+    runs by default with the named readings (:data:`DEFAULT_READINGS`)."""
+    full = _as_triples(triples)
+    out: list[Reading] = []
+    seen: set[Triples] = set()
+    for i, (head, relation, middle) in enumerate(full):
+        if not is_unknown(middle) or sum(middle in (h, t) for h, _, t in full) != 2:
+            continue
+        for j, (h, r, tail) in enumerate(full):
+            if j == i or h != middle or r != relation or tail == head:
+                continue
+            rest = tuple((head, relation, tail) if k == i else t for k, t in enumerate(full) if k != j)
+            key = _shape(rest)  # a chain of three copies contracts two ways to one pattern
+            asks = any(is_unknown(n) for h2, _, t2 in rest for n in (h2, t2))  # not a claim
+            if (key not in seen and asks and len(set(rest)) == len(rest)
+                    and Pattern.from_triples(rest).is_connected()):
+                seen.add(key)
+                out.append(Reading(rest, full[j]))
+            if len(out) >= limit:
+                return out
+    return out
+
+
 def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
                    limit: int = MAX_READINGS) -> list[Reading]:
     """The pattern with one unknown node taken to be an entity the question names and the pattern does not (the
@@ -158,6 +196,27 @@ def analogy_readings(triples: Sequence[Sequence[str]], analogies: Sequence[tuple
 
 def _as_triples(triples: Sequence[Sequence[str]]) -> Triples:
     return tuple((str(h), str(r), str(t)) for h, r, t in triples)
+
+
+def _shape(triples: Triples) -> Triples:
+    """``triples`` with each unknown node renamed by its first appearance: equal for patterns that differ only in
+    their unknown nodes' labels."""
+    names: dict[str, str] = {}
+    def canon(node: str) -> str:
+        return names.setdefault(node, f"?{len(names)}") if is_unknown(node) else node
+    return tuple((canon(h), r, canon(t)) for h, r, t in triples)
+
+
+def _distinct(readings: Sequence[Reading]) -> list[Reading]:
+    """``readings`` without those whose pattern an earlier one has, up to its unknown nodes' labels."""
+    seen: set[Triples] = set()
+    out = []
+    for reading in readings:
+        key = _shape(reading.triples)
+        if key not in seen:
+            seen.add(key)
+            out.append(reading)
+    return out
 
 
 def _render(triples: Sequence[Sequence[str]]) -> str:
@@ -218,6 +277,7 @@ class ChannelChoice:
         self.mentions = mentions if "named" in readings else None
         self.analogies = analogies if "analogy" in readings else None
         self.shorter = "shorter" in readings
+        self.contracted = "contracted" in readings
 
     def pattern(self, text: str) -> PatternResult:
         result = self.inner.pattern(text)
@@ -225,12 +285,15 @@ class ChannelChoice:
         prompt = self.generator.prompt
         dynamic: list[Example] | None = None
         readings = shorter_readings(triples, self.limit) if self.shorter else []
+        if self.contracted:
+            readings += contracted_readings(triples, self.limit)
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
         if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
             dynamic = prompt.dynamic_examples(text)
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)
+        readings = _distinct(readings)  # a copy at a leaf is a shorter and a contracted reading
         if not readings:
             return result
         shots = [*prompt.static_examples, *(dynamic if dynamic is not None else prompt.dynamic_examples(text))]

@@ -44,7 +44,7 @@ from typing import Any, Literal
 from simgrag.errors import ConfigError, IndexDirError
 from simgrag.grounding import GroundedPatterns
 from simgrag.grounding.analogy import analog_candidates
-from simgrag.grounding.channel import MARGIN, READINGS, ChannelChoice, Triples
+from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS, ChannelChoice, Triples
 from simgrag.grounding.fit import GroundingFit, read_fit
 from simgrag.grounding.judge import PatternJudge
 from simgrag.grounding.lexicon import kg_roles
@@ -182,9 +182,11 @@ class SimGRAGRetriever:
     whatever the fit; ``channel``: the LLM's choice between the pattern and its readings (a hop shorter, a name
     put in, an example's pattern) by the likelihood of the question (:mod:`~simgrag.grounding.channel`) —
     ``None``: as the index's fit says (off without one, with an LLM that cannot score text, and with an LLM other
-    than the one it was fitted with) — and where it is off, its *named* readings alone run (a name the question
-    gives and the pattern leaves out, put in; at the fit's ``named_margin``, else 0; not where the fit found
-    harm, nor with an LLM that cannot score text), ``True``/``False``: on/off (``False``: the named readings too);
+    than the one it was fitted with) — and where it is off, its *default* readings alone run
+    (:data:`~simgrag.grounding.channel.DEFAULT_READINGS`: a name the question gives and the pattern leaves out,
+    put in; a hop copied inside a chain, taken out; at the fit's ``named_margin``, else 0; not where the fit found
+    harm, nor with an LLM that cannot score text), ``True``/``False``: on/off (``False``: the default readings
+    too);
     ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
     ``channel_readings``: the kinds of reading it offers (:data:`~simgrag.grounding.channel.READINGS`; default: those
     the fit was made with, else all);
@@ -222,10 +224,10 @@ class SimGRAGRetriever:
         margin = channel_margin if channel_margin is not None else (stored.channel_margin if stored else MARGIN)
         kinds = tuple(channel_readings) if channel_readings is not None else (
             stored.channel_readings if stored else READINGS)
-        # where the channel is off, the named readings alone, unless the fit found harm (or the channel was turned off)
+        # where the channel is off, the default readings alone, unless the fit found harm (or the channel was off)
         named = None if self.channel else _named_margin(channel, stored, llm)
         if named is not None:
-            margin, kinds = named, ("named",)
+            margin, kinds = named, DEFAULT_READINGS
         #: the kinds of reading the channel choice offers (none: it does not run)
         self.channel_readings: tuple[str, ...] = kinds if self.channel or named is not None else ()
 
@@ -366,7 +368,7 @@ def _channel_on(asked: bool | None, fit: GroundingFit | None, llm: LLM | None) -
 
 
 def _named_margin(asked: bool | None, fit: GroundingFit | None, llm: LLM | None) -> float | None:
-    """The margin of the named readings where the channel itself is off (``None``: they do not run either): the
+    """The margin of the default readings where the channel itself is off (``None``: they do not run either): the
     fit's ``named_margin`` when it was made with this LLM, else :data:`~simgrag.grounding.channel.MARGIN` — not
     when the channel was turned off (``asked`` false), the fit found harm, or the LLM cannot score text."""
     if asked is False or llm is None or not scores_text(llm):
