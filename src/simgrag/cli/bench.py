@@ -329,8 +329,8 @@ def _pattern_stage_report(engine: Any, grounding: bool | None,
         said += f"; the channel choice {'on (--channel)' if channel else 'off (--no-channel)'}"
     elif grounding is not None:
         said += f"; the channel choice {'on' if running else 'off'} (as fitted)"
-    named_alone = not running and tuple(getattr(engine.retriever, "channel_readings", ())) == DEFAULT_READINGS
-    if named_alone and (fit is None or grounding is not None):  # a fit's own line says so already
+    default_alone = not running and tuple(getattr(engine.retriever, "channel_readings", ())) == DEFAULT_READINGS
+    if default_alone and (fit is None or grounding is not None):  # a fit's own line says so already
         said += f"; default readings on ({', '.join(DEFAULT_READINGS)}: the channel choice's, alone)"
     families = dict((fit.info.get("families") or {}) if fit is not None else {})
     lines = [f"pattern stage: {said}"]
@@ -339,7 +339,7 @@ def _pattern_stage_report(engine: Any, grounding: bool | None,
                      "right only with the family on):")
         lines += [f"  {name}: {g.get('used', 0)} / {g.get('fixed', 0)} / {g.get('broke', 0)}"
                   for name, g in sorted(families.items(), key=lambda kv: -int(kv[1].get("used", 0)))]
-    return {"said": said, "families": families, "channel": running, "default_readings": named_alone}, "\n".join(lines)
+    return {"said": said, "families": families, "channel": running, "default_readings": default_alone}, "\n".join(lines)
 
 
 WCDir = Annotated[Path, typer.Option("--wc-dir", help="WorldCup2014 folder (WC-P1.txt, WC-P2.txt, WC-C.txt, "

@@ -63,11 +63,11 @@ MARGIN = 0.0
 #: in the order the prompt ranks its examples for the question)
 MAX_READINGS = 4
 #: the kinds of reading, each with its function: a hop shorter, a name put in, an example's pattern, a copied hop
-#: inside a chain taken out
+#: taken out
 READINGS = ("shorter", "named", "analogy", "contracted")
 #: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
-#: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop copied
-#: inside a chain — so they need only do no harm, not show a gain the validation questions may never give a chance to
+#: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
+#: copied — so they need only do no harm, not show a gain the validation questions may never give a chance to
 DEFAULT_READINGS = ("named", "contracted")
 
 Triples = tuple[tuple[str, str, str], ...]

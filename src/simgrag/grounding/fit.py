@@ -17,8 +17,8 @@ is decided per KG, on its own validation questions (never shots), with its index
   readings says so by lacking the key: it runs with the two it was fitted with);
 - ``named_margin``: where the channel is off, its *default* readings
   (:data:`~simgrag.grounding.channel.DEFAULT_READINGS`) still run — a name the question gives put in (a pattern
-  that leaves out an entity the question names, as the KG spells it, cannot be what the question asks), a hop
-  copied inside a chain taken out — at this margin: 0, the model's own preference, unless they broke validation
+  that leaves out an entity the question names, as the KG spells it, cannot be what the question asks), a hop the
+  LLM copied taken out — at this margin: 0, the model's own preference, unless they broke validation
   questions, then above those changes' gaps; ``None``: off, where a question group lost to them (the key keeps
   its first name: the named readings were the first default ones). Unlike the other switches this one is on
   unless the KG shows harm: on the KGs measured (BENCHMARKS.md "Named readings by default") they never broke a

@@ -184,7 +184,7 @@ class SimGRAGRetriever:
     ``None``: as the index's fit says (off without one, with an LLM that cannot score text, and with an LLM other
     than the one it was fitted with) — and where it is off, its *default* readings alone run
     (:data:`~simgrag.grounding.channel.DEFAULT_READINGS`: a name the question gives and the pattern leaves out,
-    put in; a hop copied inside a chain, taken out; at the fit's ``named_margin``, else 0; not where the fit found
+    put in; a hop the LLM copied, taken out; at the fit's ``named_margin``, else 0; not where the fit found
     harm, nor with an LLM that cannot score text), ``True``/``False``: on/off (``False``: the default readings
     too);
     ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
