@@ -87,15 +87,18 @@ class PatternSource(Protocol):
 
 @dataclass(frozen=True)
 class Reading:
-    """One candidate pattern: its triples and what made it — the triple a shorter reading dropped, the
-    (unknown node, name) a named reading put in, or the example question whose pattern an analogy is."""
+    """One candidate pattern: its triples and what made it — the triple a shorter or contracted (``copied``) reading
+    dropped, the (unknown node, name) a named reading put in, or the example question whose pattern an analogy is."""
 
     triples: Triples
     dropped: tuple[str, str, str] | None = None
     named: tuple[str, str] | None = None
     example: str | None = None  # an analogy: the example question whose pattern it is
+    copied: bool = False  # a contracted reading: ``dropped`` repeated the hop before it
 
     def why(self) -> str:
+        if self.copied:
+            return f"took out {list(self.dropped or ())}, a copy of the hop before it"
         if self.example is not None:
             return f"took the pattern of the example {self.example!r} with the question's entities"
         if self.named is not None:
@@ -148,7 +151,7 @@ def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READI
             if (key not in seen and asks and len(set(rest)) == len(rest)
                     and Pattern.from_triples(rest).is_connected()):
                 seen.add(key)
-                out.append(Reading(rest, full[j]))
+                out.append(Reading(rest, full[j], copied=True))
             if len(out) >= limit:
                 return out
     return out
