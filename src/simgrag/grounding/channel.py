@@ -138,7 +138,6 @@ def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READI
     runs by default with the named readings (:data:`DEFAULT_READINGS`)."""
     full = _as_triples(triples)
     out: list[Reading] = []
-    seen: set[Triples] = set()
     for i, (head, relation, middle) in enumerate(full):
         if not is_unknown(middle) or sum(middle in (h, t) for h, _, t in full) != 2:
             continue
@@ -146,15 +145,10 @@ def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READI
             if j == i or h != middle or r != relation or tail == head:
                 continue
             rest = tuple((head, relation, tail) if k == i else t for k, t in enumerate(full) if k != j)
-            key = _shape(rest)  # a chain of three copies contracts two ways to one pattern
             asks = any(is_unknown(n) for h2, _, t2 in rest for n in (h2, t2))  # not a claim
-            if (key not in seen and asks and len(set(rest)) == len(rest)
-                    and Pattern.from_triples(rest).is_connected()):
-                seen.add(key)
+            if asks and len(set(rest)) == len(rest) and Pattern.from_triples(rest).is_connected():
                 out.append(Reading(rest, full[j], copied=True))
-            if len(out) >= limit:
-                return out
-    return out
+    return _distinct(out)[:limit]  # a chain of three copies contracts two ways to one pattern
 
 
 def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
