@@ -9,6 +9,12 @@ edge — listing, per pattern node, the entities bound to it in that shape::
 
     (Heat, starred_actors, {Al Pacino; Robert De Niro}), ({Scarface; The Godfather; …}, starred_actors, {…})
 
+**Orientation** (:func:`oriented_first`): the search ignores edge direction (§4.2: KGs differ in which way
+they store a relation), so "Calla's mother" written ``(Calla, mother, ?)`` matches Calla's mother *and*
+the children whose mother Calla is, at the same GSD. Among matches as good as the best, those whose
+triples run the way the pattern's edges do come first; nothing is dropped, and a match no better than
+the best is never lifted above one that is.
+
 **Substitutions** (:func:`substitutions`): a named pattern node bound to an entity whose name is not
 the one asked for ("Doom" → *Doomsday*): its distance is above a threshold and the two names differ
 after normalization (case, punctuation, articles). Exact-name matches have distance 0
@@ -30,7 +36,7 @@ from simgrag.match.search import MatchSet
 from simgrag.pattern.graph import Pattern
 
 __all__ = ["ANSWER_TOLERANCE", "AnswerEntry", "AnswerGroup", "AnswerSet", "Substitution", "answer_set", "names_match",
-           "substitutions"]
+           "oriented_first", "reversed_edges", "substitutions"]
 
 #: default GSD tolerance of an answer set: the matches as good as the best one, up to embedding noise
 ANSWER_TOLERANCE = 1e-3
@@ -178,6 +184,31 @@ class AnswerSet:
                 "size": len(self), "matches": self.matches, "complete": self.complete, "capped": self.capped,
                 "names": list(self.answer_names), "answers": [a.to_dict() for a in shown],
                 "groups": [g.to_dict(self.pattern) for g in self.groups]}
+
+
+def reversed_edges(store: KGStore, pattern: Pattern, found: MatchSet) -> np.ndarray:
+    """Per match of ``found``, how many pattern edges it maps to a KG triple running the other way (the
+    triple's head bound to the edge's target); a KG self-loop runs both ways."""
+    if not len(found) or not pattern.edges:
+        return np.zeros(len(found), dtype=np.int64)
+    src = np.array([e.source for e in pattern.edges], dtype=np.int64)
+    tgt = np.array([e.target for e in pattern.edges], dtype=np.int64)
+    heads = np.asarray(store.heads)[found.triples]
+    tails = np.asarray(store.tails)[found.triples]
+    turned = (heads != found.nodes[:, src]) | (tails != found.nodes[:, tgt])
+    return np.asarray(turned.sum(axis=1), dtype=np.int64)
+
+
+def oriented_first(store: KGStore, pattern: Pattern, found: MatchSet) -> MatchSet:
+    """``found`` (a within set) with its matches as good as the best (GSD within :data:`ANSWER_TOLERANCE`)
+    reordered: those that turn fewer pattern edges first, the search's order kept among equals; the rest
+    stay after them in their order (see the module docstring)."""
+    turned = reversed_edges(store, pattern, found)
+    if not turned.any():
+        return found
+    tier = (found.gsd > found.best + ANSWER_TOLERANCE).astype(np.int64)
+    order = np.lexsort((np.arange(len(found)), np.where(tier == 0, turned, 0), tier))
+    return found.reordered(order)
 
 
 def _first_seen(values: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ pattern nodes a match keeps apart (:data:`Distinct`, read by the search and the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -75,3 +75,8 @@ class MatchSet:
 
     def matches(self) -> tuple[Match, ...]:
         return tuple(self.match(i) for i in range(len(self)))
+
+    def reordered(self, order: np.ndarray) -> MatchSet:
+        """The same matches with its rows in ``order`` (a permutation of ``range(len(self))``)."""
+        return replace(self, gsd=self.gsd[order], nodes=self.nodes[order], triples=self.triples[order],
+                       node_dists=self.node_dists[order], edge_dists=self.edge_dists[order])

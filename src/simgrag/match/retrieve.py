@@ -22,7 +22,7 @@ from simgrag.index.base import StoredVectors
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.index.lexical import NameTokenIndex
 from simgrag.kg.store import Triple
-from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set
+from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set, oriented_first
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.limits import (
     DEFAULT_DEADLINE_S,
@@ -31,7 +31,7 @@ from simgrag.match.limits import (
     deadline_of,
     unanchored_parts,
 )
-from simgrag.match.search import WITHIN_CAP, Distinct, Match, SearchResult, search_subgraphs, typed_pairs
+from simgrag.match.search import WITHIN_CAP, Distinct, Match, MatchSet, search_subgraphs, typed_pairs
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.validate import validate_pattern
 
@@ -365,7 +365,8 @@ class SubgraphRetriever:
                                   algorithm=settings.algorithm, deadline_s=deadline,
                                   max_steps=steps_cap, within=within, within_cap=settings.answer_cap)
         timings["graph_s"] = time.perf_counter() - t1
-        answers = None if result.within is None else answer_set(self.store, pattern, result.within)
+        found = None if result.within is None else oriented_first(self.store, pattern, result.within)
+        answers = None if found is None else answer_set(self.store, pattern, found)
         timings["answers_s"] = time.perf_counter() - t1 - timings["graph_s"]
         timings["total_s"] = time.perf_counter() - t0
         counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}
@@ -376,13 +377,14 @@ class SubgraphRetriever:
                        and steps_cap == UNANCHORED_MAX_STEPS else f"its max_steps of {steps_cap:,}")
             logger.warning("the graph search stopped at %s after %d steps: best matches so far, any better one "
                            "has GSD >= %.4f", why, result.steps, result.lower_bound)
-        return Retrieval(pattern, self._evidence(pattern, result), result.complete, result.lower_bound,
+        return Retrieval(pattern, self._evidence(pattern, _best_first(result.matches, found, settings.k)),
+                         result.complete, result.lower_bound,
                          timings, result.algorithm, result.combination, counts, result.steps, limit, answers,
                          tuple(c.min_dist() for c in table.nodes),
                          tuple(table.rel_min(e) for e in range(len(pattern.edges))))
 
-    def _evidence(self, pattern: Pattern, result: SearchResult) -> tuple[Evidence, ...]:
-        return tuple(self.evidence_of(pattern, m, rank) for rank, m in enumerate(result.matches, start=1))
+    def _evidence(self, pattern: Pattern, matches: Sequence[Match]) -> tuple[Evidence, ...]:
+        return tuple(self.evidence_of(pattern, m, rank) for rank, m in enumerate(matches, start=1))
 
     def evidence_of(self, pattern: Pattern, match: Match, rank: int = 1) -> Evidence:
         ents, iris = self.store.entities, self.store.iris
@@ -403,6 +405,18 @@ class SubgraphRetriever:
             return None
         return (iris.entity(int(self.store.heads[tid])), iris.relation(int(self.store.rels[tid])),
                 iris.entity(int(self.store.tails[tid])))
+
+
+def _best_first(matches: Sequence[Match], found: MatchSet | None, k: int) -> tuple[Match, ...]:
+    """The top-k ``matches`` with those as good as the best taken in ``found``'s order
+    (:func:`~simgrag.match.answers.oriented_first`: the ones following the pattern's edge directions
+    first), so the evidence leads with the subgraph the answer set leads with."""
+    if found is None or not len(found):
+        return tuple(matches)
+    best = int(np.count_nonzero(found.gsd <= found.best + ANSWER_TOLERANCE))
+    lead = [found.match(i) for i in range(min(k, best))]
+    taken = {(m.nodes, m.triples) for m in lead}
+    return tuple([*lead, *(m for m in matches if (m.nodes, m.triples) not in taken)][:k])
 
 
 def distinct_of(settings: RetrievalSettings, pattern: Pattern, table: CandidateTable) -> Distinct:
