@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from simgrag.bootstrap.compose import composed_question
 from simgrag.bootstrap.files import progress_path
 from simgrag.bootstrap.learn import EXAMPLES_FILE, VALIDATION_FILE, LearnSettings, learn_examples
 from simgrag.bootstrap.prompts import read_kind_batch, read_question_batch
@@ -169,15 +170,20 @@ def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(compa
     valid_samples = {row["index"] for row in rows if row["role"] == "validation"}
     assert len(shot_samples) == 6 and valid_samples and not shot_samples & valid_samples  # disjoint by sample too
     by_question = {q["question"]: row for row in rows for q in row["questions"] if q["kept"]}
+    by_shot = {row["shot_question"]: row for row in rows if row["role"] == "shot"}
     for example in shots.examples:  # the sample's own pattern: KG relation names, typed unknowns; its answers hold
-        row = by_question[example.question]
+        row = by_shot[example.question]  # the question composed from it, never the LLM's
+        assert example.question == composed_question(row["triples"])
         assert [list(t) for t in example.triples] == row["triples"]
         assert set(row["sample"]["answers"]) == brute_answers(company.store, example.triples)
     for item in validation:  # every validation question's answers are its pattern's answers in the KG
         row = by_question[item.question]
         assert set(item.answers) == brute_answers(company.store, row["triples"]) and item.group == row["shape"]
-    assert {row["shape"] for row in rows if row["role"] == "shot"} == {"1hop", "2hop", "conjunction"}
-    assert [by_question[e.question]["shape"] for e in shots.examples[:3]] == ["1hop", "2hop", "conjunction"]
+    assert {row["shape"] for row in rows if row["role"] == "shot"} == {"1hop", "2hop", "3hop", "conjunction"}
+    assert [by_shot[e.question]["shape"] for e in shots.examples[:4]] == ["1hop", "2hop", "3hop", "conjunction"]
+    three_hop = [row for row in rows if row["shape"] == "3hop"]  # shots only, composed without the LLM
+    assert three_hop and all(row["role"] == "shot" and row["questions"][0]["composed"] for row in three_hop)
+    assert report.samples_asked == len(rows) - len(three_hop)
     kinds_calls = [c for c in script.llm.calls if c.messages[0].content.startswith("You name the kinds")]
     # one call: the 14 relation ends hold 5 classes of things (people, departments, buildings, projects, tools)
     assert len(kinds_calls) == 1 and kinds_calls[0].messages[-1].content.count("\n") >= 5
@@ -195,7 +201,8 @@ class OneHopOnly(ScriptedLearning):
 def test_a_question_must_word_every_triple_of_its_pattern(company: IndexDir, tmp_path: Path) -> None:
     script = OneHopOnly()
     report = learn_examples(company, script.llm, tmp_path / "learnt",
-                            LearnSettings(target_validation=6, shots=6, shapes=("1hop", "2hop", "conjunction")))
+                            LearnSettings(target_validation=6, shots=6, shapes=("1hop", "2hop", "conjunction"),
+                                          shot_shapes=()))
     rows = log_rows(tmp_path / "learnt")
     # the engine's judge reads each question as one hop: the longer samples' questions are dropped, shots and
     # validation alike — but where the KG knows a named entity through one relation only ("North Building" is

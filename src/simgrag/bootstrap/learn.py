@@ -31,9 +31,13 @@ budget (5 minutes by default) from a handful of LLM calls, with no engine run:
    wrong gold answer. The judge's lexicon is the KG's relation names (and aliases), so the questions kept
    lean to wordings those names explain — read a fit on them with that in mind;
 5. **the split**, sample by sample (a sample's questions stay on one side: no validation question is a
-   paraphrase of a shot) — a sample becomes a **shot** (its first question) while there is room and it
-   brings a shape, a relation or a kind of middle node (:func:`middle_kinds`) the shots lack, else
-   **validation** (all its kept questions) until ``target_validation``, else a shot while there is room.
+   paraphrase of a shot) — a sample becomes a **shot** while there is room and it brings a shape, a relation
+   or a kind of middle node (:func:`middle_kinds`) the shots lack, else **validation** (all its kept
+   questions) until ``target_validation``, else a shot while there is room. A shot's question is *composed*
+   from its pattern by rule (:mod:`simgrag.bootstrap.compose`: "What is the profession of the father of X?"),
+   not the LLM's: the 1.5B model's questions turned a triple round or left a hop out in 5 of genealogy's 12
+   shots, and a shot teaches the pattern writer its pattern. 3-hop chains (:data:`DEFAULT_SHOT_SHAPES`) are
+   sampled for shots only, with no LLM call.
 
 Learning stops once the shots are full and validation holds ``target_validation`` questions, when the
 samples run out, or before an LLM call that would pass the time budget or the call bound — the report says
@@ -59,6 +63,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from simgrag.bootstrap.compose import composed_question
 from simgrag.bootstrap.examples import MAX_LISTED_RELATIONS, relation_instructions
 from simgrag.bootstrap.files import ProgressLog, examples_yaml, progress_path
 from simgrag.bootstrap.kinds import RelationKinds
@@ -105,6 +110,10 @@ VALIDATION_FILE = "validation.jsonl"
 #: its 1 / 2 / 3-hop questions against 85.0 / 67.5 / 20.0 % without (fewer shots of each shape in the same budget,
 #: and the 1.5B model's 3-hop questions mostly fail the judge); LearnSettings(shapes=…) adds them
 DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
+#: shapes sampled for shots only, their questions composed by rule (no LLM call; :mod:`simgrag.bootstrap.compose`):
+#: 3-hop chains, whose LLM-written questions mostly fail the judge. With them, the genealogy KG learned at index time
+#: answered 3-hop questions far better (BENCHMARKS.md, "Composed shots")
+DEFAULT_SHOT_SHAPES = ("3hop",)
 #: the share of asked samples expected to keep a question (for the expected LLM calls)
 KEEP_RATE = 0.7
 #: the default time budget grows with the KG's relations: a sample covers a few relations, so a KG of many
@@ -148,7 +157,10 @@ class LearnSettings:
     (see :data:`~simgrag.bootstrap.sample.SHAPES`) with at most ``max_answers`` gold answers, none touching
     an entity of ``exclude``; ``samples_per_call`` samples and ``questions_per_sample`` questions each per
     question call, ``kinds_per_call`` groups of names (relation ends holding the same things) per kinds call;
-    ``seed`` decides the samples.
+    ``seed`` decides the samples. ``shot_shapes``: more shapes sampled for shots only, with composed questions
+    and no LLM call (:data:`DEFAULT_SHOT_SHAPES`); ``composed_shots``: every shot's question composed from its
+    pattern by rule (:func:`~simgrag.bootstrap.compose.composed_question`: each triple said, the way the KG runs
+    it), not the LLM's question for it, which may turn a triple round or leave a hop out.
 
     ``fit_questions``: the validation questions a fit after learning wants time for (0: none). Once the
     validation holds :data:`MIN_FIT_QUESTIONS` questions, learning stops writing questions that much time
@@ -159,6 +171,8 @@ class LearnSettings:
     budget_s: float = 300.0
     max_llm_calls: int | None = None
     shapes: tuple[str, ...] = DEFAULT_SHAPES
+    shot_shapes: tuple[str, ...] = DEFAULT_SHOT_SHAPES
+    composed_shots: bool = True
     samples_per_call: int = 4
     questions_per_sample: int = 2
     target_validation: int = 24
@@ -171,6 +185,8 @@ class LearnSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shapes", parse_shapes(self.shapes))
+        wanted = parse_shapes(self.shot_shapes) if self.shot_shapes else ()
+        object.__setattr__(self, "shot_shapes", tuple(s for s in wanted if s not in self.shapes))
         object.__setattr__(self, "exclude", frozenset(self.exclude))
         if not self.budget_s > 0:
             raise ConfigError(f"the learning budget must be a positive number of seconds; got {self.budget_s}")
@@ -189,7 +205,7 @@ class LearnSettings:
         digest = hashlib.sha256("\n".join(sorted(self.exclude)).encode()).hexdigest()[:16]
         kept = {k: v for k, v in asdict(self).items()
                 if k not in ("budget_s", "max_llm_calls", "exclude", "fit_questions")}
-        return {**kept, "shapes": list(self.shapes),
+        return {**kept, "shapes": list(self.shapes), "shot_shapes": list(self.shot_shapes),
                 "exclude": f"{len(self.exclude)} names, sha256 {digest}" if self.exclude else None}
 
     def wanted_samples(self) -> int:
@@ -301,12 +317,16 @@ class _Split:
         the answer) that the shots lack: "What country does X play in?" walks X's team, where the shots so far
         went through people only — the shot that teaches a chain through that kind of node."""
         room = len(self.shots) < settings.shots
-        if room and (shape not in self.shapes or not set(relations) <= self.relations
-                     or not set(middles) <= self.middles):
+        if room and self.brings(shape, relations, middles):
             return "shot"
         if len(self.validation) < settings.target_validation:
             return "validation"
         return "shot" if room else None
+
+    def brings(self, shape: str, relations: Sequence[str], middles: Sequence[str] = ()) -> bool:
+        """Whether a sample brings a shape, a relation or a kind of middle node the shots lack."""
+        return (shape not in self.shapes or not set(relations) <= self.relations
+                or not set(middles) <= self.middles)
 
     def add(self, row: Mapping[str, Any]) -> None:
         kept = [q["question"] for q in row["questions"] if q.get("kept")]
@@ -316,7 +336,8 @@ class _Split:
         sample = row["sample"]
         if row["role"] == "shot":
             triples = tuple((str(h), str(r), str(t)) for h, r, t in row["triples"])
-            self.shots.append(_Shot(row["shape"], kept[0], triples, _note(row["shape"], sample)))
+            question = str(row.get("shot_question") or kept[0])
+            self.shots.append(_Shot(row["shape"], question, triples, _note(row["shape"], sample)))
             self.shapes.add(row["shape"])
             self.relations.update(e[1] for e in sample["edges"])
             self.middles.update(row.get("middles", ()))
@@ -365,7 +386,7 @@ class _Learn:
         relations = [r for r in store.relations if r not in self.twins]
         self.listed = relations if len(relations) <= MAX_LISTED_RELATIONS else []
         per_shape = math.ceil(DRAW_FACTOR * settings.wanted_samples() / len(settings.shapes))
-        drawn = sample_subgraphs(store, settings.shapes, per_shape, seed=settings.seed,
+        drawn = sample_subgraphs(store, (*settings.shapes, *settings.shot_shapes), per_shape, seed=settings.seed,
                                  max_answers=settings.max_answers, exclude=settings.exclude, skip_relations=self.twins)
         # a relation walked twice ("the departments in the building of Security's department") reads as one hop
         # to a small model and to the judge alike: such samples make wrong questions, not examples
@@ -415,10 +436,18 @@ class _Learn:
             if not self.kinds.prepare_batched([e.relation for e in sample.edges], per_call=per_call,
                                               allow=self.may_call):
                 return
+            shot_only = sample.shape in self.settings.shot_shapes
+            if shot_only and not self.wants_shot(sample):
+                continue
             why = self.check(sample)
             if why is not None:
                 logger.debug("sample %d dropped by the KG check: %s", i, why)
                 self._reject("failed the KG check")
+                continue
+            if shot_only:
+                self.compose(i)
+                bar.set_postfix(shots=len(self.split.shots), validation=len(self.split.validation),
+                                llm_calls=self.llm.calls)
                 continue
             batch.append(i)
             if len(batch) == self.settings.samples_per_call:
@@ -429,6 +458,30 @@ class _Learn:
             return
         if not self.full():
             self.stopped = "samples"
+
+    def wants_shot(self, sample: Sample) -> bool:
+        """Whether a shot-only sample would be a shot now (room, and a shape, relation or middle kind it brings)."""
+        if len(self.split.shots) >= self.settings.shots:
+            return False
+        middles = middle_kinds(sample, self.triples(sample))
+        return self.split.brings(sample.shape, [e.relation for e in sample.edges], middles)
+
+    def compose(self, i: int) -> None:
+        """Sample ``i`` (shot-only) made a shot with its composed question, no LLM call (logged as a batch)."""
+        sample = self.samples[i]
+        triples = self.triples(sample)
+        question = composed_question(triples)
+        if question is None:
+            self._reject("no composed question")
+            return
+        row = {"index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
+               "questions": [{"question": question, "kept": True, "composed": True}], "role": "shot",
+               "middles": middle_kinds(sample, triples), "shot_question": question}
+        self.split.add(row)
+        record = {"kind": "batch", "samples": [row], "llm_calls": 0, "seconds": 0.0}
+        self.log.append(record)
+        self.done.add(i)
+        self.write()
 
     def triples(self, sample: Sample) -> list[list[str]]:
         return sample.pattern_triples(self.kinds)
@@ -505,8 +558,12 @@ class _Learn:
         triples = self.triples(sample)
         middles = middle_kinds(sample, triples)
         role = self.split.role(sample.shape, relations, self.settings, middles) if kept else None
-        return {"index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
-                "questions": questions, "role": role, "middles": middles}
+        row = {"index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
+               "questions": questions, "role": role, "middles": middles}
+        composed = composed_question(triples) if role == "shot" and self.settings.composed_shots else None
+        if composed is not None:
+            row["shot_question"] = composed
+        return row
 
     def _replay(self, record: Mapping[str, Any]) -> None:
         for row in record.get("samples", []):
@@ -542,7 +599,8 @@ class _Learn:
 
     def report(self, seconds: float) -> LearnReport:
         records = self.log.of_kind("batch")
-        rows = [row for r in records for row in r.get("samples", [])]
+        rows = [row for r in records for row in r.get("samples", [])
+                if not all(q.get("composed") for q in row["questions"])]  # the LLM's samples, not composed shots
         questions = [q for row in rows for q in row["questions"]]
         examples, validation = self.out_dir / EXAMPLES_FILE, self.out_dir / VALIDATION_FILE
         calls = sum(int(r.get("llm_calls", 0)) for r in records)
@@ -555,9 +613,12 @@ class _Learn:
 
 
 def _header(settings: LearnSettings, llm: str) -> str:
+    composed = ("Each question is composed by rule from a subgraph sampled from the KG (every triple said, the way "
+                "the KG runs it)" if settings.composed_shots else "Each question was written by the LLM for a "
+                "subgraph sampled from the KG")
     return (f"Few-shot examples learnt from this KG (LLM {llm}, seed {settings.seed}, shapes "
-            f"{', '.join(settings.shapes)}). Each question was written by the LLM for a subgraph sampled from the "
-            "KG; it names the subgraph's named entities and\nnot its answer, and the subgraph's pattern (stored "
+            f"{', '.join((*settings.shapes, *settings.shot_shapes))}). {composed}; it names the subgraph's named "
+            "entities and\nnot its answer, and the subgraph's pattern (stored "
             "here, with the KG's relation names) finds its answer in the KG.\nThe validation questions beside "
             "this file (validation.jsonl) are never shots. Edit freely: fix or delete questions, add your own;\n"
             "the first 6 examples are the prompt's static shots, the others are chosen per question. Then attach "

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 __all__ = ["APPOSITION_DETERMINERS", "AUXILIARIES", "COMPANION_PREPOSITIONS", "COPULAS", "IRREGULAR_PARTICIPLES",
            "JOIN_WORDS",
-           "NOUN_PHRASE_DETERMINERS", "STEM_ENDINGS", "STOPWORDS", "VAGUE_FOCUS", "WH_WITHOUT_FOCUS", "WH_WORDS"]
+           "NOUN_PHRASE_DETERMINERS", "RELATION_PREPOSITIONS", "STEM_ENDINGS", "STOPWORDS", "VAGUE_FOCUS",
+           "WH_WITHOUT_FOCUS", "WH_WORDS"]
 
 #: words that do not start a relation phrase (they may sit inside one: "kinds of movies")
 STOPWORDS = frozenset([
@@ -58,3 +59,8 @@ JOIN_WORDS = frozenset({"share", "shares", "shared", "sharing", "common", "toget
 #: endings that turn one word of a stem into another ("lead|s", "lead|er", "direct|or", "direct|ed"): the answer's
 #: reading check takes two words as one stem when they differ only by these after a shared start
 STEM_ENDINGS = frozenset({"", "s", "es", "er", "ers", "ed", "ing", "or", "ors", "ion", "ions", "e"})
+
+#: a relation name that begins or ends with one of these reads as a verb phrase ("located in", "in language",
+#: "written by"): a composed question says "the film that in language French", not "whose in language is French"
+#: (:func:`simgrag.bootstrap.compose.verb_like`)
+RELATION_PREPOSITIONS = frozenset({"by", "in", "for", "to", "at", "on", "from", "with", "of", "into", "as"})
