@@ -179,3 +179,21 @@ def test_bench_qa_reports_the_pattern_stage_and_its_per_edit_ablation(toy_dir: P
     assert summary["pattern_stage"]["families"] == families
     output, summary = bench("--no-grounding", "--llm-cache", "none")
     assert "pattern stage: off (--no-grounding)" in output
+
+
+@pytest.mark.parametrize("loader", ["claims", "calibration", "abstention"])
+def test_every_rows_loader_says_which_file_and_line_is_wrong(loader: str, tmp_path: Path) -> None:
+    from simgrag.eval.abstention import _read_rows
+    from simgrag.eval.calibrate import load_rows
+    from simgrag.eval.claims import load_claims
+
+    read = {"claims": load_claims, "calibration": load_rows, "abstention": _read_rows}[loader]
+    with pytest.raises(DatasetError, match="cannot read"):  # was an OSError past the exception tree
+        read(tmp_path / "missing.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"facts": []}\n[1, 2\n', encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"bad\.jsonl:[12]"):
+        read(bad)
+    bad.write_bytes(b"\xff\xfe not text")
+    with pytest.raises(DatasetError):
+        read(bad)

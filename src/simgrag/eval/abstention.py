@@ -58,7 +58,7 @@ from simgrag.eval.answerable import chain_targets, is_answerable
 from simgrag.eval.compare import _file_stem
 from simgrag.eval.metaqa import chain_relations, load_metaqa
 from simgrag.eval.metrics import answers_match
-from simgrag.eval.runner import QAItem
+from simgrag.eval.runner import QAItem, read_jsonl
 from simgrag.eval.subrun import run_sub_comparison
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.derive import derive_index_dir, derived_cache_path, same_tables_store
@@ -197,7 +197,7 @@ def _classify_row(row: Mapping[str, Any]) -> str:
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(path, "abstention rows")
 
 
 def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

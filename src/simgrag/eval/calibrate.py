@@ -23,7 +23,6 @@ Only DEV is read: :func:`run_calibration` has no split argument.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import replace
@@ -40,7 +39,7 @@ from simgrag.eval.gold_patterns import gold_pattern
 from simgrag.eval.metaqa import MetaQAQuestion
 from simgrag.eval.metrics import answers_match
 from simgrag.eval.resumable import resumable_rows
-from simgrag.eval.runner import QAItem
+from simgrag.eval.runner import QAItem, read_jsonl
 from simgrag.index.directory import IndexDir
 from simgrag.match.answers import names_match
 from simgrag.match.retrieve import Retrieval, SubgraphRetriever
@@ -268,4 +267,4 @@ def format_calibration(calibration: Calibration) -> str:
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
     """Rows written by :func:`run_calibration` (to refit with another ``alpha``)."""
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(path, "calibration rows")

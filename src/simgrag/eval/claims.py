@@ -25,6 +25,7 @@ from typing import Literal
 import numpy as np
 
 from simgrag.errors import DatasetError
+from simgrag.eval.runner import read_question_lines
 from simgrag.kg.store import KGStore
 
 __all__ = ["ALL_SHAPES", "RELATION_PREDICATES", "Claim", "generate_claims", "load_claims", "save_claims"]
@@ -342,13 +343,13 @@ def save_claims(path: str | Path, claims: Iterable[Claim]) -> Path:
 def load_claims(path: str | Path) -> list[Claim]:
     """Read claims written by :func:`save_claims`."""
     claims = []
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(read_question_lines(path), start=1):
         if not line.strip():
             continue
         try:
             data = json.loads(line)
             data["facts"] = tuple(tuple(f) for f in data["facts"])
             claims.append(Claim(**data))
-        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise DatasetError(f"{path}:{lineno}: not a claim record ({exc})") from exc
     return claims

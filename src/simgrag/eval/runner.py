@@ -71,6 +71,27 @@ def read_question_lines(path: str | Path) -> list[str]:
         raise DatasetError(f"cannot read the questions file {path}: {exc}") from exc
 
 
+def read_jsonl(path: str | Path, what: str = "rows") -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file, blank lines skipped; a file that cannot be read or a line that is not a
+    JSON object is a :class:`DatasetError` naming ``path:line`` (``what`` names the file's kind in it)."""
+    rows = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"cannot read the {what} file {path}: {exc}") from exc
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise DatasetError(f"{path}:{n}: not JSON ({exc})") from exc
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+        rows.append(row)
+    return rows
+
+
 def load_qa_file(path: str | Path) -> list[QAItem]:
     """A JSONL file of ``{"question": …, "answers": […], "group": optional}`` lines."""
     items = []
