@@ -437,17 +437,20 @@ class _Learn:
                                               allow=self.may_call):
                 return
             shot_only = sample.shape in self.settings.shot_shapes
-            if shot_only and not self.wants_shot(sample):
+            shot = self.wants_shot(sample)
+            if shot_only and not shot:
                 continue
             why = self.check(sample)
             if why is not None:
                 logger.debug("sample %d dropped by the KG check: %s", i, why)
                 self._reject("failed the KG check")
                 continue
-            if shot_only:
-                self.compose(i)
+            if shot and (shot_only or self.settings.composed_shots) and self.compose(i):
+                bar.update(max(0, min(len(self.split.shots) + len(self.split.validation), bar.total) - bar.n))
                 bar.set_postfix(shots=len(self.split.shots), validation=len(self.split.validation),
                                 llm_calls=self.llm.calls)
+                continue
+            if shot_only:
                 continue
             batch.append(i)
             if len(batch) == self.settings.samples_per_call:
@@ -460,20 +463,26 @@ class _Learn:
             self.stopped = "samples"
 
     def wants_shot(self, sample: Sample) -> bool:
-        """Whether a shot-only sample would be a shot now (room, and a shape, relation or middle kind it brings)."""
-        if len(self.split.shots) >= self.settings.shots:
-            return False
+        """Whether ``sample`` would be a shot now (:meth:`_Split.role`; a shot-only shape: only while it brings
+        a shape, a relation or a kind of middle node the shots lack)."""
+        relations = [e.relation for e in sample.edges]
         middles = middle_kinds(sample, self.triples(sample))
-        return self.split.brings(sample.shape, [e.relation for e in sample.edges], middles)
+        if sample.shape in self.settings.shot_shapes:  # at most its share of the shots: they crowd out the others
+            share = self.settings.shots // (len(self.settings.shapes) + len(self.settings.shot_shapes))
+            of_shape = sum(shot.shape == sample.shape for shot in self.split.shots)
+            return (len(self.split.shots) < self.settings.shots and of_shape < max(1, share)
+                    and self.split.brings(sample.shape, relations, middles))
+        return self.split.role(sample.shape, relations, self.settings, middles) == "shot"
 
-    def compose(self, i: int) -> None:
-        """Sample ``i`` (shot-only) made a shot with its composed question, no LLM call (logged as a batch)."""
+    def compose(self, i: int) -> bool:
+        """Sample ``i`` made a shot with its composed question, no LLM call (logged as a batch); ``False``: its
+        pattern composes no question."""
         sample = self.samples[i]
         triples = self.triples(sample)
         question = composed_question(triples)
         if question is None:
             self._reject("no composed question")
-            return
+            return False
         row = {"index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
                "questions": [{"question": question, "kept": True, "composed": True}], "role": "shot",
                "middles": middle_kinds(sample, triples), "shot_question": question}
@@ -482,6 +491,7 @@ class _Learn:
         self.log.append(record)
         self.done.add(i)
         self.write()
+        return True
 
     def triples(self, sample: Sample) -> list[list[str]]:
         return sample.pattern_triples(self.kinds)
