@@ -173,7 +173,7 @@ class LearnSettings:
     max_llm_calls: int | None = None
     shapes: tuple[str, ...] = DEFAULT_SHAPES
     shot_shapes: tuple[str, ...] = DEFAULT_SHOT_SHAPES
-    composed_shots: bool = True
+    composed_shots: bool = False
     samples_per_call: int = 4
     questions_per_sample: int = 2
     target_validation: int = 24
@@ -317,12 +317,16 @@ class _Split:
         brings something new with a shape, a relation, or a kind of *middle* node (an unknown node that is not
         the answer) that the shots lack: "What country does X play in?" walks X's team, where the shots so far
         went through people only — the shot that teaches a chain through that kind of node."""
-        room = len(self.shots) < settings.shots
+        room = self.regular(settings) < settings.shots
         if room and self.brings(shape, relations, middles):
             return "shot"
         if len(self.validation) < settings.target_validation:
             return "validation"
         return "shot" if room else None
+
+    def regular(self, settings: LearnSettings) -> int:
+        """How many shots are of the sampled shapes (the shot-only shapes' shots come on top of ``settings.shots``)."""
+        return sum(shot.shape not in settings.shot_shapes for shot in self.shots)
 
     def brings(self, shape: str, relations: Sequence[str], middles: Sequence[str] = ()) -> bool:
         """Whether a sample brings a shape, a relation or a kind of middle node the shots lack."""
@@ -418,7 +422,7 @@ class _Learn:
         return True
 
     def full(self) -> bool:
-        return self.settings.full(len(self.split.shots), len(self.split.validation))
+        return self.settings.full(self.split.regular(self.settings), len(self.split.validation))
 
     def _reject(self, why: str, count: int = 1) -> None:
         self.rejected[why] = self.rejected.get(why, 0) + count
@@ -468,11 +472,10 @@ class _Learn:
         a shape, a relation or a kind of middle node the shots lack)."""
         relations = [e.relation for e in sample.edges]
         middles = middle_kinds(sample, self.triples(sample))
-        if sample.shape in self.settings.shot_shapes:  # at most its share of the shots: they crowd out the others
+        if sample.shape in self.settings.shot_shapes:  # its share of the shots, on top of them
             share = self.settings.shots // (len(self.settings.shapes) + len(self.settings.shot_shapes))
             of_shape = sum(shot.shape == sample.shape for shot in self.split.shots)
-            return (len(self.split.shots) < self.settings.shots and of_shape < max(1, share)
-                    and self.split.brings(sample.shape, relations, middles))
+            return of_shape < max(1, share) and self.split.brings(sample.shape, relations, middles)
         return self.split.role(sample.shape, relations, self.settings, middles) == "shot"
 
     def compose(self, i: int) -> bool:
@@ -624,9 +627,10 @@ class _Learn:
 
 
 def _header(settings: LearnSettings, llm: str) -> str:
-    composed = ("Each question is composed by rule from a subgraph sampled from the KG (every triple said, the way "
-                "the KG runs it)" if settings.composed_shots else "Each question was written by the LLM for a "
-                "subgraph sampled from the KG")
+    rule = "composed by rule (every triple said, the way the KG runs it)"
+    composed = (f"Each question is {rule} from a subgraph sampled from the KG" if settings.composed_shots else
+                "Each question was written by the LLM for a subgraph sampled from the KG"
+                + (f" ({', '.join(settings.shot_shapes)}: {rule})" if settings.shot_shapes else ""))
     return (f"Few-shot examples learnt from this KG (LLM {llm}, seed {settings.seed}, shapes "
             f"{', '.join((*settings.shapes, *settings.shot_shapes))}). {composed}; it names the subgraph's named "
             "entities and\nnot its answer, and the subgraph's pattern (stored "
