@@ -33,11 +33,13 @@ budget (5 minutes by default) from a handful of LLM calls, with no engine run:
 5. **the split**, sample by sample (a sample's questions stay on one side: no validation question is a
    paraphrase of a shot) — a sample becomes a **shot** while there is room and it brings a shape, a relation
    or a kind of middle node (:func:`middle_kinds`) the shots lack, else **validation** (all its kept
-   questions) until ``target_validation``, else a shot while there is room. A shot's question is *composed*
-   from its pattern by rule (:mod:`simgrag.bootstrap.compose`: "What is the profession of the father of X?"),
-   not the LLM's: the 1.5B model's questions turned a triple round or left a hop out in 5 of genealogy's 12
-   shots, and a shot teaches the pattern writer its pattern. 3-hop chains (:data:`DEFAULT_SHOT_SHAPES`) are
-   sampled for shots only, with no LLM call.
+   questions) until ``target_validation``, else a shot while there is room. 3-hop chains
+   (:data:`DEFAULT_SHOT_SHAPES`), whose LLM-written questions mostly fail the judge, are sampled for shots only,
+   on top of the others (at most their share): their questions are *composed* from the pattern by rule
+   (:mod:`simgrag.bootstrap.compose`: "What is the profession of the father of the father of X?"), with no LLM
+   call. ``composed_shots`` composes every shot's question so, with no LLM call for any shot: off by default —
+   the stiff wording cost WorldCup2014's real questions 10 points on 1-hop, while the LLM's own questions turned
+   a triple round or left a hop out in 5 of genealogy's 12 shots.
 
 Learning stops once the shots are full and validation holds ``target_validation`` questions, when the
 samples run out, or before an LLM call that would pass the time budget or the call bound — the report says
@@ -110,9 +112,9 @@ VALIDATION_FILE = "validation.jsonl"
 #: its 1 / 2 / 3-hop questions against 85.0 / 67.5 / 20.0 % without (fewer shots of each shape in the same budget,
 #: and the 1.5B model's 3-hop questions mostly fail the judge); LearnSettings(shapes=…) adds them
 DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
-#: shapes sampled for shots only, their questions composed by rule (no LLM call; :mod:`simgrag.bootstrap.compose`):
-#: 3-hop chains, whose LLM-written questions mostly fail the judge. With them, the genealogy KG learned at index time
-#: answered 3-hop questions far better (BENCHMARKS.md, "Composed shots")
+#: shapes sampled for shots only, on top of the others, their questions composed by rule (no LLM call;
+#: :mod:`simgrag.bootstrap.compose`): 3-hop chains, whose LLM-written questions mostly fail the judge (BENCHMARKS.md,
+#: "Composed 3-hop shots")
 DEFAULT_SHOT_SHAPES = ("3hop",)
 #: the share of asked samples expected to keep a question (for the expected LLM calls)
 KEEP_RATE = 0.7
@@ -158,10 +160,11 @@ class LearnSettings:
     (see :data:`~simgrag.bootstrap.sample.SHAPES`) with at most ``max_answers`` gold answers, none touching
     an entity of ``exclude``; ``samples_per_call`` samples and ``questions_per_sample`` questions each per
     question call, ``kinds_per_call`` groups of names (relation ends holding the same things) per kinds call;
-    ``seed`` decides the samples. ``shot_shapes``: more shapes sampled for shots only, with composed questions
-    and no LLM call (:data:`DEFAULT_SHOT_SHAPES`); ``composed_shots``: every shot's question composed from its
-    pattern by rule (:func:`~simgrag.bootstrap.compose.composed_question`: each triple said, the way the KG runs
-    it), not the LLM's question for it, which may turn a triple round or leave a hop out.
+    ``seed`` decides the samples. ``shot_shapes``: more shapes sampled for shots only, on top of ``shots`` (at
+    most their share of them), with composed questions and no LLM call (:data:`DEFAULT_SHOT_SHAPES`);
+    ``composed_shots``: every shot's question composed from its pattern by rule
+    (:func:`~simgrag.bootstrap.compose.composed_question`: each triple said, the way the KG runs it) with no LLM
+    call, not the LLM's question for it (off: the module docstring, step 5).
 
     ``fit_questions``: the validation questions a fit after learning wants time for (0: none). Once the
     validation holds :data:`MIN_FIT_QUESTIONS` questions, learning stops writing questions that much time
