@@ -131,8 +131,9 @@ MIN_FIT_QUESTIONS = 8
 #: learning calls of 17.5 s each: 0.54; genealogy, the default readings scored too, 20 questions in 253 s beside calls
 #: of 14.4 s: 0.88 — learning then took 354 s of a 300 s budget)
 FIT_QUESTION_SHARE = 0.9
-#: ... and the time kept for it is at most this share of the budget
-FIT_RESERVE_SHARE = 0.3
+#: ... and the time kept for it is at most this share of the budget (0.3 bought genealogy 6 questions' worth at the
+#: share above, fewer than MIN_FIT_QUESTIONS, and the learnt index ran the unfitted stage)
+FIT_RESERVE_SHARE = 0.45
 #: samples drawn per sample wanted: the KG check and the screen drop some
 DRAW_FACTOR = 3
 #: the KG check's search (the engine's default search, three subgraphs)
