@@ -157,23 +157,24 @@ def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(compa
     settings = LearnSettings(target_validation=10, shots=6)
     report = learn_examples(company, script.llm, tmp_path / "learnt", settings)
     assert report.complete and report.stopped is None, report
-    assert report.shots == 6 and report.validation >= 10 and report.llm_calls == len(script.llm.calls)
+    assert report.shots == 7 and report.validation >= 10 and report.llm_calls == len(script.llm.calls)  # 6 + a 3-hop
     assert report.rejected["does not name"] >= report.samples_asked  # one vague question per sample, screened
     shots = load_examples(tmp_path / "learnt" / EXAMPLES_FILE)  # the format every command reads
     validation = load_qa_file(tmp_path / "learnt" / VALIDATION_FILE)
-    assert len(shots) == 6 and len(validation) == report.validation
+    assert len(shots) == 7 and len(validation) == report.validation
     assert list(shots.relations) == [relation_text(r) for r in company.store.relations]
     assert "works in (person → department)" in str(shots.instructions)
     assert not {e.question for e in shots.examples} & {v.question for v in validation}
     rows = log_rows(tmp_path / "learnt")
     shot_samples = {row["index"] for row in rows if row["role"] == "shot"}
     valid_samples = {row["index"] for row in rows if row["role"] == "validation"}
-    assert len(shot_samples) == 6 and valid_samples and not shot_samples & valid_samples  # disjoint by sample too
+    assert len(shot_samples) == 7 and valid_samples and not shot_samples & valid_samples  # disjoint by sample too
     by_question = {q["question"]: row for row in rows for q in row["questions"] if q["kept"]}
-    by_shot = {row["shot_question"]: row for row in rows if row["role"] == "shot"}
+    by_shot = {row.get("shot_question") or next(q["question"] for q in row["questions"] if q["kept"]): row
+               for row in rows if row["role"] == "shot"}
     for example in shots.examples:  # the sample's own pattern: KG relation names, typed unknowns; its answers hold
-        row = by_shot[example.question]  # the question composed from it, never the LLM's
-        assert example.question == composed_question(row["triples"])
+        row = by_shot[example.question]  # a 3-hop chain's question composed from it, the others the LLM's
+        assert (example.question == composed_question(row["triples"])) == (row["shape"] == "3hop")
         assert [list(t) for t in example.triples] == row["triples"]
         assert set(row["sample"]["answers"]) == brute_answers(company.store, example.triples)
     for item in validation:  # every validation question's answers are its pattern's answers in the KG
@@ -181,12 +182,25 @@ def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(compa
         assert set(item.answers) == brute_answers(company.store, row["triples"]) and item.group == row["shape"]
     assert {row["shape"] for row in rows if row["role"] == "shot"} == {"1hop", "2hop", "3hop", "conjunction"}
     assert [by_shot[e.question]["shape"] for e in shots.examples[:4]] == ["1hop", "2hop", "3hop", "conjunction"]
-    three_hop = [row for row in rows if row["shape"] == "3hop"]  # shots only, composed without the LLM
-    assert three_hop and all(row["role"] == "shot" and row["questions"][0]["composed"] for row in three_hop)
-    assert report.samples_asked == len(rows) - len(three_hop)
+    three_hop = [row for row in rows if row["shape"] == "3hop"]  # shots only, composed with no LLM call
+    assert len(three_hop) == 1 and three_hop[0]["role"] == "shot" and three_hop[0]["questions"][0]["composed"]
+    assert report.samples_asked == len(rows) - 1  # its share of 6 shots (4 shapes), on top of them
     kinds_calls = [c for c in script.llm.calls if c.messages[0].content.startswith("You name the kinds")]
     # one call: the 14 relation ends hold 5 classes of things (people, departments, buildings, projects, tools)
     assert len(kinds_calls) == 1 and kinds_calls[0].messages[-1].content.count("\n") >= 5
+
+
+def test_composed_shots_take_no_llm_call_and_say_every_triple(company: IndexDir, tmp_path: Path) -> None:
+    script = ScriptedLearning()
+    report = learn_examples(company, script.llm, tmp_path / "learnt",
+                            LearnSettings(target_validation=10, shots=6, composed_shots=True))
+    rows = log_rows(tmp_path / "learnt")
+    shots = [row for row in rows if row["role"] == "shot"]
+    composed = [row for row in shots if row["questions"][0].get("composed")]  # made a shot with no LLM call
+    assert len(shots) == report.shots == 7 and len(composed) >= 4  # every shape's first at least
+    examples = load_examples(tmp_path / "learnt" / EXAMPLES_FILE).examples
+    assert {e.question for e in examples} == {composed_question(row["triples"]) for row in shots}
+    assert report.samples_asked == len(rows) - len(composed)
 
 
 class OneHopOnly(ScriptedLearning):
@@ -202,7 +216,7 @@ def test_a_question_must_word_every_triple_of_its_pattern(company: IndexDir, tmp
     script = OneHopOnly()
     report = learn_examples(company, script.llm, tmp_path / "learnt",
                             LearnSettings(target_validation=6, shots=6, shapes=("1hop", "2hop", "conjunction"),
-                                          shot_shapes=()))
+                                          shot_shapes=(), composed_shots=False))
     rows = log_rows(tmp_path / "learnt")
     # the engine's judge reads each question as one hop: the longer samples' questions are dropped, shots and
     # validation alike — but where the KG knows a named entity through one relation only ("North Building" is
@@ -311,7 +325,7 @@ def test_learn_kg_attaches_examples_and_validation_and_fits_the_pattern_stage(co
     assert index.manifest["grounding"]["info"]["source"] == "bootstrapped validation"
     learned = index.manifest["learned"]
     assert learned["llm_calls"] == report.llm_calls == len(script.llm.calls) and learned["peak_rss_mb"] > 0
-    assert learned["examples"] == 6 and learned["seconds"] >= learned["learning_seconds"] >= 0
+    assert learned["examples"] == 7 and learned["seconds"] >= learned["learning_seconds"] >= 0  # 6 + a 3-hop
     assert verify_index(index).ok and learn_dir(company.path).is_dir()
     (index.path / "validation.jsonl").write_text("{}\n", encoding="utf-8")
     with pytest.raises(IndexDirError, match="simgrag learn"):

@@ -33,11 +33,13 @@ budget (5 minutes by default) from a handful of LLM calls, with no engine run:
 5. **the split**, sample by sample (a sample's questions stay on one side: no validation question is a
    paraphrase of a shot) — a sample becomes a **shot** while there is room and it brings a shape, a relation
    or a kind of middle node (:func:`middle_kinds`) the shots lack, else **validation** (all its kept
-   questions) until ``target_validation``, else a shot while there is room. A shot's question is *composed*
-   from its pattern by rule (:mod:`simgrag.bootstrap.compose`: "What is the profession of the father of X?"),
-   not the LLM's: the 1.5B model's questions turned a triple round or left a hop out in 5 of genealogy's 12
-   shots, and a shot teaches the pattern writer its pattern. 3-hop chains (:data:`DEFAULT_SHOT_SHAPES`) are
-   sampled for shots only, with no LLM call.
+   questions) until ``target_validation``, else a shot while there is room. 3-hop chains
+   (:data:`DEFAULT_SHOT_SHAPES`), whose LLM-written questions mostly fail the judge, are sampled for shots only,
+   on top of the others (at most their share): their questions are *composed* from the pattern by rule
+   (:mod:`simgrag.bootstrap.compose`: "What is the profession of the father of the father of X?"), with no LLM
+   call. ``composed_shots`` composes every shot's question so, with no LLM call for any shot: off by default —
+   the stiff wording cost WorldCup2014's real questions 10 points on 1-hop, while the LLM's own questions turned
+   a triple round or left a hop out in 5 of genealogy's 12 shots.
 
 Learning stops once the shots are full and validation holds ``target_validation`` questions, when the
 samples run out, or before an LLM call that would pass the time budget or the call bound — the report says
@@ -110,9 +112,9 @@ VALIDATION_FILE = "validation.jsonl"
 #: its 1 / 2 / 3-hop questions against 85.0 / 67.5 / 20.0 % without (fewer shots of each shape in the same budget,
 #: and the 1.5B model's 3-hop questions mostly fail the judge); LearnSettings(shapes=…) adds them
 DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
-#: shapes sampled for shots only, their questions composed by rule (no LLM call; :mod:`simgrag.bootstrap.compose`):
-#: 3-hop chains, whose LLM-written questions mostly fail the judge. With them, the genealogy KG learned at index time
-#: answered 3-hop questions far better (BENCHMARKS.md, "Composed shots")
+#: shapes sampled for shots only, on top of the others, their questions composed by rule (no LLM call;
+#: :mod:`simgrag.bootstrap.compose`): 3-hop chains, whose LLM-written questions mostly fail the judge (BENCHMARKS.md,
+#: "Composed 3-hop shots")
 DEFAULT_SHOT_SHAPES = ("3hop",)
 #: the share of asked samples expected to keep a question (for the expected LLM calls)
 KEEP_RATE = 0.7
@@ -125,11 +127,13 @@ LARGE_KG_RELATIONS, LARGE_KG_BUDGET_S = 500, 1800.0
 MIN_FIT_QUESTIONS = 8
 #: a validation question costs the fit about this share of one learning question call: its pattern call, shared by
 #: every configuration through a call cache, a revision now and then, and the answer-mode fit's answer call
-#: (measured on WorldCup2014 with the embedded model on 2 cores, every call new: 24 questions fitted in 228 s beside
-#: learning calls of 17.5 s each: 0.54)
-FIT_QUESTION_SHARE = 0.55
-#: ... and the time kept for it is at most this share of the budget
-FIT_RESERVE_SHARE = 0.3
+#: (measured with the embedded model on 2 cores, every call new: WorldCup2014, 24 questions fitted in 228 s beside
+#: learning calls of 17.5 s each: 0.54; genealogy, the default readings scored too, 20 questions in 253 s beside calls
+#: of 14.4 s: 0.88 — learning then took 354 s of a 300 s budget)
+FIT_QUESTION_SHARE = 0.9
+#: ... and the time kept for it is at most this share of the budget (0.3 bought genealogy 6 questions' worth at the
+#: share above, fewer than MIN_FIT_QUESTIONS, and the learnt index ran the unfitted stage)
+FIT_RESERVE_SHARE = 0.45
 #: samples drawn per sample wanted: the KG check and the screen drop some
 DRAW_FACTOR = 3
 #: the KG check's search (the engine's default search, three subgraphs)
@@ -157,10 +161,11 @@ class LearnSettings:
     (see :data:`~simgrag.bootstrap.sample.SHAPES`) with at most ``max_answers`` gold answers, none touching
     an entity of ``exclude``; ``samples_per_call`` samples and ``questions_per_sample`` questions each per
     question call, ``kinds_per_call`` groups of names (relation ends holding the same things) per kinds call;
-    ``seed`` decides the samples. ``shot_shapes``: more shapes sampled for shots only, with composed questions
-    and no LLM call (:data:`DEFAULT_SHOT_SHAPES`); ``composed_shots``: every shot's question composed from its
-    pattern by rule (:func:`~simgrag.bootstrap.compose.composed_question`: each triple said, the way the KG runs
-    it), not the LLM's question for it, which may turn a triple round or leave a hop out.
+    ``seed`` decides the samples. ``shot_shapes``: more shapes sampled for shots only, on top of ``shots`` (at
+    most their share of them), with composed questions and no LLM call (:data:`DEFAULT_SHOT_SHAPES`);
+    ``composed_shots``: every shot's question composed from its pattern by rule
+    (:func:`~simgrag.bootstrap.compose.composed_question`: each triple said, the way the KG runs it) with no LLM
+    call, not the LLM's question for it (off: the module docstring, step 5).
 
     ``fit_questions``: the validation questions a fit after learning wants time for (0: none). Once the
     validation holds :data:`MIN_FIT_QUESTIONS` questions, learning stops writing questions that much time
@@ -172,7 +177,7 @@ class LearnSettings:
     max_llm_calls: int | None = None
     shapes: tuple[str, ...] = DEFAULT_SHAPES
     shot_shapes: tuple[str, ...] = DEFAULT_SHOT_SHAPES
-    composed_shots: bool = True
+    composed_shots: bool = False
     samples_per_call: int = 4
     questions_per_sample: int = 2
     target_validation: int = 24
@@ -316,12 +321,16 @@ class _Split:
         brings something new with a shape, a relation, or a kind of *middle* node (an unknown node that is not
         the answer) that the shots lack: "What country does X play in?" walks X's team, where the shots so far
         went through people only — the shot that teaches a chain through that kind of node."""
-        room = len(self.shots) < settings.shots
+        room = self.regular(settings) < settings.shots
         if room and self.brings(shape, relations, middles):
             return "shot"
         if len(self.validation) < settings.target_validation:
             return "validation"
         return "shot" if room else None
+
+    def regular(self, settings: LearnSettings) -> int:
+        """How many shots are of the sampled shapes (the shot-only shapes' shots come on top of ``settings.shots``)."""
+        return sum(shot.shape not in settings.shot_shapes for shot in self.shots)
 
     def brings(self, shape: str, relations: Sequence[str], middles: Sequence[str] = ()) -> bool:
         """Whether a sample brings a shape, a relation or a kind of middle node the shots lack."""
@@ -417,7 +426,7 @@ class _Learn:
         return True
 
     def full(self) -> bool:
-        return self.settings.full(len(self.split.shots), len(self.split.validation))
+        return self.settings.full(self.split.regular(self.settings), len(self.split.validation))
 
     def _reject(self, why: str, count: int = 1) -> None:
         self.rejected[why] = self.rejected.get(why, 0) + count
@@ -437,17 +446,20 @@ class _Learn:
                                               allow=self.may_call):
                 return
             shot_only = sample.shape in self.settings.shot_shapes
-            if shot_only and not self.wants_shot(sample):
+            shot = self.wants_shot(sample)
+            if shot_only and not shot:
                 continue
             why = self.check(sample)
             if why is not None:
                 logger.debug("sample %d dropped by the KG check: %s", i, why)
                 self._reject("failed the KG check")
                 continue
-            if shot_only:
-                self.compose(i)
+            if shot and (shot_only or self.settings.composed_shots) and self.compose(i):
+                bar.update(max(0, min(len(self.split.shots) + len(self.split.validation), bar.total) - bar.n))
                 bar.set_postfix(shots=len(self.split.shots), validation=len(self.split.validation),
                                 llm_calls=self.llm.calls)
+                continue
+            if shot_only:
                 continue
             batch.append(i)
             if len(batch) == self.settings.samples_per_call:
@@ -460,20 +472,25 @@ class _Learn:
             self.stopped = "samples"
 
     def wants_shot(self, sample: Sample) -> bool:
-        """Whether a shot-only sample would be a shot now (room, and a shape, relation or middle kind it brings)."""
-        if len(self.split.shots) >= self.settings.shots:
-            return False
+        """Whether ``sample`` would be a shot now (:meth:`_Split.role`; a shot-only shape: only while it brings
+        a shape, a relation or a kind of middle node the shots lack)."""
+        relations = [e.relation for e in sample.edges]
         middles = middle_kinds(sample, self.triples(sample))
-        return self.split.brings(sample.shape, [e.relation for e in sample.edges], middles)
+        if sample.shape in self.settings.shot_shapes:  # its share of the shots, on top of them
+            share = self.settings.shots // (len(self.settings.shapes) + len(self.settings.shot_shapes))
+            of_shape = sum(shot.shape == sample.shape for shot in self.split.shots)
+            return of_shape < max(1, share) and self.split.brings(sample.shape, relations, middles)
+        return self.split.role(sample.shape, relations, self.settings, middles) == "shot"
 
-    def compose(self, i: int) -> None:
-        """Sample ``i`` (shot-only) made a shot with its composed question, no LLM call (logged as a batch)."""
+    def compose(self, i: int) -> bool:
+        """Sample ``i`` made a shot with its composed question, no LLM call (logged as a batch); ``False``: its
+        pattern composes no question."""
         sample = self.samples[i]
         triples = self.triples(sample)
         question = composed_question(triples)
         if question is None:
             self._reject("no composed question")
-            return
+            return False
         row = {"index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
                "questions": [{"question": question, "kept": True, "composed": True}], "role": "shot",
                "middles": middle_kinds(sample, triples), "shot_question": question}
@@ -482,6 +499,7 @@ class _Learn:
         self.log.append(record)
         self.done.add(i)
         self.write()
+        return True
 
     def triples(self, sample: Sample) -> list[list[str]]:
         return sample.pattern_triples(self.kinds)
@@ -613,9 +631,10 @@ class _Learn:
 
 
 def _header(settings: LearnSettings, llm: str) -> str:
-    composed = ("Each question is composed by rule from a subgraph sampled from the KG (every triple said, the way "
-                "the KG runs it)" if settings.composed_shots else "Each question was written by the LLM for a "
-                "subgraph sampled from the KG")
+    rule = "composed by rule (every triple said, the way the KG runs it)"
+    composed = (f"Each question is {rule} from a subgraph sampled from the KG" if settings.composed_shots else
+                "Each question was written by the LLM for a subgraph sampled from the KG"
+                + (f" ({', '.join(settings.shot_shapes)}: {rule})" if settings.shot_shapes else ""))
     return (f"Few-shot examples learnt from this KG (LLM {llm}, seed {settings.seed}, shapes "
             f"{', '.join((*settings.shapes, *settings.shot_shapes))}). {composed}; it names the subgraph's named "
             "entities and\nnot its answer, and the subgraph's pattern (stored "
