@@ -154,7 +154,7 @@ def log_rows(out_dir: Path) -> list[dict]:
 # -- learning ------------------------------------------------------------------------------------------------
 def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(company: IndexDir, tmp_path: Path) -> None:
     script = ScriptedLearning()
-    settings = LearnSettings(target_validation=10, shots=6)
+    settings = LearnSettings(target_validation=10, shots=6, shot_shapes=("3hop",))
     report = learn_examples(company, script.llm, tmp_path / "learnt", settings)
     assert report.complete and report.stopped is None, report
     assert report.shots == 7 and report.validation >= 10 and report.llm_calls == len(script.llm.calls)  # 6 + a 3-hop
@@ -193,7 +193,7 @@ def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(compa
 def test_composed_shots_take_no_llm_call_and_say_every_triple(company: IndexDir, tmp_path: Path) -> None:
     script = ScriptedLearning()
     report = learn_examples(company, script.llm, tmp_path / "learnt",
-                            LearnSettings(target_validation=10, shots=6, composed_shots=True))
+                            LearnSettings(target_validation=10, shots=6, composed_shots=True, shot_shapes=("3hop",)))
     rows = log_rows(tmp_path / "learnt")
     shots = [row for row in rows if row["role"] == "shot"]
     composed = [row for row in shots if row["questions"][0].get("composed")]  # made a shot with no LLM call
@@ -314,7 +314,7 @@ def test_a_kg_that_stores_each_fact_twice_is_learnt_with_one_relation_of_each_pa
 # -- the index learns -----------------------------------------------------------------------------------------
 def test_learn_kg_attaches_examples_and_validation_and_fits_the_pattern_stage(company: IndexDir) -> None:
     script = ScriptedLearning()
-    report = learn_kg(company.path, script.llm, LearnSettings(target_validation=8, shots=6))
+    report = learn_kg(company.path, script.llm, LearnSettings(target_validation=8, shots=6, shot_shapes=("3hop",)))
     index = open_index_dir(company.path)
     assert index_examples(index) == index.path / "examples.yaml"
     attached = index.manifest["attached"]

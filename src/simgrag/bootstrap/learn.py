@@ -115,7 +115,7 @@ DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
 #: shapes sampled for shots only, on top of the others, their questions composed by rule (no LLM call;
 #: :mod:`simgrag.bootstrap.compose`): 3-hop chains, whose LLM-written questions mostly fail the judge (BENCHMARKS.md,
 #: "Composed 3-hop shots")
-DEFAULT_SHOT_SHAPES = ("3hop",)
+DEFAULT_SHOT_SHAPES: tuple[str, ...] = ()
 #: the share of asked samples expected to keep a question (for the expected LLM calls)
 KEEP_RATE = 0.7
 #: the default time budget grows with the KG's relations: a sample covers a few relations, so a KG of many
