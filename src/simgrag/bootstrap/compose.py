@@ -1,5 +1,5 @@
-"""Questions composed from a pattern by rule, with no LLM: learning's 3-hop shots (every shot with
-``LearnSettings(composed_shots=True)``).
+"""Questions composed from a pattern by rule, with no LLM: learning's opt-in 3-hop shots
+(``LearnSettings(shot_shapes=("3hop",))``; every shot with ``composed_shots=True``).
 
 A 1.5B model asked to write a question for a pattern often turns a triple round ("What is the father of Oren?"
 for *the person whose father is Oren*) or leaves a hop out ("Which person is Bram's mother?" for *the children

@@ -33,13 +33,14 @@ budget (5 minutes by default) from a handful of LLM calls, with no engine run:
 5. **the split**, sample by sample (a sample's questions stay on one side: no validation question is a
    paraphrase of a shot) — a sample becomes a **shot** while there is room and it brings a shape, a relation
    or a kind of middle node (:func:`middle_kinds`) the shots lack, else **validation** (all its kept
-   questions) until ``target_validation``, else a shot while there is room. 3-hop chains
-   (:data:`DEFAULT_SHOT_SHAPES`), whose LLM-written questions mostly fail the judge, are sampled for shots only,
-   on top of the others (at most their share): their questions are *composed* from the pattern by rule
-   (:mod:`simgrag.bootstrap.compose`: "What is the profession of the father of the father of X?"), with no LLM
-   call. ``composed_shots`` composes every shot's question so, with no LLM call for any shot: off by default —
-   the stiff wording cost WorldCup2014's real questions 10 points on 1-hop, while the LLM's own questions turned
-   a triple round or left a hop out in 5 of genealogy's 12 shots.
+   questions) until ``target_validation``, else a shot while there is room. *Opt-in*
+   (``LearnSettings(shot_shapes=("3hop",))``): 3-hop chains, whose LLM-written questions mostly fail the judge,
+   sampled for shots only, on top of the others (at most their share), their questions *composed* from the
+   pattern by rule (:mod:`simgrag.bootstrap.compose`: "What is the profession of the father of the father of
+   X?") with no LLM call — genealogy learned 87.5 / 75.0 / 57.5 with them against 90.0 / 62.5 / 37.5, WorldCup2014
+   86 against 90 on 1-hop (its other samples changed with them: the sampler's random stream is shared);
+   ``composed_shots`` composes every shot's question so, with no LLM call for any shot (WorldCup2014's real
+   questions lost 10 points on 1-hop: the stiff wording lacks people's verbs).
 
 Learning stops once the shots are full and validation holds ``target_validation`` questions, when the
 samples run out, or before an LLM call that would pass the time budget or the call bound — the report says
@@ -113,8 +114,8 @@ VALIDATION_FILE = "validation.jsonl"
 #: and the 1.5B model's 3-hop questions mostly fail the judge); LearnSettings(shapes=…) adds them
 DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
 #: shapes sampled for shots only, on top of the others, their questions composed by rule (no LLM call;
-#: :mod:`simgrag.bootstrap.compose`): 3-hop chains, whose LLM-written questions mostly fail the judge (BENCHMARKS.md,
-#: "Composed 3-hop shots")
+#: :mod:`simgrag.bootstrap.compose`): none by default — ``("3hop",)`` lifted genealogy's 2/3-hop questions and cost
+#: WorldCup2014 4 points on 1-hop (BENCHMARKS.md, "Composed 3-hop shots")
 DEFAULT_SHOT_SHAPES: tuple[str, ...] = ()
 #: the share of asked samples expected to keep a question (for the expected LLM calls)
 KEEP_RATE = 0.7
