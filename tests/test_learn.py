@@ -190,6 +190,19 @@ def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(compa
     assert len(kinds_calls) == 1 and kinds_calls[0].messages[-1].content.count("\n") >= 5
 
 
+def test_shot_only_shapes_leave_the_other_samples_as_they_were(company: IndexDir, tmp_path: Path) -> None:
+    plain = learn_examples(company, ScriptedLearning().llm, tmp_path / "plain", LearnSettings(target_validation=10,
+                                                                                                shots=6))
+    more = learn_examples(company, ScriptedLearning().llm, tmp_path / "more", LearnSettings(
+        target_validation=10, shots=6, shot_shapes=("3hop",)))
+    assert plain.shots == 6 and more.shots == 7
+
+    def asked(out: str) -> list[list[list[str]]]:
+        return [row["triples"] for row in log_rows(tmp_path / out) if row["shape"] != "3hop"]
+
+    assert asked("plain") == asked("more")  # the same samples, in the same order, asked the same way
+
+
 def test_composed_shots_take_no_llm_call_and_say_every_triple(company: IndexDir, tmp_path: Path) -> None:
     script = ScriptedLearning()
     report = learn_examples(company, script.llm, tmp_path / "learnt",

@@ -117,6 +117,8 @@ DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
 #: :mod:`simgrag.bootstrap.compose`): none by default — ``("3hop",)`` lifted genealogy's 2/3-hop questions and cost
 #: WorldCup2014 4 points on 1-hop (BENCHMARKS.md, "Composed 3-hop shots")
 DEFAULT_SHOT_SHAPES: tuple[str, ...] = ()
+#: added to the seed for the shot-only shapes' samples (their own random stream)
+SHOT_SHAPES_SEED = 7919
 #: the share of asked samples expected to keep a question (for the expected LLM calls)
 KEEP_RATE = 0.7
 #: the default time budget grows with the KG's relations: a sample covers a few relations, so a KG of many
@@ -376,6 +378,18 @@ def middle_kinds(sample: Sample, triples: Sequence[Sequence[str]]) -> list[str]:
     return sorted(set(kinds.values()))
 
 
+def _interleaved(drawn: Sequence[Sample], extra: Sequence[Sample], every: int, take: int) -> list[Sample]:
+    """``drawn`` with ``take`` samples of ``extra`` after each ``every`` of them (the rest of either at the end)."""
+    out: list[Sample] = []
+    rest = list(extra)
+    for i, sample in enumerate(drawn, start=1):
+        out.append(sample)
+        if i % every == 0:
+            out += rest[:take]
+            rest = rest[take:]
+    return out + rest
+
+
 def _note(shape: str, sample: Mapping[str, Any]) -> str:
     answers = list(sample["answers"])
     answer = sample["entities"][sample["asked"]]
@@ -395,8 +409,13 @@ class _Learn:
         relations = [r for r in store.relations if r not in self.twins]
         self.listed = relations if len(relations) <= MAX_LISTED_RELATIONS else []
         per_shape = math.ceil(DRAW_FACTOR * settings.wanted_samples() / len(settings.shapes))
-        drawn = sample_subgraphs(store, (*settings.shapes, *settings.shot_shapes), per_shape, seed=settings.seed,
+        drawn = sample_subgraphs(store, settings.shapes, per_shape, seed=settings.seed,
                                  max_answers=settings.max_answers, exclude=settings.exclude, skip_relations=self.twins)
+        if settings.shot_shapes:  # their own random stream: the other samples stay those learning draws without them
+            extra = sample_subgraphs(store, settings.shot_shapes, per_shape, seed=settings.seed + SHOT_SHAPES_SEED,
+                                     max_answers=settings.max_answers, exclude=settings.exclude,
+                                     skip_relations=self.twins)
+            drawn = _interleaved(drawn, extra, len(settings.shapes), len(settings.shot_shapes))
         # a relation walked twice ("the departments in the building of Security's department") reads as one hop
         # to a small model and to the judge alike: such samples make wrong questions, not examples
         self.samples = [s for s in drawn if len({e.relation for e in s.edges}) == len(s.edges)]
