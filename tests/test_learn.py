@@ -23,6 +23,7 @@ from simgrag.cli import _common, app
 from simgrag.errors import ConfigError, IndexDirError, LLMConnectionError
 from simgrag.eval.learn import learn_dir, learn_kg
 from simgrag.eval.runner import load_qa_file
+from simgrag.grounding.fit import read_fit
 from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir, relation_text
 from simgrag.index.verify import verify_index
@@ -350,7 +351,11 @@ def test_learn_kg_without_the_fit_and_with_too_few_questions(company: IndexDir) 
     assert report.fit is None and "--no-fit" in report.fit_note and "grounding" not in open_index_dir(
         company.path).manifest
     report = learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=3, shots=4, seed=2))
-    assert report.fit is None and "fewer than 8" in report.fit_note
+    # no edit family has shown it helps on this KG: the stage is stored off, not left to run every family
+    assert report.fit is not None and not report.fit.enabled and "fewer than 8" in report.fit_note
+    stored = read_fit(open_index_dir(company.path).manifest)
+    assert stored == report.fit and "not fitted: " in stored.describe() and "fewer than 8" in stored.describe()
+    assert "stays off" in report.fit_note and "simgrag grounding fit" in report.fit_note
 
 
 # -- reading the batched replies -------------------------------------------------------------------------------

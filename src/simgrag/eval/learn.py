@@ -15,8 +15,8 @@ and ``simgrag learn INDEX_DIR``:
    (:func:`~simgrag.eval.fit_grounding.fit_grounding`, stored by :func:`~simgrag.grounding.fit.store_fit`)
    — on as many of them as the time budget still allows, estimated from the learning's own LLM call times
    (shapes taken in turn); learning stops writing questions early enough to leave time for
-   :data:`FIT_QUESTIONS` of them once it has :data:`MIN_FIT_QUESTIONS`; with fewer the fit is skipped and the
-   report says how to run it;
+   :data:`FIT_QUESTIONS` of them once it has :data:`MIN_FIT_QUESTIONS`; with fewer the fit is skipped, the
+   stage is stored off (no edit family has shown it helps on this KG) and the report says how to fit it;
 4. what it cost — seconds, LLM calls, peak RSS — and what it made is recorded in the manifest under
    ``learned``.
 """
@@ -154,18 +154,16 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
     if not fit:
         return None, "Pattern stage not fitted (--no-fit): every edit family runs.", 0
     if learned.validation_file is None:
-        return None, "Pattern stage not fitted: no validation questions; every edit family runs.", 0
+        return _floor(root, "no validation questions", "")
     items = load_qa_file(learned.validation_file)
     if len(items) < MIN_FIT_QUESTIONS:
-        return None, (f"Pattern stage not fitted: {len(items)} validation questions, fewer than {MIN_FIT_QUESTIONS}; "
-                      "every edit family runs."), 0
+        return _floor(root, f"{len(items)} validation questions, fewer than {MIN_FIT_QUESTIONS}", command)
     per_question = FIT_QUESTION_SHARE * learned.seconds_per_call
     left = settings.budget_s - (time.perf_counter() - t0)
     n = len(items) if per_question <= 0 else min(len(items), int(max(0.0, left) // per_question))
     if n < MIN_FIT_QUESTIONS:
-        return None, (f"Pattern stage not fitted: the budget leaves {max(0.0, left):.0f} s, about {n} validation "
-                      f"questions' worth (it needs {MIN_FIT_QUESTIONS}); every edit family runs. Fit it later: "
-                      f"{command}"), 0
+        return _floor(root, f"the budget leaves {max(0.0, left):.0f} s, about {n} validation questions' worth (it "
+                            f"needs {MIN_FIT_QUESTIONS})", command)
     chosen = _interleaved(items, n)
     logger.info("fitting the pattern stage on %d of %d validation questions", n, len(items))
     index = open_index_dir(root)
@@ -187,6 +185,16 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
         store_answer_mode(root, replace(mode, info={**mode.info, "learned": True}))
     return found, (f"Pattern stage fitted on {n} validation questions: {found.describe()}; "
                    f"answer mode: {mode.describe()}"), n
+
+
+def _floor(root: Path, reason: str, command: str) -> tuple[GroundingFit, str, int]:
+    """Where the fit cannot run, the stage is stored off (the LLM's own patterns: no edit family has shown on this
+    KG that it helps, and unfitted they can lower it), answers from exact bindings; ``grounding fit`` replaces it."""
+    floor = GroundingFit(enabled=False, info={"learned": True, "unfitted": reason})
+    store_fit(root, floor)
+    store_answer_mode(root, None)
+    later = f" Fit it later: {command}" if command else ""
+    return floor, f"Pattern stage not fitted: {reason}; it stays off (the LLM's own patterns).{later}", 0
 
 
 def _interleaved(items: Sequence[QAItem], n: int) -> list[QAItem]:

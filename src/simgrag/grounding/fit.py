@@ -97,7 +97,10 @@ class GroundingFit:
 
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
-        if not self.enabled:
+        unfitted = self.info.get("unfitted")
+        if not self.enabled and unfitted:
+            head = f"off (not fitted: {unfitted}; the LLM's own patterns until `simgrag grounding fit`)"
+        elif not self.enabled:
             head = "off (the LLM's own patterns did at least as well on this KG's validation questions)"
         elif self.disabled:
             head = f"on, without {', '.join(self.disabled)}"
