@@ -23,6 +23,7 @@ from simgrag.grounding.channel import (
     channel_prompt,
     contracted_readings,
     fit_margin,
+    longer_readings,
     named_readings,
     shorter_readings,
 )
@@ -122,6 +123,28 @@ def test_a_hop_copied_inside_a_chain_is_taken_out_once() -> None:
     assert contracted_readings([["X", "r", "UNKNOWN p 1"], ["UNKNOWN p 1", "r", "Z"]]) == []
 
 
+def test_longer_readings_add_one_hop_from_the_asked_node_which_its_far_end_becomes() -> None:
+    """"What does X's wife do for a living?" written [X, spouse, UNKNOWN person 1]: each relation the KG gives the
+    asked-for node's match (as head) adds a hop, most likely first; one it already heads in the pattern does not."""
+    one = [["X", "spouse", "UNKNOWN person 1"]]
+    readings = longer_readings(one, ["profession", "spouse", "profession", "place_of_birth"])
+    assert [r.added for r in readings] == [("UNKNOWN person 1", "profession", "UNKNOWN profession 2"),
+                                           ("UNKNOWN person 1", "spouse", "UNKNOWN spouse 2"),
+                                           ("UNKNOWN person 1", "place_of_birth", "UNKNOWN place of birth 2")]
+    assert readings[0].triples == (("X", "spouse", "UNKNOWN person 1"),
+                                   ("UNKNOWN person 1", "profession", "UNKNOWN profession 2"))
+    assert "added" in readings[0].why() and "profession" in readings[0].why()
+    # the asked-for movie already heads a starred_actors edge: another is a second constraint, not a hop
+    star = [["UNKNOWN movie 1", "starred_actors", "Kate"]]
+    assert [r.added for r in longer_readings(star, ["starred_actors", "release_year"])] == [
+        ("UNKNOWN movie 1", "release_year", "UNKNOWN release year 2")]
+    chain = [["UNKNOWN a 1", "r", "UNKNOWN b 2"], ["UNKNOWN b 2", "r", "UNKNOWN c 3"]]
+    assert [r.added for r in longer_readings(chain, ["r"])] == [("UNKNOWN c 3", "r", "UNKNOWN r 4")]
+    assert longer_readings([["X", "r", "Y"]], ["s"]) == []  # a claim asks for nothing
+    assert longer_readings([], ["s"]) == []
+    assert len(longer_readings(one, [f"r{i}" for i in range(9)], limit=3)) == 3
+
+
 def test_named_readings_put_a_name_the_question_gives_in_place_of_an_unknown_node() -> None:
     unnamed = [["UNKNOWN club 1", "is in", "UNKNOWN country 1"]]
     readings = named_readings(unnamed, ["Al_Gharafa_SC", "Al_Gharafa_SC"])
@@ -157,7 +180,8 @@ def test_the_engine_takes_an_examples_pattern_the_question_is_likelier_under(toy
         return -2.0 if "release year" in condition else -6.0
 
     llm = FakeLLM(respond, scores=release_years)
-    engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options={"ground_patterns": False, "channel": True})
+    engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options={  # a longer reading would add the hop too
+        "ground_patterns": False, "channel": True, "channel_readings": ["shorter", "named", "analogy"]})
     result = engine.ask("When were the movies directed by James Cameron released?")
     assert result.pattern is not None and result.pattern.pattern.triples() == [
         ("UNKNOWN movie 1", "directed by", "James Cameron"), ("UNKNOWN movie 1", "release year", "UNKNOWN year 1")]
@@ -276,9 +300,9 @@ def test_the_fit_turns_the_channel_on_where_it_fixes_copied_hops(toy: IndexDir,
     assert significant_gain(4, 0)
     # both sets of readings fix the four (the analogy of "which movies did Guy Pearce act in" is the shorter
     # reading itself): the simpler set is stored
-    first = ["shorter", "named", "contracted"]
+    first = ["shorter", "named", "contracted", "longer"]
     assert list(fit.channel_readings) == first and channel["readings"] == first
-    assert set(channel["tried"]) == {"shorter,named,contracted", "shorter,named,analogy,contracted"}
+    assert set(channel["tried"]) == {"shorter,named,contracted,longer", "shorter,named,analogy,contracted,longer"}
 
 
 #: "when were the movies X starred in released?": the LLM writes the first hop only; an example has both
@@ -306,6 +330,9 @@ def test_the_fit_offers_analogies_only_where_they_answer_more(toy: IndexDir, mon
         return -2.0 if "release year" in condition else -6.0
 
     items = [QAItem(q, answers) for q, answers in STARRED.items()]
+    # the sets without longer readings, which would add the year hop too
+    sets = (("shorter", "named", "contracted"), ("shorter", "named", "analogy", "contracted"))
+    monkeypatch.setattr("simgrag.eval.fit_grounding.READING_SETS", sets)
     fit = fit_grounding(toy, FakeLLM(first_hop, scores=release_years), items, progress=False,
                         examples=parse_examples(STARRED_EXAMPLES))
     tried = fit.info["channel"]["tried"]
@@ -380,8 +407,8 @@ def test_the_channel_switch_round_trips_and_an_old_fit_without_it_reads_as_off(t
     store_fit(toy.path, GroundingFit(True, ("analogy",), {"questions": 3}, channel=True, channel_margin=0.75))
     fit = read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest)
     assert fit is not None and fit.channel is True and fit.channel_margin == 0.75
-    assert fit.channel_readings == ("shorter", "named", "analogy", "contracted")
-    assert "channel choice on (margin 0.75; readings shorter, named, analogy, contracted)" in fit.describe()
+    assert fit.channel_readings == ("shorter", "named", "analogy", "contracted", "longer")
+    assert "channel choice on (margin 0.75; readings shorter, named, analogy, contracted, longer)" in fit.describe()
     old = GroundingFit.from_dict({"format_version": 1, "enabled": False, "disabled": [], "info": {}})
     assert old.channel is False
     # a fit made before analogies were readings runs with the two kinds it was fitted with
@@ -431,6 +458,31 @@ def test_the_engine_answers_from_the_shorter_reading_when_the_channel_is_on(toy:
     question = "Which movies did Kate Winslet star in?"
     assert on.ask(question).answer.short_answer == "Titanic"
     assert off.ask(question).answer.short_answer == "1997"
+
+
+def _drops_the_year(messages: Sequence[ChatMessage]) -> str:
+    return json.dumps({"triples": [["UNKNOWN movie 1", "starred actors", "Kate Winslet"]]})
+
+
+def _reads_released(prefix: str, condition: str, scored: str) -> float:
+    """Likelier with a release-year hop for a question about release, else without."""
+    return -2.0 if ("release" in condition.split("ANSWER")[0]) == ("released" in scored) else -7.0
+
+
+def test_the_engine_answers_from_the_longer_reading_when_the_question_asks_one_hop_more(toy: IndexDir) -> None:
+    """The LLM left out the year hop; the KG gives Titanic a release_year edge; the question is likelier with it."""
+    llm = FakeLLM(_drops_the_year, scores=_reads_released)
+    on = SimGRAG(toy, llm=llm, calibration="off", retriever_options={"ground_patterns": False, "channel": True,
+                                                                    "channel_readings": ["longer"]})
+    off = SimGRAG(toy, llm=llm, calibration="off", retriever_options={"ground_patterns": False, "channel": False})
+    question = "When was the movie Kate Winslet starred in released?"
+    result = on.ask(question)
+    assert result.answer.short_answer == "1997"
+    assert result.pattern is not None and result.pattern.pattern.triples()[-1] == (
+        "UNKNOWN movie 1", "release_year", "UNKNOWN release year 2")
+    assert off.ask(question).answer.short_answer == "Titanic"
+    # a question that asks for the movie itself keeps the LLM's one hop
+    assert on.ask("Which movie did Kate Winslet star in?").answer.short_answer == "Titanic"
 
 
 # ---------------------------------------------------------------- worst inputs

@@ -49,8 +49,8 @@ from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
 __all__ = ["CHANNEL", "DEFAULT_READINGS", "MARGIN", "MAX_READINGS", "READINGS", "Analogies", "ChannelChoice",
-           "PatternSource", "Reading", "analogy_readings", "channel_prompt", "contracted_readings", "fit_margin",
-           "named_readings", "shorter_readings"]
+           "Extensions", "PatternSource", "Reading", "analogy_readings", "channel_prompt", "contracted_readings",
+           "fit_margin", "longer_readings", "named_readings", "shorter_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +63,8 @@ MARGIN = 0.0
 #: in the order the prompt ranks its examples for the question)
 MAX_READINGS = 4
 #: the kinds of reading, each with its function: a hop shorter, a name put in, an example's pattern, a copied hop
-#: taken out
-READINGS = ("shorter", "named", "analogy", "contracted")
+#: taken out, a hop longer
+READINGS = ("shorter", "named", "analogy", "contracted", "longer")
 #: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
 #: copied — so they need only do no harm, not show a gain the validation questions may never give a chance to
@@ -74,6 +74,8 @@ Triples = tuple[tuple[str, str, str], ...]
 #: (question, the examples its prompt shows, best-fitting first) → (example question, its pattern with the question's
 #: entities in place of its own) for each example whose pattern can take them
 Analogies = Callable[[str, Sequence[Example]], Sequence[tuple[str, Triples]]]
+#: (question, pattern) → the KG relations its asked-for node's best match is the head of, most likely first
+Extensions = Callable[[str, Triples], Sequence[str]]
 
 _HEAD = ("Each set of knowledge-graph triples below is followed by the question that asks for its ANSWER node "
          "(an UNKNOWN node of the triples).\n\n")
@@ -95,8 +97,11 @@ class Reading:
     named: tuple[str, str] | None = None
     example: str | None = None  # an analogy: the example question whose pattern it is
     copied: bool = False  # a contracted reading: ``dropped`` repeated the hop before it
+    added: tuple[str, str, str] | None = None  # a longer reading: the hop it adds at the asked-for node
 
     def why(self) -> str:
+        if self.added is not None:
+            return f"added {list(self.added)}, a hop from the node it asked for"
         if self.copied:
             return f"took out {list(self.dropped or ())}, a copy of the hop before it"
         if self.example is not None:
@@ -149,6 +154,31 @@ def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READI
             if asks and len(set(rest)) == len(rest) and Pattern.from_triples(rest).is_connected():
                 out.append(Reading(rest, full[j], copied=True))
     return _distinct(out)[:limit]  # a chain of three copies contracts two ways to one pattern
+
+
+def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
+                    limit: int = MAX_READINGS) -> list[Reading]:
+    """The pattern with one more hop from its asked-for node, which the hop's far end becomes: ``[X, spouse,
+    UNKNOWN person 1]`` for "what does X's wife do for a living?" gains ``[UNKNOWN person 1, profession, UNKNOWN
+    profession 2]`` — the small model's other frequent slip, the last hop left out. ``relations`` are the KG
+    relations the asked-for node's match is the head of (the caller's KG lookup, most likely first); one the
+    node already heads in the pattern is skipped (a second edge of the same kind is a constraint, not a hop;
+    at most ``limit``)."""
+    full = _as_triples(triples)
+    asked = _asked(full) if full else "none"
+    if asked == "none":
+        return []
+    heads = {r for h, r, _ in full if h == asked}
+    number = 1 + sum(is_unknown(n) for n in dict.fromkeys(n for h, _, t in full for n in (h, t)))
+    out: list[Reading] = []
+    for relation in dict.fromkeys(relations):
+        if relation in heads:
+            continue
+        hop = (asked, relation, f"UNKNOWN {relation.replace('_', ' ')} {number}")
+        out.append(Reading((*full, hop), added=hop))
+        if len(out) >= limit:
+            break
+    return out
 
 
 def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
@@ -262,7 +292,8 @@ class ChannelChoice:
 
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
-                 analogies: Analogies | None = None, readings: Collection[str] = READINGS) -> None:
+                 analogies: Analogies | None = None, readings: Collection[str] = READINGS,
+                 extensions: Extensions | None = None) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
         unknown = sorted(set(readings) - set(READINGS))
@@ -275,6 +306,7 @@ class ChannelChoice:
         self.analogies = analogies if "analogy" in readings else None
         self.shorter = "shorter" in readings
         self.contracted = "contracted" in readings
+        self.extensions = extensions if "longer" in readings else None
 
     def pattern(self, text: str) -> PatternResult:
         result = self.inner.pattern(text)
@@ -286,6 +318,8 @@ class ChannelChoice:
             readings += contracted_readings(triples, self.limit)
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
+        if self.extensions is not None:
+            readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit)
         if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
             dynamic = prompt.dynamic_examples(text)
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]

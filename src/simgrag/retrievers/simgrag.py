@@ -41,7 +41,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from simgrag.errors import ConfigError, IndexDirError
+from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
 from simgrag.grounding import GroundedPatterns
 from simgrag.grounding.analogy import analog_candidates
 from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS, ChannelChoice, Triples
@@ -57,6 +57,7 @@ from simgrag.llm.base import LLM, scores_text
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import Example, ExampleSet, load_examples
 from simgrag.pattern.generate import PatternGenerator, PatternResult
+from simgrag.pattern.graph import Pattern
 from simgrag.retrievers.base import PatternStage, RetrievedContext
 from simgrag.retrievers.bindings import answer_candidates, asked_text
 
@@ -247,7 +248,7 @@ class SimGRAGRetriever:
                 judge = chosen.judge if isinstance(chosen, GroundedPatterns) else None
                 reader = _QuestionReader(self.subgraphs, generator, judge)
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
-                                       analogies=reader.analogies, readings=kinds)
+                                       analogies=reader.analogies, readings=kinds, extensions=reader.extensions)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
@@ -328,6 +329,29 @@ class _QuestionReader:
     def names(self, question: str) -> list[str]:
         reader = self.judge()
         return [reader.store.entities[m.entity] for m in reader.read(question).mentions if m.confident]
+
+    def extensions(self, question: str, triples: Triples) -> list[str]:
+        """The KG relations that the asked-for node's best match for ``triples`` is the head of, those nearest a
+        phrase of ``question`` first (the channel's longer readings; the LLM, not this order, chooses among them)."""
+        pattern = Pattern.from_triples([list(t) for t in triples])
+        asked = pattern.asked_node()
+        if asked is None:
+            return []
+        try:
+            found = self.subgraphs.retrieve(pattern)
+        except SimGRAGError as exc:  # a pattern the search cannot take offers no longer reading
+            logger.debug("no longer readings for %r: %s", question, exc)
+            return []
+        binding = found.evidence[0].binding(pattern.nodes[asked].text) if found.evidence else None
+        if binding is None:
+            return []
+        judge = self.judge()
+        heads = sorted(r for r, sides in kg_roles(judge.retriever, binding.entity_id).items() if "head" in sides)
+        if not heads:
+            return []
+        phrases = list(judge.read(question).phrases) or [question]
+        nearest = judge.lexicon.relation_distances(phrases).min(axis=0)
+        return [judge.store.relations[r] for r in sorted(heads, key=lambda r: (float(nearest[r]), r))]
 
     def analogies(self, question: str, shots: Sequence[Example]) -> list[tuple[str, Triples]]:
         """Each of ``shots`` whose pattern takes the question's entities (:func:`analog_candidates`) and whose
