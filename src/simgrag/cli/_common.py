@@ -98,7 +98,7 @@ Grounding = Annotated[bool | None, typer.Option(
 Channel = Annotated[bool | None, typer.Option(
     "--channel/--no-channel", help="let the LLM choose between its pattern and its readings (one hop shorter, a "
                                    "name the question gives put in, an example's pattern, a copied hop taken "
-                                   "out) by how likely each makes "
+                                   "out, one hop more) by how likely each makes "
                                    "the question "
                                    "(simgrag, embedded LLM). Default: as the index's fit says (off without one); "
                                    "where it is off, its default readings (a name put in, a copied hop taken "

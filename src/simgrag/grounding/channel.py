@@ -16,7 +16,9 @@ The candidates are the pattern itself, the pattern with one triple to an unknown
 LLM wrote", the most frequent small-model mistake on the KGs measured (BENCHMARKS.md "The pattern stage per KG");
 given the question's entity mentions, the pattern with an unknown node taken to be an entity the question names and
 the pattern leaves out (:func:`named_readings`); the pattern with a hop the LLM copied taken out ("X's dad's dad"
-written with three ``father`` hops: :func:`contracted_readings`); and, given the examples the prompt showed,
+written with three ``father`` hops: :func:`contracted_readings`); given the KG relations the asked-for node's best
+match heads, the pattern with the hop the LLM left out added ("what does X's wife do for a living?" written as
+X's spouse: :func:`longer_readings`); and, given the examples the prompt showed,
 *analogies*: an example's pattern with the question's entities in place of the example's own
 (:func:`analogy_readings`; the KG checks that each entity has the example's relations on those sides). Learned
 examples are read from the KG by the model itself but worded its way, not the user's: for "where is the football
@@ -286,7 +288,8 @@ class ChannelChoice:
     """A :class:`~simgrag.retrievers.base.PatternStage` that asks ``inner`` for the pattern, then lets the LLM
     choose between it, its :func:`shorter_readings`, — given ``mentions`` (question → the KG names of its entity
     mentions) — its :func:`named_readings` and — given ``analogies`` — the :func:`analogy_readings` of the examples
-    its prompt showed, by log P(question | pattern) (module docstring); ``readings`` names the kinds offered
+    its prompt showed and — given ``extensions`` (question, pattern → KG relations) — its :func:`longer_readings`, by
+    log P(question | pattern) (module docstring); ``readings`` names the kinds offered
     (:data:`READINGS`). The turned-round prompt holds the examples the pattern prompt showed for the question
     (static, then dynamic). A scoring failure keeps the inner pattern (logged): the choice can only add."""
 
