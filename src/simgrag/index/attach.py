@@ -129,8 +129,9 @@ def section_problem(manifest: Mapping[str, Any], key: str, problem: Callable[[An
     return None if found is None else f"{key}: {found}"
 
 
-def read_manifest_json(root: Path) -> dict[str, Any]:
+def read_manifest_json(root: str | Path) -> dict[str, Any]:
     """The manifest of the index directory ``root`` as it is on disk."""
+    root = Path(root)
     try:
         manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
