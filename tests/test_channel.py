@@ -485,6 +485,30 @@ def test_the_engine_answers_from_the_longer_reading_when_the_question_asks_one_h
     assert on.ask("Which movie did Kate Winslet star in?").answer.short_answer == "Titanic"
 
 
+#: a family: spouses each other's, fathers with fathers, professions that head nothing; a fact stored both ways
+FAMILY = ["Ann|spouse|Bob", "Bob|spouse|Ann", "Bob|father|Carl", "Carl|father|Dan", "Ann|profession|Pilot",
+          "Bob|profession|Baker", "Carl|profession|Smith", "Bob|lives_in|Oslo", "Oslo|lives_in_inverse|Bob"]
+
+
+def test_longer_readings_offer_hops_out_of_the_answers_kind_and_no_turned_round_twin(tmp_path: Path) -> None:
+    """Bob (Ann's spouse) heads spouse, father, profession, lives_in: spouse and father reach people who head them
+    again (another of Bob's kind), lives_in_inverse is lives_in turned round; profession and lives_in are offered."""
+    (tmp_path / "family.txt").write_text("\n".join(FAMILY) + "\n", encoding="utf-8")
+    (tmp_path / "examples.yaml").write_text(EXAMPLES, encoding="utf-8")
+    index = build_index_dir(tmp_path / "family.txt", tmp_path / "family.idx", embedder=HashEmbedder(dim=256),
+                            examples=tmp_path / "examples.yaml")
+    llm = FakeLLM(lambda m: json.dumps({"triples": [["Ann", "spouse", "UNKNOWN person 1"]]}), scores=_one_hop)
+    retriever = SimGRAGRetriever(open_index_dir(index.path, embedder=HashEmbedder(dim=256)), llm,
+                                 ground_patterns=False, channel=True, channel_readings=["longer"])
+    stage = retriever.patterns
+    assert isinstance(stage, ChannelChoice) and stage.extensions is not None
+    offered = stage.extensions("What does Ann's husband do for a living?", (("Ann", "spouse", "UNKNOWN person 1"),))
+    assert sorted(offered) == ["lives_in", "profession"]
+    # a claim asks for nothing; a profession heads no relation: no hop from it
+    assert stage.extensions("Is Ann Bob's spouse?", (("Ann", "spouse", "Bob"),)) == []
+    assert stage.extensions("What is Ann's job?", (("Ann", "profession", "UNKNOWN job 1"),)) == []
+
+
 # ---------------------------------------------------------------- worst inputs
 _NODES = ["A", "B", "UNKNOWN x 1", "UNKNOWN y 2", "UNKNOWN z 3", "UNKNOWN w 4"]
 

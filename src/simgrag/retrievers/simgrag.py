@@ -53,6 +53,7 @@ from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
+from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM, scores_text
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import Example, ExampleSet, load_examples
@@ -332,7 +333,11 @@ class _QuestionReader:
 
     def extensions(self, question: str, triples: Triples) -> list[str]:
         """The KG relations that the asked-for node's best match for ``triples`` is the head of, those nearest a
-        phrase of ``question`` first (the channel's longer readings; the LLM, not this order, chooses among them)."""
+        phrase of ``question`` first (the channel's longer readings; the LLM, not this order, chooses among them):
+        none that is the turned-round twin of another (:func:`~simgrag.kg.twins.twin_relations`: a fact stored both ways
+        is one hop, and its copy only walks back), and none whose far ends head it again — a hop to another of the
+        same kind (a person's spouse, who has a spouse): the 1.5B model finds "Who is X's husband?" likelier with the
+        husband's father or spouse added, and the contracted readings exist because it copies such hops."""
         pattern = Pattern.from_triples([list(t) for t in triples])
         asked = pattern.asked_node()
         if asked is None:
@@ -346,7 +351,10 @@ class _QuestionReader:
         if binding is None:
             return []
         judge = self.judge()
-        heads = sorted(r for r, sides in kg_roles(judge.retriever, binding.entity_id).items() if "head" in sides)
+        roles = kg_roles(judge.retriever, binding.entity_id)
+        twins = twin_relations(judge.store)  # the turned-round copy → the relation kept
+        heads = [r for r, sides in sorted(roles.items()) if "head" in sides and judge.store.relations[r] not in twins
+                 and not _hop_repeats(judge.retriever, binding.entity_id, r)]
         if not heads:
             return []
         phrases = list(judge.read(question).phrases) or [question]
@@ -368,6 +376,15 @@ class _QuestionReader:
                        in judge.lexicon.relation_ends(candidate.triples) if node in roles):
                     out.append((shot.question, tuple(candidate.triples)))
         return out
+
+
+def _hop_repeats(retriever: SubgraphRetriever, entity: int, relation: int) -> bool:
+    """Whether an entity that ``entity`` reaches by ``relation`` (as its head) is itself the head of ``relation``."""
+    store = retriever.store
+    _, rels, tids = store.neighbors(entity)
+    ends = {int(store.tails[t]) for r, t in zip(rels.tolist(), tids.tolist(), strict=True)
+            if r == relation and int(store.heads[t]) == entity}
+    return any("head" in kg_roles(retriever, end).get(relation, set()) for end in ends)
 
 
 def _channel_on(asked: bool | None, fit: GroundingFit | None, llm: LLM | None) -> bool:
