@@ -439,6 +439,12 @@ def test_index_learns_after_the_build_unless_told_not_to(tmp_path: Path, monkeyp
     relearn = CliRunner().invoke(app, ["learn", str(tmp_path / "a.idx"), "--no-fit", "--json", "-q"])
     assert relearn.exit_code == 0, relearn.output
     assert json.loads(relearn.stdout)["learned"]["llm_calls"] == 0  # finished: nothing asked again
+    assert open_index_dir(tmp_path / "a.idx").manifest["attached"]["examples"]["settings"]["shot_shapes"] == []
+    composed = CliRunner().invoke(app, ["learn", str(tmp_path / "a.idx"), "--composed-3hop-shots", "--no-fit", "-q"])
+    assert composed.exit_code == 0, composed.output  # other settings: the old progress log restarts
+    assert open_index_dir(tmp_path / "a.idx").manifest["attached"]["examples"]["settings"]["shot_shapes"] == ["3hop"]
+    assert "composed by rule" in (tmp_path / "a.idx" / "examples.yaml").read_text(encoding="utf-8")
+    calls = len(script.llm.calls)
     own = tmp_path / "mine.yaml"
     own.write_text('examples:\n  - question: "Where does Alice Chen work?"\n'
                    '    triples: [["Alice Chen", "works in", "UNKNOWN department 1"]]\n', encoding="utf-8")

@@ -46,6 +46,11 @@ Fit = Annotated[bool, typer.Option("--fit/--no-fit", help="fit the pattern stage
                                                           "`simgrag grounding fit`)")]
 LearnResume = Annotated[bool, typer.Option("--resume/--no-resume", help="go on from the learning's progress log "
                                                                         "(INDEX_DIR.learn/), or start over")]
+Composed3Hop = Annotated[bool, typer.Option(
+    "--composed-3hop-shots", help="add up to a quarter of the shots as 3-hop chains whose questions are composed by "
+                                  "rule from their pattern, with no LLM call (\"What is the profession of the father "
+                                  "of the father of X?\"); off by default: it helped a genealogy KG's 2/3-hop "
+                                  "questions and cost WorldCup2014's 2-hop ones (BENCHMARKS.md)")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="replace examples the index has that were not learnt "
                                                              "(an attached file of your own)")]
 
@@ -137,6 +142,7 @@ def learn(
     fit: Fit = True,
     resume: LearnResume = True,
     overwrite: Overwrite = False,
+    composed_3hop_shots: Composed3Hop = False,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Learn the KG's own few-shot examples and validation questions with the LLM (a few batched calls, within
@@ -152,7 +158,8 @@ def learn(
             raise ConfigError(f"{index_dir} has examples of its own ({own.get('source')}); learning would replace "
                               "them: pass --overwrite to do so")
         budget = _common.learn_budget_for(index_dir, learn_budget)
-        settings = LearnSettings(budget_s=budget, max_llm_calls=max_llm_calls, seed=seed)
+        settings = LearnSettings(budget_s=budget, max_llm_calls=max_llm_calls, seed=seed,
+                                 shot_shapes=("3hop",) if composed_3hop_shots else ())
         report = run_learning(index_dir, learning_llm(llm), settings, fit=fit, resume=resume,
                               say=console if as_json else out, progress=False if quiet else None)
     except SimGRAGError as exc:
