@@ -206,7 +206,7 @@ def oriented_first(store: KGStore, pattern: Pattern, found: MatchSet) -> MatchSe
     turned = reversed_edges(store, pattern, found)
     if not turned.any():
         return found
-    tier = (found.gsd > found.best + ANSWER_TOLERANCE).astype(np.int64)
+    tier = (~found.as_good_as_best(ANSWER_TOLERANCE)).astype(np.int64)
     order = np.lexsort((np.arange(len(found)), np.where(tier == 0, turned, 0), tier))
     return found.reordered(order)
 

@@ -76,6 +76,10 @@ class MatchSet:
     def matches(self) -> tuple[Match, ...]:
         return tuple(self.match(i) for i in range(len(self)))
 
+    def as_good_as_best(self, tolerance: float) -> np.ndarray:
+        """Per row, whether its GSD is within ``tolerance`` of the best (the matches answers are read from)."""
+        return np.asarray(self.gsd <= self.best + tolerance)
+
     def reordered(self, order: np.ndarray) -> MatchSet:
         """The same matches with its rows in ``order`` (a permutation of ``range(len(self))``)."""
         return replace(self, gsd=self.gsd[order], nodes=self.nodes[order], triples=self.triples[order],

@@ -413,7 +413,7 @@ def _best_first(matches: Sequence[Match], found: MatchSet | None, k: int) -> tup
     first), so the evidence leads with the subgraph the answer set leads with."""
     if found is None or not len(found):
         return tuple(matches)
-    best = int(np.count_nonzero(found.gsd <= found.best + ANSWER_TOLERANCE))
+    best = int(np.count_nonzero(found.as_good_as_best(ANSWER_TOLERANCE)))
     lead = [found.match(i) for i in range(min(k, best))]
     taken = {(m.nodes, m.triples) for m in lead}
     return tuple([*lead, *(m for m in matches if (m.nodes, m.triples) not in taken)][:k])
