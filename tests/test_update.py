@@ -151,6 +151,31 @@ def test_updated_index_retrieves_what_a_rebuild_retrieves(kind: str, base: list[
             assert_same_retrieval(updated, rebuilt, draw_pattern(data))
 
 
+def test_typed_matching_does_not_depend_on_how_an_index_numbered_its_relations(tmp_path: Path) -> None:
+    """Found by the property test above: with hash:16, "written by" is as near ``produced_by`` as another relation;
+    typed matching took the first by relation id, and an updated index (``produced_by`` added last) numbers its
+    relations unlike a rebuild, so the two kept different node pairs apart and retrieved different matches."""
+    base = [("inception", "directed_by", "inception"), ("inception", "directed_by", "memento"),
+            ("inception", "directed_by", "titanic"), ("inception", "starred_actors", "inception"),
+            ("inception", "starred_actors", "memento"), ("inception", "in_language", "inception"),
+            ("memento", "directed_by", "inception")]
+    build(write_kg(tmp_path / "base.txt", base), tmp_path / "kb.idx", "exact", EMBEDDER)
+    update_index_dir(tmp_path / "kb.idx", add=[], remove=[("inception", "directed_by", "inception")],
+                     show_progress=False)
+    update_index_dir(tmp_path / "kb.idx", add=[("inception", "produced_by", "inception")], remove=[],
+                     show_progress=False)
+    final = [("inception", "directed_by", "memento"), ("inception", "directed_by", "titanic"),  # the rebuild's order
+             ("inception", "produced_by", "inception"), ("inception", "starred_actors", "inception"),
+             ("memento", "directed_by", "inception"), ("inception", "in_language", "inception"),
+             ("inception", "starred_actors", "memento")]
+    rebuilt = build(write_kg(tmp_path / "final.txt", final), tmp_path / "rebuilt.idx", "exact", EMBEDDER)
+    updated = open_index_dir(tmp_path / "kb.idx")
+    assert updated.relation_texts != rebuilt.relation_texts  # numbered differently
+    pattern = Pattern.from_triples([["inception", "written by", "UNKNOWN thing 1"],
+                                    ["UNKNOWN thing 1", "has genre", "UNKNOWN thing 2"]])
+    assert assert_same_retrieval(updated, rebuilt, pattern)
+
+
 def test_live_entity_index_is_the_index_of_the_live_vectors() -> None:
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(300, 16)).astype(np.float32)

@@ -424,9 +424,21 @@ def distinct_of(settings: RetrievalSettings, pattern: Pattern, table: CandidateT
     an edge's relation as its nearest candidate relation (``table``), so paraphrases agree."""
     if settings.matching == "typed":
         keys: list[object] = [edge.relation.lower() if edge.unknown or not np.isfinite(table.rel_dists[e]).any()
-                               else int(np.argmin(table.rel_dists[e])) for e, edge in enumerate(pattern.edges)]
+                               else _nearest_relations(table.rel_dists[e]) for e, edge in enumerate(pattern.edges)]
         return typed_pairs(pattern, keys)
     return settings.matching == "injective"
+
+
+#: candidate relations this close to an edge's nearest count as equally near (two layouts of the same vectors round
+#: differently)
+RELATION_TIE = 1e-5
+
+
+def _nearest_relations(dists: np.ndarray) -> frozenset[int]:
+    """The KG relations nearest an edge's text: all of them where several tie, so the key does not depend on the
+    order in which the index numbered its relations (an updated index and a rebuild number them differently)."""
+    best = float(np.min(dists))
+    return frozenset(int(r) for r in np.flatnonzero(dists <= best + RELATION_TIE))
 
 
 def _entity_rows(index: IndexDir, ids: np.ndarray) -> np.ndarray:
