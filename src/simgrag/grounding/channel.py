@@ -174,7 +174,7 @@ def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
     number = 1 + sum(is_unknown(n) for n in dict.fromkeys(n for h, _, t in full for n in (h, t)))
     out: list[Reading] = []
     for relation in dict.fromkeys(relations):
-        if relation in heads:
+        if relation in heads or not relation.strip():  # a blank name makes no triple
             continue
         hop = (asked, relation, f"UNKNOWN {relation.replace('_', ' ')} {number}")
         out.append(Reading((*full, hop), added=hop))
