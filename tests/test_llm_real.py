@@ -102,6 +102,18 @@ def test_embedded_model_scores_text_and_the_kept_prefix_does_not_change_a_score(
     assert local_llm.score_continuations("x", []) == []
 
 
+def test_embedded_model_scores_replies_after_its_chat_template(local_llm: LlamaCppLLM) -> None:
+    """The direct score: log P(reply | the chat prompt as ``complete`` sends it); the same after another call."""
+    chat = [ChatMessage("user", "What is the capital of France? Answer with the city's name only.")]
+    paris, tokyo = local_llm.score_replies(chat, ["Paris", "Tokyo"])
+    assert paris > tokyo + 3 and paris < 0
+    written = local_llm.complete(chat, max_tokens=4, temperature=0.0).text
+    assert written.strip().startswith("Paris")
+    (again,) = local_llm.score_replies(chat, ["Paris"])
+    assert again == pytest.approx(paris, abs=0.05)
+    assert local_llm.score_replies(chat, []) == []
+
+
 def test_the_channel_prefers_the_pattern_the_question_asks_with_the_real_model(local_llm: LlamaCppLLM) -> None:
     """The mistake the channel choice is for: a one-hop question written with a copied second hop."""
     from simgrag.grounding.channel import channel_prompt

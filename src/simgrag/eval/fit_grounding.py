@@ -65,8 +65,8 @@ class Outcome:
     channel_gap: float | None = None  # the channel choice's gap when it took a reading
 
 
-#: the channel choice's (margin, kinds of reading offered)
-ChannelSetting = tuple[float, tuple[str, ...]]
+#: the channel choice's (margin, kinds of reading offered, the direct score added)
+ChannelSetting = tuple[float, tuple[str, ...], bool]
 #: (grounding on, families off, answer mode, the channel choice's setting or ``None`` for the choice off)
 Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 #: the sets of reading kinds the fit tries, simplest first: an analogy reading is one more guess to be wrong about
@@ -74,6 +74,8 @@ Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 #: fixed only above a margin of 1.76 instead of 1.15)
 #: (a hop shorter and a hop longer, the small model's two slips of chain length, share the first set's margin)
 READING_SETS: tuple[tuple[str, ...], ...] = ((*FIRST_READINGS, "contracted", "longer"), READINGS)
+#: how the fit's record names a reading set tried with the direct score added
+DIRECT_SUFFIX = "+direct"
 
 
 def fitted_config(fit: GroundingFit, llm: LLM, mode: str = "auto") -> Config:
@@ -87,7 +89,7 @@ def engine_options(config: Config) -> dict[str, Any]:
     on, off, _, channel = config
     options: dict[str, Any] = {"ground_patterns": on, "channel": channel is not None}
     if channel is not None:
-        options.update(channel_margin=channel[0], channel_readings=list(channel[1]))
+        options.update(channel_margin=channel[0], channel_readings=list(channel[1]), channel_direct=channel[2])
     if on:
         options["grounding_off"] = list(off)
     return options
@@ -283,7 +285,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     named = channel.get("named") or {}
     return GroundingFit(choice != "no_grounding", stage_off, info, on, float(channel.get("margin", 0.0)) if on else 0.0,
                         tuple(channel.get("readings") or READINGS) if on else READINGS,
-                        float(named["margin"]) if named.get("on") else None)
+                        float(named["margin"]) if named.get("on") else None, bool(on and channel.get("direct")))
 
 
 def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],
@@ -291,18 +293,22 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     """The channel choice (:mod:`simgrag.grounding.channel`) on top of the chosen stage ``config``: for each of
     :data:`READING_SETS`, its margin and whether it answers more validation questions than the stage alone
     (``base``) beyond chance and no group fewer; the set with the largest gain of those (ties: the simpler) is
-    the one stored, with what each set did under ``"tried"``."""
+    the one stored, with what each set did under ``"tried"``. The first set is tried once more with the direct
+    score added (:class:`~simgrag.grounding.channel.ChannelChoice`'s ``direct``), its key ending in ``+direct``."""
     if not scores_text(llm):
         return {"on": False, "why": f"{llm.name} cannot score text"}
     tried: dict[str, dict[str, Any]] = {}
     for kinds in READING_SETS:
         say(f"the channel choice with readings {', '.join(kinds)} (the question's likelihood given each pattern)")
         tried[",".join(kinds)] = _channel_with(runner, config, kinds, base, items)
+    say(f"the channel choice with readings {', '.join(READING_SETS[0])}, each pattern's own likelihood added")
+    tried[",".join(READING_SETS[0]) + DIRECT_SUFFIX] = _channel_with(runner, config, READING_SETS[0], base, items,
+                                                                    direct=True)
     best = max(tried.values(), key=lambda r: (r["on"], r["fixed"] - r["broke"] if r["on"] else 0))
     say(f"the default readings alone ({', '.join(DEFAULT_READINGS)}; on unless they break validation questions)")
     named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True)
     named_on = not named["group_lost"]
-    return {**best, "tried": {k: {x: r[x] for x in ("on", "margin", "fixed", "broke", "used")}
+    return {**best, "tried": {k: {x: r[x] for x in ("on", "margin", "fixed", "broke", "used", "direct")}
                               for k, r in tried.items()},
             "named": {"on": named_on, "margin": named["margin"], "fixed": named["fixed"], "broke": named["broke"],
                       "used": named["used"], "kept": named["kept"],
@@ -310,10 +316,11 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
 
 
 def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base: dict[int, Outcome],
-                  items: Sequence[QAItem], *, keep_ties: bool = False) -> dict[str, Any]:
-    """The channel choice offering ``kinds`` of reading, run at margin 0 and kept above its fitted margin
-    (``keep_ties``: see :func:`~simgrag.grounding.channel.fit_margin`)."""
-    runs = runner.run((*config[:3], (0.0, kinds)), list(base), f"channel choice ({', '.join(kinds)})")
+                  items: Sequence[QAItem], *, keep_ties: bool = False, direct: bool = False) -> dict[str, Any]:
+    """The channel choice offering ``kinds`` of reading (``direct``: the direct score added), run at margin 0 and
+    kept above its fitted margin (``keep_ties``: see :func:`~simgrag.grounding.channel.fit_margin`)."""
+    what = f"channel choice ({', '.join(kinds)}{DIRECT_SUFFIX if direct else ''})"
+    runs = runner.run((*config[:3], (0.0, kinds, direct)), list(base), what)
     changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
     margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()],
                               keep_ties=keep_ties)
@@ -322,7 +329,8 @@ def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base:
     fixed, broke = versus(kept, base)
     loses = _loses_a_group(_group_hits(kept, items), _group_hits(base, items))
     on = significant_gain(fixed, broke) and not loses
-    return {"on": on, "readings": list(kinds), "margin": round(margin, 4), "hits": _hits(kept), "group_lost": loses,
+    return {"on": on, "readings": list(kinds), "direct": direct, "margin": round(margin, 4), "hits": _hits(kept),
+            "group_lost": loses,
             "without": _hits(base), "used": len(changed), "kept": sum(g > margin for g in changed.values()),
             "fixed": fixed, "broke": broke, "at_margin_0": list(versus(runs, base)),
             "why": "more validation questions right, beyond chance" if on else

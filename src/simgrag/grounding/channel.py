@@ -29,6 +29,12 @@ reading replaces the pattern only when it scores more than the pattern itself by
 model's own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
 questions than it fixed (:func:`fit_margin`).
 
+With ``direct`` (:class:`ChannelChoice`) each candidate's score adds the other direction, the model's own
+log P(pattern | the pattern prompt): a reading must explain the question *and* be a pattern the model might have
+written. The channel alone favours a pattern that explains more of the question's words — a hop added to a one-hop
+question — which the model asked for the pattern would not write; an added hop is spelled the way the examples spell
+its relation (:func:`shot_spelling`), or the likelihood is of text the model was never taught.
+
 Whether this runs on a KG is fitted on that KG's validation questions like the edit families
 (:func:`simgrag.eval.fit_grounding.fit_grounding`: on only with a gain beyond chance and no question group
 lower) and stored with the index — where it is off, the :data:`DEFAULT_READINGS` still run unless they cost a
@@ -52,7 +58,7 @@ from simgrag.pattern.graph import Pattern, is_unknown
 
 __all__ = ["CHANNEL", "DEFAULT_READINGS", "MARGIN", "MAX_READINGS", "READINGS", "Analogies", "ChannelChoice",
            "Extensions", "PatternSource", "Reading", "analogy_readings", "channel_prompt", "contracted_readings",
-           "fit_margin", "longer_readings", "named_readings", "shorter_readings"]
+           "fit_margin", "longer_readings", "named_readings", "shorter_readings", "shot_spelling"]
 
 logger = logging.getLogger(__name__)
 
@@ -158,14 +164,53 @@ def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READI
     return _distinct(out)[:limit]  # a chain of three copies contracts two ways to one pattern
 
 
+def shot_spelling(examples: Sequence[Example]) -> Callable[[str], tuple[str, str]]:
+    """How the examples spell a KG relation and the unknown node at its far end: ``place_of_death`` →
+    ``("place of death", "place")`` when an example has ``[…, place of death, UNKNOWN place 1]``. A relation no
+    example has keeps its words, with spaces for underscores where the examples write relations with spaces, and
+    names its node by them — the LLM's own likelihood of a pattern (the direct score) is of text written the way
+    its examples taught it, not the KG's."""
+    seen: dict[str, tuple[str, str]] = {}
+    relations: list[str] = []
+    for example in examples:
+        for _, relation, tail in example.triples:
+            relations.append(relation)
+            kind = _node_kind(tail) if is_unknown(tail) else ""
+            key = _relation_key(relation)
+            if kind and key not in seen:
+                seen[key] = (relation, kind)
+    spaced = any(" " in r for r in relations) and not any("_" in r for r in relations)
+
+    def spell(relation: str) -> tuple[str, str]:
+        if _relation_key(relation) in seen:
+            return seen[_relation_key(relation)]
+        words = " ".join(relation.replace("_", " ").split())
+        return (words if spaced else relation), words
+
+    return spell
+
+
+def _relation_key(relation: str) -> str:
+    return " ".join(relation.replace("_", " ").lower().split())
+
+
+def _node_kind(node: str) -> str:
+    """``UNKNOWN place of birth 2`` → ``place of birth``; ``""`` for a bare ``UNKNOWN``."""
+    words = node.split()[1:]
+    while words and words[-1].isdigit():
+        words.pop()
+    return " ".join(words)
+
+
 def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
-                    limit: int = MAX_READINGS) -> list[Reading]:
+                    limit: int = MAX_READINGS, spell: Callable[[str], tuple[str, str]] | None = None) -> list[Reading]:
     """The pattern with one more hop from its asked-for node, which the hop's far end becomes: ``[X, spouse,
     UNKNOWN person 1]`` for "what does X's wife do for a living?" gains ``[UNKNOWN person 1, profession, UNKNOWN
     profession 2]`` — the small model's other frequent slip, the last hop left out. ``relations`` are the KG
     relations the asked-for node's match is the head of (the caller's KG lookup, most likely first); one the
     node already heads in the pattern is skipped (a second edge of the same kind is a constraint, not a hop;
-    at most ``limit``)."""
+    at most ``limit``). ``spell``: KG relation → (relation, node kind) as the examples write them
+    (:func:`shot_spelling`); without it the KG's relation names them both."""
     full = _as_triples(triples)
     asked = _asked(full) if full else "none"
     if asked == "none":
@@ -174,9 +219,10 @@ def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
     number = 1 + sum(is_unknown(n) for n in dict.fromkeys(n for h, _, t in full for n in (h, t)))
     out: list[Reading] = []
     for relation in dict.fromkeys(relations):
-        if relation in heads or not relation.strip():  # a blank name makes no triple
+        written, kind = spell(relation) if spell is not None else (relation, relation.replace("_", " "))
+        if relation in heads or written in heads or not written.strip():  # a blank name makes no triple
             continue
-        hop = (asked, relation, f"UNKNOWN {relation.replace('_', ' ')} {number}")
+        hop = (asked, written, f"UNKNOWN {' '.join(kind.split()) or 'entity'} {number}")
         out.append(Reading((*full, hop), added=hop))
         if len(out) >= limit:
             break
@@ -291,12 +337,15 @@ class ChannelChoice:
     its prompt showed and — given ``extensions`` (question, pattern → KG relations) — its :func:`longer_readings`, by
     log P(question | pattern) (module docstring); ``readings`` names the kinds offered
     (:data:`READINGS`). The turned-round prompt holds the examples the pattern prompt showed for the question
-    (static, then dynamic). A scoring failure keeps the inner pattern (logged): the choice can only add."""
+    (static, then dynamic). With ``direct`` each candidate's score adds the model's own log P(pattern | the
+    pattern prompt) — both directions of the noisy channel: a reading must explain the question *and* be a pattern
+    the model itself might have written (a hop it added on the channel's word alone broke one-hop questions). A
+    scoring failure keeps the inner pattern (logged): the choice can only add."""
 
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
                  analogies: Analogies | None = None, readings: Collection[str] = READINGS,
-                 extensions: Extensions | None = None) -> None:
+                 extensions: Extensions | None = None, direct: bool = False) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
         unknown = sorted(set(readings) - set(READINGS))
@@ -310,6 +359,7 @@ class ChannelChoice:
         self.shorter = "shorter" in readings
         self.contracted = "contracted" in readings
         self.extensions = extensions if "longer" in readings else None
+        self.direct = direct
 
     def pattern(self, text: str) -> PatternResult:
         result = self.inner.pattern(text)
@@ -322,7 +372,9 @@ class ChannelChoice:
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
         if self.extensions is not None:
-            readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit)
+            spell = shot_spelling([*prompt.static_examples, *(dynamic if dynamic is not None
+                                                               else prompt.dynamic_examples(text))])
+            readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit, spell)
         if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
             dynamic = prompt.dynamic_examples(text)
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
@@ -335,6 +387,9 @@ class ChannelChoice:
                  *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
         try:
             scores = self.llm.score_continuations(channel_prompt(shots), items)  # type: ignore[attr-defined]
+            if self.direct:
+                written = self._direct(text, [triples, *(r.triples for r in readings)])
+                scores = [c + d for c, d in zip(scores, written, strict=True)]
         except LLMError as exc:
             logger.warning("channel choice skipped for %r: %s", text, exc)
             return result
@@ -342,8 +397,19 @@ class ChannelChoice:
         if scores[best + 1] <= own + self.margin:
             return result
         chosen = readings[best]
-        note = (f"{chosen.why()}: the question is likelier given that pattern (log-likelihood "
+        said = "the question and the pattern are" if self.direct else "the question is"
+        note = (f"{chosen.why()}: {said} likelier given that pattern (log-likelihood "
                 f"{scores[best + 1]:.2f} against {own:.2f})")
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
                        channel_gap=scores[best + 1] - own)
+
+    def _direct(self, text: str, patterns: Sequence[Sequence[Sequence[str]]]) -> list[float]:
+        """log P(pattern | the pattern prompt for ``text``) per pattern: the model's own evidence for writing it,
+        in the compact JSON its shots show (the *direct* score, added to the channel's with ``direct``)."""
+        prompt = self.generator.prompt
+        replies = [prompt.render_shot_answer(p) for p in patterns]
+        scored = self.llm.score_replies(prompt.messages(text), replies)  # type: ignore[attr-defined]
+        if len(scored) != len(replies):
+            raise LLMError(f"{self.llm.name} gave {len(scored)} scores for {len(replies)} patterns")
+        return [float(x) for x in scored]

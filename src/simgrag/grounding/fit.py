@@ -14,7 +14,8 @@ is decided per KG, on its own validation questions (never shots), with its index
   only where it raised validation accuracy (absent in fits made before it existed: off), with
   ``channel_margin``: how much likelier the question must be under a reading (nats), fitted on the same
   questions, and ``channel_readings``: the kinds of reading the fit offered (a fit made before analogies were
-  readings says so by lacking the key: it runs with the two it was fitted with);
+  readings says so by lacking the key: it runs with the two it was fitted with), and ``channel_direct``: whether
+  each candidate's score adds the LLM's own likelihood of writing it (both directions of the noisy channel);
 - ``named_margin``: where the channel is off, its *default* readings
   (:data:`~simgrag.grounding.channel.DEFAULT_READINGS`) still run — a name the question gives put in (a pattern
   that leaves out an entity the question names, as the KG spells it, cannot be what the question asks), a hop the
@@ -68,21 +69,22 @@ class GroundingFit:
     channel_margin: float = 0.0
     channel_readings: tuple[str, ...] = READINGS
     named_margin: float | None = MARGIN
+    channel_direct: bool = False
 
-    def channel_setting(self, scores: bool = True) -> tuple[float, tuple[str, ...]] | None:
-        """The channel choice this fit runs: (margin, kinds of reading) — the fitted channel, else the default
-        readings alone (given an LLM that ``scores`` text), else ``None``."""
+    def channel_setting(self, scores: bool = True) -> tuple[float, tuple[str, ...], bool] | None:
+        """The channel choice this fit runs: (margin, kinds of reading, whether the direct score is added) — the
+        fitted channel, else the default readings alone (given an LLM that ``scores`` text), else ``None``."""
         if self.channel:
-            return self.channel_margin, self.channel_readings
+            return self.channel_margin, self.channel_readings, self.channel_direct
         if self.named_margin is not None and scores:
-            return self.named_margin, DEFAULT_READINGS
+            return self.named_margin, DEFAULT_READINGS, False
         return None
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FIT_FORMAT, "enabled": self.enabled, "disabled": list(self.disabled),
                 "channel": self.channel, "channel_margin": self.channel_margin,
                 "channel_readings": list(self.channel_readings), "named_margin": self.named_margin,
-                "info": self.info}
+                "channel_direct": self.channel_direct, "info": self.info}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "grounding fit") -> GroundingFit:
@@ -93,7 +95,8 @@ class GroundingFit:
         return cls(bool(data["enabled"]), tuple(data.get("disabled", ())), dict(data.get("info") or {}),
                    bool(data.get("channel", False)), float(data.get("channel_margin", 0.0)),
                    tuple(data.get("channel_readings", FIRST_READINGS)),
-                   None if data.get("named_margin", MARGIN) is None else float(data.get("named_margin", MARGIN)))
+                   None if data.get("named_margin", MARGIN) is None else float(data.get("named_margin", MARGIN)),
+                   bool(data.get("channel_direct", False)))
 
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
@@ -110,7 +113,8 @@ class GroundingFit:
         shown = ", ".join(f"{k} {v}" for k, v in hits.items())
         if self.channel:
             head += (f"; the channel choice on (margin {self.channel_margin:.2f}; readings "
-                     f"{', '.join(self.channel_readings)})")
+                     f"{', '.join(self.channel_readings)}"
+                     f"{'; with the LLM’s own likelihood of each pattern' if self.channel_direct else ''})")
         elif self.named_margin is not None:
             head += f"; default readings on ({', '.join(DEFAULT_READINGS)}; margin {self.named_margin:.2f})"
         else:
@@ -125,13 +129,15 @@ def _problem(data: Any) -> str | None:
     if data.get("format_version", FIT_FORMAT) != FIT_FORMAT:
         return f"format {data.get('format_version')!r}, expected {FIT_FORMAT}"
     unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "channel", "channel_margin",
-                                  "channel_readings", "named_margin", "info"})
+                                  "channel_readings", "named_margin", "channel_direct", "info"})
     if unknown:
         return f"unknown keys {unknown}"
     if not isinstance(data.get("enabled"), bool):
         return "'enabled' is missing or not true/false"
     if not isinstance(data.get("channel", False), bool):
         return "'channel' is not true/false"
+    if not isinstance(data.get("channel_direct", False), bool):
+        return "'channel_direct' is not true/false"
     margin = data.get("channel_margin", 0.0)
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < float("inf"):
         return "'channel_margin' is not a number ≥ 0"

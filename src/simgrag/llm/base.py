@@ -151,9 +151,13 @@ class ScoresText(Protocol):
     llama.cpp model): ``score_continuations(prefix, items)`` returns, per ``(condition, scored)`` item, the
     summed natural-log probability of the tokens of ``scored`` after ``prefix + condition`` (plain text, no
     chat template). ``prefix`` is the part the items share (a backend keeps its state once); a wrapper
-    (the call cache) says with ``can_score_text`` whether the model it wraps can."""
+    (the call cache) says with ``can_score_text`` whether the model it wraps can. ``score_replies(messages,
+    replies)`` returns, per reply, its log-likelihood as the assistant's answer to ``messages`` (the chat template
+    applied, as :meth:`LLM.complete` would send them)."""
 
     def score_continuations(self, prefix: str, items: Sequence[tuple[str, str]]) -> list[float]: ...
+
+    def score_replies(self, messages: Sequence[ChatMessage], replies: Sequence[str]) -> list[float]: ...
 
 
 def scores_text(llm: object) -> bool:

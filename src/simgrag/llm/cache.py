@@ -14,7 +14,7 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,20 +149,36 @@ class CachedLLM(BaseLLM):
             raise LLMError(f"{self.name} cannot score text (only the embedded llama.cpp model can)")
         keys = [_record_key({"v": _KEY_VERSION, "llm": self.name, "score": prefix, "item": list(item)})
                 for item in items]
+        return self._scored(keys, lambda missing: self.llm.score_continuations(  # type: ignore[attr-defined]
+            prefix, [items[i] for i in missing]))
+
+    def score_replies(self, messages: Sequence[ChatMessage], replies: Sequence[str]) -> list[float]:
+        """The wrapped model's reply scores (:class:`~simgrag.llm.base.ScoresText`), cached one record per reply
+        like :meth:`score_continuations`."""
+        if not scores_text(self.llm):
+            raise LLMError(f"{self.name} cannot score text (only the embedded llama.cpp model can)")
+        chat = [[m.role, m.content] for m in messages]
+        keys = [_record_key({"v": _KEY_VERSION, "llm": self.name, "reply_to": chat, "reply": reply})
+                for reply in replies]
+        return self._scored(keys, lambda missing: self.llm.score_replies(  # type: ignore[attr-defined]
+            messages, [replies[i] for i in missing]))
+
+    def _scored(self, keys: Sequence[str], score: Callable[[list[int]], Sequence[float]]) -> list[float]:
+        """The cached score per key; those missing come from one ``score(indices)`` call and are stored."""
         scores: list[float | None] = [self._cached_score(key) for key in keys]
-        missing = [i for i, score in enumerate(scores) if score is None]
-        self.hits += len(items) - len(missing)
+        missing = [i for i, value in enumerate(scores) if value is None]
+        self.hits += len(keys) - len(missing)
         if missing:
             self.misses += len(missing)
             start = time.perf_counter()
-            fresh = list(self.llm.score_continuations(prefix, [items[i] for i in missing]))  # type: ignore[attr-defined]
+            fresh = list(score(missing))
             if len(fresh) != len(missing):
                 raise LLMError(f"{self.name} gave {len(fresh)} scores for {len(missing)} texts")
             latency = (time.perf_counter() - start) / len(missing)
-            for i, score in zip(missing, fresh, strict=True):
-                scores[i] = float(score)
-                self._put(keys[i], LLMResponse(text=json.dumps(float(score)), latency_s=latency))
-        return [float(score) for score in scores if score is not None]
+            for i, value in zip(missing, fresh, strict=True):
+                scores[i] = float(value)
+                self._put(keys[i], LLMResponse(text=json.dumps(float(value)), latency_s=latency))
+        return [float(value) for value in scores if value is not None]
 
     def _cached_score(self, key: str) -> float | None:
         """A cached score, ``None`` when there is none or it does not read as a finite number (computed again)."""

@@ -226,6 +226,29 @@ class LlamaCppLLM(BaseLLM):
             logger.debug("%s scored %d texts in %.2f s", self.name, len(items), time.perf_counter() - start)
         return scores
 
+    def score_replies(self, messages: Sequence[ChatMessage], replies: Sequence[str]) -> list[float]:
+        """Per reply: the summed log-probability of its tokens as the assistant's answer to ``messages`` (the
+        GGUF's chat template applied, the generation prompt added; :class:`~simgrag.llm.base.ScoresText`) — the
+        model's own (*direct*) evidence for an output it might have written."""
+        if not replies:
+            return []
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        with self._lock:
+            llama = self._ensure_loaded("score" if self.max_contexts > 1 else "")
+            start = time.perf_counter()
+            text = self._chat_formatters(llama)[0](messages=chat).prompt  # type: ignore[arg-type]
+            head = llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+            if not head:
+                raise LLMError(f"{self.name}: scoring a reply needs a prompt (no messages were given)")
+            self._reuse_prefix(llama, head)
+            try:
+                scores = [_continuation_logprob(llama, head, [], _tokens(llama, reply)) for reply in replies]
+            except RuntimeError as exc:  # llama_decode failed
+                llama.reset()
+                raise LLMError(f"{self.name} failed scoring replies: {exc}") from exc
+            logger.debug("%s scored %d replies in %.2f s", self.name, len(replies), time.perf_counter() - start)
+        return scores
+
     # -- internals --------------------------------------------------------------------------------
 
     def _create(self, llama: Llama, prompt: list[int], kwargs: dict[str, Any]) -> Any:

@@ -191,7 +191,8 @@ class SimGRAGRetriever:
     too);
     ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
     ``channel_readings``: the kinds of reading it offers (:data:`~simgrag.grounding.channel.READINGS`; default: those
-    the fit was made with, else all);
+    the fit was made with, else all); ``channel_direct``: add the LLM's own likelihood of each candidate pattern
+    to its score (default: as the fit says, else no);
     ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
     ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
     needed); ``subgraphs`` shares a search object (and its caches).
@@ -206,7 +207,8 @@ class SimGRAGRetriever:
                  repair_roles: bool = True, ground_patterns: bool | None = None, patterns: PatternStage | None = None,
                  claim_patterns: PatternStage | None = None, subgraphs: SubgraphRetriever | None = None,
                  grounding_off: Sequence[str] | None = None, channel: bool | None = None,
-                 channel_margin: float | None = None, channel_readings: Sequence[str] | None = None) -> None:
+                 channel_margin: float | None = None, channel_readings: Sequence[str] | None = None,
+                 channel_direct: bool | None = None) -> None:
         self.index = index
         self.subgraphs = subgraphs or SubgraphRetriever(index)
         settings = retrieval or RetrievalSettings()
@@ -226,10 +228,11 @@ class SimGRAGRetriever:
         margin = channel_margin if channel_margin is not None else (stored.channel_margin if stored else MARGIN)
         kinds = tuple(channel_readings) if channel_readings is not None else (
             stored.channel_readings if stored else READINGS)
+        direct = channel_direct if channel_direct is not None else bool(stored and stored.channel_direct)
         # where the channel is off, the default readings alone, unless the fit found harm (or the channel was off)
         named = None if self.channel else _named_margin(channel, stored, llm)
         if named is not None:
-            margin, kinds = named, DEFAULT_READINGS
+            margin, kinds, direct = named, DEFAULT_READINGS, False
         #: the kinds of reading the channel choice offers (none: it does not run)
         self.channel_readings: tuple[str, ...] = kinds if self.channel or named is not None else ()
 
@@ -249,7 +252,8 @@ class SimGRAGRetriever:
                 judge = chosen.judge if isinstance(chosen, GroundedPatterns) else None
                 reader = _QuestionReader(self.subgraphs, generator, judge)
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
-                                       analogies=reader.analogies, readings=kinds, extensions=reader.extensions)
+                                       analogies=reader.analogies, readings=kinds, extensions=reader.extensions,
+                                       direct=direct)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)

@@ -59,6 +59,12 @@ class FakeLLM(BaseLLM):
             out.append(float(self._scores(prefix, condition, scored)))
         return out
 
+    def score_replies(self, messages: Sequence[ChatMessage], replies: Sequence[str]) -> list[float]:
+        """``scores(prompt, "", reply)`` per reply, ``prompt`` the messages as ``role: content`` lines (what a chat
+        template would render), each recorded in ``scored``; an AssertionError without ``scores``."""
+        prompt = "".join(f"{m.role}: {m.content}\n" for m in messages)
+        return self.score_continuations(prompt, [("", reply) for reply in replies])
+
     @property
     def remaining(self) -> int:
         """Answers left in a list script (0 for a function)."""

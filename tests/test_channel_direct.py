@@ -1,0 +1,184 @@
+"""The direct score beside the channel's (issue 41, build 3): the LLM's own log P(pattern | pattern prompt) added to
+log P(question | pattern), so a reading must explain the question *and* be a pattern the model might have written;
+longer readings spelled the way the examples spell relations; fitted and stored per KG like the channel."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from simgrag.errors import ConfigError, LLMError
+from simgrag.eval.fit_grounding import fit_grounding
+from simgrag.eval.runner import QAItem
+from simgrag.grounding.channel import longer_readings, shot_spelling
+from simgrag.grounding.fit import GroundingFit, read_fit, store_fit
+from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
+from simgrag.llm.base import ChatMessage
+from simgrag.llm.cache import CachedLLM
+from simgrag.pattern.examples import parse_examples
+from simgrag.pipeline import SimGRAG
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+from simgrag.testing.toy import write_toy_kg
+from test_grounding import ALIASES, EXAMPLES  # the toy KG's aliases and examples (rootdir-relative import)
+
+SPACED = parse_examples("""
+relations: [place_of_death, spouse, date_of_birth]
+examples:
+  - question: where did the wife of Bob die ?
+    triples: [[Bob, spouse, UNKNOWN person 1], [UNKNOWN person 1, place of death, UNKNOWN place 2]]
+  - question: who is Ann's husband ?
+    triples: [[Ann, spouse, UNKNOWN person 1]]
+""").examples
+UNDERSCORED = parse_examples("""
+relations: [place_of_death, spouse]
+examples:
+  - question: who is Ann's husband ?
+    triples: [[Ann, spouse_of, UNKNOWN person 1]]
+""").examples
+
+
+def test_shot_spelling_writes_a_kg_relation_and_its_node_the_way_the_examples_do() -> None:
+    spell = shot_spelling(SPACED)
+    assert spell("place_of_death") == ("place of death", "place")  # an example has it: its words, its node
+    assert spell("Place of  Death") == ("place of death", "place")
+    assert spell("date_of_birth") == ("date of birth", "date of birth")  # none has it: spaces, as they write
+    assert shot_spelling(UNDERSCORED)("date_of_birth") == ("date_of_birth", "date of birth")  # they keep "_"
+    assert shot_spelling([])("place_of_death") == ("place_of_death", "place of death")
+    assert shot_spelling(SPACED)("_") == ("", "")  # blank once spelled: longer_readings skips it
+
+
+def test_longer_readings_are_spelled_as_the_examples_spell_and_skip_what_the_node_already_heads() -> None:
+    asked = [("Ann", "spouse", "UNKNOWN person 1")]
+    spell = shot_spelling(SPACED)
+    readings = longer_readings(asked, ["place_of_death", "_", "date_of_birth"], spell=spell)
+    assert [r.added for r in readings] == [("UNKNOWN person 1", "place of death", "UNKNOWN place 2"),
+                                           ("UNKNOWN person 1", "date of birth", "UNKNOWN date of birth 2")]
+    already = [("Ann", "spouse", "UNKNOWN person 1"), ("UNKNOWN person 1", "place of death", "Oslo")]
+    assert longer_readings(already, ["place_of_death"], spell=spell) == []
+    # without a spelling, the KG's name (as before)
+    assert longer_readings(asked, ["place_of_death"])[0].added == (
+        "UNKNOWN person 1", "place_of_death", "UNKNOWN place of death 2")
+
+
+@pytest.fixture()
+def toy(tmp_path: Path) -> IndexDir:
+    (tmp_path / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
+    (tmp_path / "examples.yaml").write_text(EXAMPLES, encoding="utf-8")
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=256),
+                    relation_aliases=tmp_path / "aliases.yaml", examples=tmp_path / "examples.yaml")
+    return open_index_dir(tmp_path / "toy.idx", embedder=HashEmbedder(dim=256))
+
+
+def _drops_the_year(messages: Sequence[ChatMessage]) -> str:
+    return json.dumps({"triples": [["UNKNOWN movie 1", "starred actors", "Kate Winslet"]]})
+
+
+def _scorer(direct_cost: float):  # type: ignore[no-untyped-def]
+    """The channel finds a question about release likelier with a year hop by 5 nats; the direct score (condition
+    ``""``: a reply to the pattern prompt) charges ``direct_cost`` nats for writing a year hop."""
+    def score(prefix: str, condition: str, scored: str) -> float:
+        if condition == "":
+            assert "user:" in prefix and scored.startswith('{"triples":')  # the pattern prompt, a JSON reply
+            return -1.0 - (direct_cost if "release" in scored else 0.0)
+        return -2.0 if ("release" in condition.split("ANSWER")[0]) == ("released" in scored) else -7.0
+    return score
+
+
+@pytest.mark.parametrize(("cost", "answer"), [(1.0, "1997"), (9.0, "Titanic")])
+def test_the_direct_score_lets_a_hop_in_only_when_the_llm_might_have_written_it(toy: IndexDir, cost: float,
+                                                                               answer: str) -> None:
+    """The channel alone takes the year hop (5 nats); with the direct score it takes it when writing the hop costs
+    the LLM 1 nat, not 9."""
+    llm = FakeLLM(_drops_the_year, scores=_scorer(cost))
+    options = {"ground_patterns": False, "channel": True, "channel_readings": ["longer"]}
+    question = "When was the movie Kate Winslet starred in released?"
+    alone = SimGRAG(toy, llm=llm, calibration="off", retriever_options=options).ask(question)
+    assert alone.answer.short_answer == "1997" and not any(c == "" for _, c, _ in llm.scored)
+    both = SimGRAG(toy, llm=llm, calibration="off", retriever_options={**options, "channel_direct": True})
+    result = both.ask(question)
+    assert result.answer.short_answer == answer
+    replies = [s for _, c, s in llm.scored if c == ""]
+    # its own first, then each longer reading, the hop spelled as the toy examples spell it ("release year")
+    assert "release" not in replies[0] and any('"release year","UNKNOWN year 2"' in r for r in replies[1:])
+    if answer == "1997":
+        assert result.pattern is not None
+        assert any("the question and the pattern are likelier" in r for r in result.pattern.kg_repairs)
+
+
+def test_a_direct_scoring_failure_keeps_the_llms_pattern(toy: IndexDir) -> None:
+    def fails(prefix: str, condition: str, scored: str) -> float:
+        if condition == "":
+            raise LLMError("the model could not score")
+        return -2.0 if "release" in condition.split("ANSWER")[0] else -7.0
+    engine = SimGRAG(toy, llm=FakeLLM(_drops_the_year, scores=fails), calibration="off",
+                     retriever_options={"ground_patterns": False, "channel": True, "channel_readings": ["longer"],
+                                        "channel_direct": True})
+    assert engine.ask("When was the movie Kate Winslet starred in released?").answer.short_answer == "Titanic"
+
+
+def test_reply_scores_are_cached_like_calls(tmp_path: Path) -> None:
+    inner = FakeLLM([], scores=lambda prefix, condition, scored: -float(len(scored)))
+    cached = CachedLLM(inner, tmp_path / "calls.sqlite")
+    messages = [ChatMessage("system", "write JSON"), ChatMessage("user", "who directed Inception?")]
+    first = cached.score_replies(messages, ["{}", '{"a":1}'])
+    assert first == [-2.0, -7.0] and len(inner.scored) == 2
+    again = CachedLLM(inner, tmp_path / "calls.sqlite")
+    assert again.score_replies(messages, ['{"a":1}', "{}"]) == [-7.0, -2.0] and len(inner.scored) == 2
+    assert again.score_replies([ChatMessage("user", "another")], ["{}"]) == [-2.0] and len(inner.scored) == 3
+    with pytest.raises(LLMError, match="cannot score text"):
+        CachedLLM(FakeLLM([]), tmp_path / "calls.sqlite").score_replies(messages, ["{}"])
+
+
+def test_the_direct_switch_round_trips_is_shown_and_a_malformed_one_is_refused(toy: IndexDir) -> None:
+    store_fit(toy.path, GroundingFit(False, (), {"questions": 3}, channel=True, channel_margin=0.5,
+                                     channel_direct=True))
+    fit = read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest)
+    assert fit is not None and fit.channel_direct is True and fit.channel_setting()[2] is True  # type: ignore[index]
+    assert "with the LLM’s own likelihood of each pattern" in fit.describe()
+    assert GroundingFit.from_dict({"enabled": True}).channel_direct is False  # a fit made before it: off
+    # where the channel is off the default readings run without it
+    assert GroundingFit(True, channel_direct=True).channel_setting() == (0.0, ("named", "contracted"), False)
+    with pytest.raises(ConfigError, match="'channel_direct' is not true/false"):
+        GroundingFit.from_dict({"enabled": True, "channel_direct": "yes"})
+
+
+#: the LLM leaves the year hop out of every question; two ask for it, one does not
+LEFT_OUT = {
+    "When were the movies Kate Winslet starred in released?": ("1997",),
+    "When were the movies Guy Pearce starred in released?": ("2000",),
+    "When was the movie Kate Winslet starred in released?": ("1997",),
+    "When was the movie Guy Pearce starred in released?": ("2000",),
+    "Which movies did Kate Winslet star in?": ("Titanic",),
+    "Which movies did Guy Pearce star in?": ("Memento",),
+}
+
+
+def _leaves_out(messages: Sequence[ChatMessage]) -> str:
+    asked = messages[-1].content
+    actor = "Kate Winslet" if "Kate" in asked else "Guy Pearce"
+    return json.dumps({"triples": [["UNKNOWN movie 1", "starred actors", actor]]})
+
+
+def _channel_likes_years(prefix: str, condition: str, scored: str) -> float:
+    """The channel likes a year hop for every question (it breaks the one-hop ones); the direct score charges 1 nat
+    for the hop, and 9 when the question does not ask about release."""
+    if condition == "":
+        asked = prefix.rstrip("\n").rsplit("user: ", 1)[-1]
+        return -1.0 - ((1.0 if "released" in asked else 9.0) if "release" in scored else 0.0)
+    return -2.0 if "release" in condition.split("ANSWER")[0] else -6.0
+
+
+def test_the_fit_stores_the_direct_score_where_it_answers_more(toy: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simgrag.eval.fit_grounding.choose_stage", lambda *a, **k: "no_grounding")
+    monkeypatch.setattr("simgrag.eval.fit_grounding.significant_gain", lambda fixed, broke: fixed > broke)
+    items = [QAItem(q, answers) for q, answers in LEFT_OUT.items()]
+    fit = fit_grounding(toy, FakeLLM(_leaves_out, scores=_channel_likes_years), items, progress=False)
+    tried = fit.info["channel"]["tried"]
+    plain, direct = tried["shorter,named,contracted,longer"], tried["shorter,named,contracted,longer+direct"]
+    assert (plain["fixed"], plain["broke"]) == (4, 2)  # the channel alone breaks the one-hop questions
+    assert (direct["fixed"], direct["broke"]) == (4, 0) and direct["direct"] is True
+    assert fit.channel and fit.channel_direct and "with the LLM’s own likelihood" in fit.describe()
