@@ -385,10 +385,10 @@ class ChannelChoice:
         shots = [*prompt.static_examples, *(dynamic if dynamic is not None else prompt.dynamic_examples(text))]
         items = [(_condition(triples), " " + text.strip() + "\n"),
                  *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
-        try:
+        try:  # the direct score first: the model's context still holds the pattern prompt it just answered
+            written = self._direct(text, [triples, *(r.triples for r in readings)]) if self.direct else None
             scores = self.llm.score_continuations(channel_prompt(shots), items)  # type: ignore[attr-defined]
-            if self.direct:
-                written = self._direct(text, [triples, *(r.triples for r in readings)])
+            if written is not None:
                 scores = [c + d for c, d in zip(scores, written, strict=True)]
         except LLMError as exc:
             logger.warning("channel choice skipped for %r: %s", text, exc)

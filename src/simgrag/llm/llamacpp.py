@@ -229,18 +229,23 @@ class LlamaCppLLM(BaseLLM):
     def score_replies(self, messages: Sequence[ChatMessage], replies: Sequence[str]) -> list[float]:
         """Per reply: the summed log-probability of its tokens as the assistant's answer to ``messages`` (the
         GGUF's chat template applied, the generation prompt added; :class:`~simgrag.llm.base.ScoresText`) — the
-        model's own (*direct*) evidence for an output it might have written."""
+        model's own (*direct*) evidence for an output it might have written. It runs in the context
+        :meth:`complete` uses for these messages, so right after their completion the prompt is there already;
+        otherwise its fixed part comes from the KV store like a completion's."""
         if not replies:
             return []
         chat = [{"role": m.role, "content": m.content} for m in messages]
+        if not chat:
+            raise LLMError(f"{self.name}: scoring a reply needs a prompt (no messages were given)")
         with self._lock:
-            llama = self._ensure_loaded("score" if self.max_contexts > 1 else "")
+            llama = self._ensure_loaded(_context_key(messages) if self.max_contexts > 1 else "")
             start = time.perf_counter()
-            text = self._chat_formatters(llama)[0](messages=chat).prompt  # type: ignore[arg-type]
-            head = llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-            if not head:
-                raise LLMError(f"{self.name}: scoring a reply needs a prompt (no messages were given)")
-            self._reuse_prefix(llama, head)
+            head, prefix_len, boundaries = self._tokenize_chat(llama, chat)
+            if len(head) >= self.n_ctx:
+                raise LLMError(f"{self.name}: the prompt has {len(head)} tokens, more than its context window of "
+                               f"{self.n_ctx}")
+            hinted = [b for b, m in zip(boundaries, messages, strict=False) if m.cache_after]
+            self._reuse_prefix(llama, head[:prefix_len], boundaries, hinted)
             try:
                 scores = [_continuation_logprob(llama, head, [], _tokens(llama, reply)) for reply in replies]
             except RuntimeError as exc:  # llama_decode failed
