@@ -64,6 +64,23 @@ def test_longer_readings_are_spelled_as_the_examples_spell_and_skip_what_the_nod
         "UNKNOWN person 1", "place_of_death", "UNKNOWN place of death 2")
 
 
+PER_KIND = parse_examples("""
+relations: [father, religion]
+examples:
+  - question: what is the religion of the father of Bram ?
+    triples: [[Bram, father, UNKNOWN person 1], [UNKNOWN person 1, religion, UNKNOWN religion 1]]
+""").examples
+
+
+def test_the_added_node_is_numbered_the_way_the_examples_number_theirs() -> None:
+    asked = [("Ann", "father", "UNKNOWN person 1")]
+    assert not shot_spelling(SPACED).per_kind and shot_spelling(PER_KIND).per_kind
+    assert longer_readings(asked, ["religion", "father_in_law"], spell=shot_spelling(PER_KIND))[0].added == (
+        "UNKNOWN person 1", "religion", "UNKNOWN religion 1")  # per kind, as "… person 1, … religion 1"
+    two = longer_readings(asked, ["religion"], spell=shot_spelling(SPACED))[0].added
+    assert two == ("UNKNOWN person 1", "religion", "UNKNOWN religion 2")  # across the pattern, as "person 1, place 2"
+
+
 @pytest.fixture()
 def toy(tmp_path: Path) -> IndexDir:
     (tmp_path / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
@@ -103,7 +120,7 @@ def test_the_direct_score_lets_a_hop_in_only_when_the_llm_might_have_written_it(
     assert result.answer.short_answer == answer
     replies = [s for _, c, s in llm.scored if c == ""]
     # its own first, then each longer reading, the hop spelled as the toy examples spell it ("release year")
-    assert "release" not in replies[0] and any('"release year","UNKNOWN year 2"' in r for r in replies[1:])
+    assert "release" not in replies[0] and any('"release year","UNKNOWN year 1"' in r for r in replies[1:])
     if answer == "1997":
         assert result.pattern is not None
         assert any("the question and the pattern are likelier" in r for r in result.pattern.kg_repairs)

@@ -45,7 +45,7 @@ embedded llama.cpp model), one scoring pass over ~100 tokens per reading (~0.7 s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -57,8 +57,9 @@ from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
 __all__ = ["CHANNEL", "DEFAULT_READINGS", "MARGIN", "MAX_READINGS", "READINGS", "Analogies", "ChannelChoice",
-           "Extensions", "PatternSource", "Reading", "analogy_readings", "channel_prompt", "contracted_readings",
-           "fit_margin", "longer_readings", "named_readings", "shorter_readings", "shot_spelling"]
+           "Extensions", "PatternSource", "Reading", "ShotSpelling", "analogy_readings", "channel_prompt",
+           "contracted_readings", "fit_margin", "longer_readings", "named_readings", "shorter_readings",
+           "shot_spelling"]
 
 logger = logging.getLogger(__name__)
 
@@ -164,30 +165,45 @@ def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READI
     return _distinct(out)[:limit]  # a chain of three copies contracts two ways to one pattern
 
 
-def shot_spelling(examples: Sequence[Example]) -> Callable[[str], tuple[str, str]]:
-    """How the examples spell a KG relation and the unknown node at its far end: ``place_of_death`` →
-    ``("place of death", "place")`` when an example has ``[…, place of death, UNKNOWN place 1]``. A relation no
-    example has keeps its words, with spaces for underscores where the examples write relations with spaces, and
-    names its node by them — the LLM's own likelihood of a pattern (the direct score) is of text written the way
-    its examples taught it, not the KG's."""
-    seen: dict[str, tuple[str, str]] = {}
+@dataclass(frozen=True)
+class ShotSpelling:
+    """How the examples spell a KG relation and the unknown node at its far end (:func:`shot_spelling`): called with
+    a KG relation, (relation, node kind) as they write them; ``per_kind``: whether they number unknown nodes per kind
+    (``UNKNOWN person 1``, ``UNKNOWN religion 1``) rather than across the pattern."""
+
+    known: Mapping[str, tuple[str, str]]
+    spaced: bool = False
+    per_kind: bool = False
+
+    def __call__(self, relation: str) -> tuple[str, str]:
+        if _relation_key(relation) in self.known:
+            return self.known[_relation_key(relation)]
+        words = " ".join(relation.replace("_", " ").split())
+        return (words if self.spaced else relation), words
+
+
+def shot_spelling(examples: Sequence[Example]) -> ShotSpelling:
+    """How the examples spell each relation they use and its far node: ``place_of_death`` → ``("place of death",
+    "place")`` when an example has ``[…, place of death, UNKNOWN place 1]``. A relation no example has keeps its
+    words, with spaces for underscores where the examples write relations with spaces. The LLM's own likelihood of a
+    pattern (the direct score) is of text written the way its examples taught it, not the KG's."""
+    known: dict[str, tuple[str, str]] = {}
     relations: list[str] = []
+    per_kind = False
     for example in examples:
         for _, relation, tail in example.triples:
             relations.append(relation)
             kind = _node_kind(tail) if is_unknown(tail) else ""
-            key = _relation_key(relation)
-            if kind and key not in seen:
-                seen[key] = (relation, kind)
+            if kind:
+                known.setdefault(_relation_key(relation), (relation, kind))
+        numbers: dict[str, set[str]] = {}
+        for node in {n for h, _, t in example.triples for n in (h, t) if is_unknown(n)}:
+            words = node.split()
+            if len(words) > 2 and words[-1].isdigit():
+                numbers.setdefault(words[-1], set()).add(_node_kind(node))
+        per_kind = per_kind or any(len(kinds) > 1 for kinds in numbers.values())  # two kinds, one number
     spaced = any(" " in r for r in relations) and not any("_" in r for r in relations)
-
-    def spell(relation: str) -> tuple[str, str]:
-        if _relation_key(relation) in seen:
-            return seen[_relation_key(relation)]
-        words = " ".join(relation.replace("_", " ").split())
-        return (words if spaced else relation), words
-
-    return spell
+    return ShotSpelling(known, spaced, per_kind)
 
 
 def _relation_key(relation: str) -> str:
@@ -203,7 +219,7 @@ def _node_kind(node: str) -> str:
 
 
 def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
-                    limit: int = MAX_READINGS, spell: Callable[[str], tuple[str, str]] | None = None) -> list[Reading]:
+                    limit: int = MAX_READINGS, spell: ShotSpelling | None = None) -> list[Reading]:
     """The pattern with one more hop from its asked-for node, which the hop's far end becomes: ``[X, spouse,
     UNKNOWN person 1]`` for "what does X's wife do for a living?" gains ``[UNKNOWN person 1, profession, UNKNOWN
     profession 2]`` — the small model's other frequent slip, the last hop left out. ``relations`` are the KG
@@ -216,13 +232,15 @@ def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
     if asked == "none":
         return []
     heads = {r for h, r, _ in full if h == asked}
-    number = 1 + sum(is_unknown(n) for n in dict.fromkeys(n for h, _, t in full for n in (h, t)))
+    unknown = [n for n in dict.fromkeys(n for h, _, t in full for n in (h, t)) if is_unknown(n)]
     out: list[Reading] = []
     for relation in dict.fromkeys(relations):
         written, kind = spell(relation) if spell is not None else (relation, relation.replace("_", " "))
         if relation in heads or written in heads or not written.strip():  # a blank name makes no triple
             continue
-        hop = (asked, written, f"UNKNOWN {' '.join(kind.split()) or 'entity'} {number}")
+        kind = " ".join(kind.split()) or "entity"
+        same = [n for n in unknown if _node_kind(n) == kind] if spell is not None and spell.per_kind else unknown
+        hop = (asked, written, f"UNKNOWN {kind} {1 + len(same)}")
         out.append(Reading((*full, hop), added=hop))
         if len(out) >= limit:
             break
