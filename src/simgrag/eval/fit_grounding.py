@@ -294,16 +294,23 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     :data:`READING_SETS`, its margin and whether it answers more validation questions than the stage alone
     (``base``) beyond chance and no group fewer; the set with the largest gain of those (ties: the simpler) is
     the one stored, with what each set did under ``"tried"``. The first set is tried once more with the direct
-    score added (:class:`~simgrag.grounding.channel.ChannelChoice`'s ``direct``), its key ending in ``+direct``."""
+    score added (:class:`~simgrag.grounding.channel.ChannelChoice`'s ``direct``), its key ending in ``+direct``, on
+    the questions where the channel alone took a reading: elsewhere every reading made the question no likelier than
+    the LLM's own pattern, which its greedy output makes the likeliest to write as well, so the sum cannot favour
+    a reading either (one scoring pass saved per question; the fit's time is the learning budget's)."""
     if not scores_text(llm):
         return {"on": False, "why": f"{llm.name} cannot score text"}
     tried: dict[str, dict[str, Any]] = {}
     for kinds in READING_SETS:
         say(f"the channel choice with readings {', '.join(kinds)} (the question's likelihood given each pattern)")
         tried[",".join(kinds)] = _channel_with(runner, config, kinds, base, items)
-    say(f"the channel choice with readings {', '.join(READING_SETS[0])}, each pattern's own likelihood added")
-    tried[",".join(READING_SETS[0]) + DIRECT_SUFFIX] = _channel_with(runner, config, READING_SETS[0], base, items,
-                                                                    direct=True)
+    first = ",".join(READING_SETS[0])
+    say(f"the channel choice with readings {', '.join(READING_SETS[0])}, each pattern's own likelihood added "
+        f"({len(tried[first]['changed'])} questions)")
+    tried[first + DIRECT_SUFFIX] = _channel_with(runner, config, READING_SETS[0], base, items, direct=True,
+                                                 only=tried[first]["changed"])
+    for found in tried.values():
+        found.pop("changed")
     best = max(tried.values(), key=lambda r: (r["on"], r["fixed"] - r["broke"] if r["on"] else 0))
     say(f"the default readings alone ({', '.join(DEFAULT_READINGS)}; on unless they break validation questions)")
     named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True)
@@ -316,11 +323,14 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
 
 
 def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base: dict[int, Outcome],
-                  items: Sequence[QAItem], *, keep_ties: bool = False, direct: bool = False) -> dict[str, Any]:
+                  items: Sequence[QAItem], *, keep_ties: bool = False, direct: bool = False,
+                  only: Sequence[int] | None = None) -> dict[str, Any]:
     """The channel choice offering ``kinds`` of reading (``direct``: the direct score added), run at margin 0 and
-    kept above its fitted margin (``keep_ties``: see :func:`~simgrag.grounding.channel.fit_margin`)."""
+    kept above its fitted margin (``keep_ties``: see :func:`~simgrag.grounding.channel.fit_margin`); ``only``: run
+    on these questions, the others as in ``base``. Under ``"changed"``: the questions where it took a reading."""
     what = f"channel choice ({', '.join(kinds)}{DIRECT_SUFFIX if direct else ''})"
-    runs = runner.run((*config[:3], (0.0, kinds, direct)), list(base), what)
+    asked = list(base) if only is None else [i for i in only if i in base]
+    runs = {**base, **runner.run((*config[:3], (0.0, kinds, direct)), asked, what)} if asked else dict(base)
     changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
     margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()],
                               keep_ties=keep_ties)
@@ -332,7 +342,7 @@ def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base:
     return {"on": on, "readings": list(kinds), "direct": direct, "margin": round(margin, 4), "hits": _hits(kept),
             "group_lost": loses,
             "without": _hits(base), "used": len(changed), "kept": sum(g > margin for g in changed.values()),
-            "fixed": fixed, "broke": broke, "at_margin_0": list(versus(runs, base)),
+            "fixed": fixed, "broke": broke, "at_margin_0": list(versus(runs, base)), "changed": sorted(changed),
             "why": "more validation questions right, beyond chance" if on else
             ("a question group lost" if loses else "no gain beyond chance")}
 
