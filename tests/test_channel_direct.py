@@ -199,3 +199,31 @@ def test_the_fit_stores_the_direct_score_where_it_answers_more(toy: IndexDir, mo
     assert (plain["fixed"], plain["broke"]) == (4, 2)  # the channel alone breaks the one-hop questions
     assert (direct["fixed"], direct["broke"]) == (4, 0) and direct["direct"] is True
     assert fit.channel and fit.channel_direct and "with the LLM’s own likelihood" in fit.describe()
+
+
+def _copies_the_hop(messages: Sequence[ChatMessage]) -> str:
+    """"Who starred in Titanic?" written with the hop copied: the co-stars' co-stars."""
+    return json.dumps({"triples": [["Titanic", "starred actors", "UNKNOWN actor 1"],
+                                   ["UNKNOWN actor 1", "starred actors", "UNKNOWN actor 2"]]})
+
+
+def _prefers_the_copy_it_wrote(prefix: str, condition: str, scored: str) -> float:
+    """The channel finds the question likelier with one hop (by 7 nats); the model finds its copied pattern likelier
+    to write than the contracted one by 9 (it wrote the copy)."""
+    if condition == "":
+        return -1.0 if scored.count("starred actors") == 2 else -10.0
+    return -2.0 if condition.count("starred actors") == 1 else -9.0
+
+
+def test_the_direct_score_speaks_only_for_readings_that_add_a_hop(toy: IndexDir) -> None:
+    """A copied hop is the model's own likeliest output: its likelihood does not keep the copy in."""
+    llm = FakeLLM(_copies_the_hop, scores=_prefers_the_copy_it_wrote)
+    engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options={
+        "ground_patterns": False, "channel": True, "channel_readings": ["contracted", "longer"],
+        "channel_direct": True})
+    result = engine.ask("Who starred in Titanic?")
+    assert result.pattern is not None
+    assert result.pattern.pattern.triples() == [("Titanic", "starred actors", "UNKNOWN actor 2")]
+    assert "the question is likelier" in result.pattern.kg_repairs[-1]
+    replies = [s for _, c, s in llm.scored if c == ""]
+    assert all(s.count("starred actors") >= 2 for s in replies)  # its own and longer readings, never the contracted

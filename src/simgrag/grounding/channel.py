@@ -29,11 +29,13 @@ reading replaces the pattern only when it scores more than the pattern itself by
 model's own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
 questions than it fixed (:func:`fit_margin`).
 
-With ``direct`` (:class:`ChannelChoice`) each candidate's score adds the other direction, the model's own
-log P(pattern | the pattern prompt): a reading must explain the question *and* be a pattern the model might have
-written. The channel alone favours a pattern that explains more of the question's words — a hop added to a one-hop
-question — which the model asked for the pattern would not write; an added hop is spelled the way the examples spell
-its relation (:func:`shot_spelling`), or the likelihood is of text the model was never taught.
+With ``direct`` (:class:`ChannelChoice`) a longer reading's score adds the other direction, the model's own
+log P(pattern | the pattern prompt) against its own pattern's: a hop the LLM did not write must explain the question
+*and* be one it might have written. The channel alone favours a pattern that explains more of the question's words —
+a hop added to a one-hop question — which the model asked for the pattern would not write; an added hop is spelled
+the way the examples spell its relation (:func:`shot_spelling`), or the likelihood is of text the model was never
+taught. Readings that take something out are scored by the channel alone: a copied hop is the model's own likeliest
+output, so its likelihood cannot speak against it.
 
 Whether this runs on a KG is fitted on that KG's validation questions like the edit families
 (:func:`simgrag.eval.fit_grounding.fit_grounding`: on only with a gain beyond chance and no question group
@@ -355,10 +357,13 @@ class ChannelChoice:
     its prompt showed and — given ``extensions`` (question, pattern → KG relations) — its :func:`longer_readings`, by
     log P(question | pattern) (module docstring); ``readings`` names the kinds offered
     (:data:`READINGS`). The turned-round prompt holds the examples the pattern prompt showed for the question
-    (static, then dynamic). With ``direct`` each candidate's score adds the model's own log P(pattern | the
-    pattern prompt) — both directions of the noisy channel: a reading must explain the question *and* be a pattern
-    the model itself might have written (a hop it added on the channel's word alone broke one-hop questions). A
-    scoring failure keeps the inner pattern (logged): the choice can only add."""
+    (static, then dynamic). With ``direct`` a longer reading's score adds how much likelier (or less likely) the
+    model itself finds writing it than its own pattern, log P(pattern | the pattern prompt) — both directions of the
+    noisy channel: a hop the LLM did not write must explain the question *and* be a hop it might have written (hops
+    added on the channel's word alone broke one-hop questions). Only for readings that add: a copied hop is the
+    model's own likeliest output, so its likelihood cannot speak against the copy (with it, the contracted readings
+    lost three genealogy questions they had right). A scoring failure keeps the inner pattern (logged): the choice
+    can only add."""
 
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
@@ -403,11 +408,12 @@ class ChannelChoice:
         shots = [*prompt.static_examples, *(dynamic if dynamic is not None else prompt.dynamic_examples(text))]
         items = [(_condition(triples), " " + text.strip() + "\n"),
                  *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
+        added = [i for i, r in enumerate(readings) if r.added is not None] if self.direct else []
         try:  # the direct score first: the model's context still holds the pattern prompt it just answered
-            written = self._direct(text, [triples, *(r.triples for r in readings)]) if self.direct else None
+            written = self._direct(text, [triples, *(readings[i].triples for i in added)]) if added else []
             scores = self.llm.score_continuations(channel_prompt(shots), items)  # type: ignore[attr-defined]
-            if written is not None:
-                scores = [c + d for c, d in zip(scores, written, strict=True)]
+            for i, score in zip(added, written[1:], strict=True):  # a hop added: the LLM's own say counts too
+                scores[i + 1] += score - written[0]
         except LLMError as exc:
             logger.warning("channel choice skipped for %r: %s", text, exc)
             return result
@@ -415,7 +421,7 @@ class ChannelChoice:
         if scores[best + 1] <= own + self.margin:
             return result
         chosen = readings[best]
-        said = "the question and the pattern are" if self.direct else "the question is"
+        said = "the question and the pattern are" if chosen.added is not None and self.direct else "the question is"
         note = (f"{chosen.why()}: {said} likelier given that pattern (log-likelihood "
                 f"{scores[best + 1]:.2f} against {own:.2f})")
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
