@@ -227,3 +227,21 @@ def test_the_direct_score_speaks_only_for_readings_that_add_a_hop(toy: IndexDir)
     assert "the question is likelier" in result.pattern.kg_repairs[-1]
     replies = [s for _, c, s in llm.scored if c == ""]
     assert all(s.count("starred actors") >= 2 for s in replies)  # its own and longer readings, never the contracted
+
+
+def test_only_the_longer_readings_the_model_would_likeliest_write_are_scored_by_the_channel(
+        toy: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simgrag.grounding.channel.DIRECT_KEEP", 1)
+
+    def score(prefix: str, condition: str, scored: str) -> float:
+        if condition == "":  # the model would write the release year before any other hop
+            return -1.0 - (0.5 if "release year" in scored else 4.0 if scored.count("[") > 2 else 0.0)
+        return -2.0 if "release" in condition.split("ANSWER")[0] else -7.0
+    llm = FakeLLM(_drops_the_year, scores=score)
+    engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options={
+        "ground_patterns": False, "channel": True, "channel_readings": ["longer"], "channel_direct": True})
+    assert engine.ask("When was the movie Kate Winslet starred in released?").answer.short_answer == "1997"
+    direct = [s for _, c, s in llm.scored if c == ""]
+    channel = [c for _, c, _ in llm.scored if c != ""]
+    assert len(direct) >= 3  # its own pattern and at least two longer readings were offered
+    assert len(channel) == 2 and "release year" in channel[1]  # its own and the one kept

@@ -76,6 +76,9 @@ MAX_READINGS = 4
 #: the kinds of reading, each with its function: a hop shorter, a name put in, an example's pattern, a copied hop
 #: taken out, a hop longer
 READINGS = ("shorter", "named", "analogy", "contracted", "longer")
+#: with the direct score, the longer readings scored by the channel: those the model itself finds likeliest to write
+#: (its direct score is one cheap pass over the prompt it has just answered; each channel score is a pass of its own)
+DIRECT_KEEP = MAX_READINGS
 #: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
 #: copied — so they need only do no harm, not show a gain the validation questions may never give a chance to
@@ -405,18 +408,19 @@ class ChannelChoice:
         readings = _distinct(readings)  # a copy at a leaf is a shorter and a contracted reading
         if not readings:
             return result
-        shots = [*prompt.static_examples, *(dynamic if dynamic is not None else prompt.dynamic_examples(text))]
-        items = [(_condition(triples), " " + text.strip() + "\n"),
-                 *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
-        added = [i for i, r in enumerate(readings) if r.added is not None] if self.direct else []
+        extra: dict[int, float] = {}  # reading → its direct score against the LLM's own pattern
         try:  # the direct score first: the model's context still holds the pattern prompt it just answered
-            written = self._direct(text, [triples, *(readings[i].triples for i in added)]) if added else []
+            if self.direct:
+                readings, extra = self._with_direct(text, triples, readings)
+            shots = [*prompt.static_examples, *(dynamic if dynamic is not None else prompt.dynamic_examples(text))]
+            items = [(_condition(triples), " " + text.strip() + "\n"),
+                     *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
             scores = self.llm.score_continuations(channel_prompt(shots), items)  # type: ignore[attr-defined]
-            for i, score in zip(added, written[1:], strict=True):  # a hop added: the LLM's own say counts too
-                scores[i + 1] += score - written[0]
         except LLMError as exc:
             logger.warning("channel choice skipped for %r: %s", text, exc)
             return result
+        for i, gain in extra.items():  # a hop added: the LLM's own say counts too
+            scores[i + 1] += gain
         own, best = scores[0], max(range(len(readings)), key=lambda i: scores[i + 1])
         if scores[best + 1] <= own + self.margin:
             return result
@@ -427,6 +431,19 @@ class ChannelChoice:
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
                        channel_gap=scores[best + 1] - own)
+
+    def _with_direct(self, text: str, triples: Sequence[Sequence[str]],
+                     readings: list[Reading]) -> tuple[list[Reading], dict[int, float]]:
+        """``readings`` with the longer ones cut to the :data:`DIRECT_KEEP` the model itself finds likeliest to
+        write, and for each longer one kept (by its new position) its direct score minus the LLM's own pattern's."""
+        longer = [i for i, r in enumerate(readings) if r.added is not None]
+        if not longer:
+            return readings, {}
+        written = self._direct(text, [triples, *(readings[i].triples for i in longer)])
+        ranked = sorted(range(len(longer)), key=lambda j: -written[j + 1])
+        gains = {longer[j]: written[j + 1] - written[0] for j in ranked[:DIRECT_KEEP]}
+        kept = [i for i, r in enumerate(readings) if r.added is None or i in gains]
+        return [readings[i] for i in kept], {n: gains[i] for n, i in enumerate(kept) if i in gains}
 
     def _direct(self, text: str, patterns: Sequence[Sequence[Sequence[str]]]) -> list[float]:
         """log P(pattern | the pattern prompt for ``text``) per pattern: the model's own evidence for writing it,
