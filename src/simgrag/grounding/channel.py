@@ -58,10 +58,10 @@ from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
-__all__ = ["CHANNEL", "DEFAULT_READINGS", "MARGIN", "MAX_READINGS", "READINGS", "Analogies", "ChannelChoice",
-           "Extensions", "PatternSource", "Reading", "ShotSpelling", "analogy_readings", "channel_prompt",
-           "contracted_readings", "fit_margin", "longer_readings", "named_readings", "shorter_readings",
-           "shot_spelling"]
+__all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "MARGIN", "MAX_READINGS", "READINGS", "Analogies",
+           "ChannelChoice", "Extensions", "PatternSource", "Reading", "ShotSpelling", "analogy_readings",
+           "channel_prompt", "contracted_readings", "fit_margin", "longer_readings", "named_readings",
+           "shorter_readings", "shot_spelling"]
 
 logger = logging.getLogger(__name__)
 
