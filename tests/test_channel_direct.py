@@ -15,15 +15,17 @@ from simgrag.eval.fit_grounding import fit_grounding
 from simgrag.eval.runner import QAItem
 from simgrag.grounding.channel import longer_readings, shot_spelling
 from simgrag.grounding.fit import GroundingFit, read_fit, store_fit
-from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
+from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.llm.cache import CachedLLM
 from simgrag.pattern.examples import parse_examples
 from simgrag.pipeline import SimGRAG
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
-from simgrag.testing.toy import write_toy_kg
-from test_grounding import ALIASES, EXAMPLES  # the toy KG's aliases and examples (rootdir-relative import)
+from test_channel import _copies_the_hop, _drops_the_year  # scripted patterns (rootdir-relative import)
+from test_channel import toy as _toy_index
+
+toy = _toy_index  # the channel tests' toy index and examples, a fixture here too
 
 SPACED = parse_examples("""
 relations: [place_of_death, spouse, date_of_birth]
@@ -79,19 +81,6 @@ def test_the_added_node_is_numbered_the_way_the_examples_number_theirs() -> None
         "UNKNOWN person 1", "religion", "UNKNOWN religion 1")  # per kind, as "… person 1, … religion 1"
     two = longer_readings(asked, ["religion"], spell=shot_spelling(SPACED))[0].added
     assert two == ("UNKNOWN person 1", "religion", "UNKNOWN religion 2")  # across the pattern, as "person 1, place 2"
-
-
-@pytest.fixture()
-def toy(tmp_path: Path) -> IndexDir:
-    (tmp_path / "aliases.yaml").write_text(ALIASES, encoding="utf-8")
-    (tmp_path / "examples.yaml").write_text(EXAMPLES, encoding="utf-8")
-    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=256),
-                    relation_aliases=tmp_path / "aliases.yaml", examples=tmp_path / "examples.yaml")
-    return open_index_dir(tmp_path / "toy.idx", embedder=HashEmbedder(dim=256))
-
-
-def _drops_the_year(messages: Sequence[ChatMessage]) -> str:
-    return json.dumps({"triples": [["UNKNOWN movie 1", "starred actors", "Kate Winslet"]]})
 
 
 def _scorer(direct_cost: float):  # type: ignore[no-untyped-def]
@@ -199,12 +188,6 @@ def test_the_fit_stores_the_direct_score_where_it_answers_more(toy: IndexDir, mo
     assert (plain["fixed"], plain["broke"]) == (4, 2)  # the channel alone breaks the one-hop questions
     assert (direct["fixed"], direct["broke"]) == (4, 0) and direct["direct"] is True
     assert fit.channel and fit.channel_direct and "with the LLM’s own likelihood" in fit.describe()
-
-
-def _copies_the_hop(messages: Sequence[ChatMessage]) -> str:
-    """"Who starred in Titanic?" written with the hop copied: the co-stars' co-stars."""
-    return json.dumps({"triples": [["Titanic", "starred actors", "UNKNOWN actor 1"],
-                                   ["UNKNOWN actor 1", "starred actors", "UNKNOWN actor 2"]]})
 
 
 def _prefers_the_copy_it_wrote(prefix: str, condition: str, scored: str) -> float:

@@ -392,18 +392,17 @@ class ChannelChoice:
         result = self.inner.pattern(text)
         triples = result.pattern.triples()
         prompt = self.generator.prompt
-        dynamic: list[Example] | None = None
+        dynamic = prompt.dynamic_examples(text)  # word overlap only: cheap, and ranked once for every use below
+        shots = [*prompt.static_examples, *dynamic]  # what the pattern prompt showed for the question
         readings = shorter_readings(triples, self.limit) if self.shorter else []
         if self.contracted:
             readings += contracted_readings(triples, self.limit)
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
         if self.extensions is not None:
-            spell = shot_spelling([*prompt.static_examples, *(dynamic if dynamic is not None
-                                                               else prompt.dynamic_examples(text))])
-            readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit, spell)
+            readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
+                                        shot_spelling(shots))
         if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
-            dynamic = prompt.dynamic_examples(text)
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)
         readings = _distinct(readings)  # a copy at a leaf is a shorter and a contracted reading
@@ -413,7 +412,6 @@ class ChannelChoice:
         try:  # the direct score first: the model's context still holds the pattern prompt it just answered
             if self.direct:
                 readings, extra = self._with_direct(text, triples, readings)
-            shots = [*prompt.static_examples, *(dynamic if dynamic is not None else prompt.dynamic_examples(text))]
             items = [(_condition(triples), " " + text.strip() + "\n"),
                      *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
             scores = self.llm.score_continuations(channel_prompt(shots), items)  # type: ignore[attr-defined]

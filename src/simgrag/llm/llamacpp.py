@@ -180,11 +180,8 @@ class LlamaCppLLM(BaseLLM):
             llama = self._ensure_loaded(_context_key(request.messages) if self.max_contexts > 1 else "")
             start = time.perf_counter()
             prompt, prefix_len, boundaries = self._tokenize_chat(llama, chat)
-            window = self.n_ctx
-            if len(prompt) >= window:  # llama.cpp would fail mid-decode with "llama_decode returned 1"
-                raise LLMError(f"{self.name}: the prompt has {len(prompt)} tokens, more than its context window of "
-                               f"{window} (a longer n_ctx or a shorter prompt may help)")
-            request = replace(request, max_tokens=min(request.max_tokens, window - len(prompt)))
+            self._check_window(prompt)
+            request = replace(request, max_tokens=min(request.max_tokens, self.n_ctx - len(prompt)))
             hinted = [b for b, m in zip(boundaries, request.messages, strict=False) if m.cache_after]
             self._reuse_prefix(llama, prompt[:prefix_len], boundaries, hinted)
             self.decode_stats["prefix_s"] += time.perf_counter() - start
@@ -241,9 +238,7 @@ class LlamaCppLLM(BaseLLM):
             llama = self._ensure_loaded(_context_key(messages) if self.max_contexts > 1 else "")
             start = time.perf_counter()
             head, prefix_len, boundaries = self._tokenize_chat(llama, chat)
-            if len(head) >= self.n_ctx:
-                raise LLMError(f"{self.name}: the prompt has {len(head)} tokens, more than its context window of "
-                               f"{self.n_ctx}")
+            self._check_window(head)
             hinted = [b for b, m in zip(boundaries, messages, strict=False) if m.cache_after]
             self._reuse_prefix(llama, head[:prefix_len], boundaries, hinted)
             try:
@@ -255,6 +250,13 @@ class LlamaCppLLM(BaseLLM):
         return scores
 
     # -- internals --------------------------------------------------------------------------------
+
+    def _check_window(self, prompt: Sequence[int]) -> None:
+        """An :class:`LLMError` for a prompt the context cannot hold (llama.cpp would fail mid-decode with
+        "llama_decode returned 1")."""
+        if len(prompt) >= self.n_ctx:
+            raise LLMError(f"{self.name}: the prompt has {len(prompt)} tokens, more than its context window of "
+                           f"{self.n_ctx} (a longer n_ctx or a shorter prompt may help)")
 
     def _create(self, llama: Llama, prompt: list[int], kwargs: dict[str, Any]) -> Any:
         try:
