@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simgrag.errors import ConfigError, LLMError
 from simgrag.eval.fit_grounding import fit_grounding
@@ -228,3 +230,23 @@ def test_only_the_longer_readings_the_model_would_likeliest_write_are_scored_by_
     channel = [c for _, c, _ in llm.scored if c != ""]
     assert len(direct) >= 3  # its own pattern and at least two longer readings were offered
     assert len(channel) == 2 and "release year" in channel[1]  # its own and the one kept
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_text, _text, _text), min_size=1, max_size=4), st.lists(_text, max_size=6))
+def test_any_example_spelling_and_relation_names_make_parseable_hops_or_none(shot: list[tuple[str, str, str]],
+                                                                            relations: list[str]) -> None:
+    """Whatever the examples and the KG call things (blank, underscores only, unicode, digits), a longer reading
+    is a pattern the parser takes, its hop from the asked-for node to a new unknown node."""
+    from simgrag.pattern.examples import Example
+    from simgrag.pattern.validate import validate_triples
+
+    spell = shot_spelling([Example("q", tuple(shot))])
+    asked = [("Ann", "spouse", "UNKNOWN person 1")]
+    for reading in longer_readings(asked, relations, spell=spell):
+        head, relation, tail = reading.added  # type: ignore[misc]
+        assert head == "UNKNOWN person 1" and relation.strip() and tail.startswith("UNKNOWN ")
+        validate_triples([list(t) for t in reading.triples], require_connected=True)  # the generator's own check
