@@ -232,7 +232,7 @@ def test_only_the_longer_readings_the_model_would_likeliest_write_are_scored_by_
     assert len(channel) == 2 and "release year" in channel[1]  # its own and the one kept
 
 
-_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 
 
 @settings(max_examples=150, deadline=None)
