@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from simgrag.cli import app
 from simgrag.errors import DatasetError
-from simgrag.eval.runner import load_qa_file, run_qa_bench
+from simgrag.eval.runner import format_summary, load_qa_file, run_qa_bench, summarize
 from simgrag.index.directory import build_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.pipeline import SimGRAG
@@ -55,6 +55,20 @@ def test_runner_scores_and_records_every_question(engine: SimGRAG, tmp_path: Pat
     assert rows[3]["stage"] == "pattern" and "no idea" in rows[3]["error"]
     assert summary["1-hop"]["questions"] == 3 and summary["1-hop"]["hits1"] == pytest.approx(1.0)
     assert summary["overall"]["questions"] == 4
+
+
+def test_hits_at_1_is_the_first_answer_not_any_answer() -> None:
+    """A pattern that names no entity answers with every node of a kind: the gold answer is somewhere in that
+    set (the lenient "any answer"), but Hits@1 counts only a right first answer."""
+    rows = [{"group": "2-hop", "hit": True, "strict": False, "abstained": False, "answerable": True},
+            {"group": "2-hop", "hit": True, "strict": True, "abstained": False, "answerable": True},
+            {"group": "2-hop", "hit": False, "strict": False, "abstained": True, "answerable": True},
+            {"group": "2-hop", "hit": False, "strict": False, "abstained": False, "answerable": False}]
+    s = summarize(rows)["2-hop"]
+    assert s["hits1"] == pytest.approx(1 / 4) and s["any_answer"] == pytest.approx(2 / 4)
+    assert s["hits1_answerable"] == pytest.approx(1 / 3) and s["any_answer_answerable"] == pytest.approx(2 / 3)
+    assert s["not_found"] == pytest.approx(1 / 4) and s["not_found_answerable"] == pytest.approx(1 / 3)
+    assert "| 2-hop | 4 | 25.0 | 50.0 | 3 | 33.3 | 66.7 | 25.0 |" in format_summary({"2-hop": s})
 
 
 def test_bench_summarize_combines_split_runs(engine: SimGRAG, tmp_path: Path) -> None:

@@ -117,7 +117,7 @@ def bench_metaqa(
                                                                       "on); --no-resume starts the file over")] = True,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
-    """MetaQA test questions: Hits@1 (lenient and strict, all and answerable), error stages, latency.
+    """MetaQA test questions: Hits@1 of the first answer and "any answer", all and answerable; error stages, latency.
 
     An interrupted run resumes: questions already answered in --output are kept (with --retriever, per
     retriever); after a code change use --no-resume, or the kept rows are the old code's."""

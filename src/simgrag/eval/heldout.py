@@ -243,7 +243,7 @@ def annotate_rows(rows: Sequence[Row], *, calls: Mapping[str, int] | None = None
         question = (chains or {}).get(row["question"])
         if question is not None and kinds_of is not None:
             row["pattern_fits"] = _row_fits(row, question, kinds_of)
-            if not row["hit"] and not row["pattern_fits"]:
+            if not row.get("strict", row["hit"]) and not row["pattern_fits"]:
                 row["stage"] = "pattern"
         out.append(row)
     return out
