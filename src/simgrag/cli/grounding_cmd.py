@@ -65,6 +65,8 @@ def _format(fit: Any) -> str:
                          f"{named.get('fixed')} fixed, {named.get('broke')} broke: {state} ({named.get('why', '')})")
     elif channel.get("why"):
         lines.append(f"channel choice: off ({channel['why']})")
+    if fit.info.get("skipped"):
+        lines.append(f"skipped (the fit's time ran out): {'; '.join(map(str, fit.info['skipped']))}")
     for key in ("llm_calls", "seconds", "embedder", "fitted_at"):
         if key in fit.info:
             lines.append(f"{key}: {fit.info[key]}")
@@ -84,6 +86,10 @@ def grounding_fit(
                                              "carry their gold pattern (\"triples\"): each asked on the KG and on "
                                              "the KG without its answer's triples")] = True,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="measure and print, store nothing")] = False,
+    budget: Annotated[float | None, typer.Option(
+        "--budget", min=0.0, help="seconds for the stage fit: once they would be passed, the optional trials (the "
+                                  "per-family ablations, the channel's reading sets, …) are skipped and listed; "
+                                  "the LLM's own patterns and every family always run")] = None,
     as_json: AsJson = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -111,7 +117,8 @@ def grounding_fit(
             calls = Path(tmp) / "calls.sqlite"  # the grounding and the abstention fits share the LLM's calls
             items = load_qa_file(questions)
             fit = fit_grounding(index, model, items, examples=examples, pattern_options=options,
-                                progress=False if quiet else None, source=str(questions), calls_cache=calls)
+                                progress=False if quiet else None, source=str(questions), calls_cache=calls,
+                                deadline_s=budget)
             mode = fit_answer_mode(index, model, items, fit, examples=examples, pattern_options=options,
                                    progress=False if quiet else None, source=str(questions), calls_cache=calls)
             if not dry_run:

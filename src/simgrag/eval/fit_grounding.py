@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
-from simgrag.grounding.channel import DEFAULT_READINGS, READINGS, fit_margin
+from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS, fit_margin
 from simgrag.grounding.fit import FIRST_READINGS, GroundingFit
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
@@ -96,14 +96,37 @@ def engine_options(config: Config) -> dict[str, Any]:
 
 
 class _Runner:
-    """Asks validation questions under stage configurations, one engine per configuration, one LLM."""
+    """Asks validation questions under stage configurations, one engine per configuration, one LLM.
+
+    ``deadline``: a :func:`time.perf_counter` time after which :meth:`affords` refuses optional runs (``None``: no
+    deadline); every run's seconds per question are kept, by kind (``"stage"``, ``"channel"``), to estimate the
+    next one's."""
 
     def __init__(self, index: IndexDir, llm: LLM, items: Sequence[QAItem], options: dict[str, Any],
-                 progress: bool | None) -> None:
+                 progress: bool | None, deadline: float | None = None) -> None:
         self.index, self.llm, self.items, self.options = index, llm, items, options
         self.progress = progress
         self._engines: dict[Config, SimGRAG] = {}
         self.first_error: str | None = None
+        self.deadline = deadline
+        self._per_question: dict[str, float] = {}
+        self._seconds = self._asked = 0.0
+        self.skipped: list[str] = []
+
+    def estimate(self, questions: int, kind: str) -> float:
+        """Seconds a run of ``kind`` on ``questions`` questions should take: the last such run's rate, else the
+        mean rate of every run so far (the first, with its new pattern calls, the dearest), else 0."""
+        rate = self._per_question.get(kind, self._seconds / self._asked if self._asked else 0.0)
+        return questions * rate
+
+    def affords(self, questions: int, kind: str, what: str) -> bool:
+        """Whether an optional run of ``kind`` on ``questions`` questions should end before the deadline; if not,
+        ``what`` is recorded as skipped."""
+        if self.deadline is None or time.perf_counter() + self.estimate(questions, kind) <= self.deadline:
+            return True
+        self.skipped.append(what)
+        logger.info("skipped (the fit's time is up): %s", what)
+        return False
 
     def engine(self, config: Config) -> SimGRAG:
         if config not in self._engines:
@@ -112,6 +135,16 @@ class _Runner:
         return self._engines[config]
 
     def run(self, config: Config, which: Sequence[int], what: str) -> dict[int, Outcome]:
+        started = time.perf_counter()
+        try:
+            return self._run(config, which, what)
+        finally:
+            if which:
+                took = time.perf_counter() - started
+                self._per_question["channel" if config[3] is not None else "stage"] = took / len(which)
+                self._seconds, self._asked = self._seconds + took, self._asked + len(which)
+
+    def _run(self, config: Config, which: Sequence[int], what: str) -> dict[int, Outcome]:
         engine = self.engine(config)
         out: dict[int, Outcome] = {}
         for i in tqdm(which, desc=what, disable=not progress_on(self.progress), leave=False):
@@ -182,11 +215,12 @@ def versus(candidate: dict[int, Outcome], floor: dict[int, Outcome]) -> tuple[in
 
 def choose_stage(hits: dict[str, int], groups: dict[str, dict[str, int]] | None = None,
                  gains: dict[str, tuple[int, int]] | None = None) -> str:
-    """The stage with the most validation hits, ties going to the simpler (:data:`STAGES` order). A stage other
+    """The stage with the most validation hits among those measured (the keys of ``hits``), ties going to the
+    simpler (:data:`STAGES` order). A stage other
     than the LLM's own patterns is not eligible when, with ``groups`` (per stage, hits per question group: hop
     count, shape), it answers fewer questions of some group (*no harm* per group, not only in total), or when,
     with ``gains`` (per stage, :func:`versus` the LLM's own patterns), its gain is not :func:`significant_gain`."""
-    return _choose(STAGES, hits, groups, gains)
+    return _choose(tuple(k for k in STAGES if k in hits), hits, groups, gains)
 
 
 def _choose(order: Sequence[str], hits: dict[str, int], groups: dict[str, dict[str, int]] | None,
@@ -217,7 +251,8 @@ def _group_hits(outcomes: dict[int, Outcome], items: Sequence[QAItem]) -> dict[s
 
 @contextmanager
 def _runner(index: IndexDir, llm: LLM, items: Sequence[QAItem], examples: Any, pattern_options: dict[str, Any] | None,
-            progress: bool | None, calls_cache: str | Path | None) -> Iterator[tuple[_Runner, CountingLLM]]:
+            progress: bool | None, calls_cache: str | Path | None,
+            deadline: float | None = None) -> Iterator[tuple[_Runner, CountingLLM]]:
     """A runner whose engines share one counted, cached LLM (``calls_cache``, else a temporary file)."""
     options: dict[str, Any] = {"pattern_options": dict(pattern_options or {})}
     if examples is not None:
@@ -225,21 +260,28 @@ def _runner(index: IndexDir, llm: LLM, items: Sequence[QAItem], examples: Any, p
     with tempfile.TemporaryDirectory(prefix="simgrag-fit-") as tmp:
         counted = CountingLLM(llm)
         shared = CachedLLM(counted, Path(calls_cache) if calls_cache is not None else Path(tmp) / "calls.sqlite")
-        yield _Runner(index, shared, items, options, progress), counted
+        yield _Runner(index, shared, items, options, progress, deadline), counted
 
 
 def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, examples: Any = None,
                   pattern_options: dict[str, Any] | None = None, progress: bool | None = None,
                   source: str = "validation questions", calls_cache: str | Path | None = None,
-                  on_step: Callable[[str], None] | None = None) -> GroundingFit:
+                  on_step: Callable[[str], None] | None = None, deadline_s: float | None = None) -> GroundingFit:
     """The fitted stage for ``index``'s KG on ``items`` (module docstring); store it with
     :func:`~simgrag.grounding.fit.store_fit`. ``examples``/``pattern_options`` as the engine will use
     them (default: the index's examples); ``calls_cache``: the LLM call cache file the runs share (default: a
-    temporary one; give a path to share the calls with a later fit, :mod:`simgrag.eval.fit_abstention`)."""
+    temporary one; give a path to share the calls with a later fit, :mod:`simgrag.eval.fit_abstention`).
+
+    ``deadline_s``: seconds from now after which no optional run starts that should not end in time (its length
+    estimated from the runs before it). The LLM's own patterns and every family always run; then, as time allows,
+    the per-family ablations (a family not measured stays off), the fitted and pruned stages, the harm check of the
+    default readings (unchecked, they stay on, as on an unfitted KG), the channel's reading sets, the direct score.
+    What was skipped is listed under ``info["skipped"]``."""
     if not items:
         raise DatasetError("no validation questions to fit the pattern stage on")
     t0 = time.perf_counter()
-    with _runner(index, llm, items, examples, pattern_options, progress, calls_cache) as (runner, counted):
+    deadline = None if deadline_s is None else t0 + deadline_s
+    with _runner(index, llm, items, examples, pattern_options, progress, calls_cache, deadline) as (runner, counted):
         everyone = list(range(len(items)))
         say = on_step or (lambda text: logger.info("%s", text))
         say(f"fitting the pattern stage on {len(items)} {source}: the LLM's own patterns")
@@ -253,17 +295,26 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
                 used.setdefault(family, []).append(i)
         ablations: dict[str, dict[int, Outcome]] = {}
         for family, touched in sorted(used.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            if not runner.affords(len(touched), "stage", f"without {family}"):
+                continue
             say(f"without {family} ({len(touched)} questions)")
             ablations[family] = runner.run((True, (family,), "auto", None), touched, f"without {family}")
         families = family_gains(full, ablations)
         kept = {f for f, r in families.items() if r["fixed"] - r["broke"] >= MIN_GAIN}
         off = tuple(f for f in family_names() if f not in kept)
-        say(f"the fitted stage (on: {', '.join(sorted(kept)) or 'none'})")
-        fitted = runner.run((True, off, "auto", None), everyone, "fitted") if kept else raw
+        runs = {"no_grounding": raw, "every_family": full}
+        if not kept:
+            runs["fitted"] = raw
+        elif runner.affords(len(everyone), "stage", "the fitted stage"):
+            say(f"the fitted stage (on: {', '.join(sorted(kept))})")
+            runs["fitted"] = runner.run((True, off, "auto", None), everyone, "fitted")
         harmful = tuple(f for f, r in families.items() if r["broke"] > r["fixed"])
-        say(f"every family but those that broke more than they fixed ({', '.join(harmful) or 'none'})")
-        pruned = runner.run((True, harmful, "auto", None), everyone, "pruned") if harmful else full
-        runs = {"no_grounding": raw, "fitted": fitted, "pruned": pruned, "every_family": full}
+        if not harmful:
+            runs["pruned"] = full
+        elif runner.affords(len(everyone), "stage", "every family but those that broke more than they fixed"):
+            say(f"every family but those that broke more than they fixed ({', '.join(harmful)})")
+            runs["pruned"] = runner.run((True, harmful, "auto", None), everyone, "pruned")
+        runs = {k: runs[k] for k in STAGES if k in runs}
         hits = {k: _hits(v) for k, v in runs.items()}
         groups = {k: _group_hits(v, items) for k, v in runs.items()}
         gains = {k: versus(v, raw) for k, v in runs.items()}
@@ -281,6 +332,8 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                       time.gmtime()),
             "failed": sum(o.failed for o in raw.values()), "channel": channel}
+    if runner.skipped:
+        info["skipped"] = list(runner.skipped)
     on = bool(channel.get("on"))
     named = channel.get("named") or {}
     return GroundingFit(choice != "no_grounding", stage_off, info, on, float(channel.get("margin", 0.0)) if on else 0.0,
@@ -300,26 +353,37 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     a reading either (one scoring pass saved per question; the fit's time is the learning budget's)."""
     if not scores_text(llm):
         return {"on": False, "why": f"{llm.name} cannot score text"}
+    n = len(base)
+    if runner.affords(n, "channel", f"the harm check of the default readings ({', '.join(DEFAULT_READINGS)})"):
+        say(f"the default readings alone ({', '.join(DEFAULT_READINGS)}; on unless they break validation questions)")
+        named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True)
+        named_on = not named["group_lost"]
+        checked = {"on": named_on, "margin": named["margin"], "fixed": named["fixed"], "broke": named["broke"],
+                   "used": named["used"], "kept": named["kept"],
+                   "why": "no harm on the validation questions" if named_on else "a question group lost"}
+    else:  # as on a KG never fitted
+        checked = {"on": True, "margin": MARGIN, "why": "not checked: the fit's time ran out"}
     tried: dict[str, dict[str, Any]] = {}
     for kinds in READING_SETS:
+        if not runner.affords(n, "channel", f"the channel choice with readings {', '.join(kinds)}"):
+            break
         say(f"the channel choice with readings {', '.join(kinds)} (the question's likelihood given each pattern)")
         tried[",".join(kinds)] = _channel_with(runner, config, kinds, base, items)
     first = ",".join(READING_SETS[0])
-    say(f"the channel choice with readings {', '.join(READING_SETS[0])}, each pattern's own likelihood added "
-        f"({len(tried[first]['changed'])} questions)")
-    tried[first + DIRECT_SUFFIX] = _channel_with(runner, config, READING_SETS[0], base, items, direct=True,
-                                                 only=tried[first]["changed"])
+    if first in tried and runner.affords(len(tried[first]["changed"]), "channel",
+                                         f"the channel choice with readings {first}{DIRECT_SUFFIX}"):
+        say(f"the channel choice with readings {', '.join(READING_SETS[0])}, each pattern's own likelihood added "
+            f"({len(tried[first]['changed'])} questions)")
+        tried[first + DIRECT_SUFFIX] = _channel_with(runner, config, READING_SETS[0], base, items, direct=True,
+                                                     only=tried[first]["changed"])
     for found in tried.values():
         found.pop("changed")
+    if not tried:
+        return {"on": False, "why": "not tried: the fit's time ran out", "tried": {}, "named": checked}
     best = max(tried.values(), key=lambda r: (r["on"], r["fixed"] - r["broke"] if r["on"] else 0))
-    say(f"the default readings alone ({', '.join(DEFAULT_READINGS)}; on unless they break validation questions)")
-    named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True)
-    named_on = not named["group_lost"]
     return {**best, "tried": {k: {x: r[x] for x in ("on", "margin", "fixed", "broke", "used", "direct")}
                               for k, r in tried.items()},
-            "named": {"on": named_on, "margin": named["margin"], "fixed": named["fixed"], "broke": named["broke"],
-                      "used": named["used"], "kept": named["kept"],
-                      "why": "no harm on the validation questions" if named_on else "a question group lost"}}
+            "named": checked}
 
 
 def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base: dict[int, Outcome],

@@ -171,7 +171,7 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
         calls = Path(tmp) / "calls.sqlite"  # the answer-mode fit reuses the stage fit's pattern calls
         started = time.perf_counter()
         found = fit_grounding(index, llm, chosen, progress=progress, source="bootstrapped validation",
-                              calls_cache=calls)
+                              calls_cache=calls, deadline_s=max(0.0, settings.budget_s - (time.perf_counter() - t0)))
         found = replace(found, info={**found.info, "learned": True})
         store_fit(root, found)
         took, left = time.perf_counter() - started, settings.budget_s - (time.perf_counter() - t0)
