@@ -369,10 +369,10 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
             break
         say(f"the channel choice with readings {', '.join(kinds)} (the question's likelihood given each pattern)")
         tried[",".join(kinds)] = _channel_with(runner, config, kinds, base, items)
-    first = ",".join(READING_SETS[0])
+    first, shown = ",".join(READING_SETS[0]), ", ".join(READING_SETS[0])
     if first in tried and runner.affords(len(tried[first]["changed"]), "channel",
-                                         f"the channel choice with readings {first}{DIRECT_SUFFIX}"):
-        say(f"the channel choice with readings {', '.join(READING_SETS[0])}, each pattern's own likelihood added "
+                                         f"the channel choice with readings {shown}{DIRECT_SUFFIX}"):
+        say(f"the channel choice with readings {shown}, each pattern's own likelihood added "
             f"({len(tried[first]['changed'])} questions)")
         tried[first + DIRECT_SUFFIX] = _channel_with(runner, config, READING_SETS[0], base, items, direct=True,
                                                      only=tried[first]["changed"])
