@@ -139,11 +139,10 @@ pattern_stage_kg() {   # KG IDX TEST VAL EX: the four modes of BENCHMARKS.md's "
 }
 
 area_pattern_stage() {
-    note "WorldCup2014: test = 100 questions per file (seed 0), validation = 12 per file (seed 1) with gold patterns"
-    run "$SIMGRAG index $WC/WC2014.txt -o $RUNS/wc.idx"
+    note "WorldCup2014: test = 100 questions per file (seed 0), validation = 40 per file (seed 2) outside test and examples"
+    run "$SIMGRAG index $WC/WC2014.txt -o $RUNS/wc.idx --no-learn"
     run "$SIMGRAG bench wc2014-examples --wc-dir $WC --sample 100 --seed 0 -o $RUNS/wc12.yaml"
-    note "write $RUNS/wc_test.jsonl and $RUNS/wc_val.jsonl from the WC2014 files (the session's scratch script is not in the repository;"
-    note "\`simgrag bench wc2014 --wc-dir $WC --sample 100 --seed 0\` draws the same test questions), then:"
+    run "$PY benchmarks/wc2014_split.py --wc-dir $WC --examples $RUNS/wc12.yaml --test $RUNS/wc_test.jsonl --validation $RUNS/wc_val.jsonl"
     pattern_stage_kg wc "$RUNS/wc.idx" "$RUNS/wc_test.jsonl" "$RUNS/wc_val.jsonl" "$RUNS/wc12.yaml"
     note "geography: the 195 questions split into validation (8 per hop) and test by a scratch script not in the repository"
     run "$SIMGRAG index $RUNS/heldout/geo_kg.txt -o $RUNS/geo.idx --relation-aliases benchmarks/heldout/geo_aliases.yaml"

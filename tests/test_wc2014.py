@@ -260,3 +260,28 @@ def test_real_gold_patterns_reach_the_gold_answers(group: str) -> None:
         reached = {s[answer] for s in _solutions(triples, kg, {})}
         assert reached & set(q.answers), (q, triples, sorted(reached)[:5])
         assert reached == set(q.answers), (q, triples)  # on WC2014 the pattern's answers are the answer set
+
+
+def test_the_split_script_keeps_test_validation_and_shots_apart(tmp_path: Path) -> None:
+    """benchmarks/wc2014_split.py: the test set is what `bench wc2014` asks; validation is drawn from the rest,
+    never a test question or a shot."""
+    import json
+    import subprocess
+    import sys
+
+    p1 = [(f"how old is P{i} ?", "20", f"P{i}#is_aged#20#<end>#20", "20/") for i in range(8)]
+    folder = _write(tmp_path / "wc", p1=p1)
+    shots = tmp_path / "wc.yaml"
+    shots.write_text('examples:\n  - question: "how old is P7 ?"\n    triples: [[P7, is_aged, UNKNOWN age 1]]\n')
+    test, val = tmp_path / "test.jsonl", tmp_path / "val.jsonl"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "wc2014_split.py"
+    subprocess.run([sys.executable, str(script), "--wc-dir", str(folder), "--examples", str(shots), "--test", str(test),
+                    "--validation", str(val), "--sample", "1", "--seed", "0", "--val-per-file", "1"], check=True)
+    test_rows = [json.loads(line) for line in test.read_text().splitlines()]
+    val_rows = [json.loads(line) for line in val.read_text().splitlines()]
+    assert [r["group"] for r in test_rows] == [r["group"] for r in val_rows] == list(WC_FILES)
+    assert [r["question"] for r in test_rows] == [q.question for g in WC_FILES
+                                                  for q in load_wc2014(folder, g, sample=1, seed=0)]
+    asked = {r["question"] for r in test_rows} | {"how old is P7 ?"}
+    assert not asked & {r["question"] for r in val_rows}
+    assert all(r["answers"] for r in val_rows)
