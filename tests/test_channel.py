@@ -691,7 +691,7 @@ def test_the_fit_keeps_named_readings_on_unless_a_question_group_loses(toy: Inde
     named = fit.info["channel"]["named"]
     # the scripted LLM names every actor: no named reading to take, no harm, on at the model's own preference
     assert (named["used"], named["on"], fit.named_margin) == (0, True, 0.0)
-    assert fit.channel_setting() == (0.0, DEFAULT_READINGS, False) and fit.channel_setting(scores=False) is None
+    assert fit.channel_setting() == (0.0, DEFAULT_READINGS, True) and fit.channel_setting(scores=False) is None
     from simgrag.eval import fit_grounding as module
 
     real = module._channel_with
@@ -723,7 +723,8 @@ def test_bench_says_when_the_named_readings_run_alone(toy: IndexDir) -> None:
 
     engine = SimGRAG(toy, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off")
     report, text = _pattern_stage_report(engine, None)
-    assert report["default_readings"] and "default readings on (named, contracted: the channel choice's, alone)" in text
+    assert report["default_readings"]
+    assert "default readings on (named, contracted, longer: the channel choice's, alone)" in text
     off = SimGRAG(toy, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off",
                   retriever_options={"channel": False})
     report, text = _pattern_stage_report(off, None, channel=False)

@@ -148,8 +148,8 @@ def test_the_direct_switch_round_trips_is_shown_and_a_malformed_one_is_refused(t
     assert fit is not None and fit.channel_direct is True and fit.channel_setting()[2] is True  # type: ignore[index]
     assert "with the LLM’s own likelihood of each pattern" in fit.describe()
     assert GroundingFit.from_dict({"enabled": True}).channel_direct is False  # a fit made before it: off
-    # where the channel is off the default readings run without it
-    assert GroundingFit(True, channel_direct=True).channel_setting() == (0.0, ("named", "contracted"), False)
+    # where the channel is off the default readings run, with the direct score for their longer readings
+    assert GroundingFit(True).channel_setting() == (0.0, ("named", "contracted", "longer"), True)
     with pytest.raises(ConfigError, match="'channel_direct' is not true/false"):
         GroundingFit.from_dict({"enabled": True, "channel_direct": "yes"})
 
@@ -250,3 +250,37 @@ def test_any_example_spelling_and_relation_names_make_parseable_hops_or_none(sho
         head, relation, tail = reading.added  # type: ignore[misc]
         assert head == "UNKNOWN person 1" and relation.strip() and tail.startswith("UNKNOWN ")
         validate_triples([list(t) for t in reading.triples], require_connected=True)  # the generator's own check
+
+
+class _StageDroppedTheYear:
+    """A pattern stage before the channel that took the LLM's release-year hop out (as the sample KG's stage drops a
+    hop the LLM copied from a shot)."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def pattern(self, text: str):  # type: ignore[no-untyped-def]
+        from dataclasses import replace
+
+        from simgrag.pattern.graph import Pattern
+
+        result = self.inner.pattern(text)  # type: ignore[attr-defined]
+        own = Pattern.from_triples([*map(list, result.pattern.triples()),
+                                    ["UNKNOWN movie 1", "release year", "UNKNOWN year 1"]])
+        return replace(result, llm_pattern=own)
+
+
+def test_a_longer_reading_does_not_put_back_a_hop_the_stage_took_out(toy: IndexDir) -> None:
+    """The year hop would win on the channel's and the model's word (1997); but the stage before the channel took
+    that hop out of the LLM's own pattern, so no longer reading re-adds it."""
+    llm = FakeLLM(_drops_the_year, scores=_scorer(1.0))
+    options = {"ground_patterns": False, "channel": True, "channel_readings": ["longer"], "channel_direct": True}
+    question = "When was the movie Kate Winslet starred in released?"
+    engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options=options)
+    assert engine.ask(question).answer.short_answer == "1997"
+    guarded = SimGRAG(toy, llm=llm, calibration="off", retriever_options=options)
+    channel = guarded.retriever.patterns  # type: ignore[attr-defined]
+    channel.inner = _StageDroppedTheYear(channel.inner)
+    result = guarded.ask(question)
+    assert result.answer.short_answer == "Titanic" and result.pattern is not None
+    assert not any("release" in r for _, r, _ in result.pattern.pattern.triples())

@@ -240,7 +240,7 @@ def test_grounding_show_names_a_margin_only_where_the_channel_kept_a_change(toy:
     assert "5 fixed, 0 broke at margin 1.15: on" in shown
     assert ("default readings alone (where the channel is off): 0 changes, 0 fixed, 0 broke: on at margin 0.0, "
             "0 of 0 changes kept") in shown
-    assert "default readings on (named, contracted; margin 0.00)" in shown  # the fit's own line
+    assert "default readings on (named, contracted, longer; margin 0.00)" in shown  # the fit's own line
 
 
 # ---------------------------------------------------------------- abstention fitted on the KG's own questions

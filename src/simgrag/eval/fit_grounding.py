@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
-from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS, fit_margin
+from simgrag.grounding.channel import DEFAULT_DIRECT, DEFAULT_READINGS, MARGIN, READINGS, fit_margin
 from simgrag.grounding.fit import FIRST_READINGS, GroundingFit
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
@@ -356,7 +356,7 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     n = len(base)
     if runner.affords(n, "channel", f"the harm check of the default readings ({', '.join(DEFAULT_READINGS)})"):
         say(f"the default readings alone ({', '.join(DEFAULT_READINGS)}; on unless they break validation questions)")
-        named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True)
+        named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True, direct=DEFAULT_DIRECT)
         named_on = not named["group_lost"]
         checked = {"on": named_on, "margin": named["margin"], "fixed": named["fixed"], "broke": named["broke"],
                    "used": named["used"], "kept": named["kept"],

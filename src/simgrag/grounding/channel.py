@@ -35,7 +35,10 @@ log P(pattern | the pattern prompt) against its own pattern's: a hop the LLM did
 a hop added to a one-hop question — which the model asked for the pattern would not write; an added hop is spelled
 the way the examples spell its relation (:func:`shot_spelling`), or the likelihood is of text the model was never
 taught. Readings that take something out are scored by the channel alone: a copied hop is the model's own likeliest
-output, so its likelihood cannot speak against it.
+output, so its likelihood cannot speak against it. Longer readings mend the LLM's slip, so they are offered only for
+a pattern an LLM call wrote (not an example's pattern the stage took on the question's and the KG's word alone), and
+never to put back a hop the stage before the channel took out of the LLM's pattern (:func:`_taken_out`: the model's
+likelihood favours a hop it copied from a shot, which is why the stage took it out).
 
 Whether this runs on a KG is fitted on that KG's validation questions like the edit families
 (:func:`simgrag.eval.fit_grounding.fit_grounding`: on only with a gain beyond chance and no question group
@@ -58,8 +61,8 @@ from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
-__all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "MARGIN", "MAX_READINGS", "READINGS", "Analogies",
-           "ChannelChoice", "Extensions", "PatternSource", "Reading", "ShotSpelling", "analogy_readings",
+__all__ = ["CHANNEL", "DEFAULT_DIRECT", "DEFAULT_READINGS", "DIRECT_KEEP", "MARGIN", "MAX_READINGS", "READINGS",
+           "Analogies", "ChannelChoice", "Extensions", "PatternSource", "Reading", "ShotSpelling", "analogy_readings",
            "channel_prompt", "contracted_readings", "fit_margin", "longer_readings", "named_readings",
            "shorter_readings", "shot_spelling"]
 
@@ -82,8 +85,13 @@ READINGS = ("shorter", "named", "analogy", "contracted", "longer")
 DIRECT_KEEP = 2
 #: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
-#: copied — so they need only do no harm, not show a gain the validation questions may never give a chance to
-DEFAULT_READINGS = ("named", "contracted")
+#: copied, a last hop it left out that it would itself have written (longer, with :data:`DEFAULT_DIRECT`) — so they
+#: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
+#: questions are written the model's way and rarely show these slips)
+DEFAULT_READINGS = ("named", "contracted", "longer")
+#: whether the default readings run with the direct score (it speaks for the longer readings only): without it a
+#: longer reading adds hops one-hop questions do not ask (BENCHMARKS.md "Longer readings")
+DEFAULT_DIRECT = True
 
 Triples = tuple[tuple[str, str, str], ...]
 #: (question, the examples its prompt shows, best-fitting first) → (example question, its pattern with the question's
@@ -210,6 +218,16 @@ def shot_spelling(examples: Sequence[Example]) -> ShotSpelling:
         per_kind = per_kind or any(len(kinds) > 1 for kinds in numbers.values())  # two kinds, one number
     spaced = any(" " in r for r in relations) and not any("_" in r for r in relations)
     return ShotSpelling(known, spaced, per_kind)
+
+
+def _taken_out(result: PatternResult) -> set[str]:
+    """The relations (:func:`_relation_key`) of the LLM's own pattern that the stage before the channel took out: a
+    longer reading does not put such a hop back (the stage dropped a hop the LLM copied from a shot, and the model's
+    own likelihood favours its copy)."""
+    if result.llm_pattern is None:
+        return set()
+    kept = {_relation_key(r) for _, r, _ in result.pattern.triples()}
+    return {_relation_key(r) for _, r, _ in result.llm_pattern.triples()} - kept
 
 
 def _relation_key(relation: str) -> str:
@@ -399,9 +417,11 @@ class ChannelChoice:
             readings += contracted_readings(triples, self.limit)
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
-        if self.extensions is not None:
-            readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
-                                        shot_spelling(shots))
+        if self.extensions is not None and result.attempts > 0:  # a hop the LLM left out: not where no LLM wrote it
+            taken_out = _taken_out(result)
+            readings += [r for r in longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
+                                                    shot_spelling(shots))
+                         if r.added is None or _relation_key(r.added[1]) not in taken_out]
         if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)

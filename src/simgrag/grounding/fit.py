@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
-from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS
+from simgrag.grounding.channel import DEFAULT_DIRECT, DEFAULT_READINGS, MARGIN, READINGS
 from simgrag.grounding.registry import family_names
 from simgrag.index.attach import section_problem, store_section
 
@@ -77,7 +77,7 @@ class GroundingFit:
         if self.channel:
             return self.channel_margin, self.channel_readings, self.channel_direct
         if self.named_margin is not None and scores:
-            return self.named_margin, DEFAULT_READINGS, False
+            return self.named_margin, DEFAULT_READINGS, DEFAULT_DIRECT
         return None
 
     def to_dict(self) -> dict[str, Any]:

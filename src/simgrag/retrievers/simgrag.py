@@ -44,7 +44,7 @@ from typing import Any, Literal
 from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
 from simgrag.grounding import GroundedPatterns
 from simgrag.grounding.analogy import analog_candidates
-from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS, ChannelChoice, Triples
+from simgrag.grounding.channel import DEFAULT_DIRECT, DEFAULT_READINGS, MARGIN, READINGS, ChannelChoice, Triples
 from simgrag.grounding.fit import GroundingFit, read_fit
 from simgrag.grounding.judge import PatternJudge
 from simgrag.grounding.lexicon import kg_roles
@@ -186,7 +186,8 @@ class SimGRAGRetriever:
     ``None``: as the index's fit says (off without one, with an LLM that cannot score text, and with an LLM other
     than the one it was fitted with) — and where it is off, its *default* readings alone run
     (:data:`~simgrag.grounding.channel.DEFAULT_READINGS`: a name the question gives and the pattern leaves out,
-    put in; a hop the LLM copied, taken out; at the fit's ``named_margin``, else 0; not where the fit found
+    put in; a hop the LLM copied, taken out; a last hop it left out, added where the model itself would write it
+    (the direct score) and the stage did not take it out; at the fit's ``named_margin``, else 0; not where the fit found
     harm, nor with an LLM that cannot score text), ``True``/``False``: on/off (``False``: the default readings
     too);
     ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
@@ -232,7 +233,7 @@ class SimGRAGRetriever:
         # where the channel is off, the default readings alone, unless the fit found harm (or the channel was off)
         named = None if self.channel else _named_margin(channel, stored, llm)
         if named is not None:
-            margin, kinds, direct = named, DEFAULT_READINGS, False
+            margin, kinds, direct = named, DEFAULT_READINGS, DEFAULT_DIRECT
         #: the kinds of reading the channel choice offers (none: it does not run)
         self.channel_readings: tuple[str, ...] = kinds if self.channel or named is not None else ()
 
