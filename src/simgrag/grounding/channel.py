@@ -36,9 +36,9 @@ a hop added to a one-hop question — which the model asked for the pattern woul
 the way the examples spell its relation (:func:`shot_spelling`), or the likelihood is of text the model was never
 taught. Readings that take something out are scored by the channel alone: a copied hop is the model's own likeliest
 output, so its likelihood cannot speak against it. Longer readings mend the LLM's slip, so they are offered only for
-a pattern an LLM call wrote (not an example's pattern the stage took on the question's and the KG's word alone), and
-never to put back a hop the stage before the channel took out of the LLM's pattern (:func:`_taken_out`: the model's
-likelihood favours a hop it copied from a shot, which is why the stage took it out).
+a pattern an LLM call wrote, not for an example's pattern the stage took on the question's and the KG's word alone
+(on the bundled sample KG the model's likelihood favours a `has genre` hop it copies from a shot). They may put
+back a hop the stage took out of the LLM's pattern: the stage's drops were the edits that broke held-out KGs.
 
 Whether this runs on a KG is fitted on that KG's validation questions like the edit families
 (:func:`simgrag.eval.fit_grounding.fit_grounding`: on only with a gain beyond chance and no question group
@@ -218,16 +218,6 @@ def shot_spelling(examples: Sequence[Example]) -> ShotSpelling:
         per_kind = per_kind or any(len(kinds) > 1 for kinds in numbers.values())  # two kinds, one number
     spaced = any(" " in r for r in relations) and not any("_" in r for r in relations)
     return ShotSpelling(known, spaced, per_kind)
-
-
-def _taken_out(result: PatternResult) -> set[str]:
-    """The relations (:func:`_relation_key`) of the LLM's own pattern that the stage before the channel took out: a
-    longer reading does not put such a hop back (the stage dropped a hop the LLM copied from a shot, and the model's
-    own likelihood favours its copy)."""
-    if result.llm_pattern is None:
-        return set()
-    kept = {_relation_key(r) for _, r, _ in result.pattern.triples()}
-    return {_relation_key(r) for _, r, _ in result.llm_pattern.triples()} - kept
 
 
 def _relation_key(relation: str) -> str:
@@ -418,10 +408,8 @@ class ChannelChoice:
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
         if self.extensions is not None and result.attempts > 0:  # a hop the LLM left out: not where no LLM wrote it
-            taken_out = _taken_out(result)
-            readings += [r for r in longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
-                                                    shot_spelling(shots))
-                         if r.added is None or _relation_key(r.added[1]) not in taken_out]
+            readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
+                                        shot_spelling(shots))
         if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)

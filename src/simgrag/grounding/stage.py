@@ -384,5 +384,4 @@ class GroundedPatterns:
                        completion_tokens=sum(r.completion_tokens for r in results),
                        latency_s=sum(r.latency_s for r in results) + judge_s,
                        repaired=source.repaired or len(results) > 1, kg_repairs=tuple(notes),
-                       unworded=len(best.unsupported), families=tuple(dict.fromkeys(families)),
-                       llm_pattern=results[0].pattern if pattern is not results[0].pattern else None)
+                       unworded=len(best.unsupported), families=tuple(dict.fromkeys(families)))

@@ -52,9 +52,6 @@ class PatternResult:
     #: how much likelier (nats) the question was under the reading the channel choice took
     #: (:mod:`simgrag.grounding.channel`); ``None`` when it took none
     channel_gap: float | None = None
-    #: the LLM's own pattern where a stage after it (:class:`~simgrag.grounding.stage.GroundedPatterns`) chose
-    #: another; ``None`` where none did
-    llm_pattern: Pattern | None = None
 
 
 class PatternGenerator:

@@ -187,8 +187,8 @@ class SimGRAGRetriever:
     than the one it was fitted with) — and where it is off, its *default* readings alone run
     (:data:`~simgrag.grounding.channel.DEFAULT_READINGS`: a name the question gives and the pattern leaves out,
     put in; a hop the LLM copied, taken out; a last hop it left out, added where the model itself would write it
-    (the direct score) and the stage did not take it out; at the fit's ``named_margin``, else 0; not where the fit found
-    harm, nor with an LLM that cannot score text), ``True``/``False``: on/off (``False``: the default readings
+    (the direct score; only for a pattern an LLM call wrote); at the fit's ``named_margin``, else 0; not where the
+    fit found harm, nor with an LLM that cannot score text), ``True``/``False``: on/off (``False``: the default readings
     too);
     ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
     ``channel_readings``: the kinds of reading it offers (:data:`~simgrag.grounding.channel.READINGS`; default: those
