@@ -143,7 +143,8 @@ def test_fit_on_a_toy_kg_keeps_what_helps_and_switches_the_rest_off(toy: IndexDi
     assert once.info["hits"]["fitted"] == 3 and not once.enabled  # 3 vs 2 on three questions: chance, stays off
 
 
-def test_a_fit_out_of_time_runs_the_floor_and_every_family_and_lists_what_it_skipped(toy: IndexDir) -> None:
+def test_a_fit_out_of_time_runs_the_floor_and_every_family_and_lists_what_it_skipped(
+        toy: IndexDir, monkeypatch: pytest.MonkeyPatch) -> None:
     """The learning budget bounds the fit: past its deadline no optional trial starts; a family never ablated
     stays off, the default readings stay on unchecked (as on an unfitted KG), the channel is not tried."""
     juno = ITEMS[2]
@@ -152,19 +153,35 @@ def test_a_fit_out_of_time_runs_the_floor_and_every_family_and_lists_what_it_ski
     def llm() -> FakeLLM:  # one that scores text, so the channel's trials are there to skip
         return FakeLLM(_respond, scores=lambda prefix, condition, scored: -float(len(condition)))
 
-    fit = fit_grounding(toy, llm(), items, examples=parse_examples(EXAMPLES), progress=False, deadline_s=0.0)
+    from simgrag.eval.fit_grounding import _Runner
+
+    monkeypatch.setattr(_Runner, "estimate", lambda self, questions, kind: 1e6)  # every optional run: too long
+    fit = fit_grounding(toy, llm(), items, examples=parse_examples(EXAMPLES), progress=False, deadline_s=600.0)
     assert set(fit.info["hits"]) == {"no_grounding", "fitted", "pruned", "every_family"}  # fitted = floor, pruned = all
     assert fit.info["hits"]["no_grounding"] == 2 and fit.info["hits"]["every_family"] == 6
     assert fit.enabled and fit.info["chosen"] in ("pruned", "every_family") and fit.disabled == ()  # the same
-    assert fit.info["families"] == {}
+    assert fit.info["families"] == {} and fit.info["questions"] == 6 and "offered" not in fit.info
     skipped = fit.info["skipped"]
     assert any(s.startswith("without ") for s in skipped)
     assert any("harm check" in s for s in skipped) and any("channel choice" in s for s in skipped)
     assert not fit.channel and fit.named_margin is not None
     assert fit.info["channel"]["named"]["why"].startswith("not checked")
+    assert [step["run"] for step in fit.info["steps"]] == ["no grounding", "every family"]
+    monkeypatch.undo()
     unbounded = fit_grounding(toy, llm(), items, examples=parse_examples(EXAMPLES), progress=False, deadline_s=3600.0)
     assert "skipped" not in unbounded.info and unbounded.info["families"]  # time enough: every trial ran
     assert unbounded.info["channel"]["tried"] and unbounded.info["chosen"] == "fitted"
+
+
+def test_a_fit_out_of_time_asks_the_floor_of_the_questions_it_reaches(toy: IndexDir) -> None:
+    """The LLM's own patterns are asked until a share of the deadline (FLOOR_SHARE): the fit runs on the questions
+    reached, and says how many it was given."""
+    juno = ITEMS[2]
+    fit = fit_grounding(toy, FakeLLM(_respond), [*ITEMS, juno, juno, juno], examples=parse_examples(EXAMPLES),
+                        progress=False, deadline_s=0.0)
+    assert fit.info["questions"] == 1 and fit.info["offered"] == 6  # the first question is always asked
+    assert fit.info["steps"][0] == {"run": "no grounding", "questions": 1, "seconds": fit.info["steps"][0]["seconds"]}
+    assert not fit.enabled  # one question is no evidence for any edit
 
 
 def test_fit_turns_the_stage_off_where_the_llm_needs_no_help(toy: IndexDir) -> None:

@@ -53,6 +53,10 @@ logger = logging.getLogger(__name__)
 
 #: a family stays on when it fixes at least this many more validation questions than it breaks
 MIN_GAIN = 1
+#: with a deadline, the LLM's own patterns are asked for no later than this share of it (the questions not reached
+#: are left out of the fit): every family, which must run too, then takes about as long again, and the optional
+#: trials get what is left (the company KG's learning: 20 questions' floor and every family took 213 s of 139)
+FLOOR_SHARE = 0.35
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,7 @@ class _Runner:
         self._per_question: dict[str, float] = {}
         self._seconds = self._asked = 0.0
         self.skipped: list[str] = []
+        self.steps: list[dict[str, Any]] = []  # every run: what, questions asked, seconds
 
     def estimate(self, questions: int, kind: str) -> float:
         """Seconds a run of ``kind`` on ``questions`` questions should take: the last such run's rate, else the
@@ -134,20 +139,27 @@ class _Runner:
                                             retriever_options={**self.options, **engine_options(config)})
         return self._engines[config]
 
-    def run(self, config: Config, which: Sequence[int], what: str) -> dict[int, Outcome]:
+    def run(self, config: Config, which: Sequence[int], what: str, until: float | None = None) -> dict[int, Outcome]:
+        """``config``'s outcome on the questions ``which``; with ``until`` (a :func:`time.perf_counter` time) no
+        question is started after it (the outcomes so far are returned)."""
         started = time.perf_counter()
-        try:
-            return self._run(config, which, what)
-        finally:
-            if which:
-                took = time.perf_counter() - started
-                self._per_question["channel" if config[3] is not None else "stage"] = took / len(which)
-                self._seconds, self._asked = self._seconds + took, self._asked + len(which)
-
-    def _run(self, config: Config, which: Sequence[int], what: str) -> dict[int, Outcome]:
-        engine = self.engine(config)
         out: dict[int, Outcome] = {}
+        try:
+            self._run(config, which, what, until, out)
+            return out
+        finally:
+            took = time.perf_counter() - started
+            self.steps.append({"run": what, "questions": len(out), "seconds": round(took, 1)})
+            if out:
+                self._per_question["channel" if config[3] is not None else "stage"] = took / len(out)
+                self._seconds, self._asked = self._seconds + took, self._asked + len(out)
+
+    def _run(self, config: Config, which: Sequence[int], what: str, until: float | None,
+             out: dict[int, Outcome]) -> None:
+        engine = self.engine(config)
         for i in tqdm(which, desc=what, disable=not progress_on(self.progress), leave=False):
+            if until is not None and out and time.perf_counter() > until:
+                break
             item = self.items[i]
             try:
                 result = engine.ask(item.question)
@@ -159,7 +171,6 @@ class _Runner:
             families = result.pattern.families if result.pattern is not None else ()
             gap = result.pattern.channel_gap if result.pattern is not None else None
             out[i] = Outcome(hits_at_1(result, set(item.answers))[1], families, channel_gap=gap)
-        return out
 
 
 def _all_failed(runner: _Runner, outcomes: dict[int, Outcome]) -> None:
@@ -273,7 +284,9 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     temporary one; give a path to share the calls with a later fit, :mod:`simgrag.eval.fit_abstention`).
 
     ``deadline_s``: seconds from now after which no optional run starts that should not end in time (its length
-    estimated from the runs before it). The LLM's own patterns and every family always run; then, as time allows,
+    estimated from the runs before it). The LLM's own patterns and every family always run, on the questions the
+    first reached by :data:`FLOOR_SHARE` of the deadline (``info["offered"]``: how many were given); then, as time
+    allows,
     the per-family ablations (a family not measured stays off), the fitted and pruned stages, the harm check of the
     default readings (unchecked, they stay on, as on an unfitted KG), the channel's reading sets, the direct score.
     What was skipped is listed under ``info["skipped"]``."""
@@ -285,8 +298,12 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         everyone = list(range(len(items)))
         say = on_step or (lambda text: logger.info("%s", text))
         say(f"fitting the pattern stage on {len(items)} {source}: the LLM's own patterns")
-        raw = runner.run((False, (), "auto", None), everyone, "no grounding")
+        raw = runner.run((False, (), "auto", None), everyone, "no grounding",
+                         until=None if deadline_s is None else t0 + FLOOR_SHARE * deadline_s)
         _all_failed(runner, raw)
+        if len(raw) < len(everyone):
+            say(f"the time allows {len(raw)} of the {len(items)} questions: the fit runs on those")
+            everyone = sorted(raw)
         say("every edit family")
         full = runner.run((True, (), "auto", None), everyone, "every family")
         used: dict[str, list[int]] = {}
@@ -324,7 +341,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         channel = _fit_channel(runner, llm, (choice != "no_grounding", stage_off, "auto", None), runs[choice],
                                items, say)
         calls = counted.calls
-    info = {"questions": len(items), "source": source, "hits": hits, "group_hits": groups,
+    info = {"questions": len(everyone), "source": source, "hits": hits, "group_hits": groups,
             "versus_no_grounding": {k: list(v) for k, v in gains.items()}, "chosen": choice,
             "families": families,
             "embedder": index.manifest.get("embedder", {}).get("name"), "llm": llm.name,
@@ -332,6 +349,9 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                       time.gmtime()),
             "failed": sum(o.failed for o in raw.values()), "channel": channel}
+    info["steps"] = runner.steps
+    if len(everyone) < len(items):
+        info["offered"] = len(items)
     if runner.skipped:
         info["skipped"] = list(runner.skipped)
     on = bool(channel.get("on"))
