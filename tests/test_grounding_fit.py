@@ -173,6 +173,21 @@ def test_a_fit_out_of_time_runs_the_floor_and_every_family_and_lists_what_it_ski
     assert unbounded.info["channel"]["tried"] and unbounded.info["chosen"] == "fitted"
 
 
+def test_an_optional_run_is_estimated_from_the_runs_before_it() -> None:
+    from simgrag.eval.fit_grounding import CHANNEL_OVER_FLOOR, _Runner
+
+    runner = _Runner(None, None, [], {}, False, deadline=None)  # type: ignore[arg-type]
+    runner.steps.append({"run": "no grounding", "questions": 10, "seconds": 20.0})
+    runner._per_question["stage"], runner._seconds, runner._asked = 0.5, 25.0, 20
+    assert runner.estimate(4, "stage") == pytest.approx(2.0)  # the last stage run's rate
+    assert runner.estimate(4, "channel") == pytest.approx(4 * CHANNEL_OVER_FLOOR * 2.0)  # none yet: the floor's
+    runner._per_question["channel"] = 3.0
+    assert runner.estimate(4, "channel") == pytest.approx(12.0)
+    assert runner.affords(1000, "channel", "a trial") and not runner.skipped  # no deadline: every trial runs
+    runner.deadline = 0.0
+    assert not runner.affords(1, "channel", "a trial") and runner.skipped == ["a trial"]
+
+
 def test_a_fit_out_of_time_asks_the_floor_of_the_questions_it_reaches(toy: IndexDir) -> None:
     """The LLM's own patterns are asked until a share of the deadline (FLOOR_SHARE): the fit runs on the questions
     reached, and says how many it was given."""
