@@ -375,11 +375,9 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     """The channel choice (:mod:`simgrag.grounding.channel`) on top of the chosen stage ``config``: for each of
     :data:`READING_SETS`, its margin and whether it answers more validation questions than the stage alone
     (``base``) beyond chance and no group fewer; the set with the largest gain of those (ties: the simpler) is
-    the one stored, with what each set did under ``"tried"``. The first set is tried once more with the direct
-    score added (:class:`~simgrag.grounding.channel.ChannelChoice`'s ``direct``), its key ending in ``+direct``, on
-    the questions where the channel alone took a reading: elsewhere every reading made the question no likelier than
-    the LLM's own pattern, which its greedy output makes the likeliest to write as well, so the sum cannot favour
-    a reading either (one scoring pass saved per question; the fit's time is the learning budget's)."""
+    the one stored, with what each set did under ``"tried"``. Their longer readings carry the direct score
+    (:class:`~simgrag.grounding.channel.ChannelChoice` adds it wherever longer readings are offered), so no separate
+    trial with it runs."""
     if not scores_text(llm):
         return {"on": False, "why": f"{llm.name} cannot score text"}
     n = len(base)
@@ -398,13 +396,6 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
             break
         say(f"the channel choice with readings {', '.join(kinds)} (the question's likelihood given each pattern)")
         tried[",".join(kinds)] = _channel_with(runner, config, kinds, base, items)
-    first, shown = ",".join(READING_SETS[0]), ", ".join(READING_SETS[0])
-    if first in tried and runner.affords(len(tried[first]["changed"]), "channel",
-                                         f"the channel choice with readings {shown}{DIRECT_SUFFIX}"):
-        say(f"the channel choice with readings {shown}, each pattern's own likelihood added "
-            f"({len(tried[first]['changed'])} questions)")
-        tried[first + DIRECT_SUFFIX] = _channel_with(runner, config, READING_SETS[0], base, items, direct=True,
-                                                     only=tried[first]["changed"])
     for found in tried.values():
         found.pop("changed")
     if not tried:
