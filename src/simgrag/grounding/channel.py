@@ -29,8 +29,9 @@ reading replaces the pattern only when it scores more than the pattern itself by
 model's own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
 questions than it fixed (:func:`fit_margin`).
 
-With ``direct`` (:class:`ChannelChoice`) a longer reading's score adds the other direction, the model's own
-log P(pattern | the pattern prompt) against its own pattern's: a hop the LLM did not write must explain the question
+A longer reading's score adds the other direction (the *direct* score; :class:`ChannelChoice` adds it wherever longer
+readings are offered, its ``direct`` switch or not), the model's own log P(pattern | the pattern prompt) against its
+own pattern's: a hop the LLM did not write must explain the question
 *and* be one it might have written. The channel alone favours a pattern that explains more of the question's words —
 a hop added to a one-hop question — which the model asked for the pattern would not write; an added hop is spelled
 the way the examples spell its relation (:func:`shot_spelling`), or the likelihood is of text the model was never
