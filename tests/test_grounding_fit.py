@@ -177,11 +177,11 @@ def test_an_optional_run_is_estimated_from_the_runs_before_it() -> None:
     from simgrag.eval.fit_grounding import CHANNEL_OVER_FLOOR, _Runner
 
     runner = _Runner(None, None, [], {}, False, deadline=None)  # type: ignore[arg-type]
-    runner.steps.append({"run": "no grounding", "questions": 10, "seconds": 20.0})
-    runner._per_question["stage"], runner._seconds, runner._asked = 0.5, 25.0, 20
+    runner.steps += [{"run": "no grounding", "kind": "stage", "questions": 10, "seconds": 20.0},
+                     {"run": "every family", "kind": "stage", "questions": 10, "seconds": 5.0}]
     assert runner.estimate(4, "stage") == pytest.approx(2.0)  # the last stage run's rate
     assert runner.estimate(4, "channel") == pytest.approx(4 * CHANNEL_OVER_FLOOR * 2.0)  # none yet: the floor's
-    runner._per_question["channel"] = 3.0
+    runner.steps.append({"run": "the harm check", "kind": "channel", "questions": 4, "seconds": 12.0})
     assert runner.estimate(4, "channel") == pytest.approx(12.0)
     assert runner.affords(1000, "channel", "a trial") and not runner.skipped  # no deadline: every trial runs
     runner.deadline = 0.0
@@ -195,7 +195,8 @@ def test_a_fit_out_of_time_asks_the_floor_of_the_questions_it_reaches(toy: Index
     fit = fit_grounding(toy, FakeLLM(_respond), [*ITEMS, juno, juno, juno], examples=parse_examples(EXAMPLES),
                         progress=False, deadline_s=0.0)
     assert fit.info["questions"] == 1 and fit.info["offered"] == 6  # the first question is always asked
-    assert fit.info["steps"][0] == {"run": "no grounding", "questions": 1, "seconds": fit.info["steps"][0]["seconds"]}
+    assert fit.info["steps"][0] == {"run": "no grounding", "kind": "stage", "questions": 1,
+                                    "seconds": fit.info["steps"][0]["seconds"]}
     assert not fit.enabled  # one question is no evidence for any edit
 
 

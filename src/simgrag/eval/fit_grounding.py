@@ -106,8 +106,8 @@ class _Runner:
     """Asks validation questions under stage configurations, one engine per configuration, one LLM.
 
     ``deadline``: a :func:`time.perf_counter` time after which :meth:`affords` refuses optional runs (``None``: no
-    deadline); every run's seconds per question are kept, by kind (``"stage"``, ``"channel"``), to estimate the
-    next one's."""
+    deadline); every run is kept in :attr:`steps` (what, kind — ``"stage"`` or ``"channel"`` —, questions asked,
+    seconds), from which the next one's length is estimated."""
 
     def __init__(self, index: IndexDir, llm: LLM, items: Sequence[QAItem], options: dict[str, Any],
                  progress: bool | None, deadline: float | None = None) -> None:
@@ -116,21 +116,22 @@ class _Runner:
         self._engines: dict[Config, SimGRAG] = {}
         self.first_error: str | None = None
         self.deadline = deadline
-        self._per_question: dict[str, float] = {}
-        self._seconds = self._asked = 0.0
         self.skipped: list[str] = []
-        self.steps: list[dict[str, Any]] = []  # every run: what, questions asked, seconds
+        self.steps: list[dict[str, Any]] = []
 
     def estimate(self, questions: int, kind: str) -> float:
         """Seconds a run of ``kind`` on ``questions`` questions should take: the last such run's rate; before any
         channel run, :data:`CHANNEL_OVER_FLOOR` times the first run's (the LLM's own patterns); else the mean rate
         of every run so far, else 0."""
-        if kind in self._per_question:
-            rate = self._per_question[kind]
-        elif kind == "channel" and self.steps and self.steps[0]["questions"]:
-            rate = CHANNEL_OVER_FLOOR * self.steps[0]["seconds"] / self.steps[0]["questions"]
+        asked = [s for s in self.steps if s["questions"]]
+        same = [s for s in asked if s["kind"] == kind]
+        if same:
+            rate = same[-1]["seconds"] / same[-1]["questions"]
+        elif kind == "channel" and asked:
+            rate = CHANNEL_OVER_FLOOR * asked[0]["seconds"] / asked[0]["questions"]
         else:
-            rate = self._seconds / self._asked if self._asked else 0.0
+            total = sum(s["questions"] for s in asked)
+            rate = sum(s["seconds"] for s in asked) / total if total else 0.0
         return questions * rate
 
     def affords(self, questions: int, kind: str, what: str) -> bool:
@@ -157,11 +158,8 @@ class _Runner:
             self._run(config, which, what, until, out)
             return out
         finally:
-            took = time.perf_counter() - started
-            self.steps.append({"run": what, "questions": len(out), "seconds": round(took, 1)})
-            if out:
-                self._per_question["channel" if config[3] is not None else "stage"] = took / len(out)
-                self._seconds, self._asked = self._seconds + took, self._asked + len(out)
+            self.steps.append({"run": what, "kind": "channel" if config[3] is not None else "stage",
+                               "questions": len(out), "seconds": time.perf_counter() - started})
 
     def _run(self, config: Config, which: Sequence[int], what: str, until: float | None,
              out: dict[int, Outcome]) -> None:
@@ -297,7 +295,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     first reached by :data:`FLOOR_SHARE` of the deadline (``info["offered"]``: how many were given); then, as time
     allows,
     the per-family ablations (a family not measured stays off), the fitted and pruned stages, the harm check of the
-    default readings (unchecked, they stay on, as on an unfitted KG), the channel's reading sets, the direct score.
+    default readings (unchecked, they stay on, as on an unfitted KG), the channel's reading sets.
     What was skipped is listed under ``info["skipped"]``."""
     if not items:
         raise DatasetError("no validation questions to fit the pattern stage on")
@@ -358,7 +356,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                       time.gmtime()),
             "failed": sum(o.failed for o in raw.values()), "channel": channel}
-    info["steps"] = runner.steps
+    info["steps"] = [{**step, "seconds": round(step["seconds"], 1)} for step in runner.steps]
     if len(everyone) < len(items):
         info["offered"] = len(items)
     if runner.skipped:
@@ -407,14 +405,12 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
 
 
 def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base: dict[int, Outcome],
-                  items: Sequence[QAItem], *, keep_ties: bool = False, direct: bool = False,
-                  only: Sequence[int] | None = None) -> dict[str, Any]:
-    """The channel choice offering ``kinds`` of reading (``direct``: the direct score added), run at margin 0 and
-    kept above its fitted margin (``keep_ties``: see :func:`~simgrag.grounding.channel.fit_margin`); ``only``: run
-    on these questions, the others as in ``base``. Under ``"changed"``: the questions where it took a reading."""
+                  items: Sequence[QAItem], *, keep_ties: bool = False, direct: bool = False) -> dict[str, Any]:
+    """The channel choice offering ``kinds`` of reading (``direct``: the direct score added), run at margin 0 on the
+    questions of ``base`` and kept above its fitted margin (``keep_ties``: see
+    :func:`~simgrag.grounding.channel.fit_margin`). Under ``"changed"``: the questions where it took a reading."""
     what = f"channel choice ({', '.join(kinds)}{DIRECT_SUFFIX if direct else ''})"
-    asked = list(base) if only is None else [i for i in only if i in base]
-    runs = {**base, **runner.run((*config[:3], (0.0, kinds, direct)), asked, what)} if asked else dict(base)
+    runs = {**base, **runner.run((*config[:3], (0.0, kinds, direct)), list(base), what)} if base else dict(base)
     changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
     margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()],
                               keep_ties=keep_ties)

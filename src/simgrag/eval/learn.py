@@ -173,11 +173,11 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
         found = fit_grounding(index, llm, chosen, progress=progress, source="bootstrapped validation",
                               calls_cache=calls, deadline_s=max(0.0, settings.budget_s - (time.perf_counter() - t0)))
         found = replace(found, info={**found.info, "learned": True})
-        store_fit(root, found)
         n = int(found.info.get("questions", n))  # the fit's deadline may have reached fewer
         if n < MIN_FIT_QUESTIONS:
             return _floor(root, f"the budget let the fit reach {n} validation questions (it needs "
                                 f"{MIN_FIT_QUESTIONS})", command)
+        store_fit(root, found)
         chosen = chosen[:n]
         took, left = time.perf_counter() - started, settings.budget_s - (time.perf_counter() - t0)
         if left < ANSWER_FIT_SHARE * took:  # its LLM answer calls cost about as much as the stage fit's pattern calls
