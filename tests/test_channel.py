@@ -305,7 +305,7 @@ def test_the_fit_turns_the_channel_on_where_it_fixes_copied_hops(toy: IndexDir,
     first = ["shorter", "named", "contracted", "longer"]
     assert list(fit.channel_readings) == first and channel["readings"] == first
     assert set(channel["tried"]) == {"shorter,named,contracted,longer", "shorter,named,analogy,contracted,longer"}
-    assert fit.channel_direct is False  # longer readings carry the direct score anyway: no separate switch
+    assert "channel_direct" not in fit.to_dict()  # longer readings carry the direct score anyway: no switch
 
 
 #: "when were the movies X starred in released?": the LLM writes the first hop only; an example has both
@@ -690,7 +690,7 @@ def test_the_fit_keeps_named_readings_on_unless_a_question_group_loses(toy: Inde
     named = fit.info["channel"]["named"]
     # the scripted LLM names every actor: no named reading to take, no harm, on at the model's own preference
     assert (named["used"], named["on"], fit.named_margin) == (0, True, 0.0)
-    assert fit.channel_setting() == (0.0, DEFAULT_READINGS, True) and fit.channel_setting(scores=False) is None
+    assert fit.channel_setting() == (0.0, DEFAULT_READINGS) and fit.channel_setting(scores=False) is None
     from simgrag.eval import fit_grounding as module
 
     real = module._channel_with

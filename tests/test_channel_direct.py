@@ -97,14 +97,13 @@ def _scorer(direct_cost: float):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize(("cost", "answer"), [(1.0, "1997"), (9.0, "Titanic")])
-@pytest.mark.parametrize("switch", [True, False])
 def test_the_direct_score_lets_a_hop_in_only_when_the_llm_might_have_written_it(toy: IndexDir, cost: float,
-                                                                               answer: str, switch: bool) -> None:
+                                                                               answer: str) -> None:
     """The channel alone would take the year hop (5 nats); with the direct score it takes it when writing the hop costs
-    the LLM 1 nat, not 9. Longer readings always carry the direct score, ``channel_direct`` or not: on the channel's
-    word alone they added hops the question did not ask (WorldCup2014's conjunctive questions)."""
+    the LLM 1 nat, not 9. Longer readings always carry the direct score: on the channel's word alone they added hops
+    the question did not ask (WorldCup2014's conjunctive questions)."""
     llm = FakeLLM(_drops_the_year, scores=_scorer(cost))
-    options = {"ground_patterns": False, "channel": True, "channel_readings": ["longer"], "channel_direct": switch}
+    options = {"ground_patterns": False, "channel": True, "channel_readings": ["longer"]}
     question = "When was the movie Kate Winslet starred in released?"
     result = SimGRAG(toy, llm=llm, calibration="off", retriever_options=options).ask(question)
     assert result.answer.short_answer == answer
@@ -122,8 +121,7 @@ def test_a_direct_scoring_failure_keeps_the_llms_pattern(toy: IndexDir) -> None:
             raise LLMError("the model could not score")
         return -2.0 if "release" in condition.split("ANSWER")[0] else -7.0
     engine = SimGRAG(toy, llm=FakeLLM(_drops_the_year, scores=fails), calibration="off",
-                     retriever_options={"ground_patterns": False, "channel": True, "channel_readings": ["longer"],
-                                        "channel_direct": True})
+                     retriever_options={"ground_patterns": False, "channel": True, "channel_readings": ["longer"]})
     assert engine.ask("When was the movie Kate Winslet starred in released?").answer.short_answer == "Titanic"
 
 
@@ -140,17 +138,25 @@ def test_reply_scores_are_cached_like_calls(tmp_path: Path) -> None:
         CachedLLM(FakeLLM([]), tmp_path / "calls.sqlite").score_replies(messages, ["{}"])
 
 
-def test_the_direct_switch_round_trips_is_shown_and_a_malformed_one_is_refused(toy: IndexDir) -> None:
-    store_fit(toy.path, GroundingFit(False, (), {"questions": 3}, channel=True, channel_margin=0.5,
-                                     channel_direct=True))
+def test_a_stored_direct_switch_still_reads_and_the_retriever_option_is_deprecated(toy: IndexDir) -> None:
+    """Fits stored while the direct score was a switch keep opening (the key is read and ignored: longer readings
+    always carry it); a malformed one is still refused; the retriever option warns that it does nothing."""
+    store_fit(toy.path, GroundingFit(False, (), {"questions": 3}, channel=True, channel_margin=0.5))
+    manifest_path = toy.path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["grounding"]["channel_direct"] = True  # as a fit of 2026-12-05 stored it
+    manifest_path.write_text(json.dumps(manifest))
     fit = read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest)
-    assert fit is not None and fit.channel_direct is True and fit.channel_setting()[2] is True  # type: ignore[index]
-    assert "with the LLM’s own likelihood of each pattern" in fit.describe()
-    assert GroundingFit.from_dict({"enabled": True}).channel_direct is False  # a fit made before it: off
-    # where the channel is off the default readings run, with the direct score for their longer readings
-    assert GroundingFit(True).channel_setting() == (0.0, ("named", "contracted", "longer"), True)
+    assert fit is not None and fit.channel_setting() == (0.5, fit.channel_readings)
+    assert "channel_direct" not in fit.to_dict()
+    # where the channel is off the default readings run (their longer readings with the direct score)
+    assert GroundingFit(True).channel_setting() == (0.0, ("named", "contracted", "longer"))
     with pytest.raises(ConfigError, match="'channel_direct' is not true/false"):
         GroundingFit.from_dict({"enabled": True, "channel_direct": "yes"})
+    with pytest.warns(FutureWarning, match="'channel_direct' has no effect"):
+        engine = SimGRAG(toy, llm=FakeLLM(_drops_the_year, scores=_scorer(1.0)), calibration="off",
+                         retriever_options={"ground_patterns": False, "channel": True, "channel_direct": True})
+        assert engine.retriever is not None  # built here: the option is read
 
 
 #: the LLM leaves the year hop out of every question; two ask for it, one does not
@@ -187,7 +193,7 @@ def test_the_fit_stores_the_direct_score_where_it_answers_more(toy: IndexDir, mo
     tried = fit.info["channel"]["tried"]
     first = tried["shorter,named,contracted,longer"]
     # the channel alone would break the one-hop questions; its longer readings carry the direct score, so none broke
-    assert (first["fixed"], first["broke"]) == (4, 0) and first["direct"] is False  # no "+direct" switch needed
+    assert (first["fixed"], first["broke"]) == (4, 0) and "direct" not in first
     assert not any(k.endswith("+direct") for k in tried) and fit.channel
 
 
@@ -203,8 +209,7 @@ def test_the_direct_score_speaks_only_for_readings_that_add_a_hop(toy: IndexDir)
     """A copied hop is the model's own likeliest output: its likelihood does not keep the copy in."""
     llm = FakeLLM(_copies_the_hop, scores=_prefers_the_copy_it_wrote)
     engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options={
-        "ground_patterns": False, "channel": True, "channel_readings": ["contracted", "longer"],
-        "channel_direct": True})
+        "ground_patterns": False, "channel": True, "channel_readings": ["contracted", "longer"]})
     result = engine.ask("Who starred in Titanic?")
     assert result.pattern is not None
     assert result.pattern.pattern.triples() == [("Titanic", "starred actors", "UNKNOWN actor 2")]
@@ -223,7 +228,7 @@ def test_only_the_longer_readings_the_model_would_likeliest_write_are_scored_by_
         return -2.0 if "release" in condition.split("ANSWER")[0] else -7.0
     llm = FakeLLM(_drops_the_year, scores=score)
     engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options={
-        "ground_patterns": False, "channel": True, "channel_readings": ["longer"], "channel_direct": True})
+        "ground_patterns": False, "channel": True, "channel_readings": ["longer"]})
     assert engine.ask("When was the movie Kate Winslet starred in released?").answer.short_answer == "1997"
     direct = [s for _, c, s in llm.scored if c == ""]
     channel = [c for _, c, _ in llm.scored if c != ""]
@@ -269,7 +274,7 @@ def test_a_longer_reading_mends_only_a_pattern_an_llm_call_wrote(toy: IndexDir) 
     LLM wrote (an example's, taken on the KG's word) gets no longer reading: the model's likelihood of a hop is no
     evidence of a slip it did not make."""
     llm = FakeLLM(_drops_the_year, scores=_scorer(1.0))
-    options = {"ground_patterns": False, "channel": True, "channel_readings": ["longer"], "channel_direct": True}
+    options = {"ground_patterns": False, "channel": True, "channel_readings": ["longer"]}
     question = "When was the movie Kate Winslet starred in released?"
     engine = SimGRAG(toy, llm=llm, calibration="off", retriever_options=options)
     assert engine.ask(question).answer.short_answer == "1997"

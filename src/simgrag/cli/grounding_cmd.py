@@ -45,7 +45,7 @@ def _format(fit: Any) -> str:
             lines.append(f"{name:<18} {row['used']:>4}  {row['fixed']:>5}  {row['broke']:>5}  {kept}")
     channel = fit.info.get("channel") or {}
     if "used" in channel:
-        readings = ", ".join(channel.get("readings") or FIRST_READINGS) + (" +direct" if channel.get("direct") else "")
+        readings = ", ".join(channel.get("readings") or FIRST_READINGS)
         kept = (f"margin {channel.get('margin', 0.0)}: {channel.get('kept', 0)} of {channel['used']} changes kept"
                 if channel.get("kept") else f"none of {channel['used']} changes kept")
         lines.append(f"{'channel choice':<18} {channel['used']:>4}  {channel['fixed']:>5}  {channel['broke']:>5}  "

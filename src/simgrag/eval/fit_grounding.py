@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
-from simgrag.grounding.channel import DEFAULT_DIRECT, DEFAULT_READINGS, MARGIN, READINGS, fit_margin
+from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS, fit_margin
 from simgrag.grounding.fit import FIRST_READINGS, GroundingFit
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
@@ -72,8 +72,8 @@ class Outcome:
     channel_gap: float | None = None  # the channel choice's gap when it took a reading
 
 
-#: the channel choice's (margin, kinds of reading offered, the direct score added)
-ChannelSetting = tuple[float, tuple[str, ...], bool]
+#: the channel choice's (margin, kinds of reading offered)
+ChannelSetting = tuple[float, tuple[str, ...]]
 #: (grounding on, families off, answer mode, the channel choice's setting or ``None`` for the choice off)
 Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 #: the sets of reading kinds the fit tries, simplest first: an analogy reading is one more guess to be wrong about
@@ -81,8 +81,6 @@ Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 #: fixed only above a margin of 1.76 instead of 1.15)
 #: (a hop shorter and a hop longer, the small model's two slips of chain length, share the first set's margin)
 READING_SETS: tuple[tuple[str, ...], ...] = ((*FIRST_READINGS, "contracted", "longer"), READINGS)
-#: how the fit's record names a reading set tried with the direct score added
-DIRECT_SUFFIX = "+direct"
 
 
 def fitted_config(fit: GroundingFit, llm: LLM, mode: str = "auto") -> Config:
@@ -96,7 +94,7 @@ def engine_options(config: Config) -> dict[str, Any]:
     on, off, _, channel = config
     options: dict[str, Any] = {"ground_patterns": on, "channel": channel is not None}
     if channel is not None:
-        options.update(channel_margin=channel[0], channel_readings=list(channel[1]), channel_direct=channel[2])
+        options.update(channel_margin=channel[0], channel_readings=list(channel[1]))
     if on:
         options["grounding_off"] = list(off)
     return options
@@ -365,7 +363,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     named = channel.get("named") or {}
     return GroundingFit(choice != "no_grounding", stage_off, info, on, float(channel.get("margin", 0.0)) if on else 0.0,
                         tuple(channel.get("readings") or READINGS) if on else READINGS,
-                        float(named["margin"]) if named.get("on") else None, bool(on and channel.get("direct")))
+                        float(named["margin"]) if named.get("on") else None)
 
 
 def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],
@@ -381,7 +379,7 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     n = len(base)
     if runner.affords(n, "channel", f"the harm check of the default readings ({', '.join(DEFAULT_READINGS)})"):
         say(f"the default readings alone ({', '.join(DEFAULT_READINGS)}; on unless they break validation questions)")
-        named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True, direct=DEFAULT_DIRECT)
+        named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True)
         named_on = not named["group_lost"]
         checked = {"on": named_on, "margin": named["margin"], "fixed": named["fixed"], "broke": named["broke"],
                    "used": named["used"], "kept": named["kept"],
@@ -399,18 +397,18 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     if not tried:
         return {"on": False, "why": "not tried: the fit's time ran out", "tried": {}, "named": checked}
     best = max(tried.values(), key=lambda r: (r["on"], r["fixed"] - r["broke"] if r["on"] else 0))
-    return {**best, "tried": {k: {x: r[x] for x in ("on", "margin", "fixed", "broke", "used", "direct")}
+    return {**best, "tried": {k: {x: r[x] for x in ("on", "margin", "fixed", "broke", "used")}
                               for k, r in tried.items()},
             "named": checked}
 
 
 def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base: dict[int, Outcome],
-                  items: Sequence[QAItem], *, keep_ties: bool = False, direct: bool = False) -> dict[str, Any]:
-    """The channel choice offering ``kinds`` of reading (``direct``: the direct score added), run at margin 0 on the
+                  items: Sequence[QAItem], *, keep_ties: bool = False) -> dict[str, Any]:
+    """The channel choice offering ``kinds`` of reading, run at margin 0 on the
     questions of ``base`` and kept above its fitted margin (``keep_ties``: see
     :func:`~simgrag.grounding.channel.fit_margin`). Under ``"changed"``: the questions where it took a reading."""
-    what = f"channel choice ({', '.join(kinds)}{DIRECT_SUFFIX if direct else ''})"
-    runs = {**base, **runner.run((*config[:3], (0.0, kinds, direct)), list(base), what)} if base else dict(base)
+    what = f"channel choice ({', '.join(kinds)})"
+    runs = {**base, **runner.run((*config[:3], (0.0, kinds)), list(base), what)} if base else dict(base)
     changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
     margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()],
                               keep_ties=keep_ties)
@@ -419,7 +417,7 @@ def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base:
     fixed, broke = versus(kept, base)
     loses = _loses_a_group(_group_hits(kept, items), _group_hits(base, items))
     on = significant_gain(fixed, broke) and not loses
-    return {"on": on, "readings": list(kinds), "direct": direct, "margin": round(margin, 4), "hits": _hits(kept),
+    return {"on": on, "readings": list(kinds), "margin": round(margin, 4), "hits": _hits(kept),
             "group_lost": loses,
             "without": _hits(base), "used": len(changed), "kept": sum(g > margin for g in changed.values()),
             "fixed": fixed, "broke": broke, "at_margin_0": list(versus(runs, base)), "changed": sorted(changed),

@@ -29,9 +29,8 @@ reading replaces the pattern only when it scores more than the pattern itself by
 model's own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
 questions than it fixed (:func:`fit_margin`).
 
-A longer reading's score adds the other direction (the *direct* score; :class:`ChannelChoice` adds it wherever longer
-readings are offered, its ``direct`` switch or not), the model's own log P(pattern | the pattern prompt) against its
-own pattern's: a hop the LLM did not write must explain the question
+A longer reading's score adds the other direction (the *direct* score), the model's own log P(pattern | the pattern
+prompt) against its own pattern's: a hop the LLM did not write must explain the question
 *and* be one it might have written. The channel alone favours a pattern that explains more of the question's words —
 a hop added to a one-hop question — which the model asked for the pattern would not write; an added hop is spelled
 the way the examples spell its relation (:func:`shot_spelling`), or the likelihood is of text the model was never
@@ -62,7 +61,7 @@ from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
-__all__ = ["CHANNEL", "DEFAULT_DIRECT", "DEFAULT_READINGS", "DIRECT_KEEP", "MARGIN", "MAX_READINGS", "READINGS",
+__all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "MARGIN", "MAX_READINGS", "READINGS",
            "Analogies", "ChannelChoice", "Extensions", "PatternSource", "Reading", "ShotSpelling", "analogy_readings",
            "channel_prompt", "contracted_readings", "fit_margin", "longer_readings", "named_readings",
            "shorter_readings", "shot_spelling"]
@@ -86,13 +85,10 @@ READINGS = ("shorter", "named", "analogy", "contracted", "longer")
 DIRECT_KEEP = 2
 #: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
-#: copied, a last hop it left out that it would itself have written (longer, with :data:`DEFAULT_DIRECT`) — so they
+#: copied, a last hop it left out that it would itself have written (longer, with the direct score) — so they
 #: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
 #: questions are written the model's way and rarely show these slips)
 DEFAULT_READINGS = ("named", "contracted", "longer")
-#: whether the default readings run with the direct score (it speaks for the longer readings only): without it a
-#: longer reading adds hops one-hop questions do not ask (BENCHMARKS.md "Longer readings")
-DEFAULT_DIRECT = True
 
 Triples = tuple[tuple[str, str, str], ...]
 #: (question, the examples its prompt shows, best-fitting first) → (example question, its pattern with the question's
@@ -370,7 +366,7 @@ class ChannelChoice:
     its prompt showed and — given ``extensions`` (question, pattern → KG relations) — its :func:`longer_readings`, by
     log P(question | pattern) (module docstring); ``readings`` names the kinds offered
     (:data:`READINGS`). The turned-round prompt holds the examples the pattern prompt showed for the question
-    (static, then dynamic). With ``direct`` a longer reading's score adds how much likelier (or less likely) the
+    (static, then dynamic). A longer reading's score adds how much likelier (or less likely) the
     model itself finds writing it than its own pattern, log P(pattern | the pattern prompt) — both directions of the
     noisy channel: a hop the LLM did not write must explain the question *and* be a hop it might have written (hops
     added on the channel's word alone broke one-hop questions). Only for readings that add: a copied hop is the
@@ -381,7 +377,7 @@ class ChannelChoice:
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
                  analogies: Analogies | None = None, readings: Collection[str] = READINGS,
-                 extensions: Extensions | None = None, direct: bool = False) -> None:
+                 extensions: Extensions | None = None) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
         unknown = sorted(set(readings) - set(READINGS))
@@ -394,10 +390,9 @@ class ChannelChoice:
         self.analogies = analogies if "analogy" in readings else None
         self.shorter = "shorter" in readings
         self.contracted = "contracted" in readings
-        self.extensions = extensions if "longer" in readings else None
         # longer readings always carry the direct score: on the channel's word alone they add hops the question does
         # not ask (WorldCup2014's file, fitted with them and without it: 3 conjunctive questions lost a club hop)
-        self.direct = direct or self.extensions is not None
+        self.extensions = extensions if "longer" in readings else None
 
     def pattern(self, text: str) -> PatternResult:
         result = self.inner.pattern(text)
@@ -421,8 +416,7 @@ class ChannelChoice:
             return result
         extra: dict[int, float] = {}  # reading → its direct score against the LLM's own pattern
         try:  # the direct score first: the model's context still holds the pattern prompt it just answered
-            if self.direct:
-                readings, extra = self._with_direct(text, triples, readings)
+            readings, extra = self._with_direct(text, triples, readings)
             items = [(_condition(triples), " " + text.strip() + "\n"),
                      *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
             scores = self.llm.score_continuations(channel_prompt(shots), items)  # type: ignore[attr-defined]
@@ -435,7 +429,7 @@ class ChannelChoice:
         if scores[best + 1] <= own + self.margin:
             return result
         chosen = readings[best]
-        said = "the question and the pattern are" if chosen.added is not None and self.direct else "the question is"
+        said = "the question and the pattern are" if chosen.added is not None else "the question is"
         note = (f"{chosen.why()}: {said} likelier given that pattern (log-likelihood "
                 f"{scores[best + 1]:.2f} against {own:.2f})")
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
@@ -457,7 +451,7 @@ class ChannelChoice:
 
     def _direct(self, text: str, patterns: Sequence[Sequence[Sequence[str]]]) -> list[float]:
         """log P(pattern | the pattern prompt for ``text``) per pattern: the model's own evidence for writing it,
-        in the compact JSON its shots show (the *direct* score, added to the channel's with ``direct``)."""
+        in the compact JSON its shots show (the *direct* score, added to a longer reading's channel score)."""
         prompt = self.generator.prompt
         replies = [prompt.render_shot_answer(p) for p in patterns]
         scored = self.llm.score_replies(prompt.messages(text), replies)  # type: ignore[attr-defined]

@@ -14,8 +14,8 @@ is decided per KG, on its own validation questions (never shots), with its index
   only where it raised validation accuracy (absent in fits made before it existed: off), with
   ``channel_margin``: how much likelier the question must be under a reading (nats), fitted on the same
   questions, and ``channel_readings``: the kinds of reading the fit offered (a fit made before analogies were
-  readings says so by lacking the key: it runs with the two it was fitted with), and ``channel_direct``: whether
-  each candidate's score adds the LLM's own likelihood of writing it (both directions of the noisy channel);
+  readings says so by lacking the key: it runs with the two it was fitted with); a longer reading's score always adds
+  the LLM's own likelihood of writing it (fits made before that say so in ``channel_direct``, read and ignored);
 - ``named_margin``: where the channel is off, its *default* readings
   (:data:`~simgrag.grounding.channel.DEFAULT_READINGS`) still run — a name the question gives put in (a pattern
   that leaves out an entity the question names, as the KG spells it, cannot be what the question asks), a hop the
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
-from simgrag.grounding.channel import DEFAULT_DIRECT, DEFAULT_READINGS, MARGIN, READINGS
+from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS
 from simgrag.grounding.registry import family_names
 from simgrag.index.attach import section_problem, store_section
 
@@ -69,22 +69,21 @@ class GroundingFit:
     channel_margin: float = 0.0
     channel_readings: tuple[str, ...] = READINGS
     named_margin: float | None = MARGIN
-    channel_direct: bool = False
 
-    def channel_setting(self, scores: bool = True) -> tuple[float, tuple[str, ...], bool] | None:
-        """The channel choice this fit runs: (margin, kinds of reading, whether the direct score is added) — the
-        fitted channel, else the default readings alone (given an LLM that ``scores`` text), else ``None``."""
+    def channel_setting(self, scores: bool = True) -> tuple[float, tuple[str, ...]] | None:
+        """The channel choice this fit runs: (margin, kinds of reading) — the fitted channel, else the default
+        readings alone (given an LLM that ``scores`` text), else ``None``."""
         if self.channel:
-            return self.channel_margin, self.channel_readings, self.channel_direct
+            return self.channel_margin, self.channel_readings
         if self.named_margin is not None and scores:
-            return self.named_margin, DEFAULT_READINGS, DEFAULT_DIRECT
+            return self.named_margin, DEFAULT_READINGS
         return None
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FIT_FORMAT, "enabled": self.enabled, "disabled": list(self.disabled),
                 "channel": self.channel, "channel_margin": self.channel_margin,
                 "channel_readings": list(self.channel_readings), "named_margin": self.named_margin,
-                "channel_direct": self.channel_direct, "info": self.info}
+                "info": self.info}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "grounding fit") -> GroundingFit:
@@ -95,8 +94,7 @@ class GroundingFit:
         return cls(bool(data["enabled"]), tuple(data.get("disabled", ())), dict(data.get("info") or {}),
                    bool(data.get("channel", False)), float(data.get("channel_margin", 0.0)),
                    tuple(data.get("channel_readings", FIRST_READINGS)),
-                   None if data.get("named_margin", MARGIN) is None else float(data.get("named_margin", MARGIN)),
-                   bool(data.get("channel_direct", False)))
+                   None if data.get("named_margin", MARGIN) is None else float(data.get("named_margin", MARGIN)))
 
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
@@ -113,8 +111,7 @@ class GroundingFit:
         shown = ", ".join(f"{k} {v}" for k, v in hits.items())
         if self.channel:
             head += (f"; the channel choice on (margin {self.channel_margin:.2f}; readings "
-                     f"{', '.join(self.channel_readings)}"
-                     f"{'; with the LLM’s own likelihood of each pattern' if self.channel_direct else ''})")
+                     f"{', '.join(self.channel_readings)})")
         elif self.named_margin is not None:
             head += f"; default readings on ({', '.join(DEFAULT_READINGS)}; margin {self.named_margin:.2f})"
         else:

@@ -36,6 +36,7 @@ import copy
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
@@ -44,7 +45,7 @@ from typing import Any, Literal
 from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
 from simgrag.grounding import GroundedPatterns
 from simgrag.grounding.analogy import analog_candidates
-from simgrag.grounding.channel import DEFAULT_DIRECT, DEFAULT_READINGS, MARGIN, READINGS, ChannelChoice, Triples
+from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS, ChannelChoice, Triples
 from simgrag.grounding.fit import GroundingFit, read_fit
 from simgrag.grounding.judge import PatternJudge
 from simgrag.grounding.lexicon import kg_roles
@@ -192,8 +193,8 @@ class SimGRAGRetriever:
     too);
     ``channel_margin``: how much likelier the question must be under a reading (default: the fit's, else 0);
     ``channel_readings``: the kinds of reading it offers (:data:`~simgrag.grounding.channel.READINGS`; default: those
-    the fit was made with, else all); ``channel_direct``: add the LLM's own likelihood of each candidate pattern
-    to its score (default: as the fit says, else no);
+    the fit was made with, else all); ``channel_direct``: deprecated, no effect (a longer reading's score always adds
+    the LLM's own likelihood of writing it; no other reading's does);
     ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
     ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
     needed); ``subgraphs`` shares a search object (and its caches).
@@ -229,11 +230,13 @@ class SimGRAGRetriever:
         margin = channel_margin if channel_margin is not None else (stored.channel_margin if stored else MARGIN)
         kinds = tuple(channel_readings) if channel_readings is not None else (
             stored.channel_readings if stored else READINGS)
-        direct = channel_direct if channel_direct is not None else bool(stored and stored.channel_direct)
+        if channel_direct is not None:
+            warnings.warn("the retriever option 'channel_direct' has no effect and will be removed: a longer reading's "
+                          "score always adds the LLM's own likelihood of writing it", FutureWarning, stacklevel=2)
         # where the channel is off, the default readings alone, unless the fit found harm (or the channel was off)
         named = None if self.channel else _named_margin(channel, stored, llm)
         if named is not None:
-            margin, kinds, direct = named, DEFAULT_READINGS, DEFAULT_DIRECT
+            margin, kinds = named, DEFAULT_READINGS
         #: the kinds of reading the channel choice offers (none: it does not run)
         self.channel_readings: tuple[str, ...] = kinds if self.channel or named is not None else ()
 
@@ -253,8 +256,7 @@ class SimGRAGRetriever:
                 judge = chosen.judge if isinstance(chosen, GroundedPatterns) else None
                 reader = _QuestionReader(self.subgraphs, generator, judge)
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
-                                       analogies=reader.analogies, readings=kinds, extensions=reader.extensions,
-                                       direct=direct)
+                                       analogies=reader.analogies, readings=kinds, extensions=reader.extensions)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
