@@ -291,10 +291,9 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     ``deadline_s``: seconds from now after which no optional run starts that should not end in time (its length
     estimated from the runs before it). The LLM's own patterns and every family always run, on the questions the
     first reached by :data:`FLOOR_SHARE` of the deadline (``info["offered"]``: how many were given); then, as time
-    allows,
-    the per-family ablations (a family not measured stays off), the fitted and pruned stages, the harm check of the
-    default readings (unchecked, they stay on, as on an unfitted KG), the channel's reading sets.
-    What was skipped is listed under ``info["skipped"]``."""
+    allows, the per-family ablations (a family not measured stays off), the fitted and pruned stages, the harm check
+    of the default readings (unchecked, they stay on, as on an unfitted KG), the channel's reading sets. What was
+    skipped is listed under ``info["skipped"]``."""
     if not items:
         raise DatasetError("no validation questions to fit the pattern stage on")
     t0 = time.perf_counter()
@@ -404,11 +403,11 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
 
 def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base: dict[int, Outcome],
                   items: Sequence[QAItem], *, keep_ties: bool = False) -> dict[str, Any]:
-    """The channel choice offering ``kinds`` of reading, run at margin 0 on the
-    questions of ``base`` and kept above its fitted margin (``keep_ties``: see
-    :func:`~simgrag.grounding.channel.fit_margin`). Under ``"changed"``: the questions where it took a reading."""
+    """The channel choice offering ``kinds`` of reading, run at margin 0 on the questions of ``base`` and kept above
+    its fitted margin (``keep_ties``: see :func:`~simgrag.grounding.channel.fit_margin`). Under ``"changed"``: the
+    questions where it took a reading."""
     what = f"channel choice ({', '.join(kinds)})"
-    runs = {**base, **runner.run((*config[:3], (0.0, kinds)), list(base), what)} if base else dict(base)
+    runs = runner.run((*config[:3], (0.0, kinds)), list(base), what) if base else {}
     changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
     margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()],
                               keep_ties=keep_ties)

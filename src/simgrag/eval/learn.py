@@ -173,7 +173,7 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
         found = fit_grounding(index, llm, chosen, progress=progress, source="bootstrapped validation",
                               calls_cache=calls, deadline_s=max(0.0, settings.budget_s - (time.perf_counter() - t0)))
         found = replace(found, info={**found.info, "learned": True})
-        n = int(found.info.get("questions", n))  # the fit's deadline may have reached fewer
+        n = int(found.info.get("questions", n))  # the deadline may have reached fewer: the first n, asked in order
         if n < MIN_FIT_QUESTIONS:
             return _floor(root, f"the budget let the fit reach {n} validation questions (it needs "
                                 f"{MIN_FIT_QUESTIONS})", command)
