@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from simgrag.errors import LLMConnectionError, LLMError, LLMTimeoutError
+from simgrag.errors import ConfigError, LLMConnectionError, LLMError, LLMTimeoutError
 from simgrag.llm.base import ChatMessage
 from simgrag.llm.batch_costs import PROBE_SIZES, BatchCosts
 from simgrag.llm.llamacpp import LlamaCppLLM, llama_cpp_available
@@ -112,6 +112,20 @@ def test_embedded_model_scores_replies_after_its_chat_template(local_llm: LlamaC
     (again,) = local_llm.score_replies(chat, ["Paris"])
     assert again == pytest.approx(paris, abs=0.05)
     assert local_llm.score_replies(chat, []) == []
+
+
+def test_embedded_model_samples_one_reply_per_seed(local_llm: LlamaCppLLM) -> None:
+    """Sampled readings: one reply per seed; near temperature 0 every seed gives the greedy reply. (The same seed
+    need not give the same text after the prompt was evaluated another way — a reused prefix rounds differently —
+    so the call cache is what keeps samples fixed between runs.)"""
+    chat = [ChatMessage("user", "Name one colour. One word.")]
+    samples = local_llm.sample(chat, [1, 2, 3, 4], temperature=1.2, max_tokens=6)
+    assert len(samples) == 4 and all(r.text.strip() and r.completion_tokens > 0 for r in samples)
+    greedy = local_llm.complete(chat, max_tokens=6, temperature=0.0).text
+    cold = local_llm.sample(chat, [5, 6], temperature=0.01, max_tokens=6)
+    assert [r.text for r in cold] == [greedy, greedy]
+    with pytest.raises(ConfigError, match="temperature above 0"):
+        local_llm.sample(chat, [1], temperature=0.0)
 
 
 def test_the_channel_prefers_the_pattern_the_question_asks_with_the_real_model(local_llm: LlamaCppLLM) -> None:

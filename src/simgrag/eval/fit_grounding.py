@@ -40,7 +40,7 @@ from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS, fit_ma
 from simgrag.grounding.fit import FIRST_READINGS, GroundingFit
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
-from simgrag.llm.base import LLM, scores_text
+from simgrag.llm.base import LLM, samples_text, scores_text
 from simgrag.llm.cache import CachedLLM
 from simgrag.llm.counting import CountingLLM
 from simgrag.pipeline import SimGRAG
@@ -60,6 +60,9 @@ FLOOR_SHARE = 0.35
 #: a channel run's seconds per question against the LLM's own patterns' (its scoring passes, several readings each,
 #: against one pattern call): 78 s against 37 s on the company KG's 24 learned validation questions
 CHANNEL_OVER_FLOOR = 2.0
+#: a run with sampled readings' seconds per question against a channel run's (:data:`~simgrag.grounding.channel.
+#: SAMPLES` sampled patterns and their scoring passes per question): ~5 s against ~2 s per genealogy question
+SAMPLED_OVER_CHANNEL = 2.5
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,10 @@ Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 #: (WorldCup2014 with 12 examples, 120 validation questions: with analogies 31 changes at margin 0, the same 5
 #: fixed only above a margin of 1.76 instead of 1.15)
 #: (a hop shorter and a hop longer, the small model's two slips of chain length, share the first set's margin)
-READING_SETS: tuple[tuple[str, ...], ...] = ((*FIRST_READINGS, "contracted", "longer"), READINGS)
+#: the last adds the patterns the LLM samples (:data:`~simgrag.grounding.channel.SAMPLES` more calls per question: tried
+#: last, kept only where it answers more than the sets without them)
+READING_SETS: tuple[tuple[str, ...], ...] = ((*FIRST_READINGS, "contracted", "longer"), READINGS,
+                                             (*FIRST_READINGS, "contracted", "longer", "sampled"))
 
 
 def fitted_config(fit: GroundingFit, llm: LLM, mode: str = "auto") -> Config:
@@ -104,8 +110,8 @@ class _Runner:
     """Asks validation questions under stage configurations, one engine per configuration, one LLM.
 
     ``deadline``: a :func:`time.perf_counter` time after which :meth:`affords` refuses optional runs (``None``: no
-    deadline); every run is kept in :attr:`steps` (what, kind — ``"stage"`` or ``"channel"`` —, questions asked,
-    seconds), from which the next one's length is estimated."""
+    deadline); every run is kept in :attr:`steps` (what, kind — ``"stage"``, ``"channel"`` or ``"sampled"`` —,
+    questions asked, seconds), from which the next one's length is estimated."""
 
     def __init__(self, index: IndexDir, llm: LLM, items: Sequence[QAItem], options: dict[str, Any],
                  progress: bool | None, deadline: float | None = None) -> None:
@@ -119,12 +125,15 @@ class _Runner:
 
     def estimate(self, questions: int, kind: str) -> float:
         """Seconds a run of ``kind`` on ``questions`` questions should take: the last such run's rate; before any
-        channel run, :data:`CHANNEL_OVER_FLOOR` times the first run's (the LLM's own patterns); else the mean rate
-        of every run so far, else 0."""
+        channel run, :data:`CHANNEL_OVER_FLOOR` times the first run's (the LLM's own patterns); before any run with
+        sampled readings, :data:`SAMPLED_OVER_CHANNEL` times a channel run's; else the mean rate of every run so far,
+        else 0."""
         asked = [s for s in self.steps if s["questions"]]
         same = [s for s in asked if s["kind"] == kind]
         if same:
             rate = same[-1]["seconds"] / same[-1]["questions"]
+        elif kind == "sampled" and asked:
+            rate = SAMPLED_OVER_CHANNEL * self.estimate(1, "channel")
         elif kind == "channel" and asked:
             rate = CHANNEL_OVER_FLOOR * asked[0]["seconds"] / asked[0]["questions"]
         else:
@@ -156,8 +165,8 @@ class _Runner:
             self._run(config, which, what, until, out)
             return out
         finally:
-            self.steps.append({"run": what, "kind": "channel" if config[3] is not None else "stage",
-                               "questions": len(out), "seconds": time.perf_counter() - started})
+            self.steps.append({"run": what, "kind": _kind(config), "questions": len(out),
+                               "seconds": time.perf_counter() - started})
 
     def _run(self, config: Config, which: Sequence[int], what: str, until: float | None,
              out: dict[int, Outcome]) -> None:
@@ -176,6 +185,14 @@ class _Runner:
             families = result.pattern.families if result.pattern is not None else ()
             gap = result.pattern.channel_gap if result.pattern is not None else None
             out[i] = Outcome(hits_at_1(result, set(item.answers))[1], families, channel_gap=gap)
+
+
+def _kind(config: Config) -> str:
+    """A run's kind for its time estimate: ``"stage"`` (no channel), ``"channel"``, or ``"sampled"`` (a channel that
+    samples patterns)."""
+    if config[3] is None:
+        return "stage"
+    return "sampled" if "sampled" in config[3][1] else "channel"
 
 
 def _all_failed(runner: _Runner, outcomes: dict[int, Outcome]) -> None:
@@ -387,7 +404,10 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
         checked = {"on": True, "margin": MARGIN, "why": "not checked: the fit's time ran out"}
     tried: dict[str, dict[str, Any]] = {}
     for kinds in READING_SETS:
-        if not runner.affords(n, "channel", f"the channel choice with readings {', '.join(kinds)}"):
+        if "sampled" in kinds and not samples_text(llm):  # it would offer nothing the set without it does not
+            continue
+        if not runner.affords(n, _kind((*config[:3], (0.0, kinds))),
+                              f"the channel choice with readings {', '.join(kinds)}"):
             break
         say(f"the channel choice with readings {', '.join(kinds)} (the question's likelihood given each pattern)")
         tried[",".join(kinds)] = _channel_with(runner, config, kinds, base, items)

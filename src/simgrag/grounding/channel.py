@@ -29,9 +29,14 @@ reading replaces the pattern only when it scores more than the pattern itself by
 model's own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
 questions than it fixed (:func:`fit_margin`).
 
-A longer reading's score adds the other direction (the *direct* score), the model's own log P(pattern | the pattern
-prompt) against its own pattern's: a hop the LLM did not write must explain the question
-*and* be one it might have written. The channel alone favours a pattern that explains more of the question's words —
+And the LLM's own alternatives: :data:`SAMPLES` patterns it samples for the question at
+:data:`SAMPLE_TEMPERATURE` (fixed seeds; :func:`sampled_readings`) — "X's husband" written greedily with ``father``
+is sampled with ``spouse`` or ``husband`` too; these cost :data:`SAMPLES` more LLM calls per question, so they are
+offered only where a KG's fit finds they answer more than the readings without them (not in :data:`READINGS`).
+
+A longer or sampled reading's score adds the other direction (the *direct* score), the model's own log P(pattern |
+the pattern prompt) against its own pattern's: a hop the LLM did not write must explain the question *and* be one it
+might have written. The channel alone favours a pattern that explains more of the question's words —
 a hop added to a one-hop question — which the model asked for the pattern would not write; an added hop is spelled
 the way the examples spell its relation (:func:`shot_spelling`), or the likelihood is of text the model was never
 taught. Readings that take something out are scored by the channel alone: a copied hop is the model's own likeliest
@@ -56,15 +61,15 @@ from typing import Protocol
 
 from simgrag.errors import ConfigError, LLMError
 from simgrag.grounding.question import normalize_name
-from simgrag.llm.base import LLM, scores_text
+from simgrag.llm.base import LLM, samples_text, scores_text
 from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
-__all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "MARGIN", "MAX_READINGS", "READINGS",
-           "Analogies", "ChannelChoice", "Extensions", "PatternSource", "Reading", "ShotSpelling", "analogy_readings",
-           "channel_prompt", "contracted_readings", "fit_margin", "longer_readings", "named_readings",
-           "shorter_readings", "shot_spelling"]
+__all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "KNOWN_READINGS", "MARGIN", "MAX_READINGS", "READINGS",
+           "SAMPLES", "SAMPLE_TEMPERATURE", "Analogies", "ChannelChoice", "Extensions", "PatternSource", "Reading",
+           "ShotSpelling", "analogy_readings", "channel_prompt", "contracted_readings", "fit_margin", "longer_readings",
+           "named_readings", "sampled_readings", "shorter_readings", "shot_spelling"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,9 +81,16 @@ MARGIN = 0.0
 #: readings of each kind (:data:`READINGS`) scored at most per question (the first in triple order; analogies
 #: in the order the prompt ranks its examples for the question)
 MAX_READINGS = 4
-#: the kinds of reading, each with its function: a hop shorter, a name put in, an example's pattern, a copied hop
-#: taken out, a hop longer
+#: the kinds of reading offered unless told otherwise, each with its function: a hop shorter, a name put in, an
+#: example's pattern, a copied hop taken out, a hop longer
 READINGS = ("shorter", "named", "analogy", "contracted", "longer")
+#: every kind of reading: :data:`READINGS` and the patterns the LLM samples for the question (:data:`SAMPLES` more
+#: LLM calls per question: offered only where a KG's fit turns them on, or when asked for)
+KNOWN_READINGS = (*READINGS, "sampled")
+#: the patterns the LLM samples per question for the sampled readings (seeds 1 … SAMPLES; the call cache keeps them)
+SAMPLES = 4
+#: the temperature they are sampled at
+SAMPLE_TEMPERATURE = 0.8
 #: with the direct score, the longer readings scored by the channel: those the model itself finds likeliest to write
 #: (its direct score is one cheap pass over the prompt it has just answered; each channel score is a pass of its own).
 #: On genealogy's learned index, where the direct score fixed 7 questions, 2 of 4 gave the same answers on all 120
@@ -118,8 +130,11 @@ class Reading:
     example: str | None = None  # an analogy: the example question whose pattern it is
     copied: bool = False  # a contracted reading: ``dropped`` repeated the hop before it
     added: tuple[str, str, str] | None = None  # a longer reading: the hop it adds at the asked-for node
+    sampled: bool = False  # a pattern the LLM sampled for the question
 
     def why(self) -> str:
+        if self.sampled:
+            return "took a pattern the LLM sampled for the question"
         if self.added is not None:
             return f"added {list(self.added)}, a hop from the node it asked for"
         if self.copied:
@@ -298,6 +313,15 @@ def analogy_readings(triples: Sequence[Sequence[str]], analogies: Sequence[tuple
     return out
 
 
+def sampled_readings(triples: Sequence[Sequence[str]], samples: Sequence[Sequence[Sequence[str]]],
+                     limit: int = MAX_READINGS) -> list[Reading]:
+    """The patterns the LLM sampled (``samples``), each once and none the same as ``triples`` up to its unknown
+    nodes' labels (at most ``limit``)."""
+    own = _shape(_as_triples(triples))
+    out = [Reading(key, sampled=True) for key in map(_as_triples, samples) if key and _shape(key) != own]
+    return _distinct(out)[:limit]
+
+
 def _as_triples(triples: Sequence[Sequence[str]]) -> Triples:
     return tuple((str(h), str(r), str(t)) for h, r, t in triples)
 
@@ -380,10 +404,10 @@ class ChannelChoice:
                  extensions: Extensions | None = None) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
-        unknown = sorted(set(readings) - set(READINGS))
+        unknown = sorted(set(readings) - set(KNOWN_READINGS))
         if unknown:
             raise ConfigError(f"unknown kinds of reading {unknown} for the channel choice (known: "
-                              f"{', '.join(READINGS)})")
+                              f"{', '.join(KNOWN_READINGS)})")
         self.inner, self.llm, self.generator = inner, llm, generator
         self.margin, self.limit = margin, limit
         self.mentions = mentions if "named" in readings else None
@@ -393,6 +417,10 @@ class ChannelChoice:
         # longer readings always carry the direct score: on the channel's word alone they add hops the question does
         # not ask (WorldCup2014's file, fitted with them and without it: 3 conjunctive questions lost a club hop)
         self.extensions = extensions if "longer" in readings else None
+        # the LLM's own alternatives: only where it samples by seed (the same samples every run, cached like calls)
+        self.sampled = "sampled" in readings and samples_text(llm)
+        if "sampled" in readings and not self.sampled:
+            logger.warning("%s cannot sample by seed: the channel choice offers no sampled readings", llm.name)
 
     def pattern(self, text: str) -> PatternResult:
         result = self.inner.pattern(text)
@@ -412,10 +440,17 @@ class ChannelChoice:
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)
         readings = _distinct(readings)  # a copy at a leaf is a shorter and a contracted reading
-        if not readings:
+        if not readings and not (self.sampled and result.attempts > 0):
             return result
         extra: dict[int, float] = {}  # reading → its direct score against the LLM's own pattern
         try:  # the direct score first: the model's context still holds the pattern prompt it just answered
+            if self.sampled and result.attempts > 0:  # alternatives the LLM itself writes: not where no LLM wrote
+                seeds = range(1, SAMPLES + 1)
+                sampled = self.generator.sample(text, seeds, SAMPLE_TEMPERATURE)
+                readings = _distinct([*readings, *sampled_readings(triples, [p.triples() for p in sampled],
+                                                                   self.limit)])
+                if not readings:
+                    return result
             readings, extra = self._with_direct(text, triples, readings)
             items = [(_condition(triples), " " + text.strip() + "\n"),
                      *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
@@ -429,7 +464,7 @@ class ChannelChoice:
         if scores[best + 1] <= own + self.margin:
             return result
         chosen = readings[best]
-        said = "the question and the pattern are" if chosen.added is not None else "the question is"
+        said = "the question and the pattern are" if chosen.added is not None or chosen.sampled else "the question is"
         note = (f"{chosen.why()}: {said} likelier given that pattern (log-likelihood "
                 f"{scores[best + 1]:.2f} against {own:.2f})")
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
@@ -439,14 +474,18 @@ class ChannelChoice:
     def _with_direct(self, text: str, triples: Sequence[Sequence[str]],
                      readings: list[Reading]) -> tuple[list[Reading], dict[int, float]]:
         """``readings`` with the longer ones cut to the :data:`DIRECT_KEEP` the model itself finds likeliest to
-        write, and for each longer one kept (by its new position) its direct score minus the LLM's own pattern's."""
+        write, and for each longer one kept and each sampled one (by its new position) its direct score minus the
+        LLM's own pattern's."""
         longer = [i for i, r in enumerate(readings) if r.added is not None]
-        if not longer:
+        sampled = [i for i, r in enumerate(readings) if r.sampled]
+        if not longer and not sampled:
             return readings, {}
-        written = self._direct(text, [triples, *(readings[i].triples for i in longer)])
+        both = [*longer, *sampled]
+        written = self._direct(text, [triples, *(readings[i].triples for i in both)])
         ranked = sorted(range(len(longer)), key=lambda j: -written[j + 1])
         gains = {longer[j]: written[j + 1] - written[0] for j in ranked[:DIRECT_KEEP]}
-        kept = [i for i, r in enumerate(readings) if r.added is None or i in gains]
+        gains.update({i: written[len(longer) + j + 1] - written[0] for j, i in enumerate(sampled)})
+        kept = [i for i, r in enumerate(readings) if (r.added is None and not r.sampled) or i in gains]
         return [readings[i] for i in kept], {n: gains[i] for n, i in enumerate(kept) if i in gains}
 
     def _direct(self, text: str, patterns: Sequence[Sequence[Sequence[str]]]) -> list[float]:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
-from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS
+from simgrag.grounding.channel import DEFAULT_READINGS, KNOWN_READINGS, MARGIN, READINGS
 from simgrag.grounding.registry import family_names
 from simgrag.index.attach import section_problem, store_section
 
@@ -143,8 +143,8 @@ def _problem(data: Any) -> str | None:
                               or not 0 <= named < float("inf")):
         return "'named_margin' is not a number ≥ 0 or null"
     readings = data.get("channel_readings", list(FIRST_READINGS))
-    if not isinstance(readings, list) or not all(isinstance(x, str) and x in READINGS for x in readings):
-        return f"'channel_readings' is not a list of kinds of reading ({', '.join(READINGS)})"
+    if not isinstance(readings, list) or not all(isinstance(x, str) and x in KNOWN_READINGS for x in readings):
+        return f"'channel_readings' is not a list of kinds of reading ({', '.join(KNOWN_READINGS)})"
     disabled = data.get("disabled", [])
     if not isinstance(disabled, list) or not all(isinstance(x, str) for x in disabled):
         return "'disabled' is not a list of family names"

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
-    "LLM", "BaseLLM", "ChatMessage", "CompletionRequest", "LLMResponse", "LoadsWeights", "ScoresText",
-    "SlowSchemaDecoding", "log_response", "schema_by_default", "scores_text",
+    "LLM", "BaseLLM", "ChatMessage", "CompletionRequest", "LLMResponse", "LoadsWeights", "SamplesText", "ScoresText",
+    "SlowSchemaDecoding", "log_response", "samples_text", "schema_by_default", "scores_text",
 ]
 
 
@@ -69,13 +69,16 @@ class LLM(Protocol):
 
 @dataclass(frozen=True)
 class CompletionRequest:
-    """One call of :meth:`LLM.complete`, its arguments as a value: ``stop`` is ``None`` when empty."""
+    """One call of :meth:`LLM.complete`, its arguments as a value: ``stop`` is ``None`` when empty. ``seed``: the
+    sampler's seed of one of :meth:`SamplesText.sample`'s replies (``None``: the backend's own; :meth:`send` does
+    not pass it, the :class:`LLM` protocol has none)."""
 
     messages: tuple[ChatMessage, ...]
     json_schema: Mapping[str, Any] | None = None
     max_tokens: int = 256
     temperature: float = 0.0
     stop: tuple[str, ...] | None = None
+    seed: int | None = None
 
     @property
     def prompt(self) -> str:
@@ -166,3 +169,23 @@ def scores_text(llm: object) -> bool:
     if isinstance(said, bool):
         return said
     return isinstance(llm, ScoresText)
+
+
+@runtime_checkable
+class SamplesText(Protocol):
+    """A backend that samples replies by seed (the embedded llama.cpp model): ``sample(messages, seeds, *,
+    temperature, max_tokens)`` returns one reply per seed, sampled at ``temperature`` with that seed's random
+    numbers. The logits may round differently with the model's state (a prompt prefix reused or not), so the same
+    seed can give another reply; the call cache keeps each seed's first, which fixes them between runs. A wrapper
+    says with ``can_sample_text`` whether the model it wraps can."""
+
+    def sample(self, messages: Sequence[ChatMessage], seeds: Sequence[int], *, temperature: float,
+               max_tokens: int = 256) -> list[LLMResponse]: ...
+
+
+def samples_text(llm: object) -> bool:
+    """Whether ``llm`` samples replies by seed (:class:`SamplesText`), looking through wrappers that say so."""
+    said = getattr(llm, "can_sample_text", None)
+    if isinstance(said, bool):
+        return said
+    return isinstance(llm, SamplesText)

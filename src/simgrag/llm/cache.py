@@ -15,6 +15,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from simgrag.llm.base import (
     CompletionRequest,
     LLMResponse,
     LoadsWeights,
+    samples_text,
     schema_by_default,
     scores_text,
 )
@@ -135,6 +137,36 @@ class CachedLLM(BaseLLM):
         response = request.send(self.llm)
         self._put(key, response)
         return response
+
+    @property
+    def can_sample_text(self) -> bool:
+        """Whether the wrapped model samples replies by seed (:class:`~simgrag.llm.base.SamplesText`)."""
+        return samples_text(self.llm)
+
+    def sample(self, messages: Sequence[ChatMessage], seeds: Sequence[int], *, temperature: float,
+               max_tokens: int = 256) -> list[LLMResponse]:
+        """The wrapped model's seeded samples (:class:`~simgrag.llm.base.SamplesText`), cached one record per seed
+        (kept whatever ``cache_sampled`` says: a seed's reply is one the model gives, and keeping it fixes the
+        samples between runs); the seeds not cached go to the
+        model in one call. An :class:`~simgrag.errors.LLMError` when it cannot sample by seed."""
+        if not samples_text(self.llm):
+            raise LLMError(f"{self.name} cannot sample replies by seed (only the embedded llama.cpp model can)")
+        keys = [_record_key({"v": _KEY_VERSION, "llm": self.name, "messages": [[m.role, m.content] for m in messages],
+                             "max_tokens": max_tokens, "temperature": float(temperature), "seed": int(seed)})
+                for seed in seeds]
+        found: list[LLMResponse | None] = [self._get(key) for key in keys]
+        missing = [i for i, hit in enumerate(found) if hit is None]
+        self.hits += len(keys) - len(missing)
+        if missing:
+            self.misses += len(missing)
+            fresh = self.llm.sample(messages, [seeds[i] for i in missing],  # type: ignore[attr-defined]
+                                    temperature=temperature, max_tokens=max_tokens)
+            if len(fresh) != len(missing):
+                raise LLMError(f"{self.name} gave {len(fresh)} samples for {len(missing)} seeds")
+            for i, response in zip(missing, fresh, strict=True):
+                found[i] = response
+                self._put(keys[i], response)
+        return [replace(r, cached=i not in missing) for i, r in enumerate(found) if r is not None]
 
     @property
     def can_score_text(self) -> bool:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simgrag.config import cache_dir
-from simgrag.errors import LLMError, LLMResponseError, ModelError
+from simgrag.errors import ConfigError, LLMError, LLMResponseError, ModelError
 from simgrag.llm._llama_internals import (
     decode_greedy,
     decode_logits,
@@ -186,7 +186,8 @@ class LlamaCppLLM(BaseLLM):
             self._reuse_prefix(llama, prompt[:prefix_len], boundaries, hinted)
             self.decode_stats["prefix_s"] += time.perf_counter() - start
             kwargs: dict[str, Any] = {
-                "max_tokens": request.max_tokens, "temperature": request.temperature, "seed": self.seed,
+                "max_tokens": request.max_tokens, "temperature": request.temperature,
+                "seed": self.seed if request.seed is None else request.seed,
                 "stop": [*self._stop_strings(llama), *stop],
             }
             if request.json_schema is not None:
@@ -199,6 +200,18 @@ class LlamaCppLLM(BaseLLM):
         response = _to_response(result, latency, self.name, constrained=request.json_schema is not None)
         log_response(logger, self.name, response)
         return response
+
+    #: :class:`~simgrag.llm.base.SamplesText`: llama.cpp's sampler takes a seed per call
+    can_sample_text = True
+
+    def sample(self, messages: Sequence[ChatMessage], seeds: Sequence[int], *, temperature: float,
+               max_tokens: int = 256) -> list[LLMResponse]:
+        """One reply to ``messages`` per seed, sampled at ``temperature`` (:class:`~simgrag.llm.base.SamplesText`):
+        the prompt is evaluated once (its state reused), each reply decoded with its own seed."""
+        if temperature <= 0:
+            raise ConfigError(f"sampling needs a temperature above 0, got {temperature!r}")
+        return [self._complete(CompletionRequest(tuple(messages), None, max_tokens, float(temperature), None, seed))
+                for seed in seeds]
 
     #: :class:`~simgrag.llm.base.ScoresText`: the log-likelihood of a text is read off the model's logits
     can_score_text = True

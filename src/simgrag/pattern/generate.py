@@ -105,6 +105,22 @@ class PatternGenerator:
             raise PatternError("The question is empty")
         return self._run(question, self.prompt.messages(question, shot_scores), shot_scores)
 
+    def sample(self, question: str, seeds: Sequence[int], temperature: float) -> list[Pattern]:
+        """Patterns the LLM samples for ``question`` at ``temperature``, one per seed (the prompt :meth:`generate`
+        sends without shot scores; the LLM must sample by seed, :class:`~simgrag.llm.base.SamplesText`). A sample
+        that does not read as a pattern is left out (logged): samples are alternatives, not the answer."""
+        if not question or not question.strip():
+            raise PatternError("The question is empty")
+        replies = self.llm.sample(self.prompt.messages(question), seeds,  # type: ignore[attr-defined]
+                                  temperature=temperature, max_tokens=self.max_tokens)
+        out = []
+        for reply in replies:
+            try:
+                out.append(self._read(reply.text)[1])
+            except PatternError as exc:
+                logger.info("a sampled pattern for %r does not read: %s", question, _first_line(exc))
+        return out
+
     def revise(self, question: str, previous: str, reason: str,
                shot_scores: Sequence[float] | None = None) -> PatternResult:
         """A second pattern for ``question``, the LLM told what was wrong with its ``previous`` output

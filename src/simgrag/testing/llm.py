@@ -11,6 +11,8 @@ __all__ = ["FakeCall", "FakeLLM", "FakeLLMExhaustedError"]
 Script = Sequence["str | BaseException"] | Callable[[list[ChatMessage]], str]
 #: ``scores(prefix, condition, scored)`` → the log-likelihood a :class:`FakeLLM` gives ``scored``
 Scorer = Callable[[str, str, str], float]
+#: ``samples(messages, seed)`` → the reply a :class:`FakeLLM` samples with that seed
+Sampler = Callable[[list[ChatMessage], int], str]
 
 
 class FakeLLMExhaustedError(AssertionError):
@@ -30,14 +32,18 @@ class FakeLLM(BaseLLM):
     counts are word counts. ``calls`` records every call; running out raises
     :class:`FakeLLMExhaustedError`. With ``scores`` it also scores text
     (:class:`~simgrag.llm.base.ScoresText`): each ``(condition, scored)`` item gets ``scores(prefix, condition,
-    scored)``, recorded in ``scored``.
+    scored)``, recorded in ``scored``. With ``samples`` it samples by seed (:class:`~simgrag.llm.base.SamplesText`):
+    each seed's reply is ``samples(messages, seed)``, each call recorded in ``sampled`` (as a request with its seed).
     """
 
-    def __init__(self, responses: Script, *, name: str = "fake:scripted", scores: Scorer | None = None) -> None:
+    def __init__(self, responses: Script, *, name: str = "fake:scripted", scores: Scorer | None = None,
+                 samples: Sampler | None = None) -> None:
         self.name = name
         self.calls: list[FakeCall] = []
         self.scored: list[tuple[str, str, str]] = []
+        self.sampled: list[FakeCall] = []
         self._scores = scores
+        self._samples = samples
         self._fn = responses if callable(responses) else None
         self._script = [] if callable(responses) else list(responses)
 
@@ -57,6 +63,23 @@ class FakeLLM(BaseLLM):
         for condition, scored in items:
             self.scored.append((prefix, condition, scored))
             out.append(float(self._scores(prefix, condition, scored)))
+        return out
+
+    @property
+    def can_sample_text(self) -> bool:
+        """Whether this fake samples by seed (given ``samples``)."""
+        return self._samples is not None
+
+    def sample(self, messages: Sequence[ChatMessage], seeds: Sequence[int], *, temperature: float,
+               max_tokens: int = 256) -> list[LLMResponse]:
+        """``samples(messages, seed)`` per seed; an AssertionError without ``samples``."""
+        if self._samples is None:
+            raise AssertionError("this FakeLLM was made without samples= and cannot sample by seed")
+        out = []
+        for seed in seeds:
+            self.sampled.append(CompletionRequest(tuple(messages), None, max_tokens, temperature, None, seed))
+            text = self._samples(list(messages), seed)
+            out.append(LLMResponse(text=text, completion_tokens=len(text.split())))
         return out
 
     def score_replies(self, messages: Sequence[ChatMessage], replies: Sequence[str]) -> list[float]:
