@@ -191,3 +191,14 @@ def test_the_fit_offers_sampled_readings_only_where_they_answer_more(toy: IndexD
     assert fit.channel and "sampled" in fit.channel_readings
     plain = fit_grounding(toy, FakeLLM(greedy, scores=_scorer(1.0)), items, progress=False)
     assert with_samples not in plain.info["channel"]["tried"] and not plain.channel
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=80), st.sampled_from([
+    '{"triples": []}', '{"triples": [["a", "r"]]}', '{"triples": [["X", "r", "X"]]}', "null", "[1, 2", '{"triples": 5}',
+    json.dumps({"triples": [[f"UNKNOWN n {i}", "r", f"UNKNOWN n {i + 1}"] for i in range(40)]})])),
+    min_size=1, max_size=4))
+def test_any_sampled_text_is_a_pattern_or_left_out_never_a_crash(texts: list[str]) -> None:
+    llm = FakeLLM([], samples=lambda messages, seed: texts[(seed - 1) % len(texts)])
+    patterns = PatternGenerator(llm, "metaqa").sample(QUESTION, range(1, len(texts) + 1), 0.8)
+    assert len(patterns) <= len(texts) and all(p.triples() for p in patterns)
