@@ -167,8 +167,8 @@ def _movie(messages: Sequence[ChatMessage]) -> str:
 def test_the_fit_offers_sampled_readings_only_where_they_answer_more(toy: IndexDir,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The LLM writes `starred actors` for "who directed M?" and samples `directed by` with seed 2: only the set with
-    sampled readings fixes the four (of the sets without analogies), so it is the one stored; an LLM that cannot
-    sample is not tried with it."""
+    sampled readings fixes the four (of the sets without analogies), so it is the one stored; it is tried only when
+    asked (``sampled=True``, ``grounding fit --sampled``) and with an LLM that samples."""
     from simgrag.eval.fit_grounding import fit_grounding
     from simgrag.eval.runner import QAItem
     monkeypatch.setattr("simgrag.eval.fit_grounding.choose_stage", lambda *a, **k: "no_grounding")
@@ -182,15 +182,18 @@ def test_the_fit_offers_sampled_readings_only_where_they_answer_more(toy: IndexD
 
     items = [QAItem(q, answers) for q, answers in DIRECTED.items()]
     first = ("shorter", "named", "contracted", "longer")  # the toy's examples' analogies fix these questions too
-    monkeypatch.setattr("simgrag.eval.fit_grounding.READING_SETS", (first, (*first, "sampled")))
-    fit = fit_grounding(toy, FakeLLM(greedy, scores=_scorer(1.0), samples=sampler), items, progress=False)
+    monkeypatch.setattr("simgrag.eval.fit_grounding.READING_SETS", (first,))
+    fit = fit_grounding(toy, FakeLLM(greedy, scores=_scorer(1.0), samples=sampler), items, progress=False,
+                        sampled=True)
     tried = fit.info["channel"]["tried"]
     with_samples = "shorter,named,contracted,longer,sampled"
     assert tried[with_samples]["fixed"] == 4 and tried[with_samples]["on"]
     assert not tried["shorter,named,contracted,longer"]["on"]
     assert fit.channel and "sampled" in fit.channel_readings
-    plain = fit_grounding(toy, FakeLLM(greedy, scores=_scorer(1.0)), items, progress=False)
+    plain = fit_grounding(toy, FakeLLM(greedy, scores=_scorer(1.0)), items, progress=False, sampled=True)
     assert with_samples not in plain.info["channel"]["tried"] and not plain.channel
+    unasked = fit_grounding(toy, FakeLLM(greedy, scores=_scorer(1.0), samples=sampler), items, progress=False)
+    assert with_samples not in unasked.info["channel"]["tried"] and not unasked.channel  # off unless asked
 
 
 @settings(max_examples=60, deadline=None)

@@ -90,6 +90,10 @@ def grounding_fit(
         "--budget", min=0.0, help="seconds for the stage fit: once they would be passed, the optional trials (the "
                                   "per-family ablations, the channel's reading sets, …) are skipped and listed; "
                                   "the LLM's own patterns and every family always run")] = None,
+    sampled: Annotated[bool, typer.Option(
+        "--sampled/--no-sampled", help="also try the channel choice with the patterns the LLM samples for each "
+                                       "question (4 more LLM calls a question, ~3.5x a channel trial's time; kept "
+                                       "only where it answers more validation questions)")] = False,
     as_json: AsJson = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -118,7 +122,7 @@ def grounding_fit(
             items = load_qa_file(questions)
             fit = fit_grounding(index, model, items, examples=examples, pattern_options=options,
                                 progress=False if quiet else None, source=str(questions), calls_cache=calls,
-                                deadline_s=budget)
+                                deadline_s=budget, sampled=sampled)
             mode = fit_answer_mode(index, model, items, fit, examples=examples, pattern_options=options,
                                    progress=False if quiet else None, source=str(questions), calls_cache=calls)
             if not dry_run:

@@ -46,8 +46,8 @@ from simgrag.llm.counting import CountingLLM
 from simgrag.pipeline import SimGRAG
 from simgrag.progress import progress_on
 
-__all__ = ["SIGNIFICANCE", "STAGES", "Outcome", "choose_stage", "engine_options", "family_gains", "fit_answer_mode",
-           "fit_grounding", "fitted_config", "significant_gain", "versus"]
+__all__ = ["SAMPLED_SET", "SIGNIFICANCE", "STAGES", "Outcome", "choose_stage", "engine_options", "family_gains",
+           "fit_answer_mode", "fit_grounding", "fitted_config", "significant_gain", "versus"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,10 +83,12 @@ Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 #: (WorldCup2014 with 12 examples, 120 validation questions: with analogies 31 changes at margin 0, the same 5
 #: fixed only above a margin of 1.76 instead of 1.15)
 #: (a hop shorter and a hop longer, the small model's two slips of chain length, share the first set's margin)
-#: the last adds the patterns the LLM samples (:data:`~simgrag.grounding.channel.SAMPLES` more calls per question: tried
-#: last, kept only where it answers more than the sets without them)
-READING_SETS: tuple[tuple[str, ...], ...] = ((*FIRST_READINGS, "contracted", "longer"), READINGS,
-                                             (*FIRST_READINGS, "contracted", "longer", "sampled"))
+READING_SETS: tuple[tuple[str, ...], ...] = ((*FIRST_READINGS, "contracted", "longer"), READINGS)
+#: the set tried after them when the fit is asked to (``sampled=True``): the first with the patterns the LLM samples
+#: (:data:`~simgrag.grounding.channel.SAMPLES` more calls per question, ~3.5× a channel run's time). Not by default: on
+#: the KGs measured the fit kept it off (3 fixed, 0 broke on genealogy's 36 and WorldCup2014's 25 learned validation
+#: questions), for 4–7 minutes more of fitting (BENCHMARKS.md "Sampled readings")
+SAMPLED_SET: tuple[str, ...] = (*FIRST_READINGS, "contracted", "longer", "sampled")
 
 
 def fitted_config(fit: GroundingFit, llm: LLM, mode: str = "auto") -> Config:
@@ -299,7 +301,8 @@ def _runner(index: IndexDir, llm: LLM, items: Sequence[QAItem], examples: Any, p
 def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, examples: Any = None,
                   pattern_options: dict[str, Any] | None = None, progress: bool | None = None,
                   source: str = "validation questions", calls_cache: str | Path | None = None,
-                  on_step: Callable[[str], None] | None = None, deadline_s: float | None = None) -> GroundingFit:
+                  on_step: Callable[[str], None] | None = None, deadline_s: float | None = None,
+                  sampled: bool = False) -> GroundingFit:
     """The fitted stage for ``index``'s KG on ``items`` (module docstring); store it with
     :func:`~simgrag.grounding.fit.store_fit`. ``examples``/``pattern_options`` as the engine will use
     them (default: the index's examples); ``calls_cache``: the LLM call cache file the runs share (default: a
@@ -310,7 +313,8 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     first reached by :data:`FLOOR_SHARE` of the deadline (``info["offered"]``: how many were given); then, as time
     allows, the per-family ablations (a family not measured stays off), the fitted and pruned stages, the harm check
     of the default readings (unchecked, they stay on, as on an unfitted KG), the channel's reading sets. What was
-    skipped is listed under ``info["skipped"]``."""
+    skipped is listed under ``info["skipped"]``. ``sampled``: also try the channel with the patterns the LLM samples
+    (:data:`SAMPLED_SET`; off by default, its cost and what it did on the KGs measured there)."""
     if not items:
         raise DatasetError("no validation questions to fit the pattern stage on")
     t0 = time.perf_counter()
@@ -360,7 +364,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         # the families stored as off (with the stage off: those the fit did not keep, as before)
         stage_off = {"no_grounding": off, "fitted": off, "pruned": harmful, "every_family": ()}[choice]
         channel = _fit_channel(runner, llm, (choice != "no_grounding", stage_off, "auto", None), runs[choice],
-                               items, say)
+                               items, say, sampled=sampled)
         calls = counted.calls
     info = {"questions": len(everyone), "source": source, "hits": hits, "group_hits": groups,
             "versus_no_grounding": {k: list(v) for k, v in gains.items()}, "chosen": choice,
@@ -383,13 +387,13 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
 
 
 def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],
-                 say: Callable[[str], None]) -> dict[str, Any]:
+                 say: Callable[[str], None], *, sampled: bool = False) -> dict[str, Any]:
     """The channel choice (:mod:`simgrag.grounding.channel`) on top of the chosen stage ``config``: for each of
-    :data:`READING_SETS`, its margin and whether it answers more validation questions than the stage alone
-    (``base``) beyond chance and no group fewer; the set with the largest gain of those (ties: the simpler) is
-    the one stored, with what each set did under ``"tried"``. Their longer readings carry the direct score
-    (:class:`~simgrag.grounding.channel.ChannelChoice` adds it wherever longer readings are offered), so no separate
-    trial with it runs."""
+    :data:`READING_SETS` (and, with ``sampled`` and an LLM that samples by seed, :data:`SAMPLED_SET`), its margin
+    and whether it answers more validation questions than the stage alone (``base``) beyond chance and no group
+    fewer; the set with the largest gain of those (ties: the simpler) is the one stored, with what each set did
+    under ``"tried"``. Their longer readings carry the direct score (:class:`~simgrag.grounding.channel.ChannelChoice`
+    adds it wherever longer readings are offered), so no separate trial with it runs."""
     if not scores_text(llm):
         return {"on": False, "why": f"{llm.name} cannot score text"}
     n = len(base)
@@ -403,9 +407,8 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     else:  # as on a KG never fitted
         checked = {"on": True, "margin": MARGIN, "why": "not checked: the fit's time ran out"}
     tried: dict[str, dict[str, Any]] = {}
-    for kinds in READING_SETS:
-        if "sampled" in kinds and not samples_text(llm):  # it would offer nothing the set without it does not
-            continue
+    sets = (*READING_SETS, SAMPLED_SET) if sampled and samples_text(llm) else READING_SETS
+    for kinds in sets:
         if not runner.affords(n, _kind((*config[:3], (0.0, kinds))),
                               f"the channel choice with readings {', '.join(kinds)}"):
             break
