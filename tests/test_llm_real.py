@@ -124,8 +124,12 @@ def test_embedded_model_samples_one_reply_per_seed(local_llm: LlamaCppLLM) -> No
     greedy = local_llm.complete(chat, max_tokens=6, temperature=0.0).text
     cold = local_llm.sample(chat, [5, 6], temperature=0.01, max_tokens=6)
     assert [r.text for r in cold] == [greedy, greedy]
-    with pytest.raises(ConfigError, match="temperature above 0"):
-        local_llm.sample(chat, [1], temperature=0.0)
+    for temperature in (0.0, float("nan")):
+        with pytest.raises(ConfigError, match="temperature above 0"):
+            local_llm.sample(chat, [1], temperature=temperature)
+    for seed in (-1, 2**32, 1.5, True):
+        with pytest.raises(ConfigError, match="seeds must be integers"):
+            local_llm.sample(chat, [seed], temperature=0.8)  # type: ignore[list-item]
 
 
 def test_the_channel_prefers_the_pattern_the_question_asks_with_the_real_model(local_llm: LlamaCppLLM) -> None:

@@ -32,7 +32,8 @@ questions than it fixed (:func:`fit_margin`).
 And the LLM's own alternatives: :data:`SAMPLES` patterns it samples for the question at
 :data:`SAMPLE_TEMPERATURE` (fixed seeds; :func:`sampled_readings`) — "X's husband" written greedily with ``father``
 is sampled with ``spouse`` or ``husband`` too; these cost :data:`SAMPLES` more LLM calls per question, so they are
-offered only where a KG's fit finds they answer more than the readings without them (not in :data:`READINGS`).
+not in :data:`READINGS`: offered where asked for, or where a fit asked to try them (``simgrag grounding fit
+--sampled``) found they answer more than the readings without them.
 
 A longer or sampled reading's score adds the other direction (the *direct* score), the model's own log P(pattern |
 the pattern prompt) against its own pattern's: a hop the LLM did not write must explain the question *and* be one it
@@ -417,7 +418,7 @@ class ChannelChoice:
         # longer readings always carry the direct score: on the channel's word alone they add hops the question does
         # not ask (WorldCup2014's file, fitted with them and without it: 3 conjunctive questions lost a club hop)
         self.extensions = extensions if "longer" in readings else None
-        # the LLM's own alternatives: only where it samples by seed (the same samples every run, cached like calls)
+        # the LLM's own alternatives: only where it samples by seed (fixed seeds; the call cache keeps their replies)
         self.sampled = "sampled" in readings and samples_text(llm)
         if "sampled" in readings and not self.sampled:
             logger.warning("%s cannot sample by seed: the channel choice offers no sampled readings", llm.name)

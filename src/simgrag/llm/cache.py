@@ -147,8 +147,8 @@ class CachedLLM(BaseLLM):
                max_tokens: int = 256) -> list[LLMResponse]:
         """The wrapped model's seeded samples (:class:`~simgrag.llm.base.SamplesText`), cached one record per seed
         (kept whatever ``cache_sampled`` says: a seed's reply is one the model gives, and keeping it fixes the
-        samples between runs); the seeds not cached go to the
-        model in one call. An :class:`~simgrag.errors.LLMError` when it cannot sample by seed."""
+        samples between runs); the seeds not cached go to the model in one call. An :class:`~simgrag.errors.LLMError`
+        when it cannot sample by seed."""
         if not samples_text(self.llm):
             raise LLMError(f"{self.name} cannot sample replies by seed (only the embedded llama.cpp model can)")
         keys = [_record_key({"v": _KEY_VERSION, "llm": self.name, "messages": [[m.role, m.content] for m in messages],

@@ -208,8 +208,11 @@ class LlamaCppLLM(BaseLLM):
                max_tokens: int = 256) -> list[LLMResponse]:
         """One reply to ``messages`` per seed, sampled at ``temperature`` (:class:`~simgrag.llm.base.SamplesText`):
         the prompt is evaluated once (its state reused), each reply decoded with its own seed."""
-        if temperature <= 0:
+        if not temperature > 0:  # NaN too
             raise ConfigError(f"sampling needs a temperature above 0, got {temperature!r}")
+        bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**32]
+        if bad:  # llama.cpp's seeds are 32-bit; its -1 means "random", which no cache could keep
+            raise ConfigError(f"sampling seeds must be integers in [0, 2**32), got {bad[:3]!r}")
         return [self._complete(CompletionRequest(tuple(messages), None, max_tokens, float(temperature), None, seed))
                 for seed in seeds]
 
