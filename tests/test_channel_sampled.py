@@ -168,7 +168,7 @@ def test_the_fit_offers_sampled_readings_only_where_they_answer_more(toy: IndexD
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The LLM writes `starred actors` for "who directed M?" and samples `directed by` with seed 2: only the set with
     sampled readings fixes the four (of the sets without analogies), so it is the one stored; it is tried only when
-    asked (``sampled=True``, ``grounding fit --sampled``) and with an LLM that samples."""
+    asked (``sampled=True``, ``grounding fit --llm-samples``) and with an LLM that samples."""
     from simgrag.eval.fit_grounding import fit_grounding
     from simgrag.eval.runner import QAItem
     monkeypatch.setattr("simgrag.eval.fit_grounding.choose_stage", lambda *a, **k: "no_grounding")
@@ -205,3 +205,30 @@ def test_any_sampled_text_is_a_pattern_or_left_out_never_a_crash(texts: list[str
     llm = FakeLLM([], samples=lambda messages, seed: texts[(seed - 1) % len(texts)])
     patterns = PatternGenerator(llm, "metaqa").sample(QUESTION, range(1, len(texts) + 1), 0.8)
     assert len(patterns) <= len(texts) and all(p.triples() for p in patterns)
+
+
+def test_the_grounding_fit_command_tries_sampled_readings_only_with_llm_samples(
+        toy: IndexDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import simgrag.eval.fit_grounding as fitting
+    import simgrag.llm.registry as registry
+    from simgrag.cli import app
+
+    asked: list[bool] = []
+    real = fitting.fit_grounding
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        asked.append(kwargs.get("sampled", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fitting, "fit_grounding", spy)
+    monkeypatch.setattr(registry, "resolve_llm", lambda spec, **_: FakeLLM(_greedy, samples=_sampler))
+    questions = tmp_path / "val.jsonl"
+    questions.write_text("".join(json.dumps({"question": q, "answers": list(a)}) + "\n" for q, a in DIRECTED.items()),
+                         encoding="utf-8")
+    base = ["grounding", "fit", str(toy.path), "--questions", str(questions), "--llm", "openai:x", "--dry-run", "-q"]
+    for flags, expected in (([], False), (["--llm-samples"], True)):
+        result = CliRunner().invoke(app, [*base, *flags])
+        assert result.exit_code == 0, result.output
+        assert asked[-1] is expected

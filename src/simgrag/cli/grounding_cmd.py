@@ -91,9 +91,9 @@ def grounding_fit(
                                   "per-family ablations, the channel's reading sets, …) are skipped and listed; "
                                   "the LLM's own patterns and every family always run")] = None,
     sampled: Annotated[bool, typer.Option(
-        "--sampled/--no-sampled", help="also try the channel choice with the patterns the LLM samples for each "
-                                       "question (4 more LLM calls a question, ~3.5x a channel trial's time; kept "
-                                       "only where it answers more validation questions)")] = False,
+        "--llm-samples/--no-llm-samples",
+        help="also try the channel choice with the patterns the LLM samples for each question (4 more LLM calls a "
+             "question, ~3.5x a channel trial's time; kept only where it answers more validation questions)")] = False,
     as_json: AsJson = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:

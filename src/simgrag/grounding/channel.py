@@ -33,7 +33,7 @@ And the LLM's own alternatives: :data:`SAMPLES` patterns it samples for the ques
 :data:`SAMPLE_TEMPERATURE` (fixed seeds; :func:`sampled_readings`) — "X's husband" written greedily with ``father``
 is sampled with ``spouse`` or ``husband`` too; these cost :data:`SAMPLES` more LLM calls per question, so they are
 not in :data:`READINGS`: offered where asked for, or where a fit asked to try them (``simgrag grounding fit
---sampled``) found they answer more than the readings without them.
+--llm-samples``) found they answer more than the readings without them.
 
 A longer or sampled reading's score adds the other direction (the *direct* score), the model's own log P(pattern |
 the pattern prompt) against its own pattern's: a hop the LLM did not write must explain the question *and* be one it
