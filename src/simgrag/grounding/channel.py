@@ -441,13 +441,13 @@ class ChannelChoice:
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)
         readings = _distinct(readings)  # a copy at a leaf is a shorter and a contracted reading
-        if not readings and not (self.sampled and result.attempts > 0):
+        sampling = self.sampled and result.attempts > 0  # alternatives the LLM writes: not where no LLM wrote
+        if not readings and not sampling:
             return result
         extra: dict[int, float] = {}  # reading → its direct score against the LLM's own pattern
         try:  # the direct score first: the model's context still holds the pattern prompt it just answered
-            if self.sampled and result.attempts > 0:  # alternatives the LLM itself writes: not where no LLM wrote
-                seeds = range(1, SAMPLES + 1)
-                sampled = self.generator.sample(text, seeds, SAMPLE_TEMPERATURE)
+            if sampling:
+                sampled = self.generator.sample(text, range(1, SAMPLES + 1), SAMPLE_TEMPERATURE)
                 readings = _distinct([*readings, *sampled_readings(triples, [p.triples() for p in sampled],
                                                                    self.limit)])
                 if not readings:
