@@ -60,7 +60,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,10 +135,17 @@ MIN_FIT_QUESTIONS = 8
 #: learning calls of 17.5 s each: 0.54). Genealogy's fit on 20 questions took 0.88 of a call each; 0.9 with a 0.45
 #: reserve left WorldCup2014 4 shots of its own in the budget, and it lost 9 points on 1-hop (BENCHMARKS.md)
 FIT_QUESTION_SHARE = 0.55
-#: ... and the time kept for it is at most this share of the budget
-FIT_RESERVE_SHARE = 0.3
+#: ... and the time kept for it is at most this share of the budget (this one when more validation questions were
+#: asked for: a fit on all of them is what they are for)
+FIT_RESERVE_SHARE, MORE_FIT_RESERVE_SHARE = 0.3, 0.7
 #: samples drawn per sample wanted: the KG check and the screen drop some
 DRAW_FACTOR = 3
+#: added to the seed for the samples of validation questions asked beyond ``target_validation``
+#: (``LearnSettings.more_validation``): drawn in rounds of this many per shape, round ``r`` from seed + offset + r,
+#: so that asking for more extends the list of a run that asked for fewer
+MORE_VALIDATION_SEED, MORE_VALIDATION_ROUND = 104_729, 8
+#: rounds tried before a KG counts as having no more distinct samples to give
+MORE_VALIDATION_ROUNDS = 64
 #: the KG check's search (the engine's default search, three subgraphs)
 CHECK = RetrievalSettings(k=3)
 #: output tokens allowed per question asked, and per call
@@ -146,11 +153,14 @@ TOKENS_PER_QUESTION = 40
 TOKENS_PER_CALL = 40
 
 
-def default_budget(relations: int) -> float:
+def default_budget(relations: int, more_validation: int = 0) -> float:
     """The learning's default time budget in seconds for a KG of ``relations`` relations (see
-    :data:`SMALL_KG_RELATIONS`)."""
+    :data:`SMALL_KG_RELATIONS`), grown in proportion for ``more_validation`` questions beyond the default ones
+    (each costs about what a default shot or question and its share of the fit cost)."""
     share = (relations - SMALL_KG_RELATIONS) / (LARGE_KG_RELATIONS - SMALL_KG_RELATIONS)
-    return SMALL_KG_BUDGET_S + min(max(share, 0.0), 1.0) * (LARGE_KG_BUDGET_S - SMALL_KG_BUDGET_S)
+    base = SMALL_KG_BUDGET_S + min(max(share, 0.0), 1.0) * (LARGE_KG_BUDGET_S - SMALL_KG_BUDGET_S)
+    default = LearnSettings()
+    return base * (1.0 + max(0, more_validation) / (default.shots + default.target_validation))
 
 
 @dataclass(frozen=True)
@@ -170,6 +180,12 @@ class LearnSettings:
     (:func:`~simgrag.bootstrap.compose.composed_question`: each triple said, the way the KG runs it) with no LLM
     call, not the LLM's question for it (off: the module docstring, step 5).
 
+    ``more_validation``: validation questions wanted beyond ``target_validation`` — for a fit that can tell smaller
+    gains from chance. Once the shots are full they come from the samples a run without them would not have asked,
+    then from samples of their own random stream (:data:`MORE_VALIDATION_SEED`; never a shot, none with a shot's
+    triples), so the shots and the first ``target_validation`` questions stay those of a run without them and a
+    progress log is resumed whatever it is (a bound, like the budget).
+
     ``fit_questions``: the validation questions a fit after learning wants time for (0: none). Once the
     validation holds :data:`MIN_FIT_QUESTIONS` questions, learning stops writing questions that much time
     early (:meth:`fit_reserve_s`; at most :data:`FIT_RESERVE_SHARE` of the budget), so that the same budget
@@ -184,6 +200,7 @@ class LearnSettings:
     samples_per_call: int = 4
     questions_per_sample: int = 2
     target_validation: int = 24
+    more_validation: int = 0
     shots: int = 12
     seed: int = 0
     max_answers: int = 10
@@ -203,25 +220,32 @@ class LearnSettings:
         counts = {"samples_per_call": self.samples_per_call, "questions_per_sample": self.questions_per_sample,
                   "shots": self.shots, "max_answers": self.max_answers, "kinds_per_call": self.kinds_per_call}
         low = {k: v for k, v in counts.items() if v < 1}
-        if low or self.target_validation < 0:
-            raise ConfigError(f"learning settings must be at least 1 (target_validation at least 0); got "
-                              f"{low or {'target_validation': self.target_validation}}")
+        negative = {k: v for k, v in (("target_validation", self.target_validation),
+                                      ("more_validation", self.more_validation)) if v < 0}
+        if low or negative:
+            raise ConfigError(f"learning settings must be at least 1 (target_validation and more_validation at "
+                              f"least 0); got {low or negative}")
 
     def logged(self) -> dict[str, Any]:
         """The settings that decide what is made, as the progress log records them (not the bounds; the
         excluded names as a count and digest)."""
         digest = hashlib.sha256("\n".join(sorted(self.exclude)).encode()).hexdigest()[:16]
         kept = {k: v for k, v in asdict(self).items()
-                if k not in ("budget_s", "max_llm_calls", "exclude", "fit_questions")}
+                if k not in ("budget_s", "max_llm_calls", "exclude", "fit_questions", "more_validation")}
         return {**kept, "shapes": list(self.shapes), "shot_shapes": list(self.shot_shapes),
                 "exclude": f"{len(self.exclude)} names, sha256 {digest}" if self.exclude else None}
 
     def wanted_samples(self) -> int:
-        """Samples that must keep a question to fill the shots and the validation questions."""
+        """Samples that must keep a question to fill the shots and the first ``target_validation`` questions."""
         return self.shots + math.ceil(self.target_validation / self.questions_per_sample)
 
+    @property
+    def validation_questions(self) -> int:
+        """All the validation questions wanted: ``target_validation`` + ``more_validation``."""
+        return self.target_validation + self.more_validation
+
     def full(self, shots: int, validation: int) -> bool:
-        return shots >= self.shots and validation >= self.target_validation
+        return shots >= self.shots and validation >= self.validation_questions
 
     def fit_reserve_s(self, seconds_per_call: float, validation: int) -> float:
         """Seconds of the budget kept for the fit after learning, given the mean question call so far and
@@ -229,7 +253,8 @@ class LearnSettings:
         if self.fit_questions <= 0 or validation < MIN_FIT_QUESTIONS:
             return 0.0
         wanted = min(self.fit_questions, validation) * FIT_QUESTION_SHARE * seconds_per_call
-        return min(FIT_RESERVE_SHARE * self.budget_s, wanted)
+        share = MORE_FIT_RESERVE_SHARE if self.more_validation else FIT_RESERVE_SHARE
+        return min(share * self.budget_s, wanted)
 
 
 @dataclass(frozen=True)
@@ -294,7 +319,8 @@ def expected_llm_calls(index: IndexDir, settings: LearnSettings) -> int:
     if relations > MAX_LISTED_RELATIONS:  # typed as the samples need them: at most a few per sample
         relations = min(relations, 2 * settings.wanted_samples())
     kinds = math.ceil(relations / settings.kinds_per_call)
-    asked = math.ceil(settings.wanted_samples() / KEEP_RATE / settings.samples_per_call)
+    wanted = settings.wanted_samples() + math.ceil(settings.more_validation / settings.questions_per_sample)
+    asked = math.ceil(wanted / KEEP_RATE / settings.samples_per_call)
     calls = kinds + asked
     return calls if settings.max_llm_calls is None else min(calls, settings.max_llm_calls)
 
@@ -319,17 +345,24 @@ class _Split:
     seen: set[str] = field(default_factory=set)
 
     def role(self, shape: str, relations: Sequence[str], settings: LearnSettings,
-             middles: Sequence[str] = ()) -> str | None:
+             middles: Sequence[str] = (), *, more: bool = False) -> str | None:
         """Where a sample with kept questions goes (module docstring, step 5); ``None``: both are full. A sample
         brings something new with a shape, a relation, or a kind of *middle* node (an unknown node that is not
         the answer) that the shots lack: "What country does X play in?" walks X's team, where the shots so far
-        went through people only — the shot that teaches a chain through that kind of node."""
+        went through people only — the shot that teaches a chain through that kind of node. ``more``: a sample
+        drawn for ``more_validation`` only (never a shot). The questions beyond ``target_validation`` are taken
+        only once the shots are full, so the shots are those of a run without them."""
+        wanted = settings.validation_questions
+        if more:
+            return "validation" if len(self.validation) < wanted else None
         room = self.regular(settings) < settings.shots
         if room and self.brings(shape, relations, middles):
             return "shot"
         if len(self.validation) < settings.target_validation:
             return "validation"
-        return "shot" if room else None
+        if room:
+            return "shot"
+        return "validation" if len(self.validation) < wanted else None
 
     def regular(self, settings: LearnSettings) -> int:
         """How many shots are of the sampled shapes (the shot-only shapes' shots come on top of ``settings.shots``)."""
@@ -379,6 +412,35 @@ def middle_kinds(sample: Sample, triples: Sequence[Sequence[str]]) -> list[str]:
     return sorted(set(kinds.values()))
 
 
+def _one_walk(sample: Sample) -> bool:
+    """Whether no relation is walked twice by ``sample``."""
+    return len({e.relation for e in sample.edges}) == len(sample.edges)
+
+
+def _more_samples(store: Any, settings: LearnSettings, drawn: Sequence[Sample], skip: Collection[str]) -> list[Sample]:
+    """The samples for ``settings.more_validation`` (:data:`MORE_VALIDATION_SEED`): rounds of
+    :data:`MORE_VALIDATION_ROUND` per shape until :data:`DRAW_FACTOR` times the samples they need are found, none
+    with the triples of a sample in ``drawn`` (a shot among them) or of an earlier one; asking for more extends the
+    list asked for fewer."""
+    if settings.more_validation <= 0:
+        return []
+    wanted = DRAW_FACTOR * math.ceil(settings.more_validation / settings.questions_per_sample)
+    seen = {frozenset(e.triple_id for e in s.edges) for s in drawn}
+    found: list[Sample] = []
+    for round_ in range(MORE_VALIDATION_ROUNDS):
+        if len(found) >= wanted:
+            break
+        for sample in sample_subgraphs(store, settings.shapes, MORE_VALIDATION_ROUND,
+                                       seed=settings.seed + MORE_VALIDATION_SEED + round_,
+                                       max_answers=settings.max_answers, exclude=settings.exclude,
+                                       skip_relations=skip):
+            key = frozenset(e.triple_id for e in sample.edges)
+            if key not in seen and _one_walk(sample):
+                seen.add(key)
+                found.append(sample)
+    return found[:wanted]
+
+
 def _interleaved(drawn: Sequence[Sample], extra: Sequence[Sample], every: int, take: int) -> list[Sample]:
     """``drawn`` with ``take`` samples of ``extra`` after each ``every`` of them (the rest of either at the end)."""
     out: list[Sample] = []
@@ -419,7 +481,10 @@ class _Learn:
             drawn = _interleaved(drawn, extra, len(settings.shapes), len(settings.shot_shapes))
         # a relation walked twice ("the departments in the building of Security's department") reads as one hop
         # to a small model and to the judge alike: such samples make wrong questions, not examples
-        self.samples = [s for s in drawn if len({e.relation for e in s.edges}) == len(s.edges)]
+        self.samples = [s for s in drawn if _one_walk(s)]
+        #: the samples from here on are drawn for ``more_validation`` only
+        self.first_more = len(self.samples)
+        self.samples += _more_samples(store, settings, drawn, self.twins)
         if not self.samples:
             raise ConfigError(f"No subgraph of the shapes {', '.join(settings.shapes)} could be sampled from this KG "
                               f"with at most {settings.max_answers} answers")
@@ -466,7 +531,8 @@ class _Learn:
                                               allow=self.may_call):
                 return
             shot_only = sample.shape in self.settings.shot_shapes
-            composes = (shot_only or self.settings.composed_shots) and self.wants_shot(sample)
+            composes = ((shot_only or self.settings.composed_shots) and i < self.first_more
+                        and self.wants_shot(sample))
             if shot_only and not composes:
                 continue
             why = self.check(sample)
@@ -597,7 +663,8 @@ class _Learn:
         kept = any(q["kept"] for q in questions)
         triples = self.triples(sample)
         middles = middle_kinds(sample, triples)
-        role = self.split.role(sample.shape, relations, self.settings, middles) if kept else None
+        more = i >= self.first_more
+        role = self.split.role(sample.shape, relations, self.settings, middles, more=more) if kept else None
         row = {"index": i, "shape": sample.shape, "sample": sample.to_dict(), "triples": triples,
                "questions": questions, "role": role, "middles": middles}
         composed = composed_question(triples) if role == "shot" and self.settings.composed_shots else None
@@ -699,7 +766,7 @@ def learn_examples(index: IndexDir, llm: LLM, out_dir: str | Path, settings: Lea
     run = _Learn(index, counted, settings, log, out_dir, t0)
     logger.info("learning examples and validation questions for %s: about %d LLM calls, at most %.0f s",
                 index.path, expected_llm_calls(index, settings), settings.budget_s)
-    total = settings.shots + settings.target_validation
+    total = settings.shots + settings.validation_questions
     bar = tqdm(total=total, initial=min(total, len(run.split.shots) + len(run.split.validation)), unit="question",
                desc="learning examples", disable=not progress_on(progress))
     try:

@@ -268,16 +268,16 @@ LearnBudget = Annotated[float | None, typer.Option(
 DEFAULT_LEARN_BUDGET: float | None = None  # from the KG's relations (simgrag.bootstrap.learn.default_budget)
 
 
-def learn_budget_for(index_dir: Path, budget: float | None) -> float:
+def learn_budget_for(index_dir: Path, budget: float | None, more_validation: int = 0) -> float:
     """``budget``, or the default for the index's KG (:func:`~simgrag.bootstrap.learn.default_budget` of its
-    relations, read from the manifest)."""
+    relations, read from the manifest, and of the validation questions asked for beyond the default)."""
     if budget is not None:
         return budget
     from simgrag.bootstrap.learn import default_budget
     from simgrag.index.attach import read_manifest_json
 
     relations = (read_manifest_json(index_dir).get("kg") or {}).get("relations")
-    return default_budget(int(relations) if isinstance(relations, int) else 0)
+    return default_budget(int(relations) if isinstance(relations, int) else 0, more_validation)
 
 Deadline = Annotated[float | None, typer.Option("--deadline", help="seconds of graph search before the best matches "
                                                                   "so far are returned (default 10; inf: none)")]

@@ -51,6 +51,15 @@ Composed3Hop = Annotated[bool, typer.Option(
                                   "rule from their pattern, with no LLM call (\"What is the profession of the father "
                                   "of the father of X?\"); off by default: it helped a genealogy KG's 2/3-hop "
                                   "questions and cost WorldCup2014's 2-hop ones (BENCHMARKS.md)")]
+ValidationQuestions = Annotated[int | None, typer.Option(
+    "--validation-questions", min=1,
+    help="validation questions to learn and fit on (default 24); more let the fit tell smaller gains from chance "
+         "(with 24, paraphrase pairs, it keeps a setting only at 4 net fixes). Beyond 24 they are added to what a run "
+         "made (the shots stay), and the default --learn-budget grows with them (~10 s each on 2 cores)")]
+LLMSamples = Annotated[bool, typer.Option(
+    "--llm-samples/--no-llm-samples",
+    help="the fit also tries the channel choice with the patterns the LLM samples (as `simgrag grounding fit "
+         "--llm-samples`; ~3.5x a channel trial's time)")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="replace examples the index has that were not learnt "
                                                              "(an attached file of your own)")]
 
@@ -71,7 +80,7 @@ def learning_llm(choice: LLMChoice) -> LLM:
 
 
 def run_learning(index_dir: Path, model: LLM, settings: LearnSettings, *, fit: bool = True, resume: bool = True,
-                 say: Console = out, progress: bool | None = None) -> LearnKGReport:
+                 say: Console = out, progress: bool | None = None, sampled: bool = False) -> LearnKGReport:
     """Say what learning ``index_dir`` is expected to take, learn, and say what it made."""
     from simgrag.eval.learn import expected_seconds, learn_kg
     from simgrag.index.directory import open_index_dir
@@ -80,7 +89,7 @@ def run_learning(index_dir: Path, model: LLM, settings: LearnSettings, *, fit: b
     say.print(f"Learning the examples and validation questions of {index_dir} with {model.name}: about {calls} LLM "
               f"calls, ~{_duration(seconds)} expected, at most {_duration(settings.budget_s)} (--learn-budget).",
               highlight=False, markup=False)
-    report = learn_kg(index_dir, model, settings, progress=progress, fit=fit, resume=resume)
+    report = learn_kg(index_dir, model, settings, progress=progress, fit=fit, resume=resume, sampled=sampled)
     for line in report.lines(settings.budget_s):
         say.print(line, highlight=False, markup=False)
     return report
@@ -131,6 +140,17 @@ def ready_index(index_dir: Path, choice: LLMChoice, budget: float | None) -> tup
     return open_index_dir(index_dir), model
 
 
+def validation_split(wanted: int | None) -> tuple[int, int]:
+    """``--validation-questions`` as (``target_validation``, ``more_validation``): up to the default, fewer
+    questions (a run with other samples); beyond it, the default ones and more on top (the same shots)."""
+    from simgrag.bootstrap.learn import LearnSettings
+
+    default = LearnSettings().target_validation
+    if wanted is None:
+        return default, 0
+    return min(wanted, default), max(0, wanted - default)
+
+
 @app.command()
 @llm_options
 def learn(
@@ -143,6 +163,8 @@ def learn(
     resume: LearnResume = True,
     overwrite: Overwrite = False,
     composed_3hop_shots: Composed3Hop = False,
+    validation_questions: ValidationQuestions = None,
+    sampled: LLMSamples = False,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Learn the KG's own few-shot examples and validation questions with the LLM (a few batched calls, within
@@ -157,11 +179,13 @@ def learn(
         if own is not None and not own.get("learned") and not overwrite:
             raise ConfigError(f"{index_dir} has examples of its own ({own.get('source')}); learning would replace "
                               "them: pass --overwrite to do so")
-        budget = _common.learn_budget_for(index_dir, learn_budget)
+        target, more = validation_split(validation_questions)
+        budget = _common.learn_budget_for(index_dir, learn_budget, more)
         settings = LearnSettings(budget_s=budget, max_llm_calls=max_llm_calls, seed=seed,
-                                 shot_shapes=("3hop",) if composed_3hop_shots else ())
+                                 shot_shapes=("3hop",) if composed_3hop_shots else (), target_validation=target,
+                                 more_validation=more)
         report = run_learning(index_dir, learning_llm(llm), settings, fit=fit, resume=resume,
-                              say=console if as_json else out, progress=False if quiet else None)
+                              say=console if as_json else out, progress=False if quiet else None, sampled=sampled)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     if as_json:

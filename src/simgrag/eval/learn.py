@@ -118,16 +118,19 @@ class LearnKGReport:
 
 
 def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = None, *,
-             progress: bool | None = None, fit: bool = True, resume: bool = True) -> LearnKGReport:
+             progress: bool | None = None, fit: bool = True, resume: bool = True,
+             sampled: bool = False) -> LearnKGReport:
     """Learn the examples and validation questions of the index ``index_dir``, attach them, fit the pattern
-    stage on them (``fit``) and record the cost (module docstring). ``settings.budget_s`` bounds the whole
-    run. Raises :class:`~simgrag.errors.ConfigError` when no example was kept (the progress is kept: run
-    again to go on), and LLM errors as they come."""
+    stage on them (``fit``; ``sampled``: the fit also tries the patterns the LLM samples,
+    :func:`~simgrag.eval.fit_grounding.fit_grounding`) and record the cost (module docstring).
+    ``settings.budget_s`` bounds the whole run. Raises :class:`~simgrag.errors.ConfigError` when no example was
+    kept (the progress is kept: run again to go on), and LLM errors as they come."""
     settings = settings or LearnSettings()
     root, t0 = Path(index_dir), time.perf_counter()
     counted = CountingLLM(llm)
-    if fit and settings.fit_questions == 0:  # learning keeps time for the fit
-        settings = replace(settings, fit_questions=FIT_QUESTIONS)
+    if fit and settings.fit_questions == 0:  # learning keeps time for the fit (on all the questions asked for beyond
+        settings = replace(settings, fit_questions=settings.validation_questions  # the default: what they are for)
+                           if settings.more_validation else FIT_QUESTIONS)
     learned = learn_examples(open_index_dir(root), counted, learn_dir(root), settings, progress=progress,
                              resume=resume)
     if learned.examples_file is None:
@@ -140,7 +143,7 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
     if learned.validation_file is not None:
         attach_file(root, "validation", learned.validation_file,
                     info={"questions": learned.validation, "learned": True, "llm": counted.name})
-    fitted, note, used = _fit(root, counted, learned, settings, t0, fit, progress)
+    fitted, note, used = _fit(root, counted, learned, settings, t0, fit, progress, sampled)
     seconds = round(time.perf_counter() - t0, 1)
     report = LearnKGReport(root, learned, fitted, note, used, seconds, counted.calls, round(peak_rss_mb(), 1))
     _record(root, report, counted.name)
@@ -148,9 +151,10 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
 
 
 def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSettings, t0: float, fit: bool,
-         progress: bool | None) -> tuple[GroundingFit | None, str, int]:
+         progress: bool | None, sampled: bool = False) -> tuple[GroundingFit | None, str, int]:
     """The fit on the validation questions the budget leaves time for; its note and question count."""
-    command = f"simgrag grounding fit {root} --questions {learned.validation_file}"
+    command = (f"simgrag grounding fit {root} --questions {learned.validation_file}"
+               + (" --llm-samples" if sampled else ""))
     if not fit:
         return None, "Pattern stage not fitted (--no-fit): every edit family runs.", 0
     if learned.validation_file is None:
@@ -171,7 +175,8 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
         calls = Path(tmp) / "calls.sqlite"  # the answer-mode fit reuses the stage fit's pattern calls
         started = time.perf_counter()
         found = fit_grounding(index, llm, chosen, progress=progress, source="bootstrapped validation",
-                              calls_cache=calls, deadline_s=max(0.0, settings.budget_s - (time.perf_counter() - t0)))
+                              calls_cache=calls, deadline_s=max(0.0, settings.budget_s - (time.perf_counter() - t0)),
+                              sampled=sampled)
         found = replace(found, info={**found.info, "learned": True})
         n = int(found.info.get("questions", n))  # the deadline may have reached fewer: the first n, asked in order
         if n < MIN_FIT_QUESTIONS:
