@@ -472,6 +472,25 @@ def test_a_gain_must_be_more_than_chance() -> None:
     assert choose_stage(hits) == "fitted" and choose_stage(hits, gains=gains) == "no_grounding"
 
 
+def test_paraphrases_of_one_sample_count_once_in_the_sign_test(tmp_path: Path) -> None:
+    from simgrag.eval.fit_grounding import Outcome, versus
+    from simgrag.eval.runner import QAItem, load_qa_file
+
+    rows = [{"question": f"q{i}", "answers": ["a"], "group": "1hop", "sample": i // 2} for i in range(8)]
+    rows.append({"question": "mine", "answers": ["b"]})  # a question of the user's own: its own cluster
+    path = tmp_path / "validation.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    items = load_qa_file(path)
+    assert [i.cluster for i in items] == ["0", "0", "1", "1", "2", "2", "3", "3", None]
+    floor = {i: Outcome(False) for i in range(9)} | {6: Outcome(True), 7: Outcome(True)}
+    # samples 0 and 1: both wordings fixed; sample 2: one fixed, one broke (net 0); sample 3: both broke; "mine" fixed
+    floor |= {5: Outcome(True)}
+    candidate = {i: Outcome(i in (0, 1, 2, 3, 4, 8)) for i in range(9)}
+    assert versus(candidate, floor) == (6, 3)  # question by question
+    assert versus(candidate, floor, items) == (3, 1)  # sample by sample
+    assert versus(candidate, floor, [QAItem(f"q{i}", ("a",)) for i in range(9)]) == (6, 3)  # no clusters
+
+
 def test_no_harm_holds_per_group_a_stage_that_loses_a_hop_is_not_chosen() -> None:
     hits = {"no_grounding": 5, "fitted": 6, "pruned": 6, "every_family": 7}
     groups = {"no_grounding": {"1-hop": 2, "2-hop": 3}, "fitted": {"1-hop": 3, "2-hop": 3},

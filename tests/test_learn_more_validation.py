@@ -55,6 +55,7 @@ def test_more_validation_keeps_the_shots_and_adds_questions_no_shot_shares(compa
     by_question = {q["question"]: row for row in rows for q in row["questions"] if q["kept"]}
     for item in load_qa_file(tmp_path / "more" / VALIDATION_FILE):  # each one's answers: its pattern's in the KG
         assert set(item.answers) == brute_answers(company.store, by_question[item.question]["triples"])
+        assert item.cluster == str(by_question[item.question]["index"])  # its sample: paraphrases count once
     assert more.llm_calls > plain.llm_calls
 
 

@@ -47,7 +47,7 @@ Learning stops once the shots are full and validation holds ``target_validation`
 samples run out, or before an LLM call that would pass the time budget or the call bound — the report says
 which (:attr:`LearnReport.stopped`). It writes into ``out_dir``: ``examples.yaml`` (the shots, in the
 format :func:`~simgrag.pattern.examples.load_examples` reads, shapes interleaved so the prompt's static
-shots cover them), ``validation.jsonl`` (``{"question", "answers", "group": shape}`` per line, as
+shots cover them), ``validation.jsonl`` (``{"question", "answers", "group": shape, "sample"}`` per line, as
 :func:`~simgrag.eval.runner.load_qa_file` reads) and its progress log (:mod:`simgrag.bootstrap.files`): a
 run interrupted or stopped by its bounds goes on where it stopped and asks the LLM nothing twice; a run
 with other settings, another KG or another LLM starts over.
@@ -387,8 +387,8 @@ class _Split:
             self.relations.update(e[1] for e in sample["edges"])
             self.middles.update(row.get("middles", ()))
         else:
-            self.validation += [{"question": q, "answers": list(sample["answers"]), "group": row["shape"]}
-                                for q in kept]
+            self.validation += [{"question": q, "answers": list(sample["answers"]), "group": row["shape"],
+                                 "sample": int(row["index"])} for q in kept]
 
     def ordered(self) -> list[_Shot]:
         """The shots with their shapes interleaved (the first of each shape first): the static shots cover them."""

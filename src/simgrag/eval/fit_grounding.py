@@ -242,11 +242,18 @@ def significant_gain(fixed: int, broke: int, alpha: float = SIGNIFICANCE) -> boo
     return sum(math.comb(n, k) for k in range(fixed, n + 1)) / 2 ** n <= alpha
 
 
-def versus(candidate: dict[int, Outcome], floor: dict[int, Outcome]) -> tuple[int, int]:
-    """(questions ``candidate`` answers and ``floor`` does not, questions ``floor`` answers and it does not)."""
-    fixed = sum(o.hit and not floor[i].hit for i, o in candidate.items() if i in floor)
-    broke = sum(floor[i].hit and not o.hit for i, o in candidate.items() if i in floor)
-    return fixed, broke
+def versus(candidate: dict[int, Outcome], floor: dict[int, Outcome],
+           items: Sequence[QAItem] | None = None) -> tuple[int, int]:
+    """(questions ``candidate`` answers and ``floor`` does not, questions ``floor`` answers and it does not).
+    With ``items``, questions of one :attr:`~simgrag.eval.runner.QAItem.cluster` (paraphrases of one learnt
+    sample) count once, by their net change: two wordings of one sample are not two pieces of evidence."""
+    net: dict[object, int] = {}
+    for i, o in candidate.items():
+        if i in floor and o.hit != floor[i].hit:
+            cluster = items[i].cluster if items is not None else None
+            key = ("question", i) if cluster is None else ("cluster", cluster)
+            net[key] = net.get(key, 0) + (1 if o.hit else -1)
+    return sum(d > 0 for d in net.values()), sum(d < 0 for d in net.values())
 
 
 def choose_stage(hits: dict[str, int], groups: dict[str, dict[str, int]] | None = None,
@@ -360,7 +367,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         runs = {k: runs[k] for k in STAGES if k in runs}
         hits = {k: _hits(v) for k, v in runs.items()}
         groups = {k: _group_hits(v, items) for k, v in runs.items()}
-        gains = {k: versus(v, raw) for k, v in runs.items()}
+        gains = {k: versus(v, raw, items) for k, v in runs.items()}
         choice = choose_stage(hits, groups, gains)
         # the families stored as off (with the stage off: those the fit did not keep, as before)
         stage_off = {"no_grounding": off, "fitted": off, "pruned": harmful, "every_family": ()}[choice]
@@ -437,13 +444,13 @@ def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base:
                               keep_ties=keep_ties)
     # at the fitted margin: the channel's outcome where its gap is above it, the stage's elsewhere
     kept = {i: (runs[i] if changed.get(i, -1.0) > margin else base[i]) for i in base}
-    fixed, broke = versus(kept, base)
+    fixed, broke = versus(kept, base, items)
     loses = _loses_a_group(_group_hits(kept, items), _group_hits(base, items))
     on = significant_gain(fixed, broke) and not loses
     return {"on": on, "readings": list(kinds), "margin": round(margin, 4), "hits": _hits(kept),
             "group_lost": loses,
             "without": _hits(base), "used": len(changed), "kept": sum(g > margin for g in changed.values()),
-            "fixed": fixed, "broke": broke, "at_margin_0": list(versus(runs, base)), "changed": sorted(changed),
+            "fixed": fixed, "broke": broke, "at_margin_0": list(versus(runs, base, items)), "changed": sorted(changed),
             "why": "more validation questions right, beyond chance" if on else
             ("a question group lost" if loses else "no gain beyond chance")}
 
@@ -472,7 +479,7 @@ not eligible. Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pat
     hits = {m: _hits(v) for m, v in runs.items()}
     groups = {m: _group_hits(v, items) for m, v in runs.items()}
     # the first mode (the shortcut) is the floor: another wins only with more hits, significantly, and no group below
-    gains = {m: versus(v, runs[FITTED_MODES[0]]) for m, v in runs.items()}
+    gains = {m: versus(v, runs[FITTED_MODES[0]], items) for m, v in runs.items()}
     chosen = _choose(FITTED_MODES, hits, groups, gains)
     return AnswerModeFit(chosen, {"questions": len(items), "source": source, "hits": hits, "group_hits": groups,
                                   "versus_auto": {m: list(v) for m, v in gains.items()},

@@ -49,6 +49,8 @@ class QAItem:
     topic: str | None = None
     chain: str | None = None
     answerable: bool | None = None
+    #: questions that share one (e.g. paraphrases of one learnt sample) count once in a fit's sign test
+    cluster: str | None = None
 
 
 def metaqa_items(engine: SimGRAG, metaqa_dir: str | Path, hops: Sequence[int], sample: int | None,
@@ -94,15 +96,17 @@ def read_jsonl(path: str | Path, what: str = "rows") -> list[dict[str, Any]]:
 
 
 def load_qa_file(path: str | Path) -> list[QAItem]:
-    """A JSONL file of ``{"question": …, "answers": […], "group": optional}`` lines."""
+    """A JSONL file of ``{"question": …, "answers": […], "group": optional, "sample": optional}`` lines
+    (``sample``: the questions that share it are paraphrases, :attr:`QAItem.cluster`)."""
     items = []
     for n, line in enumerate(read_question_lines(path), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
+            sample = row.get("sample")
             items.append(QAItem(str(row["question"]), tuple(str(a) for a in row["answers"]),
-                                str(row.get("group", "all"))))
+                                str(row.get("group", "all")), cluster=None if sample is None else str(sample)))
         except (ValueError, KeyError, TypeError) as exc:
             raise DatasetError(f"{path}:{n}: expected {{\"question\": …, \"answers\": […]}} ({exc})") from exc
     if not items:
