@@ -84,6 +84,7 @@ from simgrag.errors import ConfigError, SimGRAGError
 from simgrag.fileio import write_bytes_atomic
 from simgrag.grounding.judge import Candidate, PatternJudge
 from simgrag.index.directory import IndexDir, relation_text
+from simgrag.kg.store import KGStore
 from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM
 from simgrag.llm.counting import CountingLLM
@@ -417,7 +418,8 @@ def _one_walk(sample: Sample) -> bool:
     return len({e.relation for e in sample.edges}) == len(sample.edges)
 
 
-def _more_samples(store: Any, settings: LearnSettings, drawn: Sequence[Sample], skip: Collection[str]) -> list[Sample]:
+def _more_samples(store: KGStore, settings: LearnSettings, drawn: Sequence[Sample],
+                  skip: Collection[str]) -> list[Sample]:
     """The samples for ``settings.more_validation`` (:data:`MORE_VALIDATION_SEED`): rounds of
     :data:`MORE_VALIDATION_ROUND` per shape until :data:`DRAW_FACTOR` times the samples they need are found, none
     with the triples of a sample in ``drawn`` (a shot among them) or of an earlier one; asking for more extends the
