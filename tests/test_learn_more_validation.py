@@ -24,6 +24,7 @@ from simgrag.bootstrap.sample import sample_subgraphs
 from simgrag.cli import _common, app
 from simgrag.cli.learn_cmd import validation_split
 from simgrag.errors import ConfigError
+from simgrag.eval.learn import learn_kg
 from simgrag.eval.runner import load_qa_file
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
 from simgrag.testing import HashEmbedder
@@ -138,3 +139,17 @@ def test_learn_cli_asks_for_more_and_passes_llm_samples_to_the_fit(tmp_path: Pat
     assert open_index_dir(idx).manifest["learned"]["validation"] >= 24
     refused = CliRunner().invoke(app, ["learn", str(idx), "--validation-questions", "0"])
     assert refused.exit_code == 2
+
+
+def test_the_report_says_how_many_calls_a_call_cache_answered(company: IndexDir, tmp_path: Path) -> None:
+    from simgrag.llm.cache import CachedLLM
+
+    settings = LearnSettings(target_validation=8, shots=6)
+    first = learn_kg(company.path, CachedLLM(ScriptedLearning().llm, tmp_path / "calls.sqlite"), settings)
+    assert first.cache_hits is not None and first.cache_hits < first.llm_calls
+    again = learn_kg(company.path, CachedLLM(ScriptedLearning().llm, tmp_path / "calls.sqlite"), settings)
+    assert again.llm_calls > 0 and again.cache_hits == again.llm_calls  # the fit asked again: all from the cache
+    assert f"({again.cache_hits} answered by the call cache)" in "\n".join(again.lines())
+    assert open_index_dir(company.path).manifest["learned"]["cache_hits"] == again.cache_hits
+    plain = learn_kg(company.path, ScriptedLearning().llm, settings, fit=False)  # (a new script knows no pattern)
+    assert plain.cache_hits is None and "call cache" not in "\n".join(plain.lines())

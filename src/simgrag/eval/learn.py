@@ -50,6 +50,7 @@ from simgrag.grounding.fit import GroundingFit, store_fit
 from simgrag.index.attach import attach_file, read_manifest_json, write_manifest
 from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.llm.base import LLM
+from simgrag.llm.cache import CachedLLM
 from simgrag.llm.counting import CountingLLM
 
 __all__ = ["FIT_QUESTIONS", "LEARNED_KEY", "MIN_FIT_QUESTIONS", "LearnKGReport", "expected_seconds", "learn_dir",
@@ -98,12 +99,14 @@ class LearnKGReport:
     seconds: float
     llm_calls: int
     peak_rss_mb: float
+    #: of ``llm_calls``, those a call cache under the LLM answered (``None``: no cache)
+    cache_hits: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": str(self.index), "learned": self.learned.to_dict(),
                 "fit": None if self.fit is None else self.fit.to_dict(), "fit_note": self.fit_note,
                 "fit_questions": self.fit_questions, "seconds": self.seconds, "llm_calls": self.llm_calls,
-                "peak_rss_mb": self.peak_rss_mb}
+                "cache_hits": self.cache_hits, "peak_rss_mb": self.peak_rss_mb}
 
     def lines(self, budget_s: float | None = None) -> list[str]:
         """What the command line prints."""
@@ -111,7 +114,9 @@ class LearnKGReport:
                  f"Attached to {self.index}: {self.learned.shots} examples (its default from now on)"
                  + (f" and {self.learned.validation} validation questions" if self.learned.validation else ""),
                  self.fit_note,
-                 f"Learning took {self.seconds:.0f} s, {self.llm_calls} LLM calls, peak RSS {self.peak_rss_mb:.0f} MB."]
+                 f"Learning took {self.seconds:.0f} s, {self.llm_calls} LLM calls"
+                 + (f" ({self.cache_hits} answered by the call cache)" if self.cache_hits else "")
+                 + f", peak RSS {self.peak_rss_mb:.0f} MB."]
         if not self.learned.complete and self.learned.stopped != "samples":
             lines.append(f"Run `simgrag learn {self.index}` to go on where it stopped.")
         return lines
@@ -128,6 +133,7 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
     settings = settings or LearnSettings()
     root, t0 = Path(index_dir), time.perf_counter()
     counted = CountingLLM(llm)
+    hits_before = llm.hits if isinstance(llm, CachedLLM) else None
     if fit and settings.fit_questions == 0:  # learning keeps time for the fit (on all the questions asked for beyond
         settings = replace(settings, fit_questions=settings.validation_questions  # the default: what they are for)
                            if settings.more_validation else FIT_QUESTIONS)
@@ -145,7 +151,8 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
                     info={"questions": learned.validation, "learned": True, "llm": counted.name})
     fitted, note, used = _fit(root, counted, learned, settings, t0, fit, progress, sampled)
     seconds = round(time.perf_counter() - t0, 1)
-    report = LearnKGReport(root, learned, fitted, note, used, seconds, counted.calls, round(peak_rss_mb(), 1))
+    hits = None if hits_before is None or not isinstance(llm, CachedLLM) else llm.hits - hits_before
+    report = LearnKGReport(root, learned, fitted, note, used, seconds, counted.calls, round(peak_rss_mb(), 1), hits)
     _record(root, report, counted.name)
     return report
 
@@ -225,7 +232,8 @@ def _record(root: Path, report: LearnKGReport, llm: str) -> None:
     manifest = read_manifest_json(root)
     learned = report.learned
     manifest[LEARNED_KEY] = {
-        "seconds": report.seconds, "llm_calls": report.llm_calls, "peak_rss_mb": report.peak_rss_mb, "llm": llm,
+        "seconds": report.seconds, "llm_calls": report.llm_calls, "cache_hits": report.cache_hits,
+        "peak_rss_mb": report.peak_rss_mb, "llm": llm,
         "examples": learned.shots, "validation": learned.validation, "stopped": learned.stopped,
         "learning_seconds": learned.seconds, "learning_llm_calls": learned.llm_calls,
         "fit_questions": report.fit_questions, "fit": report.fit_note, "work_dir": str(learn_dir(root)),
