@@ -458,6 +458,22 @@ def test_filter_keeps_phrases_near_their_relation_by_a_margin() -> None:
     assert kept == {}  # without the twins given, "capital inverse" is a rival
 
 
+def test_alias_prompts_carry_no_kgs_words_and_copied_demo_phrases_are_dropped(geo_index: IndexDir,
+                                                                              tmp_path: Path) -> None:
+    """A small model copies its worked example: with a movie demo it gave a genealogy KG's spouse "director". The
+    demo is about clubs, and a phrase that is one of its own words is not kept (unless the relation says it)."""
+    from simgrag.bootstrap.prompts import DEMO_PHRASES, alias_messages, role_messages
+
+    for messages in (alias_messages("spouse", [("Ann", "Bob")], 6), role_messages([("Ann", "Bob")])):
+        demo = " ".join(m.content for m in messages[:-1]).lower()
+        assert not [w for w in ("movie", "film", "director", "titanic", "country", "capital") if w in demo]
+    copied = sorted(DEMO_PHRASES)[:3]
+    script = ScriptedBootstrap(geo_index.store, {"capital": [*copied, "capital city"]}, nouns={"capital": ["club"]})
+    bootstrap_aliases(geo_index, script.llm, tmp_path / "aliases.yaml", AliasesSettings(margin=0.0))
+    table = yaml.safe_load((tmp_path / "aliases.yaml").read_text())
+    assert "capital city" in table["capital"] and not set(table["capital"]) & DEMO_PHRASES
+
+
 def test_aliases_are_asked_once_per_pair_of_twin_relations(tmp_path: Path) -> None:
     triples = geo_triples() + [(t, f"{r} inverse", h) for h, r, t in geo_triples()]
     (tmp_path / "twins.txt").write_text("\n".join("|".join(t) for t in triples) + "\n", encoding="utf-8")

@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 
 from simgrag.bootstrap.files import ProgressLog, progress_path
 from simgrag.bootstrap.kinds import example_pairs
-from simgrag.bootstrap.prompts import alias_messages, read_phrases, role_messages
+from simgrag.bootstrap.prompts import DEMO_PHRASES, alias_messages, read_phrases, role_messages
 from simgrag.errors import ConfigError
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.directory import IndexDir, relation_text
@@ -184,6 +184,12 @@ def _names_entity(store: KGStore, phrase: str, relation: str) -> bool:
                for run in runs)
 
 
+def _copied(phrase: str, relation: str) -> bool:
+    """Whether ``phrase`` is one of the prompt's worked example's own words (copied from the demo) and not a word of
+    ``relation`` itself."""
+    return phrase.lower() in DEMO_PHRASES and phrase.lower() not in relation_text(relation).lower()
+
+
 def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: AliasesSettings | None = None, *,
                       resume: bool = True, show_progress: bool | None = None) -> AliasesReport:
     """Write a relation-aliases file for ``index`` to ``output`` (module docstring); the run's report."""
@@ -208,7 +214,7 @@ def bootstrap_aliases(index: IndexDir, llm: LLM, output: str | Path, settings: A
         def ask(messages: list[ChatMessage], key: str, name: str = name, shown: set[str] = shown) -> list[str]:
             response = counted.complete(messages, max_tokens=12 * settings.per_relation + 40, temperature=0.0)
             return [p for p in read_phrases(response.text, settings.per_relation, key)
-                    if p not in shown and not _names_entity(store, p, name)]
+                    if p not in shown and not _names_entity(store, p, name) and not _copied(p, name)]
 
         if name not in asked:
             asked[name] = ask(alias_messages(relation_text(name), pairs, settings.per_relation), "phrases")

@@ -37,10 +37,10 @@ from simgrag.index.directory import relation_text
 from simgrag.llm.base import ChatMessage
 from simgrag.pattern.graph import Pattern, type_hint
 
-__all__ = ["AskedPattern", "alias_messages", "describe_messages", "described_pattern", "kind_batch_messages",
-           "kind_messages", "kind_role", "question_batch_messages", "question_messages", "read_description",
-           "read_kind", "read_kind_batch", "read_phrases", "read_question_batch", "read_questions", "render_pattern",
-           "respell", "role_messages", "screen_question"]
+__all__ = ["DEMO_PHRASES", "AskedPattern", "alias_messages", "describe_messages", "described_pattern",
+           "kind_batch_messages", "kind_messages", "kind_role", "question_batch_messages", "question_messages",
+           "read_description", "read_kind", "read_kind_batch", "read_phrases", "read_question_batch",
+           "read_questions", "render_pattern", "respell", "role_messages", "screen_question"]
 
 _QUESTION_SYSTEM = ("You write the questions that real people type to ask a knowledge graph about its facts. "
                     "Answer with JSON only.")
@@ -167,7 +167,15 @@ def _relation_prompt(relation: str, examples: Sequence[tuple[str, str]]) -> str:
     return f'In a knowledge graph the relation "{relation}" links, for example: {shown}.\n'
 
 
-_DEMO_PAIRS = [("Titanic", "James Cameron"), ("Heat", "Michael Mann")]
+#: the worked example of the alias and role prompts: about no KG's domain (clubs), as learning's are — with a movie
+#: demo ("directed by": director, filmmaker) the 1.5B model gave a genealogy KG's ``spouse`` "director" and
+#: "producer", its ``nationality`` "filmmaker"
+_ALIAS_DEMO = "member of"
+_ALIAS_DEMO_PAIRS = [("Alice Brown", "Chess Club"), ("Omar Haddad", "Rowing Club")]
+_ALIAS_DEMO_PHRASES = ("belongs to", "joined", "member", "in the club", "part of", "signed up for")
+_ROLE_DEMO_NOUNS = ("club",)
+#: the demo's own words: a phrase that is one of them was copied, not written for the relation asked
+DEMO_PHRASES = frozenset((*_ALIAS_DEMO_PHRASES, *_ROLE_DEMO_NOUNS))
 _KIND_DEMO = ("Titanic", "Heat", "Avatar", "The Matrix", "Casablanca")
 
 
@@ -193,9 +201,8 @@ def _alias_ask(n: int) -> str:
 def alias_messages(relation: str, examples: Sequence[tuple[str, str]], n: int) -> list[ChatMessage]:
     """The prompt asking for ``n`` everyday phrases that mean ``relation`` (one worked example first)."""
     return [ChatMessage("system", "You know the words people use for facts. Answer with JSON only."),
-            ChatMessage("user", _relation_prompt("directed by", _DEMO_PAIRS) + _alias_ask(6)),
-            ChatMessage("assistant", '{"phrases": ["director", "directed", "filmmaker", "made by", "director of", '
-                                     '"helmed by"]}'),
+            ChatMessage("user", _relation_prompt(_ALIAS_DEMO, _ALIAS_DEMO_PAIRS) + _alias_ask(6)),
+            ChatMessage("assistant", json.dumps({"phrases": list(_ALIAS_DEMO_PHRASES)})),
             ChatMessage("user", _relation_prompt(relation, examples) + _alias_ask(n))]
 
 
@@ -210,8 +217,8 @@ def role_messages(examples: Sequence[tuple[str, str]]) -> list[ChatMessage]:
     as blanks ("Portugal is Spain's ___"): everyday words the paraphrase prompt misses ("neighbour" for a
     ``borders`` relation, where the 1.5B model paraphrases only "bordering", "adjacent to")."""
     return [ChatMessage("system", "You know the words people use for facts. Answer with JSON only."),
-            ChatMessage("user", _role_ask(_DEMO_PAIRS)),
-            ChatMessage("assistant", '{"nouns": ["director", "filmmaker"]}'),
+            ChatMessage("user", _role_ask(_ALIAS_DEMO_PAIRS)),
+            ChatMessage("assistant", json.dumps({"nouns": list(_ROLE_DEMO_NOUNS)})),
             ChatMessage("user", _role_ask(examples))]
 
 
