@@ -53,8 +53,9 @@ Composed3Hop = Annotated[bool, typer.Option(
                                   "questions and cost WorldCup2014's 2-hop ones (BENCHMARKS.md)")]
 ValidationQuestions = Annotated[int | None, typer.Option(
     "--validation-questions", min=1,
-    help="validation questions to learn and fit on (default 24); more let the fit tell smaller gains from chance "
-         "(with 24, paraphrase pairs, it keeps a setting only at 4 net fixes). Beyond 24 they are added to what a run "
+    help="validation questions to learn and fit on (default 24: 12 samples, two wordings each, counted once; a "
+         "setting is kept only at 4 net fixes); more let the fit tell smaller gains from chance, on questions worded "
+         "the way learning words them (BENCHMARKS.md: one KG gained, one lost). Beyond 24 they are added to what a run "
          "made (the shots stay), and the default --learn-budget grows with them (~10 s each on 2 cores)")]
 LLMSamples = Annotated[bool, typer.Option(
     "--llm-samples/--no-llm-samples",
