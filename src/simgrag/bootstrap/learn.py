@@ -391,12 +391,14 @@ class _Split:
             self.validation += [{"question": q, "answers": list(sample["answers"]), "group": row["shape"],
                                  "sample": int(row["index"])} for q in kept]
 
-    def ordered(self) -> list[_Shot]:
-        """The shots with their shapes interleaved (the first of each shape first): the static shots cover them."""
+    def ordered(self, last: Collection[str] = ()) -> list[_Shot]:
+        """The shots with their shapes interleaved (the first of each shape first): the static shots cover them.
+        The shapes in ``last`` (the shot-only ones) come after all the others: chosen per question, never static — a
+        3-hop shot among the static ones had genealogy's 1-hop questions written as chains (85.0 → 75.0)."""
         rank: dict[str, int] = {}
         keyed = []
         for shot in self.shots:
-            keyed.append(((rank.get(shot.shape, 0), SHAPES.index(shot.shape)), shot))
+            keyed.append(((shot.shape in last, rank.get(shot.shape, 0), SHAPES.index(shot.shape)), shot))
             rank[shot.shape] = rank.get(shot.shape, 0) + 1
         return [shot for _, shot in sorted(keyed, key=lambda pair: pair[0])]
 
@@ -701,7 +703,7 @@ class _Learn:
             examples_yaml(self.out_dir / EXAMPLES_FILE, _header(self.settings, self.llm.name), self.relations(),
                           relation_instructions(self.kinds, self.listed, self.relations(), self.twins),
                           (({"question": s.question, "triples": [list(t) for t in s.triples]}, s.note)
-                           for s in self.split.ordered()))
+                           for s in self.split.ordered(self.settings.shot_shapes)))
         if self.split.validation:
             text = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in self.split.validation)
             write_bytes_atomic(self.out_dir / VALIDATION_FILE, text.encode("utf-8"))
