@@ -99,14 +99,16 @@ class LearnKGReport:
     seconds: float
     llm_calls: int
     peak_rss_mb: float
-    #: of ``llm_calls``, those a call cache under the LLM answered (``None``: no cache)
+    #: lookups a call cache under the LLM answered, and those it passed to the model (``None``: no cache); counted
+    #: as the cache counts them (a batched call is a lookup per request), so not a share of ``llm_calls``
     cache_hits: int | None = None
+    cache_misses: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": str(self.index), "learned": self.learned.to_dict(),
                 "fit": None if self.fit is None else self.fit.to_dict(), "fit_note": self.fit_note,
                 "fit_questions": self.fit_questions, "seconds": self.seconds, "llm_calls": self.llm_calls,
-                "cache_hits": self.cache_hits, "peak_rss_mb": self.peak_rss_mb}
+                "cache_hits": self.cache_hits, "cache_misses": self.cache_misses, "peak_rss_mb": self.peak_rss_mb}
 
     def lines(self, budget_s: float | None = None) -> list[str]:
         """What the command line prints."""
@@ -115,7 +117,8 @@ class LearnKGReport:
                  + (f" and {self.learned.validation} validation questions" if self.learned.validation else ""),
                  self.fit_note,
                  f"Learning took {self.seconds:.0f} s, {self.llm_calls} LLM calls"
-                 + (f" ({self.cache_hits} answered by the call cache)" if self.cache_hits else "")
+                 + (f" (the call cache answered {self.cache_hits} lookups, passed {self.cache_misses} to the model)"
+                    if self.cache_hits is not None else "")
                  + f", peak RSS {self.peak_rss_mb:.0f} MB."]
         if not self.learned.complete and self.learned.stopped != "samples":
             lines.append(f"Run `simgrag learn {self.index}` to go on where it stopped.")
@@ -133,7 +136,7 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
     settings = settings or LearnSettings()
     root, t0 = Path(index_dir), time.perf_counter()
     counted = CountingLLM(llm)
-    hits_before = llm.hits if isinstance(llm, CachedLLM) else None
+    before = (llm.hits, llm.misses) if isinstance(llm, CachedLLM) else None
     if fit and settings.fit_questions == 0:  # learning keeps time for the fit (on all the questions asked for beyond
         settings = replace(settings, fit_questions=settings.validation_questions  # the default: what they are for)
                            if settings.more_validation else FIT_QUESTIONS)
@@ -151,8 +154,10 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
                     info={"questions": learned.validation, "learned": True, "llm": counted.name})
     fitted, note, used = _fit(root, counted, learned, settings, t0, fit, progress, sampled)
     seconds = round(time.perf_counter() - t0, 1)
-    hits = None if hits_before is None or not isinstance(llm, CachedLLM) else llm.hits - hits_before
-    report = LearnKGReport(root, learned, fitted, note, used, seconds, counted.calls, round(peak_rss_mb(), 1), hits)
+    hits, misses = ((llm.hits - before[0], llm.misses - before[1]) if before is not None and isinstance(llm, CachedLLM)
+                    else (None, None))
+    report = LearnKGReport(root, learned, fitted, note, used, seconds, counted.calls, round(peak_rss_mb(), 1), hits,
+                           misses)
     _record(root, report, counted.name)
     return report
 
@@ -233,6 +238,7 @@ def _record(root: Path, report: LearnKGReport, llm: str) -> None:
     learned = report.learned
     manifest[LEARNED_KEY] = {
         "seconds": report.seconds, "llm_calls": report.llm_calls, "cache_hits": report.cache_hits,
+        "cache_misses": report.cache_misses,
         "peak_rss_mb": report.peak_rss_mb, "llm": llm,
         "examples": learned.shots, "validation": learned.validation, "stopped": learned.stopped,
         "learning_seconds": learned.seconds, "learning_llm_calls": learned.llm_calls,
