@@ -155,3 +155,14 @@ def test_the_report_says_how_many_calls_a_call_cache_answered(company: IndexDir,
     assert (learned["cache_hits"], learned["cache_misses"]) == (again.cache_hits, 0)
     plain = learn_kg(company.path, ScriptedLearning().llm, settings, fit=False)  # (a new script knows no pattern)
     assert plain.cache_hits is None and "call cache" not in "\n".join(plain.lines())
+
+
+def test_the_fit_says_how_many_learnt_samples_its_questions_are(company: IndexDir) -> None:
+    from simgrag.grounding.fit import read_fit
+
+    report = learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=8, shots=6))
+    fit = read_fit(open_index_dir(company.path).manifest)
+    assert fit is not None and report.fit_questions >= 8
+    items = load_qa_file(company.path / "validation.jsonl")[:report.fit_questions]
+    assert fit.info["samples"] == len({item.cluster for item in items}) <= fit.info["questions"]
+    assert f"({fit.info['samples']} learnt samples, each counted once)" in fit.describe()

@@ -242,6 +242,14 @@ def significant_gain(fixed: int, broke: int, alpha: float = SIGNIFICANCE) -> boo
     return sum(math.comb(n, k) for k in range(fixed, n + 1)) / 2 ** n <= alpha
 
 
+def _samples(items: Sequence[QAItem], asked: Sequence[int]) -> int | None:
+    """How many pieces of evidence the questions ``asked`` are in the sign test (:func:`versus`): their clusters, a
+    question without one its own; ``None`` when none has a cluster (then it is the questions' count)."""
+    if all(items[i].cluster is None for i in asked):
+        return None
+    return len({("cluster", items[i].cluster) if items[i].cluster is not None else ("question", i) for i in asked})
+
+
 def versus(candidate: dict[int, Outcome], floor: dict[int, Outcome],
            items: Sequence[QAItem] | None = None) -> tuple[int, int]:
     """(questions ``candidate`` answers and ``floor`` does not, questions ``floor`` answers and it does not).
@@ -382,6 +390,9 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                       time.gmtime()),
             "failed": sum(o.failed for o in raw.values()), "channel": channel}
+    samples = _samples(items, everyone)
+    if samples is not None:
+        info["samples"] = samples
     info["steps"] = [{**step, "seconds": round(step["seconds"], 1)} for step in runner.steps]
     if len(everyone) < len(items):
         info["offered"] = len(items)

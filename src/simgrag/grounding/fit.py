@@ -116,8 +116,9 @@ class GroundingFit:
             head += f"; default readings on ({', '.join(DEFAULT_READINGS)}; margin {self.named_margin:.2f})"
         else:
             head += "; default readings off"
-        n = self.info.get("questions")
-        return head + (f" — validation {n} questions: {shown}" if n is not None else "")
+        n, samples = self.info.get("questions"), self.info.get("samples")
+        of = f" ({samples} learnt samples, each counted once)" if samples is not None else ""
+        return head + (f" — validation {n} questions{of}: {shown}" if n is not None else "")
 
 
 def _problem(data: Any) -> str | None:
