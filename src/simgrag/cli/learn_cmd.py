@@ -56,7 +56,8 @@ ValidationQuestions = Annotated[int | None, typer.Option(
     help="validation questions to learn and fit on (default 24: 12 samples, two wordings each, counted once; a "
          "setting is kept only at 4 net fixes); more let the fit tell smaller gains from chance, on questions worded "
          "the way learning words them (BENCHMARKS.md: one KG gained, one lost). Beyond 24 they are added to what a run "
-         "made (the shots stay), and the default --learn-budget grows with them (~10 s each on 2 cores)")]
+         "made (the shots stay), and the default --learn-budget grows with them (~10 s each on 2 cores); fewer than "
+         "24 start a new run")]
 LLMSamples = Annotated[bool, typer.Option(
     "--llm-samples/--no-llm-samples",
     help="the fit also tries the channel choice with the patterns the LLM samples (as `simgrag grounding fit "
