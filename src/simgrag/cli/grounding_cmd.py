@@ -93,7 +93,7 @@ def grounding_fit(
     sampled: Annotated[bool, typer.Option(
         "--llm-samples/--no-llm-samples",
         help="also try the channel choice with the patterns the LLM samples for each question (4 more LLM calls a "
-             "question, ~3.5x a channel trial's time; kept only where it answers more validation questions)")] = False,
+             "question, ~6x a channel trial's time; kept only where it answers more validation questions)")] = False,
     as_json: AsJson = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:

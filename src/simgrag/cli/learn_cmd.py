@@ -61,7 +61,7 @@ ValidationQuestions = Annotated[int | None, typer.Option(
 LLMSamples = Annotated[bool, typer.Option(
     "--llm-samples/--no-llm-samples",
     help="the fit also tries the channel choice with the patterns the LLM samples (as `simgrag grounding fit "
-         "--llm-samples`; ~3.5x a channel trial's time)")]
+         "--llm-samples`; ~6x a channel trial's time)")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="replace examples the index has that were not learnt "
                                                              "(an attached file of your own)")]
 
