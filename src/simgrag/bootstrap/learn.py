@@ -429,7 +429,7 @@ def _more_samples(store: KGStore, settings: LearnSettings, drawn: Sequence[Sampl
     if settings.more_validation <= 0:
         return []
     wanted = DRAW_FACTOR * math.ceil(settings.more_validation / settings.questions_per_sample)
-    seen = {frozenset(e.triple_id for e in s.edges) for s in drawn}
+    seen = {s.triple_ids for s in drawn}
     found: list[Sample] = []
     for round_ in range(MORE_VALIDATION_ROUNDS):
         if len(found) >= wanted:
@@ -438,9 +438,8 @@ def _more_samples(store: KGStore, settings: LearnSettings, drawn: Sequence[Sampl
                                        seed=settings.seed + MORE_VALIDATION_SEED + round_,
                                        max_answers=settings.max_answers, exclude=settings.exclude,
                                        skip_relations=skip):
-            key = frozenset(e.triple_id for e in sample.edges)
-            if key not in seen and _one_walk(sample):
-                seen.add(key)
+            if sample.triple_ids not in seen and _one_walk(sample):
+                seen.add(sample.triple_ids)
                 found.append(sample)
     return found[:wanted]
 

@@ -67,6 +67,11 @@ class Sample:
     answers: tuple[str, ...]
 
     @property
+    def triple_ids(self) -> frozenset[int]:
+        """The KG triples the sample is made of: two samples with the same ones are the same subgraph."""
+        return frozenset(e.triple_id for e in self.edges)
+
+    @property
     def answer(self) -> str:
         """The entity at the asked slot in the sampled subgraph (one of :attr:`answers`)."""
         return self.entities[self.asked]
@@ -241,9 +246,8 @@ def _draw_distinct(sampler: _Sampler, shape: str, wanted: int) -> Iterator[Sampl
         sample = sampler.draw(shape)
         if sample is None:
             continue
-        key = frozenset(e.triple_id for e in sample.edges)
-        if key not in seen:
-            seen.add(key)
+        if sample.triple_ids not in seen:
+            seen.add(sample.triple_ids)
             yield sample
 
 

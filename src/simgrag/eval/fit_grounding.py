@@ -243,12 +243,19 @@ def significant_gain(fixed: int, broke: int, alpha: float = SIGNIFICANCE) -> boo
     return sum(math.comb(n, k) for k in range(fixed, n + 1)) / 2 ** n <= alpha
 
 
+def _evidence(items: Sequence[QAItem] | None, i: int) -> tuple[str, object]:
+    """What question ``i`` counts as in the sign test: its :attr:`~simgrag.eval.runner.QAItem.cluster` (paraphrases
+    of one learnt sample count once), else itself."""
+    cluster = items[i].cluster if items is not None else None
+    return ("question", i) if cluster is None else ("cluster", cluster)
+
+
 def _samples(items: Sequence[QAItem], asked: Sequence[int]) -> int | None:
-    """How many pieces of evidence the questions ``asked`` are in the sign test (:func:`versus`): their clusters, a
-    question without one its own; ``None`` when none has a cluster (then it is the questions' count)."""
+    """How many pieces of evidence the questions ``asked`` are in the sign test (:func:`versus`); ``None`` when none
+    has a cluster (then it is the questions' count)."""
     if all(items[i].cluster is None for i in asked):
         return None
-    return len({("cluster", items[i].cluster) if items[i].cluster is not None else ("question", i) for i in asked})
+    return len({_evidence(items, i) for i in asked})
 
 
 def versus(candidate: dict[int, Outcome], floor: dict[int, Outcome],
@@ -256,11 +263,10 @@ def versus(candidate: dict[int, Outcome], floor: dict[int, Outcome],
     """(questions ``candidate`` answers and ``floor`` does not, questions ``floor`` answers and it does not).
     With ``items``, questions of one :attr:`~simgrag.eval.runner.QAItem.cluster` (paraphrases of one learnt
     sample) count once, by their net change: two wordings of one sample are not two pieces of evidence."""
-    net: dict[object, int] = {}
+    net: dict[tuple[str, object], int] = {}
     for i, o in candidate.items():
         if i in floor and o.hit != floor[i].hit:
-            cluster = items[i].cluster if items is not None else None
-            key = ("question", i) if cluster is None else ("cluster", cluster)
+            key = _evidence(items, i)
             net[key] = net.get(key, 0) + (1 if o.hit else -1)
     return sum(d > 0 for d in net.values()), sum(d < 0 for d in net.values())
 

@@ -136,10 +136,11 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
     settings = settings or LearnSettings()
     root, t0 = Path(index_dir), time.perf_counter()
     counted = CountingLLM(llm)
-    before = (llm.hits, llm.misses) if isinstance(llm, CachedLLM) else None
-    if fit and settings.fit_questions == 0:  # learning keeps time for the fit (on all the questions asked for beyond
-        settings = replace(settings, fit_questions=settings.validation_questions  # the default: what they are for)
-                           if settings.more_validation else FIT_QUESTIONS)
+    cache = llm if isinstance(llm, CachedLLM) else None
+    before = (cache.hits, cache.misses) if cache is not None else (0, 0)
+    if fit and settings.fit_questions == 0:  # learning keeps time for the fit: on all the questions asked for
+        wanted = settings.validation_questions if settings.more_validation else FIT_QUESTIONS  # beyond the default
+        settings = replace(settings, fit_questions=wanted)
     learned = learn_examples(open_index_dir(root), counted, learn_dir(root), settings, progress=progress,
                              resume=resume)
     if learned.examples_file is None:
@@ -154,8 +155,7 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
                     info={"questions": learned.validation, "learned": True, "llm": counted.name})
     fitted, note, used = _fit(root, counted, learned, settings, t0, fit, progress, sampled)
     seconds = round(time.perf_counter() - t0, 1)
-    hits, misses = ((llm.hits - before[0], llm.misses - before[1]) if before is not None and isinstance(llm, CachedLLM)
-                    else (None, None))
+    hits, misses = (cache.hits - before[0], cache.misses - before[1]) if cache is not None else (None, None)
     report = LearnKGReport(root, learned, fitted, note, used, seconds, counted.calls, round(peak_rss_mb(), 1), hits,
                            misses)
     _record(root, report, counted.name)
