@@ -30,6 +30,7 @@ from simgrag.bootstrap import (
     sample_subgraphs,
 )
 from simgrag.bootstrap.aliases import filter_phrases
+from simgrag.bootstrap.examples import BOOTSTRAP_SHAPES
 from simgrag.bootstrap.files import progress_path
 from simgrag.bootstrap.prompts import read_kind, read_phrases, read_questions, respell, screen_question
 from simgrag.cli import _common, app
@@ -191,12 +192,16 @@ def brute_answers(store: KGStore, triples: Sequence[Sequence[str]]) -> set[str]:
 def test_samples_have_their_shapes_and_exact_gold_answers(geo_index: IndexDir) -> None:
     store = geo_index.store
     samples = sample_subgraphs(store, SHAPES, 3, seed=1)
-    assert [s.shape for s in samples[:5]] == list(SHAPES)  # interleaved: the first of each shape first
-    assert {s.shape: sum(x.shape == s.shape for x in samples) for s in samples} == dict.fromkeys(SHAPES, 3)
-    edges = {"1hop": 1, "2hop": 2, "3hop": 3, "star": 2, "conjunction": 3}
-    named = {"1hop": 1, "2hop": 1, "3hop": 1, "star": 2, "conjunction": 2}
+    assert [s.shape for s in samples[:6]] == list(SHAPES)  # interleaved: the first of each shape first
+    counts = {s.shape: sum(x.shape == s.shape for x in samples) for s in samples}
+    forward = counts["3hop_forward"]  # few: a city's country's neighbour's capital, and little more
+    assert counts == {**dict.fromkeys(SHAPES, 3), "3hop_forward": forward} and 1 <= forward <= 3
+    edges = {"1hop": 1, "2hop": 2, "3hop": 3, "star": 2, "conjunction": 3, "3hop_forward": 3}
+    named = {"1hop": 1, "2hop": 1, "3hop": 1, "star": 2, "conjunction": 2, "3hop_forward": 1}
     for sample in samples:
         assert len(sample.edges) == edges[sample.shape] and sum(sample.named) == named[sample.shape]
+        if sample.shape == "3hop_forward":  # from the named start, each hop from a triple's head to its tail
+            assert sample.named[0] and [(e.head, e.tail) for e in sample.edges] == [(0, 1), (1, 2), (2, 3)]
         assert not sample.named[sample.asked] and sample.answer in sample.answers
         for edge in sample.edges:  # each edge is the KG triple it names, in the KG's orientation
             triple = store.triple(edge.triple_id)
@@ -209,6 +214,19 @@ def test_samples_have_their_shapes_and_exact_gold_answers(geo_index: IndexDir) -
         assert set(sample.answers) == brute_answers(store, triples), sample
     assert sample_subgraphs(store, SHAPES, 3, seed=1) == samples  # the seed decides everything
     assert sample_subgraphs(store, SHAPES, 3, seed=2) != samples
+
+
+def test_forward_chains_come_only_from_a_kg_with_three_hops_in_a_row() -> None:
+    # every relation runs from a movie: walked either way there are 3-hop chains, walked forward none
+    movies = [(f"Movie {i}", rel, f"{rel} {i % 3}") for i in range(12) for rel in ("directed by", "has genre")]
+    store = KGStore.from_triples(movies)
+    assert sample_subgraphs(store, ["3hop"], 3, seed=0)
+    assert sample_subgraphs(store, ["3hop_forward"], 3, seed=0) == []
+    chain = [("Ann", "father", "Bob"), ("Bob", "father", "Carl"), ("Carl", "profession", "Smith"),
+             ("Bob", "mother", "Dora")]
+    found = sample_subgraphs(KGStore.from_triples(chain), ["3hop_forward"], 3, seed=0)
+    assert [s.facts() for s in found] == [[("Ann", "father", "Bob"), ("Bob", "father", "Carl"),
+                                           ("Carl", "profession", "Smith")]]  # the walk through Dora stops at two
 
 
 def test_one_hop_samples_take_the_relations_in_turn(geo_index: IndexDir) -> None:
@@ -307,7 +325,7 @@ def test_bootstrap_keeps_only_questions_whose_pattern_finds_the_answer(geo_index
         assert [list(t) for t in example.triples] == record["triples"]
         assert all(t[1] in KINDS for t in example.triples)
         assert set(record["sample"]["answers"]) == brute_answers(geo_index.store, example.triples)
-    assert [by_question[e.question]["shape"] for e in loaded.examples[:5]] == list(SHAPES)  # static shots: all shapes
+    assert [by_question[e.question]["shape"] for e in loaded.examples[:5]] == list(BOOTSTRAP_SHAPES)  # static
     rejected = {q["question"]: q["why"] for r in records if r["kind"] == "sample" for q in r["questions"]
                 if not q["kept"]}
     assert all(rejected[q].startswith("its pattern found") for q in script.wrong)
@@ -344,7 +362,7 @@ def test_a_kg_that_stores_each_fact_twice_is_sampled_listed_and_typed_once(tmp_p
     index = build_index_dir(tmp_path / "twins.txt", tmp_path / "twins.idx", embedder=HashEmbedder(dim=64))
     twins = twin_relations(index.store)
     assert twins == {f"{r} inverse": r for r in KINDS}
-    samples = sample_subgraphs(index.store, SHAPES, 3, seed=1, skip_relations=twins)
+    samples = sample_subgraphs(index.store, BOOTSTRAP_SHAPES, 3, seed=1, skip_relations=twins)
     assert len(samples) == 15 and {e.relation for s in samples for e in s.edges} <= set(KINDS)
     for sample in samples:  # the gold answers are still every answer the KG holds
         assert set(sample.answers) == brute_answers(index.store, sample.pattern_triples(

@@ -193,8 +193,8 @@ def test_learning_splits_kept_questions_into_disjoint_shots_and_validation(compa
 
 
 def test_shot_only_shapes_leave_the_other_samples_as_they_were(company: IndexDir, tmp_path: Path) -> None:
-    plain = learn_examples(company, ScriptedLearning().llm, tmp_path / "plain", LearnSettings(target_validation=10,
-                                                                                                shots=6))
+    plain = learn_examples(company, ScriptedLearning().llm, tmp_path / "plain", LearnSettings(
+        target_validation=10, shots=6, shot_shapes=()))
     more = learn_examples(company, ScriptedLearning().llm, tmp_path / "more", LearnSettings(
         target_validation=10, shots=6, shot_shapes=("3hop",)))
     assert plain.shots == 6 and more.shots == 7
@@ -203,6 +203,35 @@ def test_shot_only_shapes_leave_the_other_samples_as_they_were(company: IndexDir
         return [row["triples"] for row in log_rows(tmp_path / out) if row["shape"] != "3hop"]
 
     assert asked("plain") == asked("more")  # the same samples, in the same order, asked the same way
+
+
+def family_triples() -> list[tuple[str, str, str]]:
+    """Three generations of a family: relations named by nouns, so its forward chains read as possessives."""
+    people = [f"Person {i}" for i in range(1, 31)]
+    triples = [(people[i], "father", people[(i - 1) // 2]) for i in range(1, 30)]
+    triples += [(p, "profession", ("Baker", "Miller", "Smith", "Tailor")[i % 4]) for i, p in enumerate(people)]
+    triples += [(p, "hometown", ("Ashby", "Brent", "Corley")[i % 3]) for i, p in enumerate(people)]
+    return [*triples, ("Ashby", "county", "Northshire"), ("Brent", "county", "Westshire"),
+            ("Corley", "county", "Westshire")]
+
+
+def test_forward_chains_of_nouns_are_static_composed_shots_by_default(company: IndexDir, tmp_path: Path) -> None:
+    kg = tmp_path / "family.tsv"
+    kg.write_text("\n".join("\t".join(t) for t in family_triples()) + "\n", encoding="utf-8")
+    family = build_index_dir(kg, tmp_path / "family.idx", embedder=HashEmbedder(dim=64), show_progress=False)
+    script = ScriptedLearning()
+    report = learn_examples(family, script.llm, tmp_path / "learnt", LearnSettings(target_validation=6, shots=6))
+    rows = log_rows(tmp_path / "learnt")
+    forward = [row for row in rows if row["shape"] == "3hop_forward"]  # "the county of the hometown of the father
+    assert len(forward) == 1 and forward[0]["role"] == "shot"  # of X": its share of 6 shots, on top of them
+    assert forward[0]["questions"][0]["composed"] and report.llm_calls == len(script.llm.calls)  # no LLM call
+    triples = forward[0]["triples"]
+    assert [t[2] for t in triples[:-1]] == [t[0] for t in triples[1:]]  # each hop from the last one's tail
+    examples = load_examples(tmp_path / "learnt" / EXAMPLES_FILE).examples
+    assert [e.question for e in examples].index(composed_question(triples)) < 6  # static: every prompt shows it
+    # the company's relations are verbs ("works in", "funded by"): its chains would nest clauses, so no such shot
+    learn_examples(company, ScriptedLearning().llm, tmp_path / "company", LearnSettings(target_validation=6, shots=6))
+    assert not [row for row in log_rows(tmp_path / "company") if row["shape"] == "3hop_forward"]
 
 
 def test_composed_shots_take_no_llm_call_and_say_every_triple(company: IndexDir, tmp_path: Path) -> None:
@@ -440,10 +469,12 @@ def test_index_learns_after_the_build_unless_told_not_to(tmp_path: Path, monkeyp
     relearn = CliRunner().invoke(app, ["learn", str(tmp_path / "a.idx"), "--no-fit", "--json", "-q"])
     assert relearn.exit_code == 0, relearn.output
     assert json.loads(relearn.stdout)["learned"]["llm_calls"] == 0  # finished: nothing asked again
-    assert open_index_dir(tmp_path / "a.idx").manifest["attached"]["examples"]["settings"]["shot_shapes"] == []
+    settings = open_index_dir(tmp_path / "a.idx").manifest["attached"]["examples"]["settings"]
+    assert settings["shot_shapes"] == ["3hop_forward"]  # forward chains by default (the company KG has them)
     composed = CliRunner().invoke(app, ["learn", str(tmp_path / "a.idx"), "--composed-3hop-shots", "--no-fit", "-q"])
     assert composed.exit_code == 0, composed.output  # other settings: the old progress log restarts
-    assert open_index_dir(tmp_path / "a.idx").manifest["attached"]["examples"]["settings"]["shot_shapes"] == ["3hop"]
+    settings = open_index_dir(tmp_path / "a.idx").manifest["attached"]["examples"]["settings"]
+    assert settings["shot_shapes"] == ["3hop", "3hop_forward"]
     assert "composed by rule" in (tmp_path / "a.idx" / "examples.yaml").read_text(encoding="utf-8")
     calls = len(script.llm.calls)
     own = tmp_path / "mine.yaml"

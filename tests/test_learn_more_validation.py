@@ -34,8 +34,8 @@ from test_learn import ScriptedLearning, brute_answers, company, log_rows, write
 
 __all__ = ["company"]  # the fixture, imported for its name
 
-PLAIN = LearnSettings(target_validation=6, shots=6)
-MORE = LearnSettings(target_validation=6, shots=6, more_validation=8)
+PLAIN = LearnSettings(target_validation=6, shots=6, shot_shapes=())
+MORE = LearnSettings(target_validation=6, shots=6, more_validation=8, shot_shapes=())
 
 
 def _triple_sets(rows: list[dict], role: str) -> list[frozenset[int]]:

@@ -67,6 +67,10 @@ logger = logging.getLogger(__name__)
 #: relations listed in the file (and typed up front) when the KG has at most this many
 MAX_LISTED_RELATIONS = 40
 
+#: the shapes bootstrapped examples are drawn from by default: every shape but the forward-only chain (a
+#: kind of 3-hop chain, :data:`~simgrag.bootstrap.sample.SHAPES`)
+BOOTSTRAP_SHAPES = tuple(s for s in SHAPES if s != "3hop_forward")
+
 
 @dataclass(frozen=True)
 class ExamplesSettings:
@@ -78,7 +82,7 @@ class ExamplesSettings:
     engine's KG judge on the patterns (as ``simgrag ask`` runs); ``temperature`` of the question calls;
     ``exclude``: entity names no sample may touch (an evaluation's topics, to keep it held out)."""
 
-    shapes: tuple[str, ...] = SHAPES
+    shapes: tuple[str, ...] = BOOTSTRAP_SHAPES
     per_shape: int = 8
     questions_per_sample: int = 3
     seed: int = 0

@@ -33,13 +33,19 @@ budget (5 minutes by default) from a handful of LLM calls, with no engine run:
 5. **the split**, sample by sample (a sample's questions stay on one side: no validation question is a
    paraphrase of a shot) — a sample becomes a **shot** while there is room and it brings a shape, a relation
    or a kind of middle node (:func:`middle_kinds`) the shots lack, else **validation** (all its kept
-   questions) until ``target_validation``, else a shot while there is room. *Opt-in*
-   (``LearnSettings(shot_shapes=("3hop",))``): 3-hop chains, whose LLM-written questions mostly fail the judge,
-   sampled for shots only, on top of the others (at most their share), their questions *composed* from the
-   pattern by rule (:mod:`simgrag.bootstrap.compose`: "What is the profession of the father of the father of
-   X?") with no LLM call, drawn from their own random stream so the other samples stay as they are — genealogy
-   learned 87.5 / 75.0 / 57.5 with them against 90.0 / 62.5 / 37.5, WorldCup2014 86 against 90 on 1-hop (measured
-   before they had their own stream, when they changed the other samples too);
+   questions) until ``target_validation``, else a shot while there is room. **Forward 3-hop chains** (the
+   default ``LearnSettings(shot_shapes=("3hop_forward",))``): chains whose every hop runs from a triple's head to
+   its tail (:data:`~simgrag.bootstrap.sample.SHAPES`: "X's father's father's profession", the possessive chain
+   people ask), sampled for shots only, on top of the others (at most their share), their questions *composed*
+   from the pattern by rule (:mod:`simgrag.bootstrap.compose`: "What is the profession of the father of the father
+   of X?") with no LLM call (the 1.5B model's own 3-hop questions mostly fail the judge), drawn from their own
+   random stream so the other samples stay as they are, and placed among the static shots. A KG without three
+   such hops in a row has none (WorldCup2014: player → club → country; MetaQA: movie → person), so its shots are
+   what they were. Genealogy learned: 92.5 / 82.5 / 42.5 → 92.5 / 87.5 / 67.5 (its own patterns 85.0 / 60.0 /
+   17.5 → 90.0 / 80.0 / 57.5; BENCHMARKS.md). *Opt-in* (``shot_shapes=("3hop",)``): 3-hop chains walked either
+   way, composed likewise ("the mother of the person whose place of birth is the place of death of X"), after
+   every other shot (chosen per question, never static: among the static ones they had genealogy's 1-hop
+   questions written as chains);
    ``composed_shots`` composes every shot's question so, with no LLM call for any shot (WorldCup2014's real
    questions lost 10 points on 1-hop: the stiff wording lacks people's verbs).
 
@@ -67,7 +73,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from simgrag.bootstrap.compose import composed_question
+from simgrag.bootstrap.compose import composed_question, verb_like
 from simgrag.bootstrap.examples import MAX_LISTED_RELATIONS, relation_instructions
 from simgrag.bootstrap.files import ProgressLog, examples_yaml, progress_path
 from simgrag.bootstrap.kinds import RelationKinds
@@ -116,9 +122,12 @@ VALIDATION_FILE = "validation.jsonl"
 #: and the 1.5B model's 3-hop questions mostly fail the judge); LearnSettings(shapes=…) adds them
 DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
 #: shapes sampled for shots only, on top of the others, their questions composed by rule (no LLM call;
-#: :mod:`simgrag.bootstrap.compose`): none by default — ``("3hop",)`` lifted genealogy's 2/3-hop questions and cost
-#: WorldCup2014 4 points on 1-hop (BENCHMARKS.md, "Composed 3-hop shots")
-DEFAULT_SHOT_SHAPES: tuple[str, ...] = ()
+#: :mod:`simgrag.bootstrap.compose`): forward 3-hop chains (module docstring, step 5) — ``"3hop"`` (walked either
+#: way) lifted genealogy's 2/3-hop questions and cost WorldCup2014 4 points on 1-hop (BENCHMARKS.md, "Composed 3-hop
+#: shots"); a KG with no forward chain of three hops gets none
+DEFAULT_SHOT_SHAPES: tuple[str, ...] = ("3hop_forward",)
+#: shot-only shapes whose shots may be static (the others come after every other shot: chosen per question only)
+STATIC_SHOT_SHAPES = ("3hop_forward",)
 #: added to the seed for the shot-only shapes' samples (their own random stream)
 SHOT_SHAPES_SEED = 7919
 #: the share of asked samples expected to keep a question (for the expected LLM calls)
@@ -393,8 +402,9 @@ class _Split:
 
     def ordered(self, last: Collection[str] = ()) -> list[_Shot]:
         """The shots with their shapes interleaved (the first of each shape first): the static shots cover them.
-        The shapes in ``last`` (the shot-only ones) come after all the others: chosen per question, never static — a
-        3-hop shot among the static ones had genealogy's 1-hop questions written as chains (85.0 → 75.0)."""
+        The shapes in ``last`` (shot-only ones but the forward chains) come after all the others: chosen per
+        question, never static — a 3-hop chain walked either way among the static shots had genealogy's 1-hop
+        questions written as chains (85.0 → 75.0)."""
         rank: dict[str, int] = {}
         keyed = []
         for shot in self.shots:
@@ -413,6 +423,14 @@ def middle_kinds(sample: Sample, triples: Sequence[Sequence[str]]) -> list[str]:
             if slot != sample.asked and not sample.named[slot] and slot not in kinds and kind is not None:
                 kinds[slot] = kind
     return sorted(set(kinds.values()))
+
+
+def _possessive(sample: Sample) -> bool:
+    """Whether every relation of ``sample`` reads as a noun ("father", "place of birth"): a forward chain of them
+    composes as a chain of possessives ("the profession of the father of the father of X"); one of verbs ("works
+    in", "funded by") nests clauses no reader parses ("the location that the organization that the project that X
+    contributes to funded by located in"), so it is no shot."""
+    return not any(verb_like(relation_text(e.relation)) for e in sample.edges)
 
 
 def _one_walk(sample: Sample) -> bool:
@@ -484,7 +502,7 @@ class _Learn:
             drawn = _interleaved(drawn, extra, len(settings.shapes), len(settings.shot_shapes))
         # a relation walked twice ("the departments in the building of Security's department") reads as one hop
         # to a small model and to the judge alike: such samples make wrong questions, not examples
-        self.samples = [s for s in drawn if _one_walk(s)]
+        self.samples = [s for s in drawn if _one_walk(s) and (s.shape != "3hop_forward" or _possessive(s))]
         #: the samples from here on are drawn for ``more_validation`` only
         self.first_more = len(self.samples)
         self.samples += _more_samples(store, settings, drawn, self.twins)
@@ -699,10 +717,13 @@ class _Learn:
     def write(self) -> None:
         """``examples.yaml`` (when there is a shot) and ``validation.jsonl`` (when there is a question)."""
         if self.split.shots:
-            examples_yaml(self.out_dir / EXAMPLES_FILE, _header(self.settings, self.llm.name), self.relations(),
+            present = tuple(x for x in self.settings.shot_shapes if any(s.shape == x for s in self.split.shots))
+            header = _header(self.settings, self.llm.name, present)
+            examples_yaml(self.out_dir / EXAMPLES_FILE, header, self.relations(),
                           relation_instructions(self.kinds, self.listed, self.relations(), self.twins),
                           (({"question": s.question, "triples": [list(t) for t in s.triples]}, s.note)
-                           for s in self.split.ordered(self.settings.shot_shapes)))
+                           for s in self.split.ordered(tuple(x for x in self.settings.shot_shapes
+                                                             if x not in STATIC_SHOT_SHAPES))))
         if self.split.validation:
             text = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in self.split.validation)
             write_bytes_atomic(self.out_dir / VALIDATION_FILE, text.encode("utf-8"))
@@ -722,13 +743,14 @@ class _Learn:
                            self.stopped, dict(self.rejected), round(per_call, 3))
 
 
-def _header(settings: LearnSettings, llm: str) -> str:
+def _header(settings: LearnSettings, llm: str, shot_shapes: Sequence[str]) -> str:
+    """The examples file's comment; ``shot_shapes``: the shot-only shapes among its shots (a KG may have none)."""
     rule = "composed by rule (every triple said, the way the KG runs it)"
     composed = (f"Each question is {rule} from a subgraph sampled from the KG" if settings.composed_shots else
                 "Each question was written by the LLM for a subgraph sampled from the KG"
-                + (f" ({', '.join(settings.shot_shapes)}: {rule})" if settings.shot_shapes else ""))
+                + (f" ({', '.join(shot_shapes)}: {rule})" if shot_shapes else ""))
     return (f"Few-shot examples learnt from this KG (LLM {llm}, seed {settings.seed}, shapes "
-            f"{', '.join((*settings.shapes, *settings.shot_shapes))}). {composed}; it names the subgraph's named "
+            f"{', '.join((*settings.shapes, *shot_shapes))}). {composed}; it names the subgraph's named "
             "entities and\nnot its answer, and the subgraph's pattern (stored "
             "here, with the KG's relation names) finds its answer in the KG.\nThe validation questions beside "
             "this file (validation.jsonl) are never shots. Edit freely: fix or delete questions, add your own;\n"

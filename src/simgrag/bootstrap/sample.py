@@ -1,6 +1,6 @@
 """Small subgraphs sampled from a KG, each a question waiting to be written, with its gold answers.
 
-Five shapes (:data:`SHAPES`); slots are the subgraph's nodes, *named* ones are mentioned by the question,
+Six shapes (:data:`SHAPES`); slots are the subgraph's nodes, *named* ones are mentioned by the question,
 the *asked* one is its answer::
 
     1hop         A -r- X?                     "What is the capital of Japan?"
@@ -10,7 +10,11 @@ the *asked* one is its answer::
     star         A -r- X? -s- B               "Which country is in Europe and uses the Euro?"
     conjunction  A -r- u -s- B, u -t- X?      "What is the capital of the European country that uses
                                                the Swiss franc?"
+    3hop_forward A -r→ u -s→ v -t→ X?         "What is the profession of the father of the father of X?"
 
+``3hop_forward`` walks each hop from a triple's head to its tail: the chain of possessives people ask ("X's
+father's father's profession"), which a KG without three such hops in a row does not have (WorldCup2014's
+player → club → country stops at two, MetaQA's movie → person at one). The other shapes walk either way.
 Triples keep the KG's orientation. Relations are drawn round-robin (shuffled by the seed), so a rare
 relation gets as many samples as a frequent one; everything else is drawn from a
 :class:`numpy.random.Generator` seeded once, so the same KG, seed and counts give the same samples.
@@ -35,7 +39,7 @@ from simgrag.kg.store import KGStore
 
 __all__ = ["SHAPES", "Edge", "Sample", "gold_answers", "parse_shapes", "sample_subgraphs"]
 
-SHAPES = ("1hop", "2hop", "3hop", "star", "conjunction")
+SHAPES = ("1hop", "2hop", "3hop", "star", "conjunction", "3hop_forward")
 #: draws per wanted sample before a shape is given up on this KG
 TRIES_PER_SAMPLE = 40
 #: partial bindings enumerated for one sample's gold answers before it counts as too broad
@@ -156,11 +160,14 @@ class _Sampler:
         h, t = int(self._heads[tid]), int(self._tails[tid])
         return (h, t) if from_head else (t, h)
 
-    def _incident(self, node: int, used: set[int], avoid: set[int]) -> tuple[int, int] | None:
+    def _incident(self, node: int, used: set[int], avoid: set[int], *,
+                  forward: bool = False) -> tuple[int, int] | None:
         """A random (triple id, other end) at ``node``: a relation first (uniform), then a triple of it;
-        triples in ``used`` and ends in ``avoid`` are skipped."""
+        triples in ``used`` and ends in ``avoid`` are skipped, and with ``forward`` those whose head is not ``node``."""
         nbr, rel, tid = (np.asarray(a) for a in self.store.neighbors(node))
         keep = ~np.isin(tid, list(used)) & ~np.isin(nbr, list(avoid)) & ~np.isin(rel, self._skipped)
+        if forward:
+            keep &= self._heads[tid] == node
         if not keep.any():
             return None
         rels = np.unique(rel[keep])
@@ -174,13 +181,14 @@ class _Sampler:
                     slot_of[int(self._tails[tid])], tid)
 
     # -- shapes --------------------------------------------------------------------------------------
-    def chain(self, hops: int) -> tuple[list[int], list[int], set[int], int] | None:
-        """Entity ids along the walk, its triple ids, the named slots and the asked slot."""
+    def chain(self, hops: int, *, forward: bool = False) -> tuple[list[int], list[int], set[int], int] | None:
+        """Entity ids along the walk, its triple ids, the named slots and the asked slot; ``forward``: every hop
+        from a triple's head to its tail."""
         tid = self._triple_of(self._next_relation())
-        start, nxt = self._ends(tid, bool(self.rng.integers(2)))
+        start, nxt = self._ends(tid, True if forward else bool(self.rng.integers(2)))
         nodes, triples = [start, nxt], [tid]
         while len(triples) < hops:
-            step = self._incident(nodes[-1], set(triples), set(nodes) | self.excluded)
+            step = self._incident(nodes[-1], set(triples), set(nodes) | self.excluded, forward=forward)
             if step is None:
                 return None
             triples.append(step[0])
@@ -204,7 +212,8 @@ class _Sampler:
 
     def draw(self, shape: str) -> Sample | None:
         drawn = {"1hop": lambda: self.chain(1), "2hop": lambda: self.chain(2), "3hop": lambda: self.chain(3),
-                 "star": lambda: self.star(2), "conjunction": lambda: self.star(3)}[shape]()
+                 "star": lambda: self.star(2), "conjunction": lambda: self.star(3),
+                 "3hop_forward": lambda: self.chain(3, forward=True)}[shape]()
         if drawn is None:
             return None
         nodes, triples, named, asked = drawn

@@ -47,10 +47,11 @@ Fit = Annotated[bool, typer.Option("--fit/--no-fit", help="fit the pattern stage
 LearnResume = Annotated[bool, typer.Option("--resume/--no-resume", help="go on from the learning's progress log "
                                                                         "(INDEX_DIR.learn/), or start over")]
 Composed3Hop = Annotated[bool, typer.Option(
-    "--composed-3hop-shots", help="add up to a quarter of the shots as 3-hop chains whose questions are composed by "
-                                  "rule from their pattern, with no LLM call (\"What is the profession of the father "
-                                  "of the father of X?\"); off by default: it helped a genealogy KG's 2/3-hop "
-                                  "questions and cost WorldCup2014's 2-hop ones (BENCHMARKS.md)")]
+    "--composed-3hop-shots", help="also add 3-hop chains walked either way as shots, their questions composed by "
+                                  "rule with no LLM call (\"the mother of the person whose place of birth is …\"), "
+                                  "chosen per question; off by default. Forward chains (\"What is the profession of "
+                                  "the father of the father of X?\") are shots by default wherever the KG has them "
+                                  "(BENCHMARKS.md)")]
 ValidationQuestions = Annotated[int | None, typer.Option(
     "--validation-questions", min=1,
     help="validation questions to learn and fit on (default 24: 12 samples, two wordings each, counted once; a "
@@ -173,7 +174,7 @@ def learn(
     a time budget), attach them to the index, and fit the pattern stage on the validation questions. Resumable:
     run it again to go on after an interruption or a budget stop."""
     _setup_logging(verbose, quiet)
-    from simgrag.bootstrap.learn import LearnSettings
+    from simgrag.bootstrap.learn import DEFAULT_SHOT_SHAPES, LearnSettings
     from simgrag.index.attach import read_manifest_json
 
     try:
@@ -184,7 +185,8 @@ def learn(
         target, more = validation_split(validation_questions)
         budget = _common.learn_budget_for(index_dir, learn_budget, more)
         settings = LearnSettings(budget_s=budget, max_llm_calls=max_llm_calls, seed=seed,
-                                 shot_shapes=("3hop",) if composed_3hop_shots else (), target_validation=target,
+                                 shot_shapes=(*DEFAULT_SHOT_SHAPES, *(("3hop",) if composed_3hop_shots else ())),
+                                 target_validation=target,
                                  more_validation=more)
         report = run_learning(index_dir, learning_llm(llm), settings, fit=fit, resume=resume,
                               say=console if as_json else out, progress=False if quiet else None, sampled=sampled)
