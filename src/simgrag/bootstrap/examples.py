@@ -48,7 +48,7 @@ from simgrag.bootstrap.prompts import (
     respell,
     screen_question,
 )
-from simgrag.bootstrap.sample import SHAPES, Sample, parse_shapes, sample_subgraphs
+from simgrag.bootstrap.sample import FORWARD_CHAIN, SHAPES, Sample, parse_shapes, sample_subgraphs
 from simgrag.errors import ConfigError, PatternError
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.kg.twins import twin_relations
@@ -69,7 +69,7 @@ MAX_LISTED_RELATIONS = 40
 
 #: the shapes bootstrapped examples are drawn from by default: every shape but the forward-only chain (a
 #: kind of 3-hop chain, :data:`~simgrag.bootstrap.sample.SHAPES`)
-BOOTSTRAP_SHAPES = tuple(s for s in SHAPES if s != "3hop_forward")
+BOOTSTRAP_SHAPES = tuple(s for s in SHAPES if s != FORWARD_CHAIN)
 
 
 @dataclass(frozen=True)

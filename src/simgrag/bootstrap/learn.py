@@ -85,7 +85,7 @@ from simgrag.bootstrap.prompts import (
     respell,
     screen_question,
 )
-from simgrag.bootstrap.sample import SHAPES, Sample, parse_shapes, sample_subgraphs
+from simgrag.bootstrap.sample import FORWARD_CHAIN, SHAPES, Sample, parse_shapes, sample_subgraphs
 from simgrag.errors import ConfigError, SimGRAGError
 from simgrag.fileio import write_bytes_atomic
 from simgrag.grounding.judge import Candidate, PatternJudge
@@ -125,9 +125,9 @@ DEFAULT_SHAPES = ("1hop", "2hop", "conjunction")
 #: :mod:`simgrag.bootstrap.compose`): forward 3-hop chains (module docstring, step 5) — ``"3hop"`` (walked either
 #: way) lifted genealogy's 2/3-hop questions and cost WorldCup2014 4 points on 1-hop (BENCHMARKS.md, "Composed 3-hop
 #: shots"); a KG with no forward chain of three hops gets none
-DEFAULT_SHOT_SHAPES: tuple[str, ...] = ("3hop_forward",)
+DEFAULT_SHOT_SHAPES: tuple[str, ...] = (FORWARD_CHAIN,)
 #: shot-only shapes whose shots may be static (the others come after every other shot: chosen per question only)
-STATIC_SHOT_SHAPES = ("3hop_forward",)
+STATIC_SHOT_SHAPES = (FORWARD_CHAIN,)
 #: added to the seed for the shot-only shapes' samples (their own random stream)
 SHOT_SHAPES_SEED = 7919
 #: the share of asked samples expected to keep a question (for the expected LLM calls)
@@ -502,7 +502,7 @@ class _Learn:
             drawn = _interleaved(drawn, extra, len(settings.shapes), len(settings.shot_shapes))
         # a relation walked twice ("the departments in the building of Security's department") reads as one hop
         # to a small model and to the judge alike: such samples make wrong questions, not examples
-        self.samples = [s for s in drawn if _one_walk(s) and (s.shape != "3hop_forward" or _possessive(s))]
+        self.samples = [s for s in drawn if _one_walk(s) and (s.shape != FORWARD_CHAIN or _possessive(s))]
         #: the samples from here on are drawn for ``more_validation`` only
         self.first_more = len(self.samples)
         self.samples += _more_samples(store, settings, drawn, self.twins)

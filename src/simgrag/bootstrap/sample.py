@@ -37,9 +37,11 @@ from simgrag.index.directory import relation_text
 from simgrag.kg.bindings import BindingLimitError, connected_order, pattern_bindings
 from simgrag.kg.store import KGStore
 
-__all__ = ["SHAPES", "Edge", "Sample", "gold_answers", "parse_shapes", "sample_subgraphs"]
+__all__ = ["FORWARD_CHAIN", "SHAPES", "Edge", "Sample", "gold_answers", "parse_shapes", "sample_subgraphs"]
 
-SHAPES = ("1hop", "2hop", "3hop", "star", "conjunction", "3hop_forward")
+#: the shape of 3-hop chains walked head → tail only (module docstring)
+FORWARD_CHAIN = "3hop_forward"
+SHAPES = ("1hop", "2hop", "3hop", "star", "conjunction", FORWARD_CHAIN)
 #: draws per wanted sample before a shape is given up on this KG
 TRIES_PER_SAMPLE = 40
 #: partial bindings enumerated for one sample's gold answers before it counts as too broad
@@ -213,7 +215,7 @@ class _Sampler:
     def draw(self, shape: str) -> Sample | None:
         drawn = {"1hop": lambda: self.chain(1), "2hop": lambda: self.chain(2), "3hop": lambda: self.chain(3),
                  "star": lambda: self.star(2), "conjunction": lambda: self.star(3),
-                 "3hop_forward": lambda: self.chain(3, forward=True)}[shape]()
+                 FORWARD_CHAIN: lambda: self.chain(3, forward=True)}[shape]()
         if drawn is None:
             return None
         nodes, triples, named, asked = drawn
