@@ -80,6 +80,7 @@ def _find_twins(store: KGStore) -> dict[int, int]:
         if size:
             by_count.setdefault(size, []).append(r)
     twins: dict[int, int] = {}
+    paired: set[int] = set()  # a relation is in one pair at most (three copies of one self-loop fact pair only once)
     for group in by_count.values():
         if len(group) < 2:
             continue
@@ -88,10 +89,11 @@ def _find_twins(store: KGStore) -> dict[int, int]:
         turned = {r: _pair_keys(store, tails[rows[r]], heads[rows[r]]) for r in group}
         for i, a in enumerate(group):
             for b in group[i + 1:]:
-                if a in twins or b in twins or not np.array_equal(forward[a], turned[b]):
+                if a in paired or b in paired or not np.array_equal(forward[a], turned[b]):
                     continue
                 name_a, name_b = store.relations[a], store.relations[b]
                 twin, kept = (a, b) if name_b in name_a and name_b != name_a else (b, a)
                 twins[twin] = kept
+                paired.update((a, b))
     return twins
 
