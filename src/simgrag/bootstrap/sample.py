@@ -187,7 +187,7 @@ class _Sampler:
         """Entity ids along the walk, its triple ids, the named slots and the asked slot; ``forward``: every hop
         from a triple's head to its tail."""
         tid = self._triple_of(self._next_relation())
-        start, nxt = self._ends(tid, True if forward else bool(self.rng.integers(2)))
+        start, nxt = self._ends(tid, forward or bool(self.rng.integers(2)))
         nodes, triples = [start, nxt], [tid]
         while len(triples) < hops:
             step = self._incident(nodes[-1], set(triples), set(nodes) | self.excluded, forward=forward)
