@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from simgrag.errors import ModelError
 from simgrag.index.directory import build_index_dir
@@ -14,6 +16,12 @@ from simgrag.llm.models import pull_default_model
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.rdf import write_rdf
 from simgrag.testing.toy import TOY_TRIPLES, write_toy_kg
+
+# Property tests draw new examples on every local run (and keep the failures they find in .hypothesis/); CI
+# (.ci/run sets SIMGRAG_HYPOTHESIS_PROFILE=ci) draws a fixed sequence, so a red CI is the change under test, not a
+# lucky draw of an old bug. A failure prints its reproduction blob either way.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("SIMGRAG_HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(scope="session")
