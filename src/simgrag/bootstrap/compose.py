@@ -14,9 +14,10 @@ says every triple, each the way the KG runs it, in the pattern's own relation wo
         → "What is the club of the person that plays position Goalkeeper?"
 
 Each unknown node is said through the triples that lead to it from the named nodes: "the R of …" for a hop
-the KG runs towards it (the relation's name, or the node's kind when the name ends with it: "plays in club" →
-"the club of …"), "the K whose R is …" / "the K that R …" for a hop it runs away from it (a relation named like
-a verb phrase — :func:`verb_like`, an English word rule — takes "that"). The wording is stiff, and meant to be:
+the KG runs towards it (the relation's name, or the node's kind when a verb-like name ends with it: "plays in
+club" → "the club of …", but "resting place" → "the resting place of …"), "the K whose R is …" / "the K that
+R …" for a hop it runs away from it (a relation named like a verb phrase — :func:`verb_like`, an English word
+rule — takes "that"). The wording is stiff, and meant to be:
 the shot is there to teach the pattern, not the style; the validation questions stay the LLM's own. (Every
 shot so worded cost WorldCup2014's real questions 10 points on 1-hop: people's verbs are missing from it.)
 """
@@ -67,7 +68,7 @@ def _phrase(triples: Sequence[tuple[str, str, str]], node: str, said: set[int]) 
     kind = _kind(node)
     if len(clauses) == 1 and clauses[0][0]:
         _, relation, other = clauses[0]
-        if _names_kind(relation, kind):
+        if verb_like(relation) and _names_kind(relation, kind):  # a noun's own words stay: "the resting place of"
             return f"the {kind} of {other}"
         return f"the {kind} that {other} {relation}" if verb_like(relation) else f"the {relation} of {other}"
     parts = []
