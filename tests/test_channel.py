@@ -12,11 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simgrag.errors import ConfigError, IndexDirError, LLMError, PatternError
-from simgrag.eval.fit_grounding import fit_grounding, significant_gain
+from simgrag.eval.fit_grounding import READING_SETS, fit_grounding, significant_gain
 from simgrag.eval.runner import QAItem
 from simgrag.grounding.channel import (
     CHANNEL,
     DEFAULT_READINGS,
+    READINGS,
     ChannelChoice,
     Reading,
     analogy_readings,
@@ -302,9 +303,9 @@ def test_the_fit_turns_the_channel_on_where_it_fixes_copied_hops(toy: IndexDir,
     assert significant_gain(4, 0)
     # both sets of readings fix the four (the analogy of "which movies did Guy Pearce act in" is the shorter
     # reading itself): the simpler set is stored
-    first = ["shorter", "named", "contracted", "longer"]
+    first = list(READING_SETS[0])
     assert list(fit.channel_readings) == first and channel["readings"] == first
-    assert set(channel["tried"]) == {"shorter,named,contracted,longer", "shorter,named,analogy,contracted,longer"}
+    assert set(channel["tried"]) == {",".join(kinds) for kinds in READING_SETS}
     assert "channel_direct" not in fit.to_dict()  # longer readings carry the direct score anyway: no switch
 
 
@@ -410,8 +411,8 @@ def test_the_channel_switch_round_trips_and_an_old_fit_without_it_reads_as_off(t
     store_fit(toy.path, GroundingFit(True, ("analogy",), {"questions": 3}, channel=True, channel_margin=0.75))
     fit = read_fit(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)).manifest)
     assert fit is not None and fit.channel is True and fit.channel_margin == 0.75
-    assert fit.channel_readings == ("shorter", "named", "analogy", "contracted", "longer")
-    assert "channel choice on (margin 0.75; readings shorter, named, analogy, contracted, longer)" in fit.describe()
+    assert fit.channel_readings == READINGS
+    assert f"channel choice on (margin 0.75; readings {', '.join(READINGS)})" in fit.describe()
     old = GroundingFit.from_dict({"format_version": 1, "enabled": False, "disabled": [], "info": {}})
     assert old.channel is False
     # a fit made before analogies were readings runs with the two kinds it was fitted with
@@ -723,7 +724,7 @@ def test_bench_says_when_the_named_readings_run_alone(toy: IndexDir) -> None:
     engine = SimGRAG(toy, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off")
     report, text = _pattern_stage_report(engine, None)
     assert report["default_readings"]
-    assert "default readings on (named, contracted, longer: the channel choice's, alone)" in text
+    assert f"default readings on ({', '.join(DEFAULT_READINGS)}: the channel choice's, alone)" in text
     off = SimGRAG(toy, llm=FakeLLM(_drops_the_film, scores=_names_titanic), calibration="off",
                   retriever_options={"channel": False})
     report, text = _pattern_stage_report(off, None, channel=False)

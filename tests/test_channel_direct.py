@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simgrag.errors import ConfigError, LLMError
-from simgrag.eval.fit_grounding import fit_grounding
+from simgrag.eval.fit_grounding import READING_SETS, fit_grounding
 from simgrag.eval.runner import QAItem
-from simgrag.grounding.channel import longer_readings, shot_spelling
+from simgrag.grounding.channel import DEFAULT_READINGS, longer_readings, shot_spelling
 from simgrag.grounding.fit import GroundingFit, read_fit, store_fit
 from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.llm.base import ChatMessage
@@ -150,7 +150,7 @@ def test_a_stored_direct_switch_still_reads_and_the_retriever_option_is_deprecat
     assert fit is not None and fit.channel_setting() == (0.5, fit.channel_readings)
     assert "channel_direct" not in fit.to_dict()
     # where the channel is off the default readings run (their longer readings with the direct score)
-    assert GroundingFit(True).channel_setting() == (0.0, ("named", "contracted", "longer"))
+    assert GroundingFit(True).channel_setting() == (0.0, DEFAULT_READINGS)
     with pytest.raises(ConfigError, match="'channel_direct' is not true/false"):
         GroundingFit.from_dict({"enabled": True, "channel_direct": "yes"})
     with pytest.warns(FutureWarning, match="'channel_direct' has no effect"):
@@ -191,7 +191,7 @@ def test_the_fit_stores_the_direct_score_where_it_answers_more(toy: IndexDir, mo
     items = [QAItem(q, answers) for q, answers in LEFT_OUT.items()]
     fit = fit_grounding(toy, FakeLLM(_leaves_out, scores=_channel_likes_years), items, progress=False)
     tried = fit.info["channel"]["tried"]
-    first = tried["shorter,named,contracted,longer"]
+    first = tried[",".join(READING_SETS[0])]
     # the channel alone would break the one-hop questions; its longer readings carry the direct score, so none broke
     assert (first["fixed"], first["broke"]) == (4, 0) and "direct" not in first
     assert not any(k.endswith("+direct") for k in tried) and fit.channel

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simgrag.errors import ConfigError, LLMError
+from simgrag.eval.fit_grounding import SAMPLED_SET
 from simgrag.grounding.channel import KNOWN_READINGS, READINGS, SAMPLES, sampled_readings
 from simgrag.grounding.fit import GroundingFit, read_fit, store_fit
 from simgrag.index.directory import IndexDir, open_index_dir
@@ -186,7 +187,7 @@ def test_the_fit_offers_sampled_readings_only_where_they_answer_more(toy: IndexD
     fit = fit_grounding(toy, FakeLLM(greedy, scores=_scorer(1.0), samples=sampler), items, progress=False,
                         sampled=True)
     tried = fit.info["channel"]["tried"]
-    with_samples = "shorter,named,contracted,longer,sampled"
+    with_samples = ",".join(SAMPLED_SET)
     assert tried[with_samples]["fixed"] == 4 and tried[with_samples]["on"]
     assert not tried["shorter,named,contracted,longer"]["on"]
     assert fit.channel and "sampled" in fit.channel_readings

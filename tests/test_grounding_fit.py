@@ -15,6 +15,7 @@ from simgrag.errors import ConfigError, DatasetError, IndexDirError
 from simgrag.eval.fit_grounding import Outcome, choose_stage, family_gains, fit_grounding
 from simgrag.eval.runner import QAItem
 from simgrag.grounding import GroundedPatterns
+from simgrag.grounding.channel import DEFAULT_READINGS
 from simgrag.grounding.fit import GroundingFit, check_fit, read_fit, store_fit
 from simgrag.grounding.registry import EDITS, Edit, edit_names, family_names, propose_edits, register_edit
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
@@ -273,7 +274,7 @@ def test_grounding_show_names_a_margin_only_where_the_channel_kept_a_change(toy:
     assert "5 fixed, 0 broke at margin 1.15: on" in shown
     assert ("default readings alone (where the channel is off): 0 changes, 0 fixed, 0 broke: on at margin 0.0, "
             "0 of 0 changes kept") in shown
-    assert "default readings on (named, contracted, longer; margin 0.00)" in shown  # the fit's own line
+    assert f"default readings on ({', '.join(DEFAULT_READINGS)}; margin 0.00)" in shown  # the fit's own line
 
 
 # ---------------------------------------------------------------- abstention fitted on the KG's own questions

@@ -85,7 +85,7 @@ Config = tuple[bool, tuple[str, ...], str, ChannelSetting | None]
 #: (WorldCup2014 with 12 examples, 120 validation questions: with analogies 31 changes at margin 0, the same 5
 #: fixed only above a margin of 1.76 instead of 1.15)
 #: (a hop shorter and a hop longer, the small model's two slips of chain length, share the first set's margin)
-READING_SETS: tuple[tuple[str, ...], ...] = ((*FIRST_READINGS, "contracted", "longer"), READINGS)
+READING_SETS: tuple[tuple[str, ...], ...] = ((*FIRST_READINGS, "contracted", "longer", "variant"), READINGS)
 #: the set tried after them when the fit is asked to (``sampled=True``): the first with the patterns the LLM samples
 #: (:data:`~simgrag.grounding.channel.SAMPLES` more calls per question, ~6× a channel run's time). Not by default: on
 #: the KGs measured the fit kept it off (3 fixed, 0 broke on genealogy's 36 and WorldCup2014's 25 learned validation

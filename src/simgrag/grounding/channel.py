@@ -33,11 +33,16 @@ And the LLM's own alternatives: :data:`SAMPLES` patterns it samples for the ques
 :data:`SAMPLE_TEMPERATURE` (fixed seeds; :func:`sampled_readings`) — "X's husband" written greedily with ``father``
 is sampled with ``spouse`` or ``husband`` too; these cost :data:`SAMPLES` more LLM calls per question, so they are
 not in :data:`READINGS`: offered where asked for, or where a fit asked to try them (``simgrag grounding fit
---llm-samples``) found they answer more than the readings without them.
+--llm-samples``) found they answer more than the readings without them. Cheaper and steadier: the *variant* — the
+pattern the LLM writes greedily for the question under the same prompt with :data:`VARIANT_EXTRA_SHOTS` more of the
+examples shown (:meth:`~simgrag.pattern.generate.PatternGenerator.variant`, :func:`variant_readings`; one more LLM
+call). The 1.5B model's pattern changes with the shots it is shown, right one way and wrong the other: on
+WorldCup2014's learned index 4 dynamic shots instead of 2 fixed 12 of 100 two-hop questions and broke 7; of those 19,
+the question's likelihood plus the model's own (both directions, below) chose the right pattern in 18.
 
-A longer or sampled reading's score adds the other direction (the *direct* score), the model's own log P(pattern |
-the pattern prompt) against its own pattern's: a hop the LLM did not write must explain the question *and* be one it
-might have written. The channel alone favours a pattern that explains more of the question's words —
+A longer, sampled or variant reading's score adds the other direction (the *direct* score), the model's own
+log P(pattern | the pattern prompt) against its own pattern's: a hop the LLM did not write must explain the question
+*and* be one it might have written. The channel alone favours a pattern that explains more of the question's words —
 a hop added to a one-hop question — which the model asked for the pattern would not write; an added hop is spelled
 the way the examples spell its relation (:func:`shot_spelling`), or the likelihood is of text the model was never
 taught. Readings that take something out are scored by the channel alone: a copied hop is the model's own likeliest
@@ -70,7 +75,7 @@ from simgrag.pattern.graph import Pattern, is_unknown
 __all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "KNOWN_READINGS", "MARGIN", "MAX_READINGS", "READINGS",
            "SAMPLES", "SAMPLE_TEMPERATURE", "Analogies", "ChannelChoice", "Extensions", "PatternSource", "Reading",
            "ShotSpelling", "analogy_readings", "channel_prompt", "contracted_readings", "fit_margin", "longer_readings",
-           "named_readings", "sampled_readings", "shorter_readings", "shot_spelling"]
+           "named_readings", "sampled_readings", "shorter_readings", "shot_spelling", "variant_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,25 +88,29 @@ MARGIN = 0.0
 #: in the order the prompt ranks its examples for the question)
 MAX_READINGS = 4
 #: the kinds of reading offered unless told otherwise, each with its function: a hop shorter, a name put in, an
-#: example's pattern, a copied hop taken out, a hop longer
-READINGS = ("shorter", "named", "analogy", "contracted", "longer")
+#: example's pattern, a copied hop taken out, a hop longer, the pattern written with more examples shown
+READINGS = ("shorter", "named", "analogy", "contracted", "longer", "variant")
 #: every kind of reading: :data:`READINGS` and the patterns the LLM samples for the question (:data:`SAMPLES` more
 #: LLM calls per question: offered only where a KG's fit turns them on, or when asked for)
-KNOWN_READINGS = (*READINGS, "sampled")
+KNOWN_READINGS = (*READINGS, "sampled", "variant")
 #: the patterns the LLM samples per question for the sampled readings (seeds 1 … SAMPLES; the call cache keeps them)
 SAMPLES = 4
 #: the temperature they are sampled at
 SAMPLE_TEMPERATURE = 0.8
+#: the variant reading's prompt shows this many more dynamic shots than the pattern prompt (one more LLM call per
+#: question, greedy: :meth:`~simgrag.pattern.generate.PatternGenerator.variant`)
+VARIANT_EXTRA_SHOTS = 2
 #: with the direct score, the longer readings scored by the channel: those the model itself finds likeliest to write
 #: (its direct score is one cheap pass over the prompt it has just answered; each channel score is a pass of its own).
 #: On genealogy's learned index, where the direct score fixed 7 questions, 2 of 4 gave the same answers on all 120
 DIRECT_KEEP = 2
 #: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
-#: copied, a last hop it left out that it would itself have written (longer, with the direct score) — so they
-#: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
-#: questions are written the model's way and rarely show these slips)
-DEFAULT_READINGS = ("named", "contracted", "longer")
+#: copied, a last hop it left out that it would itself have written (longer, with the direct score), a pattern it
+#: would itself have written with more examples in view (variant, with the direct score) — so they need only do no
+#: harm, not show a gain the validation questions may never give a chance to (learned validation questions are
+#: written the model's way and rarely show these slips)
+DEFAULT_READINGS = ("named", "contracted", "longer", "variant")
 
 Triples = tuple[tuple[str, str, str], ...]
 #: (question, the examples its prompt shows, best-fitting first) → (example question, its pattern with the question's
@@ -132,10 +141,18 @@ class Reading:
     copied: bool = False  # a contracted reading: ``dropped`` repeated the hop before it
     added: tuple[str, str, str] | None = None  # a longer reading: the hop it adds at the asked-for node
     sampled: bool = False  # a pattern the LLM sampled for the question
+    variant: bool = False  # the pattern the LLM wrote for the question with more examples shown
+
+    @property
+    def written(self) -> bool:
+        """Whether an LLM call wrote this reading for the question (sampled, or a variant): its direct score counts."""
+        return self.sampled or self.variant
 
     def why(self) -> str:
         if self.sampled:
             return "took a pattern the LLM sampled for the question"
+        if self.variant:
+            return "took the pattern the LLM wrote for the question with more examples shown"
         if self.added is not None:
             return f"added {list(self.added)}, a hop from the node it asked for"
         if self.copied:
@@ -323,6 +340,15 @@ def sampled_readings(triples: Sequence[Sequence[str]], samples: Sequence[Sequenc
     return _distinct(out)[:limit]
 
 
+def variant_readings(triples: Sequence[Sequence[str]], variant: Sequence[Sequence[str]] | None) -> list[Reading]:
+    """The pattern the LLM wrote for the question under a prompt with more examples (``variant``), unless it is
+    ``triples`` up to its unknown nodes' labels."""
+    if not variant:
+        return []
+    key = _as_triples(variant)
+    return [] if _shape(key) == _shape(_as_triples(triples)) else [Reading(key, variant=True)]
+
+
 def _as_triples(triples: Sequence[Sequence[str]]) -> Triples:
     return tuple((str(h), str(r), str(t)) for h, r, t in triples)
 
@@ -422,6 +448,7 @@ class ChannelChoice:
         self.sampled = "sampled" in readings and samples_text(llm)
         if "sampled" in readings and not self.sampled:
             logger.warning("%s cannot sample by seed: the channel choice offers no sampled readings", llm.name)
+        self.variant = "variant" in readings
 
     def pattern(self, text: str) -> PatternResult:
         result = self.inner.pattern(text)
@@ -442,16 +469,20 @@ class ChannelChoice:
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)
         readings = _distinct(readings)  # a copy at a leaf is a shorter and a contracted reading
         sampling = self.sampled and result.attempts > 0  # alternatives the LLM writes: not where no LLM wrote
-        if not readings and not sampling:
+        varying = self.variant and result.attempts > 0
+        if not readings and not sampling and not varying:
             return result
         extra: dict[int, float] = {}  # reading → its direct score against the LLM's own pattern
         try:  # the direct score first: the model's context still holds the pattern prompt it just answered
+            if varying:
+                other = self.generator.variant(text, prompt.n_dynamic_shots + VARIANT_EXTRA_SHOTS)
+                readings = _distinct([*readings, *variant_readings(triples, other.triples() if other else None)])
             if sampling:
                 sampled = self.generator.sample(text, range(1, SAMPLES + 1), SAMPLE_TEMPERATURE)
                 readings = _distinct([*readings, *sampled_readings(triples, [p.triples() for p in sampled],
                                                                    self.limit)])
-                if not readings:
-                    return result
+            if not readings:
+                return result
             readings, extra = self._with_direct(text, triples, readings)
             items = [(_condition(triples), " " + text.strip() + "\n"),
                      *((_condition(r.triples), " " + text.strip() + "\n") for r in readings)]
@@ -465,7 +496,7 @@ class ChannelChoice:
         if scores[best + 1] <= own + self.margin:
             return result
         chosen = readings[best]
-        said = "the question and the pattern are" if chosen.added is not None or chosen.sampled else "the question is"
+        said = "the question and the pattern are" if chosen.added is not None or chosen.written else "the question is"
         note = (f"{chosen.why()}: {said} likelier given that pattern (log-likelihood "
                 f"{scores[best + 1]:.2f} against {own:.2f})")
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
@@ -475,10 +506,10 @@ class ChannelChoice:
     def _with_direct(self, text: str, triples: Sequence[Sequence[str]],
                      readings: list[Reading]) -> tuple[list[Reading], dict[int, float]]:
         """``readings`` with the longer ones cut to the :data:`DIRECT_KEEP` the model itself finds likeliest to
-        write, and for each longer one kept and each sampled one (by its new position) its direct score minus the
-        LLM's own pattern's."""
+        write, and for each longer one kept and each one an LLM call wrote (sampled, a variant; by its new position) its
+        direct score minus the LLM's own pattern's."""
         longer = [i for i, r in enumerate(readings) if r.added is not None]
-        sampled = [i for i, r in enumerate(readings) if r.sampled]
+        sampled = [i for i, r in enumerate(readings) if r.written]
         if not longer and not sampled:
             return readings, {}
         both = [*longer, *sampled]
@@ -486,7 +517,7 @@ class ChannelChoice:
         ranked = sorted(range(len(longer)), key=lambda j: -written[j + 1])
         gains = {longer[j]: written[j + 1] - written[0] for j in ranked[:DIRECT_KEEP]}
         gains.update({i: written[len(longer) + j + 1] - written[0] for j, i in enumerate(sampled)})
-        kept = [i for i, r in enumerate(readings) if (r.added is None and not r.sampled) or i in gains]
+        kept = [i for i, r in enumerate(readings) if (r.added is None and not r.written) or i in gains]
         return [readings[i] for i in kept], {n: gains[i] for n, i in enumerate(kept) if i in gains}
 
     def _direct(self, text: str, patterns: Sequence[Sequence[Sequence[str]]]) -> list[float]:

@@ -7,7 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from simgrag._options import key_values
@@ -97,6 +97,7 @@ class PatternGenerator:
             raise ConfigError(f"shot_selection must be 'structure' or 'words', got {shot_selection!r}")
         self.shot_selection = shot_selection
         self.analogy = bool(analogy)
+        self._variants: dict[int, PromptBuilder] = {}  # n_dynamic_shots → the prompt of :meth:`variant`
 
     def generate(self, question: str, shot_scores: Sequence[float] | None = None) -> PatternResult:
         """The pattern for ``question``; raises :class:`PatternParseError` / :class:`PatternError`.
@@ -120,6 +121,27 @@ class PatternGenerator:
             except PatternError as exc:
                 logger.info("a sampled pattern for %r does not read: %s", question, _first_line(exc))
         return out
+
+    def variant(self, question: str, n_dynamic_shots: int) -> Pattern | None:
+        """The pattern the LLM writes greedily for ``question`` under the same prompt with ``n_dynamic_shots``
+        dynamic shots instead of its own number (chosen by words): a second opinion from more of the examples.
+        ``None`` when the reply does not read as a pattern (logged) — a variant is an alternative, not the answer —
+        or when the examples hold no more shots than the prompt already shows (the same prompt, the same reply)."""
+        if not question or not question.strip():
+            raise PatternError("The question is empty")
+        prompt = self.prompt
+        pool = len(prompt.examples.examples) - len(prompt.static_examples)
+        if n_dynamic_shots == prompt.n_dynamic_shots or min(n_dynamic_shots, pool) <= min(prompt.n_dynamic_shots, pool):
+            return None
+        builder = self._variants.get(n_dynamic_shots)
+        if builder is None:
+            builder = self._variants[n_dynamic_shots] = replace(prompt, n_dynamic_shots=n_dynamic_shots)
+        reply = self._call(builder.messages(question))
+        try:
+            return self._read(reply.text)[1]
+        except PatternError as exc:
+            logger.info("the variant pattern for %r does not read: %s", question, _first_line(exc))
+            return None
 
     def revise(self, question: str, previous: str, reason: str,
                shot_scores: Sequence[float] | None = None) -> PatternResult:

@@ -1,0 +1,107 @@
+"""Variant readings (issue 41, build 3: the LLM's own alternatives): the pattern the LLM writes greedily for the
+question under the same prompt with more of the examples shown, offered to the channel choice beside its own
+pattern and scored by both directions (the question's likelihood given each, the model's likelihood of writing
+each)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from simgrag.errors import LLMError
+from simgrag.grounding.channel import DEFAULT_READINGS, KNOWN_READINGS, VARIANT_EXTRA_SHOTS, variant_readings
+from simgrag.index.directory import IndexDir
+from simgrag.llm.base import ChatMessage
+from simgrag.pattern.examples import parse_examples
+from simgrag.pattern.generate import PatternGenerator
+from simgrag.pipeline import SimGRAG
+from simgrag.testing.llm import FakeLLM
+from test_channel import toy as _toy_index  # the channel tests' toy index (rootdir-relative import)
+from test_grounding import EXAMPLES  # its four examples
+
+toy = _toy_index
+
+QUESTION = "Who directed Titanic?"
+GREEDY = [["Titanic", "starred actors", "UNKNOWN person 1"]]  # the wrong relation, the LLM's own
+RIGHT = [["Titanic", "directed by", "UNKNOWN director 1"]]
+#: one static shot and one dynamic: three examples left for the variant's prompt to add
+SHOTS = {"n_static_shots": 1, "n_dynamic_shots": 1}
+BASE_MESSAGES = 1 + 2 * 1 + 2 * 1 + 1  # system, the static shot, the dynamic shot, the question
+
+
+def _writes_right_with_more_shots(messages: Sequence[ChatMessage]) -> str:
+    return json.dumps({"triples": RIGHT if len(messages) > BASE_MESSAGES else GREEDY})
+
+
+def _scorer(direct_cost: float):  # type: ignore[no-untyped-def]
+    """The channel finds "who directed …" likelier given a `directed by` hop by 5 nats; the direct score (condition
+    ``""``: a reply to the pattern prompt) charges ``direct_cost`` nats for writing it."""
+    def score(prefix: str, condition: str, scored: str) -> float:
+        if condition == "":
+            return -1.0 - (direct_cost if "directed by" in scored else 0.0)
+        return -2.0 if "directed by" in condition else -7.0
+    return score
+
+
+def _engine(toy: IndexDir, llm: FakeLLM, readings: Sequence[str] = ("variant",)) -> SimGRAG:
+    options = {"ground_patterns": False, "channel": True, "channel_readings": list(readings)}
+    return SimGRAG(toy, llm=llm, calibration="off", retriever_options=options, pattern_options=dict(SHOTS))
+
+
+def test_a_variant_reading_is_the_variants_pattern_unless_it_is_the_llms_own() -> None:
+    own = [("X", "mother", "UNKNOWN person 1")]
+    (reading,) = variant_readings(own, [("X", "spouse", "UNKNOWN person 1")])
+    assert reading.variant and reading.written and not reading.sampled
+    assert reading.triples == (("X", "spouse", "UNKNOWN person 1"),) and "more examples" in reading.why()
+    assert variant_readings(own, [("X", "mother", "UNKNOWN woman 3")]) == []  # the same up to a label
+    assert variant_readings(own, None) == [] and variant_readings(own, []) == []
+
+
+def test_the_variant_prompt_shows_more_dynamic_shots_and_is_not_sent_when_there_are_none_more() -> None:
+    examples = parse_examples(EXAMPLES)
+    llm = FakeLLM(_writes_right_with_more_shots)
+    generator = PatternGenerator(llm, examples, **SHOTS)
+    variant = generator.variant(QUESTION, 1 + VARIANT_EXTRA_SHOTS)
+    assert variant is not None and [list(t) for t in variant.triples()] == RIGHT
+    (call,) = llm.calls
+    assert len(call.messages) == BASE_MESSAGES + 2 * VARIANT_EXTRA_SHOTS and call.temperature == 0.0
+    assert call.messages[: 1 + 2] == tuple(generator.prompt.fixed_messages())  # the same static part
+    assert call.messages[-1] == generator.prompt.messages(QUESTION)[-1]
+    # the generator's own number of shots, or no example left to add: no call (the same prompt, the same reply)
+    assert generator.variant(QUESTION, 1) is None
+    assert PatternGenerator(llm, examples, n_static_shots=4, n_dynamic_shots=2).variant(QUESTION, 4) is None
+    assert len(llm.calls) == 1
+    # a reply that is no pattern is no variant
+    assert PatternGenerator(FakeLLM(["I think it is James Cameron"]), examples, **SHOTS).variant(QUESTION, 3) is None
+
+
+@pytest.mark.parametrize("cost", [1.0, 9.0])
+def test_the_channel_takes_the_variant_only_when_both_directions_favour_it(toy: IndexDir, cost: float) -> None:
+    """The channel finds the question 5 nats likelier under the variant's `directed by` pattern; writing it costs
+    the LLM 1 nat (taken) or 9 (kept its own)."""
+    llm = FakeLLM(_writes_right_with_more_shots, scores=_scorer(cost))
+    result = _engine(toy, llm).ask(QUESTION)
+    assert (result.answer.short_answer == "James Cameron") == (cost < 5)
+    assert result.pattern is not None
+    assert any("more examples" in note for note in result.pattern.kg_repairs) == (cost < 5)
+    assert sorted(len(c.messages) for c in llm.calls) == [BASE_MESSAGES, BASE_MESSAGES + 2 * VARIANT_EXTRA_SHOTS]
+
+
+def test_no_variant_where_the_kind_is_not_offered_and_a_failing_variant_keeps_the_pattern(toy: IndexDir) -> None:
+    llm = FakeLLM(_writes_right_with_more_shots, scores=_scorer(1.0))
+    result = _engine(toy, llm, readings=("longer",)).ask(QUESTION)
+    assert all(len(c.messages) == BASE_MESSAGES for c in llm.calls)  # one prompt size: no variant sent
+    assert result.pattern is not None and [list(t) for t in result.pattern.pattern.triples()] == GREEDY
+
+    def fails_with_more_shots(messages: Sequence[ChatMessage]) -> str:
+        if len(messages) > BASE_MESSAGES:
+            raise LLMError("the server went away")
+        return json.dumps({"triples": GREEDY})
+    kept = _engine(toy, FakeLLM(fails_with_more_shots, scores=_scorer(1.0))).ask(QUESTION)
+    assert kept.pattern is not None and [list(t) for t in kept.pattern.pattern.triples()] == GREEDY
+
+
+def test_variant_readings_are_a_known_kind() -> None:
+    assert "variant" in KNOWN_READINGS and set(DEFAULT_READINGS) <= set(KNOWN_READINGS)
