@@ -694,13 +694,13 @@ def test_the_fit_keeps_named_readings_on_unless_a_question_group_loses(toy: Inde
     assert fit.channel_setting() == (0.0, DEFAULT_READINGS) and fit.channel_setting(scores=False) is None
     from simgrag.eval import fit_grounding as module
 
-    real = module._channel_with
+    real = module._channel_outcome
 
-    def named_loses(runner, config, kinds, base, items, **options):  # type: ignore[no-untyped-def]
-        found = real(runner, config, kinds, base, items, **options)
+    def named_loses(runs, kinds, base, items, **options):  # type: ignore[no-untyped-def]
+        found = real(runs, kinds, base, items, **options)
         return {**found, "group_lost": True} if kinds == DEFAULT_READINGS else found
 
-    monkeypatch.setattr(module, "_channel_with", named_loses)
+    monkeypatch.setattr(module, "_channel_outcome", named_loses)
     fit = fit_grounding(toy, FakeLLM(_respond, scores=_prefers_short), items, progress=False)
     assert fit.named_margin is None and fit.info["channel"]["named"]["why"] == "a question group lost"
     assert fit.channel is False and fit.channel_setting() is None

@@ -10,13 +10,17 @@ from collections.abc import Sequence
 
 import pytest
 
-from simgrag.errors import LLMError
+from simgrag.errors import ConfigError, LLMError
+from simgrag.eval.fit_grounding import fit_grounding
+from simgrag.eval.runner import QAItem
 from simgrag.grounding.channel import DEFAULT_READINGS, KNOWN_READINGS, VARIANT_EXTRA_SHOTS, variant_readings
-from simgrag.index.directory import IndexDir
+from simgrag.grounding.fit import GroundingFit, store_fit
+from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
 from simgrag.pipeline import SimGRAG
+from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
 from test_channel import toy as _toy_index  # the channel tests' toy index (rootdir-relative import)
 from test_grounding import EXAMPLES  # its four examples
@@ -105,3 +109,67 @@ def test_no_variant_where_the_kind_is_not_offered_and_a_failing_variant_keeps_th
 
 def test_variant_readings_are_a_known_kind() -> None:
     assert "variant" in KNOWN_READINGS and set(DEFAULT_READINGS) <= set(KNOWN_READINGS)
+
+
+# ---------------------------------------------------------------- fitted per KG: its own switch
+DIRECTED = {"Who directed Titanic?": ["James Cameron"], "Who directed Inception?": ["Christopher Nolan"],
+            "Who directed Juno?": ["Jason Reitman"]}
+
+
+def _movie(messages: Sequence[ChatMessage]) -> str:
+    return next(m for m in ("Titanic", "Inception", "Juno") if m in messages[-1].content)
+
+
+def _writer(variant_right: bool):  # type: ignore[no-untyped-def]
+    """The LLM's own pattern has the wrong relation and the variant the right one, or the other way round."""
+    def write(messages: Sequence[ChatMessage]) -> str:
+        right = (len(messages) > BASE_MESSAGES) == variant_right
+        relation = "directed by" if right else "starred actors"
+        return json.dumps({"triples": [[_movie(messages), relation, "UNKNOWN person 1"]]})
+    return write
+
+
+def _prefers(relation: str):  # type: ignore[no-untyped-def]
+    """Both directions favour patterns with ``relation``: the channel by 5 nats, the direct score by 1."""
+    def score(prefix: str, condition: str, scored: str) -> float:
+        if condition == "":
+            return -1.0 if relation in scored else -2.0
+        return -2.0 if relation in condition else -7.0
+    return score
+
+
+@pytest.mark.parametrize("variant_right", [True, False])
+def test_the_fit_keeps_the_variant_unless_it_breaks_more_than_it_fixes_and_the_other_readings_stay(
+        toy: IndexDir, variant_right: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simgrag.eval.fit_grounding.choose_stage", lambda *a, **k: "no_grounding")
+    items = [QAItem(q, a) for q, a in DIRECTED.items()]
+    # the channel prefers the variant's relation either way: it fixes all three, or breaks all three
+    preferred = "directed by" if variant_right else "starred actors"
+    fit = fit_grounding(toy, FakeLLM(_writer(variant_right), scores=_prefers(preferred)), items, progress=False,
+                        pattern_options=dict(SHOTS))
+    check = fit.info["channel"]["named"]["variant"]
+    assert (check["used"], check["fixed"], check["broke"]) == ((3, 3, 0) if variant_right else (3, 0, 3))
+    assert fit.variant is variant_right and check["on"] is variant_right
+    assert fit.named_margin is not None  # the other default readings stay on either way
+    assert ("variant" in fit.default_readings) is variant_right
+    if not variant_right:  # nor is it tried in the channel's reading sets
+        assert not any("variant" in kinds for kinds in fit.info["channel"]["tried"])
+    assert GroundingFit.from_dict(fit.to_dict()) == fit
+
+
+def test_a_fit_turns_the_variant_off_at_ask_time_and_an_old_fit_lacks_it(toy: IndexDir) -> None:
+    store_fit(toy.path, GroundingFit(False, variant=False))
+    llm = FakeLLM(_writes_right_with_more_shots, scores=_scorer(1.0))
+    options = {"calibration": "off", "pattern_options": dict(SHOTS)}
+    result = SimGRAG(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)), llm=llm, **options).ask(QUESTION)
+    assert all(len(c.messages) == BASE_MESSAGES for c in llm.calls)  # the default readings ran, without a variant
+    assert result.pattern is not None and [list(t) for t in result.pattern.pattern.triples()] == GREEDY
+    store_fit(toy.path, GroundingFit(False))  # variant on (the default): the variant's prompt is sent
+    llm = FakeLLM(_writes_right_with_more_shots, scores=_scorer(1.0))
+    taken = SimGRAG(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)), llm=llm, **options).ask(QUESTION)
+    assert taken.answer.short_answer == "James Cameron"
+    old = {k: v for k, v in GroundingFit(False).to_dict().items() if k != "variant"}
+    assert GroundingFit.from_dict(old).variant is False  # made before variant readings: never checked them
+    assert "variant" not in GroundingFit.from_dict(old).default_readings
+    with pytest.raises(ConfigError, match="'variant' is not true/false"):
+        GroundingFit.from_dict({**old, "variant": "yes"})

@@ -63,6 +63,12 @@ def _format(fit: Any) -> str:
                      if named.get("on") else "off")
             lines.append(f"  default readings alone (where the channel is off): {named.get('used')} changes, "
                          f"{named.get('fixed')} fixed, {named.get('broke')} broke: {state} ({named.get('why', '')})")
+            variant = named.get("variant")
+            if isinstance(variant, dict):
+                counts = (f"{variant.get('used')} changes, {variant.get('fixed')} fixed, {variant.get('broke')} "
+                          "broke: " if variant.get("used") is not None else "")
+                lines.append(f"  the variant among them (the pattern written with more examples shown): {counts}"
+                             f"{'on' if variant.get('on') else 'off'} ({variant.get('why', '')})")
     elif channel.get("why"):
         lines.append(f"channel choice: off ({channel['why']})")
     if fit.info.get("skipped"):

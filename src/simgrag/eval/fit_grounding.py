@@ -75,6 +75,7 @@ class Outcome:
     families: tuple[str, ...] = ()
     failed: bool = False
     channel_gap: float | None = None  # the channel choice's gap when it took a reading
+    channel_reading: str | None = None  # the kind of that reading
 
 
 #: the channel choice's (margin, kinds of reading offered)
@@ -188,7 +189,8 @@ class _Runner:
                 continue
             families = result.pattern.families if result.pattern is not None else ()
             gap = result.pattern.channel_gap if result.pattern is not None else None
-            out[i] = Outcome(hits_at_1(result, set(item.answers))[1], families, channel_gap=gap)
+            kind = result.pattern.channel_reading if result.pattern is not None else None
+            out[i] = Outcome(hits_at_1(result, set(item.answers))[1], families, channel_gap=gap, channel_reading=kind)
 
 
 def _kind(config: Config) -> str:
@@ -407,9 +409,10 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         info["skipped"] = list(runner.skipped)
     on = bool(channel.get("on"))
     named = channel.get("named") or {}
+    variant = bool((named.get("variant") or {}).get("on", True))
     return GroundingFit(choice != "no_grounding", stage_off, info, on, float(channel.get("margin", 0.0)) if on else 0.0,
                         tuple(channel.get("readings") or READINGS) if on else READINGS,
-                        float(named["margin"]) if named.get("on") else None)
+                        float(named["margin"]) if named.get("on") else None, variant)
 
 
 def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],
@@ -425,15 +428,22 @@ def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outc
     n = len(base)
     if runner.affords(n, "channel", f"the harm check of the default readings ({', '.join(DEFAULT_READINGS)})"):
         say(f"the default readings alone ({', '.join(DEFAULT_READINGS)}; on unless they break validation questions)")
-        named = _channel_with(runner, config, DEFAULT_READINGS, base, items, keep_ties=True)
+        runs = _channel_runs(runner, config, DEFAULT_READINGS, base)
+        variant = _variant_check(runs, base, items)
+        if not variant["on"]:  # judged without it: the questions it changed as the LLM's own pattern answered them
+            runs = {i: base[i] if o.channel_reading == "variant" else o for i, o in runs.items()}
+        named = _channel_outcome(runs, DEFAULT_READINGS, base, items, keep_ties=True)
         named_on = not named["group_lost"]
         checked = {"on": named_on, "margin": named["margin"], "fixed": named["fixed"], "broke": named["broke"],
-                   "used": named["used"], "kept": named["kept"],
+                   "used": named["used"], "kept": named["kept"], "variant": variant,
                    "why": "no harm on the validation questions" if named_on else "a question group lost"}
-    else:  # as on a KG never fitted
-        checked = {"on": True, "margin": MARGIN, "why": "not checked: the fit's time ran out"}
+    else:  # as on a KG never fitted, but the variant unchecked stays off
+        variant = {"on": False, "why": "not checked: the fit's time ran out"}
+        checked = {"on": True, "margin": MARGIN, "variant": variant, "why": "not checked: the fit's time ran out"}
     tried: dict[str, dict[str, Any]] = {}
     sets = (*READING_SETS, SAMPLED_SET) if sampled and samples_text(llm) else READING_SETS
+    if not variant["on"]:  # nor in the channel's reading sets
+        sets = tuple(tuple(k for k in kinds if k != "variant") for kinds in sets)
     for kinds in sets:
         if not runner.affords(n, _kind((*config[:3], (0.0, kinds))),
                               f"the channel choice with readings {', '.join(kinds)}"):
@@ -455,8 +465,30 @@ def _channel_with(runner: _Runner, config: Config, kinds: tuple[str, ...], base:
     """The channel choice offering ``kinds`` of reading, run at margin 0 on the questions of ``base`` and kept above
     its fitted margin (``keep_ties``: see :func:`~simgrag.grounding.channel.fit_margin`). Under ``"changed"``: the
     questions where it took a reading."""
+    return _channel_outcome(_channel_runs(runner, config, kinds, base), kinds, base, items, keep_ties=keep_ties)
+
+
+def _channel_runs(runner: _Runner, config: Config, kinds: tuple[str, ...],
+                  base: dict[int, Outcome]) -> dict[int, Outcome]:
+    """The channel choice offering ``kinds`` of reading at margin 0 on the questions of ``base``."""
     what = f"channel choice ({', '.join(kinds)})"
-    runs = runner.run((*config[:3], (0.0, kinds)), list(base), what) if base else {}
+    return runner.run((*config[:3], (0.0, kinds)), list(base), what) if base else {}
+
+
+def _variant_check(runs: dict[int, Outcome], base: dict[int, Outcome], items: Sequence[QAItem]) -> dict[str, Any]:
+    """Whether the variant readings (:func:`~simgrag.grounding.channel.variant_readings`) stay among the default
+    readings: on unless the validation questions where the channel took one broke more than they fixed (counted
+    like every other change: a learnt sample once)."""
+    took = [i for i, o in runs.items() if o.channel_reading == "variant"]
+    fixed, broke = versus({i: runs[i] for i in took}, {i: base[i] for i in took}, items) if took else (0, 0)
+    on = broke <= fixed
+    return {"on": on, "used": len(took), "fixed": fixed, "broke": broke,
+            "why": "no harm on the validation questions" if on else "broke more validation questions than it fixed"}
+
+
+def _channel_outcome(runs: dict[int, Outcome], kinds: tuple[str, ...], base: dict[int, Outcome],
+                     items: Sequence[QAItem], *, keep_ties: bool = False) -> dict[str, Any]:
+    """What the channel choice's ``runs`` (at margin 0) come to, kept above their fitted margin."""
     changed = {i: o.channel_gap for i, o in runs.items() if o.channel_gap is not None}
     margin, _, _ = fit_margin([(gap, int(runs[i].hit) - int(base[i].hit)) for i, gap in changed.items()],
                               keep_ties=keep_ties)

@@ -144,6 +144,21 @@ class Reading:
     variant: bool = False  # the pattern the LLM wrote for the question with more examples shown
 
     @property
+    def kind(self) -> str:
+        """Its kind of reading (:data:`KNOWN_READINGS`)."""
+        if self.sampled:
+            return "sampled"
+        if self.variant:
+            return "variant"
+        if self.added is not None:
+            return "longer"
+        if self.copied:
+            return "contracted"
+        if self.example is not None:
+            return "analogy"
+        return "named" if self.named is not None else "shorter"
+
+    @property
     def written(self) -> bool:
         """Whether an LLM call wrote this reading for the question (sampled, or a variant): its direct score counts."""
         return self.sampled or self.variant
@@ -501,7 +516,7 @@ class ChannelChoice:
                 f"{scores[best + 1]:.2f} against {own:.2f})")
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
-                       channel_gap=scores[best + 1] - own)
+                       channel_gap=scores[best + 1] - own, channel_reading=chosen.kind)
 
     def _with_direct(self, text: str, triples: Sequence[Sequence[str]],
                      readings: list[Reading]) -> tuple[list[Reading], dict[int, float]]:

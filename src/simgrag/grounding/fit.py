@@ -24,7 +24,12 @@ is decided per KG, on its own validation questions (never shots), with its index
   its first name: the named readings were the first default ones). Unlike the other switches this one is on
   unless the KG shows harm: on the KGs measured (BENCHMARKS.md "Named readings by default") they never broke a
   question and fixed 16 of the 100 two-hop WorldCup2014 questions with learned examples and 2 of the 40 3-hop
-  genealogy ones, which no validation set of learned questions shows.
+  genealogy ones, which no validation set of learned questions shows;
+- ``variant``: whether those default readings include the *variant* (the pattern the LLM writes with more examples
+  shown; :func:`~simgrag.grounding.channel.variant_readings`) — on unless the validation questions it changed
+  broke more than they fixed (a fit made before it existed lacks the key: off). A switch of its own: on
+  WorldCup2014's learned index it fixed 13 test questions and broke none, on the DBpedia-shaped one it broke 8 and
+  fixed 4 (BENCHMARKS.md "Variant readings"), and its harm must not take the other default readings with it.
 
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
 index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless
@@ -69,6 +74,13 @@ class GroundingFit:
     channel_margin: float = 0.0
     channel_readings: tuple[str, ...] = READINGS
     named_margin: float | None = MARGIN
+    variant: bool = True
+
+    @property
+    def default_readings(self) -> tuple[str, ...]:
+        """The default readings this fit runs where the channel is off: :data:`~simgrag.grounding.channel.
+        DEFAULT_READINGS`, without the variant where the fit found it harmful (or predates it)."""
+        return DEFAULT_READINGS if self.variant else tuple(k for k in DEFAULT_READINGS if k != "variant")
 
     def channel_setting(self, scores: bool = True) -> tuple[float, tuple[str, ...]] | None:
         """The channel choice this fit runs: (margin, kinds of reading) — the fitted channel, else the default
@@ -76,14 +88,14 @@ class GroundingFit:
         if self.channel:
             return self.channel_margin, self.channel_readings
         if self.named_margin is not None and scores:
-            return self.named_margin, DEFAULT_READINGS
+            return self.named_margin, self.default_readings
         return None
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FIT_FORMAT, "enabled": self.enabled, "disabled": list(self.disabled),
                 "channel": self.channel, "channel_margin": self.channel_margin,
                 "channel_readings": list(self.channel_readings), "named_margin": self.named_margin,
-                "info": self.info}
+                "variant": self.variant, "info": self.info}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "grounding fit") -> GroundingFit:
@@ -94,7 +106,8 @@ class GroundingFit:
         return cls(bool(data["enabled"]), tuple(data.get("disabled", ())), dict(data.get("info") or {}),
                    bool(data.get("channel", False)), float(data.get("channel_margin", 0.0)),
                    tuple(data.get("channel_readings", FIRST_READINGS)),
-                   None if data.get("named_margin", MARGIN) is None else float(data.get("named_margin", MARGIN)))
+                   None if data.get("named_margin", MARGIN) is None else float(data.get("named_margin", MARGIN)),
+                   bool(data.get("variant", False)))  # a fit made before variant readings never checked them
 
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
@@ -113,7 +126,7 @@ class GroundingFit:
             head += (f"; the channel choice on (margin {self.channel_margin:.2f}; readings "
                      f"{', '.join(self.channel_readings)})")
         elif self.named_margin is not None:
-            head += f"; default readings on ({', '.join(DEFAULT_READINGS)}; margin {self.named_margin:.2f})"
+            head += f"; default readings on ({', '.join(self.default_readings)}; margin {self.named_margin:.2f})"
         else:
             head += "; default readings off"
         n, samples = self.info.get("questions"), self.info.get("samples")
@@ -127,7 +140,7 @@ def _problem(data: Any) -> str | None:
     if data.get("format_version", FIT_FORMAT) != FIT_FORMAT:
         return f"format {data.get('format_version')!r}, expected {FIT_FORMAT}"
     unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "channel", "channel_margin",
-                                  "channel_readings", "named_margin", "channel_direct", "info"})
+                                  "channel_readings", "named_margin", "channel_direct", "variant", "info"})
     if unknown:
         return f"unknown keys {unknown}"
     if not isinstance(data.get("enabled"), bool):
@@ -136,6 +149,8 @@ def _problem(data: Any) -> str | None:
         return "'channel' is not true/false"
     if not isinstance(data.get("channel_direct", False), bool):
         return "'channel_direct' is not true/false"
+    if not isinstance(data.get("variant", False), bool):
+        return "'variant' is not true/false"
     margin = data.get("channel_margin", 0.0)
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < float("inf"):
         return "'channel_margin' is not a number ≥ 0"

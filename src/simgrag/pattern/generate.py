@@ -52,6 +52,8 @@ class PatternResult:
     #: how much likelier (nats) the question was under the reading the channel choice took
     #: (:mod:`simgrag.grounding.channel`); ``None`` when it took none
     channel_gap: float | None = None
+    #: the kind of that reading (:data:`~simgrag.grounding.channel.KNOWN_READINGS`); ``None`` when it took none
+    channel_reading: str | None = None
 
 
 class PatternGenerator:

@@ -235,8 +235,8 @@ class SimGRAGRetriever:
                           "score always adds the LLM's own likelihood of writing it", FutureWarning, stacklevel=2)
         # where the channel is off, the default readings alone, unless the fit found harm (or the channel was off)
         named = None if self.channel else _named_margin(channel, stored, llm)
-        if named is not None:
-            margin, kinds = named, DEFAULT_READINGS
+        if named is not None:  # the variant among them unless the KG's fit found it harmful (or predates it)
+            margin, kinds = named, stored.default_readings if stored is not None else DEFAULT_READINGS
         #: the kinds of reading the channel choice offers (none: it does not run)
         self.channel_readings: tuple[str, ...] = kinds if self.channel or named is not None else ()
 
