@@ -13,7 +13,13 @@ import pytest
 from simgrag.errors import ConfigError, LLMError
 from simgrag.eval.fit_grounding import fit_grounding
 from simgrag.eval.runner import QAItem
-from simgrag.grounding.channel import DEFAULT_READINGS, KNOWN_READINGS, VARIANT_EXTRA_SHOTS, variant_readings
+from simgrag.grounding.channel import (
+    DEFAULT_READINGS,
+    KNOWN_READINGS,
+    VARIANT_EXTRA_SHOTS,
+    sampled_readings,
+    variant_readings,
+)
 from simgrag.grounding.fit import GroundingFit, store_fit
 from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.llm.base import ChatMessage
@@ -173,3 +179,12 @@ def test_a_fit_turns_the_variant_off_at_ask_time_and_an_old_fit_lacks_it(toy: In
     assert "variant" not in GroundingFit.from_dict(old).default_readings
     with pytest.raises(ConfigError, match="'variant' is not true/false"):
         GroundingFit.from_dict({**old, "variant": "yes"})
+
+
+def test_a_written_reading_in_pieces_never_replaces_a_connected_pattern() -> None:
+    own = [("UNKNOWN person 1", "leads project", "P"), ("UNKNOWN person 1", "works in", "UNKNOWN department 1")]
+    pieces = [("UNKNOWN person 1", "leads project", "P"), ("UNKNOWN project 1", "works in", "UNKNOWN department 1")]
+    assert variant_readings(own, pieces) == [] and sampled_readings(own, [pieces]) == []
+    # a pattern already in pieces may be read another way in pieces
+    split = [("X", "r", "UNKNOWN a 1"), ("UNKNOWN b 1", "s", "Y")]
+    assert len(variant_readings(split, pieces)) == 1 and len(sampled_readings(split, [pieces])) == 1

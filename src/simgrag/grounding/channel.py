@@ -349,19 +349,31 @@ def analogy_readings(triples: Sequence[Sequence[str]], analogies: Sequence[tuple
 def sampled_readings(triples: Sequence[Sequence[str]], samples: Sequence[Sequence[Sequence[str]]],
                      limit: int = MAX_READINGS) -> list[Reading]:
     """The patterns the LLM sampled (``samples``), each once and none the same as ``triples`` up to its unknown
-    nodes' labels (at most ``limit``)."""
+    nodes' labels, nor one in pieces where ``triples`` is connected (at most ``limit``)."""
     own = _shape(_as_triples(triples))
-    out = [Reading(key, sampled=True) for key in map(_as_triples, samples) if key and _shape(key) != own]
+    out = [Reading(key, sampled=True) for key in map(_as_triples, samples)
+           if key and _shape(key) != own and _keeps_whole(triples, key)]
     return _distinct(out)[:limit]
 
 
 def variant_readings(triples: Sequence[Sequence[str]], variant: Sequence[Sequence[str]] | None) -> list[Reading]:
     """The pattern the LLM wrote for the question under a prompt with more examples (``variant``), unless it is
-    ``triples`` up to its unknown nodes' labels."""
+    ``triples`` up to its unknown nodes' labels, or in pieces where ``triples`` is connected."""
     if not variant:
         return []
     key = _as_triples(variant)
-    return [] if _shape(key) == _shape(_as_triples(triples)) else [Reading(key, variant=True)]
+    if _shape(key) == _shape(_as_triples(triples)) or not _keeps_whole(triples, key):
+        return []
+    return [Reading(key, variant=True)]
+
+
+def _keeps_whole(own: Sequence[Sequence[str]], other: Triples) -> bool:
+    """Whether ``other`` is connected wherever the LLM's own pattern is: a question asks about one subgraph, and every
+    other reading keeps the pattern connected (the 1.5B model's variant for "Which department does the leader of P
+    work in?" joined no hop to the leader: ``[UNKNOWN person 1, leads project, P], [UNKNOWN project 1, works in,
+    …]``)."""
+    return Pattern.from_triples([list(t) for t in other]).is_connected() or not Pattern.from_triples(
+        [list(t) for t in own]).is_connected()
 
 
 def _as_triples(triples: Sequence[Sequence[str]]) -> Triples:
