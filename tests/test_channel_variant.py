@@ -16,6 +16,8 @@ from simgrag.eval.runner import QAItem
 from simgrag.grounding.channel import (
     DEFAULT_READINGS,
     KNOWN_READINGS,
+    READINGS,
+    VARIANT,
     VARIANT_EXTRA_SHOTS,
     sampled_readings,
     variant_readings,
@@ -113,17 +115,17 @@ def test_no_variant_where_the_kind_is_not_offered_and_a_failing_variant_keeps_th
     assert kept.pattern is not None and [list(t) for t in kept.pattern.pattern.triples()] == GREEDY
 
 
-def test_variant_readings_are_a_known_kind() -> None:
-    assert "variant" in KNOWN_READINGS and set(DEFAULT_READINGS) <= set(KNOWN_READINGS)
+def test_variant_readings_are_opt_in() -> None:
+    assert VARIANT in KNOWN_READINGS and VARIANT not in READINGS and VARIANT not in DEFAULT_READINGS
 
 
 # ---------------------------------------------------------------- fitted per KG: its own switch
 DIRECTED = {"Who directed Titanic?": ["James Cameron"], "Who directed Inception?": ["Christopher Nolan"],
-            "Who directed Juno?": ["Jason Reitman"]}
+            "Who directed Juno?": ["Jason Reitman"], "Who directed Avatar?": ["James Cameron"]}
 
 
 def _movie(messages: Sequence[ChatMessage]) -> str:
-    return next(m for m in ("Titanic", "Inception", "Juno") if m in messages[-1].content)
+    return next(m for m in ("Titanic", "Inception", "Juno", "Avatar") if m in messages[-1].content)
 
 
 def _writer(variant_right: bool):  # type: ignore[no-untyped-def]
@@ -145,36 +147,39 @@ def _prefers(relation: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("variant_right", [True, False])
-def test_the_fit_keeps_the_variant_unless_it_breaks_more_than_it_fixes_and_the_other_readings_stay(
+def test_a_fit_asked_to_try_the_variant_keeps_it_only_on_a_gain_and_the_other_readings_stay(
         toy: IndexDir, variant_right: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("simgrag.eval.fit_grounding.choose_stage", lambda *a, **k: "no_grounding")
     items = [QAItem(q, a) for q, a in DIRECTED.items()]
-    # the channel prefers the variant's relation either way: it fixes all three, or breaks all three
+    # the channel prefers the variant's relation either way: it fixes all four, or breaks all four
     preferred = "directed by" if variant_right else "starred actors"
     fit = fit_grounding(toy, FakeLLM(_writer(variant_right), scores=_prefers(preferred)), items, progress=False,
-                        pattern_options=dict(SHOTS))
+                        pattern_options=dict(SHOTS), variant=True)
     check = fit.info["channel"]["named"]["variant"]
-    assert (check["used"], check["fixed"], check["broke"]) == ((3, 3, 0) if variant_right else (3, 0, 3))
+    assert (check["used"], check["fixed"], check["broke"]) == ((4, 4, 0) if variant_right else (4, 0, 4))
     assert fit.variant is variant_right and check["on"] is variant_right
     assert fit.named_margin is not None  # the other default readings stay on either way
-    assert ("variant" in fit.default_readings) is variant_right
-    if not variant_right:  # nor is it tried in the channel's reading sets
-        assert not any("variant" in kinds for kinds in fit.info["channel"]["tried"])
+    assert (VARIANT in fit.default_readings) is variant_right
     assert GroundingFit.from_dict(fit.to_dict()) == fit
+    # not asked: not tried, off (one more LLM call a question)
+    llm = FakeLLM(_writer(True), scores=_prefers("directed by"))
+    unasked = fit_grounding(toy, llm, items, progress=False, pattern_options=dict(SHOTS))
+    assert unasked.variant is False and unasked.info["channel"]["named"]["variant"]["why"] == "not asked"
+    assert not any(len(c.messages) == BASE_MESSAGES + 2 * VARIANT_EXTRA_SHOTS for c in llm.calls)  # no variant sent
 
 
-def test_a_fit_turns_the_variant_off_at_ask_time_and_an_old_fit_lacks_it(toy: IndexDir) -> None:
-    store_fit(toy.path, GroundingFit(False, variant=False))
+def test_a_fit_turns_the_variant_on_at_ask_time_and_an_old_fit_lacks_it(toy: IndexDir) -> None:
+    store_fit(toy.path, GroundingFit(False))  # the variant off (the default)
     llm = FakeLLM(_writes_right_with_more_shots, scores=_scorer(1.0))
     options = {"calibration": "off", "pattern_options": dict(SHOTS)}
     result = SimGRAG(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)), llm=llm, **options).ask(QUESTION)
     assert all(len(c.messages) == BASE_MESSAGES for c in llm.calls)  # the default readings ran, without a variant
     assert result.pattern is not None and [list(t) for t in result.pattern.pattern.triples()] == GREEDY
-    store_fit(toy.path, GroundingFit(False))  # variant on (the default): the variant's prompt is sent
+    store_fit(toy.path, GroundingFit(False, variant=True))  # on: the variant's prompt is sent
     llm = FakeLLM(_writes_right_with_more_shots, scores=_scorer(1.0))
     taken = SimGRAG(open_index_dir(toy.path, embedder=HashEmbedder(dim=256)), llm=llm, **options).ask(QUESTION)
     assert taken.answer.short_answer == "James Cameron"
-    old = {k: v for k, v in GroundingFit(False).to_dict().items() if k != "variant"}
+    old = {k: v for k, v in GroundingFit(False, variant=True).to_dict().items() if k != "variant"}
     assert GroundingFit.from_dict(old).variant is False  # made before variant readings: never checked them
     assert "variant" not in GroundingFit.from_dict(old).default_readings
     with pytest.raises(ConfigError, match="'variant' is not true/false"):

@@ -100,6 +100,11 @@ def grounding_fit(
         "--llm-samples/--no-llm-samples",
         help="also try the channel choice with the patterns the LLM samples for each question (4 more LLM calls a "
              "question, ~6x a channel trial's time; kept only where it answers more validation questions)")] = False,
+    variant: Annotated[bool, typer.Option(
+        "--llm-variant/--no-llm-variant",
+        help="also try the variant among the default readings: the pattern the LLM writes with 2 more examples shown "
+             "(1 more LLM call a question; kept only where the validation questions it changed gained beyond "
+             "chance)")] = False,
     as_json: AsJson = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -128,7 +133,7 @@ def grounding_fit(
             items = load_qa_file(questions)
             fit = fit_grounding(index, model, items, examples=examples, pattern_options=options,
                                 progress=False if quiet else None, source=str(questions), calls_cache=calls,
-                                deadline_s=budget, sampled=sampled)
+                                deadline_s=budget, sampled=sampled, variant=variant)
             mode = fit_answer_mode(index, model, items, fit, examples=examples, pattern_options=options,
                                    progress=False if quiet else None, source=str(questions), calls_cache=calls)
             if not dry_run:

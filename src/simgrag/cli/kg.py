@@ -346,11 +346,11 @@ def list_components() -> None:
     out.print(f"  {ANALOGY:<40} the examples' patterns with the question's entity put in", highlight=False)
     out.print(f"  {REVISION:<40} one more LLM call, told what is wrong with the best candidate", highlight=False)
     out.print(f"  {CHANNEL:<40} the LLM chooses between its pattern and its readings (a hop shorter, a name "
-              "put in, an example's pattern, a copied hop taken out, a hop added, the pattern it writes with more "
-              "examples shown) by the question's likelihood and its own (readings and margin fitted per KG; where "
-              "it is off, the default readings (a name put in, a copied hop taken out, a hop added, the pattern "
-              "written with more examples) run unless the KG's fit found harm; --channel/--no-channel)",
-              highlight=False)
+              "put in, an example's pattern, a copied hop taken out, a hop added; where a fit asked for them and "
+              "found a gain, the patterns it samples or writes with more examples shown) by the question's "
+              "likelihood and its own (readings and margin fitted per KG; where it is off, the default readings (a "
+              "name put in, a copied hop taken out, a hop added) run unless the KG's fit found harm; "
+              "--channel/--no-channel)", highlight=False)
 
 
 @models_app.command("pull")

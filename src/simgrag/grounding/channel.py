@@ -73,9 +73,10 @@ from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
 __all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "KNOWN_READINGS", "MARGIN", "MAX_READINGS", "READINGS",
-           "SAMPLES", "SAMPLE_TEMPERATURE", "Analogies", "ChannelChoice", "Extensions", "PatternSource", "Reading",
-           "ShotSpelling", "analogy_readings", "channel_prompt", "contracted_readings", "fit_margin", "longer_readings",
-           "named_readings", "sampled_readings", "shorter_readings", "shot_spelling", "variant_readings"]
+           "SAMPLES", "SAMPLE_TEMPERATURE", "VARIANT", "Analogies", "ChannelChoice", "Extensions", "PatternSource",
+           "Reading", "ShotSpelling", "analogy_readings", "channel_prompt", "contracted_readings", "fit_margin",
+           "longer_readings", "named_readings", "sampled_readings", "shorter_readings", "shot_spelling",
+           "variant_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +89,10 @@ MARGIN = 0.0
 #: in the order the prompt ranks its examples for the question)
 MAX_READINGS = 4
 #: the kinds of reading offered unless told otherwise, each with its function: a hop shorter, a name put in, an
-#: example's pattern, a copied hop taken out, a hop longer, the pattern written with more examples shown
-READINGS = ("shorter", "named", "analogy", "contracted", "longer", "variant")
-#: every kind of reading: :data:`READINGS` and the patterns the LLM samples for the question (:data:`SAMPLES` more
-#: LLM calls per question: offered only where a KG's fit turns them on, or when asked for)
+#: example's pattern, a copied hop taken out, a hop longer
+READINGS = ("shorter", "named", "analogy", "contracted", "longer")
+#: every kind of reading: :data:`READINGS`, the patterns the LLM samples for the question (:data:`SAMPLES` more
+#: LLM calls per question) and its variant (one more): offered only where a KG's fit turns them on, or when asked for
 KNOWN_READINGS = (*READINGS, "sampled", "variant")
 #: the patterns the LLM samples per question for the sampled readings (seeds 1 … SAMPLES; the call cache keeps them)
 SAMPLES = 4
@@ -106,11 +107,13 @@ VARIANT_EXTRA_SHOTS = 2
 DIRECT_KEEP = 2
 #: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
-#: copied, a last hop it left out that it would itself have written (longer, with the direct score), a pattern it
-#: would itself have written with more examples in view (variant, with the direct score) — so they need only do no
-#: harm, not show a gain the validation questions may never give a chance to (learned validation questions are
-#: written the model's way and rarely show these slips)
-DEFAULT_READINGS = ("named", "contracted", "longer", "variant")
+#: copied, a last hop it left out that it would itself have written (longer, with the direct score) — so they
+#: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
+#: questions are written the model's way and rarely show these slips). The variant joins them where a KG's fit
+#: asked to try it found a gain (:attr:`~simgrag.grounding.fit.GroundingFit.variant`)
+DEFAULT_READINGS = ("named", "contracted", "longer")
+#: the kind name of the variant readings (:func:`variant_readings`)
+VARIANT = "variant"
 
 Triples = tuple[tuple[str, str, str], ...]
 #: (question, the examples its prompt shows, best-fitting first) → (example question, its pattern with the question's

@@ -26,10 +26,11 @@ is decided per KG, on its own validation questions (never shots), with its index
   question and fixed 16 of the 100 two-hop WorldCup2014 questions with learned examples and 2 of the 40 3-hop
   genealogy ones, which no validation set of learned questions shows;
 - ``variant``: whether those default readings include the *variant* (the pattern the LLM writes with more examples
-  shown; :func:`~simgrag.grounding.channel.variant_readings`) — on unless the validation questions it changed
-  broke more than they fixed (a fit made before it existed lacks the key: off). A switch of its own: on
-  WorldCup2014's learned index it fixed 13 test questions and broke none, on the DBpedia-shaped one it broke 8 and
-  fixed 4 (BENCHMARKS.md "Variant readings"), and its harm must not take the other default readings with it.
+  shown; :func:`~simgrag.grounding.channel.variant_readings`; one more LLM call a question) — off unless a fit
+  asked to try it (``simgrag grounding fit --llm-variant``) found that the validation questions it changed fixed
+  more than they broke, beyond chance. Opt-in, and a switch of its own: on WorldCup2014's learned index it fixed 13
+  test questions and broke none, on the company KG it broke 4 and fixed none (BENCHMARKS.md "Variant readings"),
+  and its harm must not take the other default readings with it.
 
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
 index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless
@@ -46,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from simgrag.errors import ConfigError
-from simgrag.grounding.channel import DEFAULT_READINGS, KNOWN_READINGS, MARGIN, READINGS
+from simgrag.grounding.channel import DEFAULT_READINGS, KNOWN_READINGS, MARGIN, READINGS, VARIANT
 from simgrag.grounding.registry import family_names
 from simgrag.index.attach import section_problem, store_section
 
@@ -74,13 +75,13 @@ class GroundingFit:
     channel_margin: float = 0.0
     channel_readings: tuple[str, ...] = READINGS
     named_margin: float | None = MARGIN
-    variant: bool = True
+    variant: bool = False
 
     @property
     def default_readings(self) -> tuple[str, ...]:
         """The default readings this fit runs where the channel is off: :data:`~simgrag.grounding.channel.
-        DEFAULT_READINGS`, without the variant where the fit found it harmful (or predates it)."""
-        return DEFAULT_READINGS if self.variant else tuple(k for k in DEFAULT_READINGS if k != "variant")
+        DEFAULT_READINGS`, and the variant where the fit turned it on."""
+        return (*DEFAULT_READINGS, VARIANT) if self.variant else DEFAULT_READINGS
 
     def channel_setting(self, scores: bool = True) -> tuple[float, tuple[str, ...]] | None:
         """The channel choice this fit runs: (margin, kinds of reading) — the fitted channel, else the default

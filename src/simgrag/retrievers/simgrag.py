@@ -235,7 +235,7 @@ class SimGRAGRetriever:
                           "score always adds the LLM's own likelihood of writing it", FutureWarning, stacklevel=2)
         # where the channel is off, the default readings alone, unless the fit found harm (or the channel was off)
         named = None if self.channel else _named_margin(channel, stored, llm)
-        if named is not None:  # the variant among them unless the KG's fit found it harmful (or predates it)
+        if named is not None:  # with the variant where the KG's fit turned it on
             margin, kinds = named, stored.default_readings if stored is not None else DEFAULT_READINGS
         #: the kinds of reading the channel choice offers (none: it does not run)
         self.channel_readings: tuple[str, ...] = kinds if self.channel or named is not None else ()
