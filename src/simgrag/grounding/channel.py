@@ -38,7 +38,9 @@ pattern the LLM writes greedily for the question under the same prompt with :dat
 examples shown (:meth:`~simgrag.pattern.generate.PatternGenerator.variant`, :func:`variant_readings`; one more LLM
 call). The 1.5B model's pattern changes with the shots it is shown, right one way and wrong the other: on
 WorldCup2014's learned index 4 dynamic shots instead of 2 fixed 12 of 100 two-hop questions and broke 7; of those 19,
-the question's likelihood plus the model's own (both directions, below) chose the right pattern in 18.
+the question's likelihood plus the model's own (both directions, below) chose the right pattern in 18. But not on
+every KG (the company KG lost 4 two-hop questions to it, the DBpedia-shaped one net 4), so it is opt-in: a fit asked
+to try it (``simgrag grounding fit --llm-variant``) adds it to the default readings only on a gain beyond chance.
 
 A longer, sampled or variant reading's score adds the other direction (the *direct* score), the model's own
 log P(pattern | the pattern prompt) against its own pattern's: a hop the LLM did not write must explain the question
