@@ -33,7 +33,7 @@ And the LLM's own alternatives: :data:`SAMPLES` patterns it samples for the ques
 :data:`SAMPLE_TEMPERATURE` (fixed seeds; :func:`sampled_readings`) — "X's husband" written greedily with ``father``
 is sampled with ``spouse`` or ``husband`` too; these cost :data:`SAMPLES` more LLM calls per question, so they are
 not in :data:`READINGS`: offered where asked for, or where a fit asked to try them (``simgrag grounding fit
---llm-samples``) found they answer more than the readings without them. Cheaper and steadier: the *variant* — the
+--llm-samples``) found they answer more than the readings without them. One call instead of four: the *variant* — the
 pattern the LLM writes greedily for the question under the same prompt with :data:`VARIANT_EXTRA_SHOTS` more of the
 examples shown (:meth:`~simgrag.pattern.generate.PatternGenerator.variant`, :func:`variant_readings`; one more LLM
 call). The 1.5B model's pattern changes with the shots it is shown, right one way and wrong the other: on
