@@ -216,11 +216,11 @@ def test_the_grounding_fit_command_tries_sampled_readings_only_with_llm_samples(
     import simgrag.llm.registry as registry
     from simgrag.cli import app
 
-    asked: list[bool] = []
+    asked: list[tuple[bool, bool]] = []
     real = fitting.fit_grounding
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        asked.append(kwargs.get("sampled", False))
+        asked.append((kwargs.get("sampled", False), kwargs.get("variant", False)))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(fitting, "fit_grounding", spy)
@@ -229,7 +229,8 @@ def test_the_grounding_fit_command_tries_sampled_readings_only_with_llm_samples(
     questions.write_text("".join(json.dumps({"question": q, "answers": list(a)}) + "\n" for q, a in DIRECTED.items()),
                          encoding="utf-8")
     base = ["grounding", "fit", str(toy.path), "--questions", str(questions), "--llm", "openai:x", "--dry-run", "-q"]
-    for flags, expected in (([], False), (["--llm-samples"], True)):
+    cases = (([], (False, False)), (["--llm-samples"], (True, False)), (["--llm-variant"], (False, True)))
+    for flags, expected in cases:
         result = CliRunner().invoke(app, [*base, *flags])
         assert result.exit_code == 0, result.output
-        assert asked[-1] is expected
+        assert asked[-1] == expected

@@ -123,18 +123,19 @@ def test_learn_cli_asks_for_more_and_passes_llm_samples_to_the_fit(tmp_path: Pat
     built = CliRunner().invoke(app, ["index", str(write_company_kg(tmp_path / "company.tsv")), "-o", str(idx),
                                      "--embedder", "hash:64", "--no-learn"])
     assert built.exit_code == 0, built.output
-    seen: list[tuple[LearnSettings, bool]] = []
+    seen: list[tuple[LearnSettings, bool, bool]] = []
     real = eval_learn.learn_kg
 
     def spy(index_dir, llm, settings, **kwargs):  # type: ignore[no-untyped-def]
-        seen.append((settings, kwargs.get("sampled", False)))
+        seen.append((settings, kwargs.get("sampled", False), kwargs.get("variant", False)))
         return real(index_dir, llm, settings, **{**kwargs, "fit": False})
 
     monkeypatch.setattr(eval_learn, "learn_kg", spy)
-    result = CliRunner().invoke(app, ["learn", str(idx), "--validation-questions", "30", "--llm-samples", "-q"])
+    result = CliRunner().invoke(app, ["learn", str(idx), "--validation-questions", "30", "--llm-samples",
+                                      "--llm-variant", "-q"])
     assert result.exit_code == 0, result.output
-    settings, sampled = seen[-1]
-    assert (settings.target_validation, settings.more_validation, sampled) == (24, 6, True)
+    settings, sampled, variant = seen[-1]
+    assert (settings.target_validation, settings.more_validation, sampled, variant) == (24, 6, True, True)
     assert settings.budget_s == pytest.approx(default_budget(7, 6))  # the company KG's 7 relations
     assert open_index_dir(idx).manifest["learned"]["validation"] >= 24
     refused = CliRunner().invoke(app, ["learn", str(idx), "--validation-questions", "0"])

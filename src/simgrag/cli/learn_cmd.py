@@ -63,6 +63,10 @@ LLMSamples = Annotated[bool, typer.Option(
     "--llm-samples/--no-llm-samples",
     help="the fit also tries the channel choice with the patterns the LLM samples (as `simgrag grounding fit "
          "--llm-samples`; ~6x a channel trial's time)")]
+LLMVariant = Annotated[bool, typer.Option(
+    "--llm-variant/--no-llm-variant",
+    help="the fit also tries the variant among the default readings: the pattern the LLM writes with 2 more examples "
+         "shown (as `simgrag grounding fit --llm-variant`; 1 more LLM call a question)")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="replace examples the index has that were not learnt "
                                                              "(an attached file of your own)")]
 
@@ -83,7 +87,8 @@ def learning_llm(choice: LLMChoice) -> LLM:
 
 
 def run_learning(index_dir: Path, model: LLM, settings: LearnSettings, *, fit: bool = True, resume: bool = True,
-                 say: Console = out, progress: bool | None = None, sampled: bool = False) -> LearnKGReport:
+                 say: Console = out, progress: bool | None = None, sampled: bool = False,
+                 variant: bool = False) -> LearnKGReport:
     """Say what learning ``index_dir`` is expected to take, learn, and say what it made."""
     from simgrag.eval.learn import expected_seconds, learn_kg
     from simgrag.index.directory import open_index_dir
@@ -92,7 +97,8 @@ def run_learning(index_dir: Path, model: LLM, settings: LearnSettings, *, fit: b
     say.print(f"Learning the examples and validation questions of {index_dir} with {model.name}: about {calls} LLM "
               f"calls, ~{_duration(seconds)} expected, at most {_duration(settings.budget_s)} (--learn-budget).",
               highlight=False, markup=False)
-    report = learn_kg(index_dir, model, settings, progress=progress, fit=fit, resume=resume, sampled=sampled)
+    report = learn_kg(index_dir, model, settings, progress=progress, fit=fit, resume=resume, sampled=sampled,
+                      variant=variant)
     for line in report.lines(settings.budget_s):
         say.print(line, highlight=False, markup=False)
     return report
@@ -168,6 +174,7 @@ def learn(
     composed_3hop_shots: Composed3Hop = False,
     validation_questions: ValidationQuestions = None,
     sampled: LLMSamples = False,
+    variant: LLMVariant = False,
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Learn the KG's own few-shot examples and validation questions with the LLM (a few batched calls, within
@@ -189,7 +196,8 @@ def learn(
                                  target_validation=target,
                                  more_validation=more)
         report = run_learning(index_dir, learning_llm(llm), settings, fit=fit, resume=resume,
-                              say=console if as_json else out, progress=False if quiet else None, sampled=sampled)
+                              say=console if as_json else out, progress=False if quiet else None, sampled=sampled,
+                              variant=variant)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     if as_json:

@@ -127,10 +127,11 @@ class LearnKGReport:
 
 def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = None, *,
              progress: bool | None = None, fit: bool = True, resume: bool = True,
-             sampled: bool = False) -> LearnKGReport:
+             sampled: bool = False, variant: bool = False) -> LearnKGReport:
     """Learn the examples and validation questions of the index ``index_dir``, attach them, fit the pattern
-    stage on them (``fit``; ``sampled``: the fit also tries the patterns the LLM samples,
-    :func:`~simgrag.eval.fit_grounding.fit_grounding`) and record the cost (module docstring).
+    stage on them (``fit``; ``sampled``: the fit also tries the patterns the LLM samples, ``variant``: the pattern it
+    writes with more examples shown, :func:`~simgrag.eval.fit_grounding.fit_grounding`) and record the cost (module
+    docstring).
     ``settings.budget_s`` bounds the whole run. Raises :class:`~simgrag.errors.ConfigError` when no example was
     kept (the progress is kept: run again to go on), and LLM errors as they come."""
     settings = settings or LearnSettings()
@@ -153,7 +154,7 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
     if learned.validation_file is not None:
         attach_file(root, "validation", learned.validation_file,
                     info={"questions": learned.validation, "learned": True, "llm": counted.name})
-    fitted, note, used = _fit(root, counted, learned, settings, t0, fit, progress, sampled)
+    fitted, note, used = _fit(root, counted, learned, settings, t0, fit, progress, sampled, variant)
     seconds = round(time.perf_counter() - t0, 1)
     hits, misses = (cache.hits - before[0], cache.misses - before[1]) if cache is not None else (None, None)
     report = LearnKGReport(root, learned, fitted, note, used, seconds, counted.calls, round(peak_rss_mb(), 1), hits,
@@ -163,10 +164,11 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
 
 
 def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSettings, t0: float, fit: bool,
-         progress: bool | None, sampled: bool = False) -> tuple[GroundingFit | None, str, int]:
+         progress: bool | None, sampled: bool = False,
+         variant: bool = False) -> tuple[GroundingFit | None, str, int]:
     """The fit on the validation questions the budget leaves time for; its note and question count."""
     command = (f"simgrag grounding fit {root} --questions {learned.validation_file}"
-               + (" --llm-samples" if sampled else ""))
+               + (" --llm-samples" if sampled else "") + (" --llm-variant" if variant else ""))
     if not fit:
         return None, "Pattern stage not fitted (--no-fit): every edit family runs.", 0
     if learned.validation_file is None:
@@ -188,7 +190,7 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
         started = time.perf_counter()
         found = fit_grounding(index, llm, chosen, progress=progress, source="bootstrapped validation",
                               calls_cache=calls, deadline_s=max(0.0, settings.budget_s - (time.perf_counter() - t0)),
-                              sampled=sampled)
+                              sampled=sampled, variant=variant)
         found = replace(found, info={**found.info, "learned": True})
         n = int(found.info.get("questions", n))  # the deadline may have reached fewer: the first n, asked in order
         if n < MIN_FIT_QUESTIONS:
