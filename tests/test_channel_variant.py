@@ -9,6 +9,8 @@ import json
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simgrag.errors import ConfigError, LLMError
 from simgrag.eval.fit_grounding import fit_grounding
@@ -27,6 +29,7 @@ from simgrag.index.directory import IndexDir, open_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.generate import PatternGenerator
+from simgrag.pattern.graph import Pattern
 from simgrag.pipeline import SimGRAG
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
@@ -193,3 +196,23 @@ def test_a_written_reading_in_pieces_never_replaces_a_connected_pattern() -> Non
     # a pattern already in pieces may be read another way in pieces
     split = [("X", "r", "UNKNOWN a 1"), ("UNKNOWN b 1", "s", "Y")]
     assert len(variant_readings(split, pieces)) == 1 and len(sampled_readings(split, [pieces])) == 1
+
+
+_NODES = st.sampled_from(["X", "Y", "UNKNOWN person 1", "UNKNOWN person 2", "UNKNOWN place 1"])
+_TRIPLES = st.lists(st.tuples(_NODES, st.sampled_from(["r", "s", "spouse"]), _NODES).filter(lambda t: t[0] != t[2]),
+                    min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TRIPLES, st.one_of(st.none(), _TRIPLES))
+def test_variant_readings_of_any_pair_of_patterns(own: list[tuple[str, str, str]],
+                                                  other: list[tuple[str, str, str]] | None) -> None:
+    """Never an error; at most one reading, never the LLM's own pattern up to labels, never in pieces where the LLM's
+    own pattern is connected; sampled readings keep the same rule."""
+    readings = variant_readings(own, other)
+    assert len(readings) <= 1
+    connected = Pattern.from_triples([list(t) for t in own]).is_connected()
+    for reading in [*readings, *sampled_readings(own, [other] if other else [])]:
+        assert reading.written and reading.kind in ("variant", "sampled")
+        assert not connected or Pattern.from_triples([list(t) for t in reading.triples]).is_connected()
+        assert reading.triples != tuple(own)
