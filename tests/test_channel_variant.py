@@ -34,13 +34,11 @@ from simgrag.pipeline import SimGRAG
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
 from test_channel import toy as _toy_index  # the channel tests' toy index (rootdir-relative import)
+from test_channel_sampled import GREEDY, QUESTION, RIGHT, _scorer  # the sampled readings' question, patterns, scorer
 from test_grounding import EXAMPLES  # its four examples
 
 toy = _toy_index
 
-QUESTION = "Who directed Titanic?"
-GREEDY = [["Titanic", "starred actors", "UNKNOWN person 1"]]  # the wrong relation, the LLM's own
-RIGHT = [["Titanic", "directed by", "UNKNOWN director 1"]]
 #: one static shot and one dynamic: three examples left for the variant's prompt to add
 SHOTS = {"n_static_shots": 1, "n_dynamic_shots": 1}
 BASE_MESSAGES = 1 + 2 * 1 + 2 * 1 + 1  # system, the static shot, the dynamic shot, the question
@@ -48,16 +46,6 @@ BASE_MESSAGES = 1 + 2 * 1 + 2 * 1 + 1  # system, the static shot, the dynamic sh
 
 def _writes_right_with_more_shots(messages: Sequence[ChatMessage]) -> str:
     return json.dumps({"triples": RIGHT if len(messages) > BASE_MESSAGES else GREEDY})
-
-
-def _scorer(direct_cost: float):  # type: ignore[no-untyped-def]
-    """The channel finds "who directed …" likelier given a `directed by` hop by 5 nats; the direct score (condition
-    ``""``: a reply to the pattern prompt) charges ``direct_cost`` nats for writing it."""
-    def score(prefix: str, condition: str, scored: str) -> float:
-        if condition == "":
-            return -1.0 - (direct_cost if "directed by" in scored else 0.0)
-        return -2.0 if "directed by" in condition else -7.0
-    return score
 
 
 def _engine(toy: IndexDir, llm: FakeLLM, readings: Sequence[str] = ("variant",)) -> SimGRAG:

@@ -133,7 +133,7 @@ class PatternGenerator:
             raise PatternError("The question is empty")
         prompt = self.prompt
         pool = len(prompt.examples.examples) - len(prompt.static_examples)
-        if n_dynamic_shots == prompt.n_dynamic_shots or min(n_dynamic_shots, pool) <= min(prompt.n_dynamic_shots, pool):
+        if min(n_dynamic_shots, pool) <= min(prompt.n_dynamic_shots, pool):
             return None
         builder = self._variants.get(n_dynamic_shots)
         if builder is None:
