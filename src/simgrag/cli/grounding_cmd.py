@@ -71,6 +71,12 @@ def _format(fit: Any) -> str:
                              f"{'on' if variant.get('on') else 'off'} ({variant.get('why', '')})")
     elif channel.get("why"):
         lines.append(f"channel choice: off ({channel['why']})")
+    kinds = fit.info.get("kind_prior")
+    if isinstance(kinds, dict):
+        counts = (f"{kinds.get('fixed')} fixed, {kinds.get('broke')} broke: " if kinds.get("fixed") is not None
+                  else "")
+        lines.append(f"kind prior (typed unknown nodes take the examples' kinds in the search): {counts}"
+                     f"{'on' if kinds.get('on') else 'off'} ({kinds.get('why', '')})")
     if fit.info.get("skipped"):
         lines.append(f"skipped (the fit's time ran out): {'; '.join(map(str, fit.info['skipped']))}")
     for key in ("llm_calls", "seconds", "embedder", "fitted_at"):

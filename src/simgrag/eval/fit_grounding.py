@@ -122,7 +122,7 @@ class _Runner:
                  progress: bool | None, deadline: float | None = None) -> None:
         self.index, self.llm, self.items, self.options = index, llm, items, options
         self.progress = progress
-        self._engines: dict[Config, SimGRAG] = {}
+        self._engines: dict[tuple[Config, bool | None], SimGRAG] = {}
         self.first_error: str | None = None
         self.deadline = deadline
         self.skipped: list[str] = []
@@ -133,7 +133,7 @@ class _Runner:
         channel run, :data:`CHANNEL_OVER_FLOOR` times the first run's (the LLM's own patterns); before any run with
         sampled readings, :data:`SAMPLED_OVER_CHANNEL` times a channel run's; else the mean rate of every run so far,
         else 0."""
-        asked = [s for s in self.steps if s["questions"]]
+        asked = [s for s in self.steps if s["questions"] and s["kind"] != "search"]
         same = [s for s in asked if s["kind"] == kind]
         if same:
             rate = same[-1]["seconds"] / same[-1]["questions"]
@@ -155,27 +155,34 @@ class _Runner:
         logger.info("skipped (the fit's time is up): %s", what)
         return False
 
-    def engine(self, config: Config) -> SimGRAG:
-        if config not in self._engines:
-            self._engines[config] = SimGRAG(self.index, llm=self.llm, calibration="off", answer_mode=config[2],
-                                            retriever_options={**self.options, **engine_options(config)})
-        return self._engines[config]
+    def engine(self, config: Config, kind_prior: bool | None = None) -> SimGRAG:
+        """The engine of ``config``; ``kind_prior`` overrides the runner's options (``None``: as they say)."""
+        options = {**self.options, **engine_options(config)}
+        if kind_prior is not None:
+            options["kind_prior"] = kind_prior
+        key = (config, options.get("kind_prior"))
+        if key not in self._engines:
+            self._engines[key] = SimGRAG(self.index, llm=self.llm, calibration="off", answer_mode=config[2],
+                                         retriever_options=options)
+        return self._engines[key]
 
-    def run(self, config: Config, which: Sequence[int], what: str, until: float | None = None) -> dict[int, Outcome]:
+    def run(self, config: Config, which: Sequence[int], what: str, until: float | None = None,
+            kind_prior: bool | None = None, step_kind: str | None = None) -> dict[int, Outcome]:
         """``config``'s outcome on the questions ``which``; with ``until`` (a :func:`time.perf_counter` time) no
-        question is started after it (the outcomes so far are returned)."""
+        question is started after it (the outcomes so far are returned); ``kind_prior`` as :meth:`engine`'s;
+        ``step_kind``: the run's kind for time estimates (default: :func:`_kind`; ``"search"``: a run whose LLM calls
+        are all in the cache, estimated from no other)."""
         started = time.perf_counter()
         out: dict[int, Outcome] = {}
         try:
-            self._run(config, which, what, until, out)
+            self._run(self.engine(config, kind_prior), which, what, until, out)
             return out
         finally:
-            self.steps.append({"run": what, "kind": _kind(config), "questions": len(out),
+            self.steps.append({"run": what, "kind": step_kind or _kind(config), "questions": len(out),
                                "seconds": time.perf_counter() - started})
 
-    def _run(self, config: Config, which: Sequence[int], what: str, until: float | None,
+    def _run(self, engine: SimGRAG, which: Sequence[int], what: str, until: float | None,
              out: dict[int, Outcome]) -> None:
-        engine = self.engine(config)
         for i in tqdm(which, desc=what, disable=not progress_on(self.progress), leave=False):
             if until is not None and out and time.perf_counter() > until:
                 break
@@ -349,6 +356,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     with _runner(index, llm, items, examples, pattern_options, progress, calls_cache, deadline) as (runner, counted):
         everyone = list(range(len(items)))
         say = on_step or (lambda text: logger.info("%s", text))
+        runner.options.setdefault("kind_prior", True)  # the LLM's own patterns with it first: it is on by default
         say(f"fitting the pattern stage on {len(items)} {source}: the LLM's own patterns")
         raw = runner.run((False, (), "auto", None), everyone, "no grounding",
                          until=None if deadline_s is None else t0 + FLOOR_SHARE * deadline_s)
@@ -356,6 +364,11 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         if len(raw) < len(everyone):
             say(f"the time allows {len(raw)} of the {len(items)} questions: the fit runs on those")
             everyone = sorted(raw)
+        kinds = _kind_prior_check(runner, raw, items, say)
+        if not kinds["on"]:  # the rest of the fit runs as the KG will: without the prior
+            runner.options["kind_prior"] = False
+            raw = kinds.pop("runs")
+        kinds.pop("runs", None)
         say("every edit family")
         full = runner.run((True, (), "auto", None), everyone, "every family")
         used: dict[str, list[int]] = {}
@@ -400,7 +413,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "kg_content_hash": index.manifest.get("kg", {}).get("content_hash"), "llm_calls": calls,
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                       time.gmtime()),
-            "failed": sum(o.failed for o in raw.values()), "channel": channel}
+            "failed": sum(o.failed for o in raw.values()), "channel": channel, "kind_prior": kinds}
     samples = _samples(items, everyone)
     if samples is not None:
         info["samples"] = samples
@@ -414,7 +427,23 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     variant = bool((named.get("variant") or {}).get("on", False))
     return GroundingFit(choice != "no_grounding", stage_off, info, on, float(channel.get("margin", 0.0)) if on else 0.0,
                         tuple(channel.get("readings") or READINGS) if on else READINGS,
-                        float(named["margin"]) if named.get("on") else None, variant)
+                        float(named["margin"]) if named.get("on") else None, variant, bool(kinds["on"]))
+
+
+def _kind_prior_check(runner: _Runner, raw: dict[int, Outcome], items: Sequence[QAItem],
+                      say: Callable[[str], None]) -> dict[str, Any]:
+    """Whether the search's kind prior (:mod:`simgrag.match.kinds`) stays on: the LLM's own patterns (``raw``, run with
+    it) against the same patterns searched without it; on unless a question group loses (the rule of the default
+    readings: it runs on a KG never fitted, so only harm turns it off). Under ``"runs"``: the outcomes without it."""
+    if runner.options.get("kind_prior") is False:
+        return {"on": False, "why": "turned off by the caller", "runs": raw}
+    say("the LLM's own patterns searched without the kind prior (on unless it costs a question group)")
+    # not an optional run: its patterns are the raw run's (cached calls), so it costs searches only
+    without = runner.run((False, (), "auto", None), sorted(raw), "no kind prior", kind_prior=False, step_kind="search")
+    fixed, broke = versus(raw, without, items)
+    loses = _loses_a_group(_group_hits(raw, items), _group_hits(without, items))
+    return {"on": not loses, "fixed": fixed, "broke": broke, "runs": without,
+            "why": "a question group lost" if loses else "no question group lost"}
 
 
 def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],
@@ -521,6 +550,7 @@ not eligible. Give the ``calls_cache`` of :func:`fit_grounding` to reuse its pat
     t0 = time.perf_counter()
     say = on_step or (lambda text: logger.info("%s", text))
     with _runner(index, llm, items, examples, pattern_options, progress, calls_cache) as (runner, counted):
+        runner.options["kind_prior"] = fit.kind_prior
         everyone = list(range(len(items)))
         runs: dict[str, dict[int, Outcome]] = {}
         for mode in FITTED_MODES:

@@ -30,7 +30,10 @@ is decided per KG, on its own validation questions (never shots), with its index
   asked to try it (``simgrag grounding fit --llm-variant``) found that the validation questions it changed fixed
   more than they broke, beyond chance. Opt-in, and a switch of its own: on WorldCup2014's learned index it fixed 13
   test questions and broke none, on the company KG it broke 4 and fixed none (BENCHMARKS.md "Variant readings"),
-  and its harm must not take the other default readings with it.
+  and its harm must not take the other default readings with it;
+- ``kind_prior``: whether the search gives a typed unknown node (``UNKNOWN person 1``) the kind the examples' patterns
+  give it (:mod:`simgrag.match.kinds`): on unless the KG's validation questions lose a question group to it, as the
+  LLM's own patterns answer them with and without it (absent in fits made before it: on, as on an unfitted KG).
 
 The fit lives in the index's manifest under ``grounding`` (:func:`store_fit`, atomic), is checked when the
 index opens (:func:`check_fit`), shown by ``simgrag check`` and used by ``ask``/``serve``/``bench`` unless
@@ -76,6 +79,7 @@ class GroundingFit:
     channel_readings: tuple[str, ...] = READINGS
     named_margin: float | None = MARGIN
     variant: bool = False
+    kind_prior: bool = True
 
     @property
     def default_readings(self) -> tuple[str, ...]:
@@ -96,7 +100,7 @@ class GroundingFit:
         return {"format_version": FIT_FORMAT, "enabled": self.enabled, "disabled": list(self.disabled),
                 "channel": self.channel, "channel_margin": self.channel_margin,
                 "channel_readings": list(self.channel_readings), "named_margin": self.named_margin,
-                "variant": self.variant, "info": self.info}
+                "variant": self.variant, "kind_prior": self.kind_prior, "info": self.info}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "grounding fit") -> GroundingFit:
@@ -108,7 +112,8 @@ class GroundingFit:
                    bool(data.get("channel", False)), float(data.get("channel_margin", 0.0)),
                    tuple(data.get("channel_readings", FIRST_READINGS)),
                    None if data.get("named_margin", MARGIN) is None else float(data.get("named_margin", MARGIN)),
-                   bool(data.get("variant", False)))  # a fit made before variant readings never checked them
+                   bool(data.get("variant", False)),  # a fit made before variant readings never checked them
+                   bool(data.get("kind_prior", True)))  # nor the kind prior: on, as on an unfitted KG
 
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
@@ -130,6 +135,8 @@ class GroundingFit:
             head += f"; default readings on ({', '.join(self.default_readings)}; margin {self.named_margin:.2f})"
         else:
             head += "; default readings off"
+        if not self.kind_prior:
+            head += "; kind prior off"
         n, samples = self.info.get("questions"), self.info.get("samples")
         of = f" ({samples} learnt samples, each counted once)" if samples is not None else ""
         return head + (f" — validation {n} questions{of}: {shown}" if n is not None else "")
@@ -141,7 +148,8 @@ def _problem(data: Any) -> str | None:
     if data.get("format_version", FIT_FORMAT) != FIT_FORMAT:
         return f"format {data.get('format_version')!r}, expected {FIT_FORMAT}"
     unknown = sorted(set(data) - {"format_version", "enabled", "disabled", "channel", "channel_margin",
-                                  "channel_readings", "named_margin", "channel_direct", "variant", "info"})
+                                  "channel_readings", "named_margin", "channel_direct", "variant", "kind_prior",
+                                  "info"})
     if unknown:
         return f"unknown keys {unknown}"
     if not isinstance(data.get("enabled"), bool):
@@ -152,6 +160,8 @@ def _problem(data: Any) -> str | None:
         return "'channel_direct' is not true/false"
     if not isinstance(data.get("variant", False), bool):
         return "'variant' is not true/false"
+    if not isinstance(data.get("kind_prior", True), bool):
+        return "'kind_prior' is not true/false"
     margin = data.get("channel_margin", 0.0)
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < float("inf"):
         return "'channel_margin' is not a number ≥ 0"

@@ -16,8 +16,8 @@ from functools import cached_property
 
 import numpy as np
 
-from simgrag.errors import PatternError
 from simgrag.grounding.question import QuestionReading, normalize_name, read_question
+from simgrag.match.kinds import example_uses
 from simgrag.match.retrieve import EXACT_NAME_MAX_ENTITIES, SubgraphRetriever
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 
@@ -80,13 +80,7 @@ class Lexicon:
     def schema(self) -> set[Use]:
         """(type hint, KG relation, side) of every typed unknown in the example patterns: how the
         examples file says a node of each type is used (``movie`` is the head of ``starred actors``)."""
-        uses: set[tuple[str, int, str]] = set()
-        for triples in self._examples:
-            try:
-                uses |= set(self._uses(Pattern.from_triples(triples)))
-            except PatternError:
-                continue
-        return uses
+        return example_uses(self._examples, self.retriever.nearest_relation)
 
     @cached_property
     def types(self) -> tuple[str, ...]:

@@ -22,11 +22,19 @@ _DENSE_FACTOR = 16  # groups holding more than 1/16 of the entities go through a
 
 @dataclass(frozen=True)
 class NodeCandidates:
-    """Entities a pattern node may map to. ``any_entity``: every entity, at distance 0."""
+    """Entities a pattern node may map to. ``any_entity``: every entity, at distance 0. ``prior``: the ids are every
+    entity (or all but a few), some at a distance: an unknown node's kind prior (:mod:`simgrag.match.kinds`), which
+    narrows the search no more than ``any_entity`` does."""
 
     any_entity: bool
     ids: np.ndarray  # int64, sorted ascending, unique
     dists: np.ndarray  # float64, aligned with ids
+    prior: bool = False
+
+    @property
+    def unanchored(self) -> bool:
+        """Whether this node alone does not narrow the search (any entity, or a kind prior over every entity)."""
+        return self.any_entity or self.prior
 
     @classmethod
     def anything(cls) -> NodeCandidates:

@@ -63,6 +63,15 @@ def check_settings(settings: Any) -> None:
     if settings.matching not in ("injective", "typed", "homomorphic"):
         raise ConfigError(f"matching must be 'injective', 'typed' or 'homomorphic', got {settings.matching!r}")
     deadline_of(settings.deadline_s)
+    _penalty("kind_penalty", getattr(settings, "kind_penalty", None))
+
+
+def _penalty(name: str, value: Any) -> None:
+    """A distance added to a match: ``None`` (none), or a positive number (``inf``: leave the match out)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(float(value)) or float(value) <= 0:
+        raise ConfigError(f"{name} must be a positive distance (inf: leave such matches out) or None, got {value!r}")
 
 
 def deadline_of(value: Any) -> float | None:
@@ -80,4 +89,4 @@ def unanchored_parts(pattern: Pattern, table: CandidateTable) -> list[str]:
     """The connected parts of ``pattern`` in which every node may be any entity, as text."""
     triples = pattern.triples()
     return ["[" + ", ".join(str(list(triples[e])) for e in edge_ids) + "]"
-            for node_ids, edge_ids in pattern.components() if all(table.nodes[v].any_entity for v in node_ids)]
+            for node_ids, edge_ids in pattern.components() if all(table.nodes[v].unanchored for v in node_ids)]

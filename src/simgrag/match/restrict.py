@@ -91,7 +91,7 @@ def restrict(store: KGStore, pattern: Pattern, table: CandidateTable, *,
     now = time.perf_counter()
     give_up = None if deadline is None else now + RESTRICT_SHARE * (deadline - now)
     nodes, edges = table.nodes, pattern.edges
-    if (any(c.any_entity for c in nodes) or len(nodes) > 16 or len(edges) > 32 or not edges
+    if (any(c.unanchored for c in nodes) or len(nodes) > 16 or len(edges) > 32 or not edges
             or any(e.source == e.target for e in edges) or max(len(c.ids) for c in nodes) <= MIN_CANDIDATES):
         return None
     cand_ptr = np.zeros(len(nodes) + 1, dtype=np.int64)

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ from simgrag.index.lexical import NameTokenIndex
 from simgrag.kg.store import Triple
 from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set, oriented_first
 from simgrag.match.candidates import CandidateTable, NodeCandidates
+from simgrag.match.kinds import KIND_PENALTY, KIND_PRIOR_MAX_ENTITIES, NodeKinds, example_uses, node_kinds
 from simgrag.match.limits import (
     DEFAULT_DEADLINE_S,
     UNANCHORED_MAX_STEPS,
@@ -78,7 +79,12 @@ class RetrievalSettings:
     question names: :func:`~simgrag.match.search.typed_pairs`), ``"injective"`` (all pattern nodes
     distinct: subgraph isomorphism, the paper's §4.2) or ``"homomorphic"`` (no constraint). On MetaQA's
     gold-structure patterns typed matching took 3-hop Hits@1 from 96.0 to 98.0 and answer recall from
-    89.7 to 92.9 % (BENCHMARKS.md §9)."""
+    89.7 to 92.9 % (BENCHMARKS.md §9).
+
+    ``kind_penalty``: a typed unknown node (``UNKNOWN person 1``) pays this distance for an entity the examples'
+    patterns say is of another kind (:mod:`simgrag.match.kinds`; only where the retriever was given examples,
+    :meth:`SubgraphRetriever.use_kinds`, and the KG has no entity types searched by ``k_t``); ``None``: no prior,
+    every entity at 0 as in the paper."""
 
     k: int = 3
     k_n: int = 16
@@ -92,6 +98,7 @@ class RetrievalSettings:
     answer_tolerance: float | None = ANSWER_TOLERANCE
     answer_cap: int = WITHIN_CAP
     max_steps: int | None = None
+    kind_penalty: float | None = KIND_PENALTY
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -197,6 +204,29 @@ class SubgraphRetriever:
         self._relation_lock = threading.Lock()
         self._name_words: NameTokenIndex | None = None
         self._name_words_lock = threading.Lock()
+        self._kind_patterns: tuple[tuple[tuple[str, ...], ...], ...] = ()
+        self._kinds: NodeKinds | None = None
+        self._kinds_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ kinds
+    def use_kinds(self, patterns: Iterable[Sequence[Sequence[str]]]) -> None:
+        """Read the kinds of typed unknown nodes off these example patterns (:mod:`simgrag.match.kinds`; replaces
+        any given before; none: no kind prior). Computed on the first search that needs them."""
+        given = tuple(tuple(tuple(str(x) for x in t) for t in triples) for triples in patterns)
+        with self._kinds_lock:
+            if given != self._kind_patterns:
+                self._kind_patterns, self._kinds = given, None
+
+    def kinds(self) -> NodeKinds | None:
+        """The kinds of the example patterns given (:meth:`use_kinds`), or ``None``: none given, no typed unknown
+        node in them, or a KG of more than :data:`~simgrag.match.kinds.KIND_PRIOR_MAX_ENTITIES` entities."""
+        with self._kinds_lock:
+            if self._kinds is None and self._kind_patterns and self.store.num_entities <= KIND_PRIOR_MAX_ENTITIES:
+                uses = example_uses(self._kind_patterns, self.nearest_relation)
+                self._kinds = node_kinds(self.store, uses) if uses else None
+                if self._kinds is None:
+                    self._kind_patterns = ()  # nothing to learn from them: not read again
+            return self._kinds
 
     # ------------------------------------------------------------------ candidates
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -332,9 +362,22 @@ class SubgraphRetriever:
             rels[j] = found
         for row, i in enumerate(typed_nodes, start=len(known_nodes) + len(known_edges)):
             nodes[i] = self._typed_candidates(vectors[row], int(settings.k_t or 0))
+        if settings.kind_penalty is not None and not use_types:
+            self._kind_prior(pattern, nodes, settings.kind_penalty)
         timings["embed_s"] = t1 - t0
         timings["vector_s"] = time.perf_counter() - t1
         return CandidateTable.from_relation_pairs(nodes, rels, self.store.num_relations)
+
+    def _kind_prior(self, pattern: Pattern, nodes: list[NodeCandidates], penalty: float) -> None:
+        """Each typed unknown node's candidates with the kind prior (:mod:`simgrag.match.kinds`), in place."""
+        typed = [i for i, n in enumerate(pattern.nodes) if n.unknown and n.type_hint and nodes[i].any_entity]
+        kinds = self.kinds() if typed else None
+        if kinds is None:
+            return
+        for i in typed:
+            prior = kinds.candidates(str(pattern.nodes[i].type_hint), penalty)
+            if prior is not None:
+                nodes[i] = prior
 
     # ------------------------------------------------------------------ retrieval
     def retrieve(self, pattern: Pattern | Sequence[Sequence[str]],

@@ -195,6 +195,10 @@ class SimGRAGRetriever:
     ``channel_readings``: the kinds of reading it offers (:data:`~simgrag.grounding.channel.READINGS`; default: those
     the fit was made with, else all); ``channel_direct``: deprecated, no effect (a longer reading's score always adds
     the LLM's own likelihood of writing it; no other reading's does);
+    ``kind_prior``: the search gives a typed unknown node the kind the question examples' patterns give it
+    (:mod:`simgrag.match.kinds`; its weight is the ``kind_penalty`` setting) — ``None``: as ``ground_patterns`` says
+    where it is given (``False``, the LLM's own pattern, searches as the paper does), else as the index's fit says
+    (on without one); ``True``/``False``: on/off;
     ``repair_roles``: without grounding, repair echoed roles with the KG. ``patterns`` /
     ``claim_patterns`` replace the default pattern stages (then ``llm`` and the example options are not
     needed); ``subgraphs`` shares a search object (and its caches).
@@ -210,7 +214,7 @@ class SimGRAGRetriever:
                  claim_patterns: PatternStage | None = None, subgraphs: SubgraphRetriever | None = None,
                  grounding_off: Sequence[str] | None = None, channel: bool | None = None,
                  channel_margin: float | None = None, channel_readings: Sequence[str] | None = None,
-                 channel_direct: bool | None = None) -> None:
+                 channel_direct: bool | None = None, kind_prior: bool | None = None) -> None:
         self.index = index
         self.subgraphs = subgraphs or SubgraphRetriever(index)
         settings = retrieval or RetrievalSettings()
@@ -226,6 +230,9 @@ class SimGRAGRetriever:
                                   f"{', '.join(family_names())})")
             fit = GroundingFit(ground_patterns is not False, tuple(grounding_off))
         self.grounding_fit = fit
+        #: whether typed unknown nodes get the examples' kinds in the search
+        self.kind_prior = kind_prior if kind_prior is not None else (
+            ground_patterns if ground_patterns is not None else stored is None or stored.kind_prior)
         self.channel = _channel_on(channel, stored, llm)
         margin = channel_margin if channel_margin is not None else (stored.channel_margin if stored else MARGIN)
         kinds = tuple(channel_readings) if channel_readings is not None else (
@@ -242,6 +249,8 @@ class SimGRAGRetriever:
 
         def stage(generator_examples: Examples, *, asks: bool) -> PatternStage:
             generator = self._generator(llm, generator_examples, options)
+            if asks and self.kind_prior:  # the question examples say what each kind is (claims: the same KG)
+                self.subgraphs.use_kinds(e.triples for e in generator.prompt.examples.examples)
             grounded = fit.enabled if fit is not None else ground_patterns is not False
             chosen: PatternStage
             if grounded:
