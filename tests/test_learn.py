@@ -273,6 +273,31 @@ def test_a_question_must_word_every_triple_of_its_pattern(company: IndexDir, tmp
     assert report.rejected["not read as its pattern"] == len(dropped) and report.shots == 6
 
 
+class AskedTheOtherWay(ScriptedLearning):
+    """Asks for the kind of the first entity it names, not the answer's, as a small model does when it turns a fact
+    round ("What club does PSV Eindhoven belong to?" for *the people who play in PSV Eindhoven*)."""
+
+    @staticmethod
+    def wording(asked: str, named: Sequence[str], lines: Sequence[tuple[str, str, str]], names: Sequence[str]) -> str:
+        return ScriptedLearning.wording(KIND_OF.get(named[0], asked) if named else asked, named, lines, names)
+
+
+def test_a_question_that_asks_for_another_kind_than_its_answer_is_dropped(company: IndexDir, tmp_path: Path) -> None:
+    script = AskedTheOtherWay()
+    learn_examples(company, script.llm, tmp_path / "learnt", LearnSettings(target_validation=6, shots=6,
+                                                                           shot_shapes=(), composed_shots=False))
+    rows = log_rows(tmp_path / "learnt")
+    asked = {q["question"]: row for row in rows for q in row["questions"] if q["question"].startswith("Which ")
+             and " is linked to " in q["question"]}
+    turned = {q: row for q, row in asked.items() if q.split()[1] != KIND_OF[row["sample"]["answers"][0]]}
+    why = {q["question"]: q.get("why", "") for row in rows for q in row["questions"]}
+    # the judge knows the samples' kinds: a question whose focus names another kind than its answer's is dropped
+    assert len(turned) >= 3 and all(why[q].startswith("not read as its pattern") for q in turned)
+    assert sum(why[q] == "not read as its pattern: its focus word asks for something else" for q in turned) >= 3
+    kept = [q for q in asked if q not in turned and why[q] == ""]
+    assert kept  # one that asks for its answer's kind (a person's manager: a person) is kept
+
+
 def test_the_prompts_carry_no_movie_or_geography_words(company: IndexDir, tmp_path: Path) -> None:
     script = ScriptedLearning()
     learn_examples(company, script.llm, tmp_path / "learnt", LearnSettings(target_validation=4, shots=4))

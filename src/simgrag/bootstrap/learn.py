@@ -510,7 +510,7 @@ class _Learn:
             raise ConfigError(f"No subgraph of the shapes {', '.join(settings.shapes)} could be sampled from this KG "
                               f"with at most {settings.max_answers} answers")
         self.subgraphs = SubgraphRetriever(index)
-        self.judge = PatternJudge(self.subgraphs)
+        self._judge: PatternJudge | None = None
         self.split = _Split()
         self.done: set[int] = set()
         self.stopped: str | None = None
@@ -617,6 +617,16 @@ class _Learn:
             return f"no match: {str(exc).splitlines()[0][:200]}"
         names = set(found.answer_set.names()) if found.answer_set is not None else set()
         return None if names & set(sample.answers) else f"its pattern finds {sorted(names)[:3] or 'nothing'}"
+
+    @property
+    def judge(self) -> PatternJudge:
+        """The engine's KG judge, its lexicon's kinds those of the samples' patterns (built on first use: after the
+        relation kinds are known). With them "What club does PSV Eindhoven belong to?" written for *the people who
+        play in PSV Eindhoven* asks for a club where its answer is a person: its focus word is contradicted, and the
+        question, whose gold answers are people, is dropped rather than kept as a shot or a validation question."""
+        if self._judge is None:
+            self._judge = PatternJudge(self.subgraphs, examples=[self.triples(s) for s in self.samples])
+        return self._judge
 
     def unread(self, question: str, triples: Sequence[Sequence[str]]) -> str | None:
         """Why the engine's KG judge does not read ``question`` as the pattern ``triples`` (``None``: it does)."""
