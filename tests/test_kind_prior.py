@@ -229,3 +229,31 @@ def test_the_retriever_gives_the_search_its_examples_kinds_as_the_fit_says(footb
     fitted = open_index_dir(copy, embedder=HashEmbedder(dim=64))
     assert SimGRAGRetriever(fitted, llm, examples=examples, channel=False).kind_prior is False
     assert SimGRAGRetriever(fitted, llm, examples=examples, channel=False, kind_prior=True).kind_prior is True
+
+
+WORDS = st.sampled_from(["person", "club", "persons", "Club", "country", "", "  ", "UNKNOWN", "1", "é", "is in country",
+                         "plays for country", "England", "Rooney", "x" * 300])
+NODES = st.one_of(WORDS, st.builds(lambda w, n: f"UNKNOWN {w} {n}", WORDS, st.integers(0, 3)), st.text(max_size=20))
+TRIPLES = st.lists(st.tuples(NODES, WORDS | st.text(max_size=10), NODES), min_size=0, max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(TRIPLES, max_size=4), TRIPLES, st.sampled_from([0.5, 1.0, math.inf, None]))
+def test_any_examples_and_pattern_give_a_result_or_a_typed_error(football_search: SubgraphRetriever,
+                                                                   examples: list[Any], pattern: list[Any],
+                                                                   penalty: float | None) -> None:
+    """Example patterns and query patterns are LLM text: whatever they say, the search answers or raises one of the
+    library's errors."""
+    from simgrag.errors import SimGRAGError
+
+    football_search.use_kinds(examples)
+    try:
+        found = football_search.retrieve([list(t) for t in pattern], RetrievalSettings(kind_penalty=penalty))
+    except SimGRAGError:
+        return
+    assert all(np.isfinite(e.gsd) for e in found.evidence)
+
+
+@pytest.fixture(scope="module")
+def football_search(football: Path) -> SubgraphRetriever:
+    return _retriever(football)
