@@ -171,7 +171,8 @@ class _Runner:
     """The two runs :func:`_kind_prior_check` asks for: the outcomes without the prior are given."""
 
     def __init__(self, without: dict[int, Outcome], options: dict[str, Any] | None = None) -> None:
-        self.without, self.options, self.asked = without, options or {}, []
+        self.without, self.options = without, options or {}
+        self.asked: list[bool | None] = []
 
     def run(self, config: Any, which: Any, what: str, until: Any = None, kind_prior: bool | None = None,
             step_kind: str | None = None) -> dict[int, Outcome]:
