@@ -188,15 +188,16 @@ def test_the_fit_turns_the_prior_off_where_a_question_group_loses_to_it() -> Non
     said: list[str] = []
     with_prior = _outcomes([True, True, True, False, True, True, False, False])
     runner = _Runner(_outcomes([True, True, True, True, True, True, False, False]))  # 1-hop lost one to it
-    verdict = _kind_prior_check(runner, with_prior, _items(), said.append)  # type: ignore[arg-type]
+    verdict, without = _kind_prior_check(runner, with_prior, _items(), said.append)  # type: ignore[arg-type]
     assert runner.asked == [False] and said
     assert verdict["on"] is False and (verdict["fixed"], verdict["broke"]) == (0, 1)
-    assert verdict["runs"] is not None and verdict["runs"][3].hit  # the rest of the fit runs without it
+    assert without is not None and without[3].hit  # the rest of the fit runs without it
     runner = _Runner(_outcomes([True, True, True, False, True, False, False, False]))  # 2-hop gained one
-    verdict = _kind_prior_check(runner, with_prior, _items(), said.append)  # type: ignore[arg-type]
+    verdict, _ = _kind_prior_check(runner, with_prior, _items(), said.append)  # type: ignore[arg-type]
     assert verdict["on"] is True and (verdict["fixed"], verdict["broke"]) == (1, 0)
     off = _Runner({}, {"kind_prior": False})  # the caller turned it off: nothing to run
-    assert _kind_prior_check(off, with_prior, _items(), said.append)["on"] is False  # type: ignore[arg-type]
+    verdict, without = _kind_prior_check(off, with_prior, _items(), said.append)  # type: ignore[arg-type]
+    assert verdict["on"] is False and without is with_prior
     assert off.asked == []
 
 

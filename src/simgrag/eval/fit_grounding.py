@@ -364,11 +364,10 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         if len(raw) < len(everyone):
             say(f"the time allows {len(raw)} of the {len(items)} questions: the fit runs on those")
             everyone = sorted(raw)
-        kinds = _kind_prior_check(runner, raw, items, say)
-        if not kinds["on"]:  # the rest of the fit runs as the KG will: without the prior
+        kind_verdict, without_prior = _kind_prior_check(runner, raw, items, say)
+        if not kind_verdict["on"]:  # the rest of the fit runs as the KG will: without the prior
             runner.options["kind_prior"] = False
-            raw = kinds.pop("runs")
-        kinds.pop("runs", None)
+            raw = without_prior
         say("every edit family")
         full = runner.run((True, (), "auto", None), everyone, "every family")
         used: dict[str, list[int]] = {}
@@ -413,7 +412,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
             "kg_content_hash": index.manifest.get("kg", {}).get("content_hash"), "llm_calls": calls,
             "seconds": round(time.perf_counter() - t0, 1), "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                       time.gmtime()),
-            "failed": sum(o.failed for o in raw.values()), "channel": channel, "kind_prior": kinds}
+            "failed": sum(o.failed for o in raw.values()), "channel": channel, "kind_prior": kind_verdict}
     samples = _samples(items, everyone)
     if samples is not None:
         info["samples"] = samples
@@ -427,23 +426,23 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
     variant = bool((named.get("variant") or {}).get("on", False))
     return GroundingFit(choice != "no_grounding", stage_off, info, on, float(channel.get("margin", 0.0)) if on else 0.0,
                         tuple(channel.get("readings") or READINGS) if on else READINGS,
-                        float(named["margin"]) if named.get("on") else None, variant, bool(kinds["on"]))
+                        float(named["margin"]) if named.get("on") else None, variant, bool(kind_verdict["on"]))
 
 
 def _kind_prior_check(runner: _Runner, raw: dict[int, Outcome], items: Sequence[QAItem],
-                      say: Callable[[str], None]) -> dict[str, Any]:
+                      say: Callable[[str], None]) -> tuple[dict[str, Any], dict[int, Outcome]]:
     """Whether the search's kind prior (:mod:`simgrag.match.kinds`) stays on: the LLM's own patterns (``raw``, run with
     it) against the same patterns searched without it; on unless a question group loses (the rule of the default
-    readings: it runs on a KG never fitted, so only harm turns it off). Under ``"runs"``: the outcomes without it."""
+    readings: it runs on a KG never fitted, so only harm turns it off). The verdict, and the outcomes without it."""
     if runner.options.get("kind_prior") is False:
-        return {"on": False, "why": "turned off by the caller", "runs": raw}
+        return {"on": False, "why": "turned off by the caller"}, raw
     say("the LLM's own patterns searched without the kind prior (on unless it costs a question group)")
     # not an optional run: its patterns are the raw run's (cached calls), so it costs searches only
     without = runner.run((False, (), "auto", None), sorted(raw), "no kind prior", kind_prior=False, step_kind="search")
     fixed, broke = versus(raw, without, items)
     loses = _loses_a_group(_group_hits(raw, items), _group_hits(without, items))
-    return {"on": not loses, "fixed": fixed, "broke": broke, "runs": without,
-            "why": "a question group lost" if loses else "no question group lost"}
+    return {"on": not loses, "fixed": fixed, "broke": broke,
+            "why": "a question group lost" if loses else "no question group lost"}, without
 
 
 def _fit_channel(runner: _Runner, llm: LLM, config: Config, base: dict[int, Outcome], items: Sequence[QAItem],

@@ -29,6 +29,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -81,17 +82,18 @@ class NodeKinds:
 
     members: Mapping[str, np.ndarray]
     num_entities: int
-    _typed: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, np.int64))
     _cache: dict[tuple[str, float], NodeCandidates | None] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        arrays = [np.asarray(v, dtype=np.int64) for v in self.members.values()]
-        object.__setattr__(self, "_typed", np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64))
 
     @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(sorted(self.members))
+
+    @cached_property
+    def typed(self) -> np.ndarray:
+        """The entities of any kind (sorted)."""
+        arrays = [np.asarray(v, dtype=np.int64) for v in self.members.values()]
+        return np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
 
     def contrary(self, hint: str) -> np.ndarray:
         """The entities the uses put among other kinds than ``hint``'s and never among it (none for a kind no
@@ -99,7 +101,7 @@ class NodeKinds:
         kind = kind_of(hint)
         if kind not in self.members:
             return np.zeros(0, dtype=np.int64)
-        return np.setdiff1d(self._typed, self.members[kind], assume_unique=True)
+        return np.setdiff1d(self.typed, self.members[kind], assume_unique=True)
 
     def candidates(self, hint: str, penalty: float) -> NodeCandidates | None:
         """A typed unknown node's candidates: every entity at 0, the :meth:`contrary` ones at ``penalty`` (left out
