@@ -29,7 +29,7 @@ def main() -> None:
                 if row.get("pattern")]
     if not patterns:
         parser.error("no recorded pattern in the rows given")
-    search = SubgraphRetriever(open_index_dir(args.index))
+    search = SubgraphRetriever(open_index_dir(args.index), search_cache_size=0)  # time every search, none reused
     search.use_kinds(e.triples for e in load_examples(args.examples).examples)
     on, off = RetrievalSettings(), RetrievalSettings(kind_penalty=None)
     for settings in (on, off):

@@ -77,7 +77,7 @@ def main() -> None:
         p.error(f"--arms must name off and/or on, got {args.arms!r}")
     logging.basicConfig(level=logging.WARNING)
     index = open_index_dir(args.work / "index", embedder="static")
-    retriever = SubgraphRetriever(index)
+    retriever = SubgraphRetriever(index, search_cache_size=0)  # time every search, none reused
     store = index.store
     queries = [PlantedQuery(**{**d, "pattern": [tuple(x) for x in d["pattern"]],
                                "triples": [tuple(x) for x in d["triples"]]})

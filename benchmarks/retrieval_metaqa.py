@@ -71,7 +71,7 @@ def miss_cause(index: IndexDir, q: MetaQAQuestion, answerable: bool, result: Any
 
 def run_hop(index: IndexDir, questions: list[MetaQAQuestion], settings: RetrievalSettings, seed: int,
             naive_settings: RetrievalSettings, naive_sample: int) -> dict[str, Any]:
-    retriever = SubgraphRetriever(index)
+    retriever = SubgraphRetriever(index, search_cache_size=0)  # time every search, none reused
     rng = random.Random(seed)
     rows: dict[str, list[float]] = {"embed_s": [], "vector_s": [], "graph_s": [], "answers_s": [], "total_s": [],
                                     "search_s": [], "naive_s": [], "opt64_s": [], "naive64_s": []}

@@ -219,7 +219,7 @@ def query(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         if not callable(tune):
             raise SystemExit(f"--search-params: the {args.backend} backend has no search-time settings")
         tune(**json.loads(args.search_params))
-    retriever = SubgraphRetriever(index)
+    retriever = SubgraphRetriever(index, search_cache_size=0)  # time every search, none reused
     load_s = time.perf_counter() - t
     queries = [PlantedQuery(**{**d, "pattern": [tuple(x) for x in d["pattern"]],
                                "triples": [tuple(x) for x in d["triples"]]})

@@ -43,7 +43,8 @@ from simgrag.match.retrieve import NodeBinding, Retrieval, RetrievalSettings, Su
 from simgrag.pattern.graph import Pattern, is_unknown, singular, type_hint
 from simgrag.pattern.validate import validate_pattern
 
-__all__ = ["Candidate", "Judgement", "PatternJudge", "QuestionView", "Triple3", "kg_roles", "unknown_name"]
+__all__ = ["Candidate", "Judgement", "PatternJudge", "QuestionView", "Triple3", "judge_settings", "kg_roles",
+           "unknown_name"]
 
 Triple3 = tuple[str, str, str]
 Focus = Literal["confirmed", "unknown", "contradicted"]
@@ -180,6 +181,14 @@ class Judgement:
         return "; ".join(parts)
 
 
+def judge_settings(search: RetrievalSettings | None = None) -> RetrievalSettings:
+    """The judge's searches: ``search`` (the retriever's own settings, so that the search of the pattern the judge
+    chooses is the one the retriever then reuses: :meth:`~simgrag.match.retrieve.SubgraphRetriever.retrieve`) under
+    the judge's step cap and deadline; without it the default settings with no answer set (not needed to judge)."""
+    base = search if search is not None else RetrievalSettings(answer_tolerance=None)
+    return replace(base, deadline_s=JUDGE_DEADLINE_S, max_steps=JUDGE_MAX_STEPS)
+
+
 class PatternJudge:
     """Checks patterns of one question against the question's words and the KG (see module doc).
 
@@ -192,8 +201,7 @@ class PatternJudge:
                  lexicon: Lexicon | None = None, example_questions: Sequence[str] = ()) -> None:
         self.retriever = retriever
         self.store = retriever.store
-        self.settings = settings or RetrievalSettings(deadline_s=JUDGE_DEADLINE_S, max_steps=JUDGE_MAX_STEPS,
-                                                      answer_tolerance=None)
+        self.settings = settings or judge_settings()
         self.asks = asks
         self.lexicon = lexicon or Lexicon(retriever, examples=examples)
         self._example_questions = list(zip(example_questions, examples, strict=False))

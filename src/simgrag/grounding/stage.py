@@ -33,11 +33,11 @@ from simgrag.errors import PatternError
 from simgrag.grounding import anchors, choice, edits
 from simgrag.grounding.analogy import analog_candidates
 from simgrag.grounding.english import STOPWORDS
-from simgrag.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, triple_set
+from simgrag.grounding.judge import Candidate, Judgement, PatternJudge, Triple3, judge_settings, triple_set
 from simgrag.grounding.question import QuestionReading
 from simgrag.grounding.registry import ANALOGY, CHOICE, REVISION, UNDO_DISPLACED, propose_edits, propose_one
 from simgrag.grounding.shots import ShotRanker
-from simgrag.match.retrieve import SubgraphRetriever
+from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import is_unknown, type_hint
 from simgrag.pattern.prompt import question_tokens
@@ -236,13 +236,13 @@ class GroundedPatterns:
 
     def __init__(self, generator: PatternGenerator, retriever: SubgraphRetriever, *, asks: bool = True,
                  max_revisions: int = 1, on_report: Callable[[GroundingReport], None] | None = None,
-                 disabled: Iterable[str] = ()) -> None:
+                 disabled: Iterable[str] = (), search: RetrievalSettings | None = None) -> None:
         self.generator = generator
         #: the families switched off (a KG's fit, :mod:`~simgrag.grounding.fit`): edits by name,
         #: ``analogy``, ``revision``
         self.disabled = frozenset(disabled)
         examples = [e.triples for e in generator.prompt.examples.examples]
-        self.judge = PatternJudge(retriever, asks=asks, examples=examples,
+        self.judge = PatternJudge(retriever, judge_settings(search), asks=asks, examples=examples,
                                   example_questions=[e.question for e in generator.prompt.examples.examples])
         self.shots = (ShotRanker(self.judge, generator.prompt.examples.examples)
                       if generator.shot_selection == "structure" and generator.prompt.n_dynamic_shots > 0 else None)

@@ -12,7 +12,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -52,6 +52,9 @@ NAME_WORDS_MIN_ENTITIES = 100_000
 #: "J. faiith" for *Jarburg faith*: the rest of the pattern singles it out; BENCHMARKS §13)
 NAME_WORDS_KEPT = 16
 JSON_ANSWERS = 200  # answers listed with their witness triples in JSON (every name is listed)
+#: complete searches a retriever keeps to hand back for the same pattern and settings
+#: (:meth:`SubgraphRetriever.retrieve`)
+SEARCH_CACHE_SIZE = 64
 
 logger = logging.getLogger(__name__)
 
@@ -195,9 +198,19 @@ def relation_query(text: str) -> str:
 class SubgraphRetriever:
     """SimGRAG's pattern-to-subgraph alignment over an opened index directory."""
 
-    def __init__(self, index: IndexDir, *, relation_cache_size: int = 4096) -> None:
+    def __init__(self, index: IndexDir, *, relation_cache_size: int = 4096,
+                 search_cache_size: int = SEARCH_CACHE_SIZE) -> None:
+        if isinstance(search_cache_size, bool) or not isinstance(search_cache_size, int) or search_cache_size < 0:
+            raise MatchError(f"search_cache_size must be a whole number >= 0, got {search_cache_size!r}")
         self.index = index
         self.store = index.store
+        # whole searches repeat within a question (the channel's longer readings bind the asked-for node of the
+        # pattern that is then searched for its evidence; the grounding fit runs each pattern in several
+        # configurations): (pattern triples, settings but their limits, kind generation, KG size) → Retrieval
+        self._searches: OrderedDict[tuple[Any, ...], Retrieval] = OrderedDict()
+        self._search_cache_size = search_cache_size
+        self._searches_lock = threading.Lock()
+        self._kind_generation = 0
         # relation phrases repeat across queries: (text, k_r) → (relation ids, distances)
         self._relation_cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._relation_cache_size = relation_cache_size
@@ -216,6 +229,7 @@ class SubgraphRetriever:
         with self._kinds_lock:
             if given != self._kind_patterns:
                 self._kind_patterns, self._kinds = given, None
+                self._kind_generation += 1  # searches made with the kinds before are not reused
 
     def kinds(self) -> NodeKinds | None:
         """The kinds of the example patterns given (:meth:`use_kinds`), or ``None``: none given, no typed unknown
@@ -382,7 +396,12 @@ class SubgraphRetriever:
     # ------------------------------------------------------------------ retrieval
     def retrieve(self, pattern: Pattern | Sequence[Sequence[str]],
                  settings: RetrievalSettings | None = None) -> Retrieval:
-        """Top-k subgraphs for ``pattern`` (a Pattern or a list of [head, relation, tail])."""
+        """Top-k subgraphs for ``pattern`` (a Pattern or a list of [head, relation, tail]).
+
+        A search that ran to the end is exact, so it is kept (the last ``search_cache_size``) and handed back for the
+        same pattern and settings — whatever their deadline or step cap, which only cut a search short — without
+        searching again; its timings are those of the search that found it, plus ``"reused": 1.0``. One cut short
+        is never reused: a second try may get further."""
         settings = settings or RetrievalSettings()
         if not isinstance(settings, RetrievalSettings):
             raise MatchError(f"settings must be a RetrievalSettings, got {type(settings).__name__}")
@@ -390,6 +409,30 @@ class SubgraphRetriever:
         if not isinstance(pattern, Pattern):
             pattern = Pattern.from_triples(pattern)
         validate_pattern(pattern)
+        key = self._search_key(pattern, settings)
+        with self._searches_lock:
+            found = self._searches.get(key)
+            if found is not None:
+                self._searches.move_to_end(key)
+        if found is not None:
+            return replace(found, pattern=pattern, timings={**found.timings, "reused": 1.0},
+                           deadline_s=deadline_of(settings.deadline_s))
+        retrieval = self._search(pattern, settings)
+        if retrieval.complete and self._search_cache_size:
+            with self._searches_lock:
+                self._searches[key] = retrieval
+                while len(self._searches) > self._search_cache_size:
+                    self._searches.popitem(last=False)
+        return retrieval
+
+    def _search_key(self, pattern: Pattern, settings: RetrievalSettings) -> tuple[Any, ...]:
+        """What a search's result depends on: the pattern as written (its nodes' type words too), the settings but
+        the limits that only cut it short, the kinds in use, and the KG's size (an index that grew in place)."""
+        limits = replace(settings, deadline_s=None, max_steps=None)
+        size = (self.store.num_entities, self.store.num_triples)
+        return (tuple(pattern.triples()), limits, self._kind_generation, size)
+
+    def _search(self, pattern: Pattern, settings: RetrievalSettings) -> Retrieval:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         table = self.candidates(pattern, settings, timings)

@@ -258,7 +258,8 @@ class SimGRAGRetriever:
                 disabled: Sequence[str] = fit.disabled if fit is not None and asks else ()
                 if fit is None and ground_patterns is None:  # no fit: what a fit must first show to help stays off
                     disabled = sorted(OFF_UNLESS_FITTED)
-                chosen = GroundedPatterns(generator, self.subgraphs, asks=asks, disabled=disabled)
+                chosen = GroundedPatterns(generator, self.subgraphs, asks=asks, disabled=disabled,
+                                          search=self.settings)
             else:
                 chosen = LLMPatternStage(generator, self.subgraphs if repair_roles else None)
             if self.channel_readings and asks and llm is not None:
