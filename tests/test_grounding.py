@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from simgrag.errors import ConfigError
 from simgrag.grounding import Candidate, GroundedPatterns, PatternJudge, anchors, best_candidate, edits
 from simgrag.grounding.question import common_words_of, read_question
 from simgrag.grounding.stage import candidate_edits, confirmed_relations, replaces_confirmed
@@ -399,8 +400,8 @@ def _generator(responses: list[str], retriever: SubgraphRetriever, *, analogy: b
                examples: str = EXAMPLES) -> tuple[FakeLLM, GroundedPatterns]:
     llm = FakeLLM(responses)
     generator = PatternGenerator(llm, parse_examples(examples), n_static_shots=2, n_dynamic_shots=1,
-                                 use_json_schema=False, analogy=analogy)
-    return llm, GroundedPatterns(generator, retriever)
+                                 use_json_schema=False)
+    return llm, GroundedPatterns(generator, retriever, analogy=analogy)
 
 
 def test_a_confirmed_analogy_answers_without_an_llm_call(retriever: SubgraphRetriever) -> None:
@@ -1072,3 +1073,34 @@ def test_a_word_naming_a_whole_relation_still_names_it_beside_a_longer_one(tmp_p
                                                         ("UNKNOWN language 1", "language family",
                                                          "UNKNOWN language family 1"))))
     assert [index.store.relations[r] for r in judged.uncovered] == ["family"]
+
+
+def test_the_stage_options_belong_to_the_stage_and_still_travel_with_the_pattern_options(
+        retriever: SubgraphRetriever, tmp_path: Path) -> None:
+    """``analogy`` and ``shot_selection`` are the grounding stage's (not the generator's): set on it, validated by
+    it, and reached from ``pattern_options`` / ``--pattern-option`` as before."""
+    from simgrag.grounding.stage import STAGE_OPTIONS
+    from simgrag.pattern.generate import parse_pattern_options
+    from simgrag.retrievers.simgrag import SimGRAGRetriever
+
+    generator = PatternGenerator(FakeLLM([]), parse_examples(EXAMPLES), n_dynamic_shots=1)
+    assert GroundedPatterns(generator, retriever).shots is not None  # by structure, the default
+    words = GroundedPatterns(generator, retriever, shot_selection="words", analogy=False)
+    assert words.shots is None and words.analogy is False
+    with pytest.raises(ConfigError, match="shot_selection must be"):
+        GroundedPatterns(generator, retriever, shot_selection="vibes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        PatternGenerator(FakeLLM([]), parse_examples(EXAMPLES), analogy=False)  # type: ignore[call-arg]
+    assert parse_pattern_options(["analogy=false", "n_dynamic_shots=1"], STAGE_OPTIONS) == {
+        "analogy": False, "n_dynamic_shots": 1}
+    with pytest.raises(ConfigError, match="takes bool"):
+        parse_pattern_options(["analogy=1"], STAGE_OPTIONS)
+    with pytest.raises(ConfigError, match="does not apply"):
+        parse_pattern_options(["analogy=false"])  # the generator alone does not take it
+    build_index_dir(write_toy_kg(tmp_path / "toy.txt"), tmp_path / "toy.idx", embedder=HashEmbedder(dim=256))
+    toy = open_index_dir(tmp_path / "toy.idx", embedder=HashEmbedder(dim=256))
+    engine = SimGRAGRetriever(toy, FakeLLM([]), examples=parse_examples(EXAMPLES), ground_patterns=True, channel=False,
+                              pattern_options={"analogy": False, "shot_selection": "words", "n_dynamic_shots": 1})
+    stage = engine.patterns
+    assert isinstance(stage, GroundedPatterns) and stage.analogy is False and stage.shots is None
+    assert stage.generator.prompt.n_dynamic_shots == 1

@@ -503,7 +503,7 @@ def test_an_edit_that_fixes_one_problem_is_edited_again(retriever: SubgraphRetri
     to; the second round takes the copied hop out and puts the city where the country was."""
     llm = FakeLLM([json.dumps({"triples": [["Spain", "located in", "UNKNOWN country 1"],
                                            ["UNKNOWN country 1", "capital", "UNKNOWN city 1"]]})] * 2)
-    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(EXAMPLES), analogy=False), retriever)
+    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(EXAMPLES)), retriever, analogy=False)
     result = stage.generate("What are the big cities of Spain?")
     assert result.pattern.triples() == [("UNKNOWN city 1", "located in", "Spain")], result.kg_repairs
     assert any("turned" in n for n in result.kg_repairs) and any("put in place of" in n for n in result.kg_repairs)
@@ -522,7 +522,7 @@ def test_a_hop_the_question_has_no_words_for_is_skipped_from_the_named_entity(re
     assert [c.triples for c in skip_named_hop(verdict.candidate, verdict, judge, judge.read(question))] == [
         (("Spain", "currency", "UNKNOWN currency 1"),)]
     llm = FakeLLM([json.dumps({"triples": detour})] * 2)
-    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(EXAMPLES), analogy=False), retriever)
+    stage = GroundedPatterns(PatternGenerator(llm, examples=parse_examples(EXAMPLES)), retriever, analogy=False)
     result = stage.generate(question)
     assert result.pattern.triples() == [("Spain", "currency", "UNKNOWN currency 1")], result.kg_repairs
 

@@ -226,6 +226,7 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     ``pattern_option``: ``--pattern-option`` pairs (:func:`~simgrag.pattern.generate.parse_pattern_options`);
     ``llm_instance``: the LLM already resolved from ``llm`` (loaded once: ``ask`` learning first); ``channel``:
     ``--channel/--no-channel`` (the simgrag retriever only)."""
+    from simgrag.grounding.stage import STAGE_OPTIONS
     from simgrag.match.retrieve import RetrievalSettings
     from simgrag.pattern.generate import parse_pattern_options
     from simgrag.pipeline import SimGRAG, sample_index
@@ -236,7 +237,7 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     if stray:
         raise ConfigError(f"--retriever-model names {', '.join(stray)}, which this command does not use "
                           f"(--retriever {name}).")
-    pattern_options = parse_pattern_options(pattern_option or ())
+    pattern_options = parse_pattern_options(pattern_option or (), STAGE_OPTIONS)
     if not analogy:
         pattern_options["analogy"] = False
     options: dict[str, Any] = {"model": dirs[name]} if name in dirs else {}

@@ -26,10 +26,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any, Literal
 
-from simgrag.errors import PatternError
+from simgrag.errors import ConfigError, PatternError
 from simgrag.grounding import anchors, choice, edits
 from simgrag.grounding.analogy import analog_candidates
 from simgrag.grounding.english import STOPWORDS
@@ -42,7 +44,8 @@ from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import is_unknown, type_hint
 from simgrag.pattern.prompt import question_tokens
 
-__all__ = ["GroundedPatterns", "best_candidate", "candidate_edits", "confirmed_relations", "replaces_confirmed"]
+__all__ = ["STAGE_OPTIONS", "GroundedPatterns", "best_candidate", "candidate_edits", "confirmed_relations",
+           "replaces_confirmed"]
 
 logger = logging.getLogger(__name__)
 
@@ -229,15 +232,31 @@ class GroundingReport:
     chosen: Judgement
 
 
+#: the stage's own options and their defaults, which ``pattern_options`` (the CLI's ``--pattern-option``) may set
+#: beside :class:`~simgrag.pattern.generate.PatternGenerator`'s
+STAGE_OPTIONS: Mapping[str, Any] = MappingProxyType({"shot_selection": "structure", "analogy": True})
+
+
 class GroundedPatterns:
     """Question → pattern with the KG as judge (see module doc); ``generate`` returns a
     :class:`PatternResult` whose ``kg_repairs`` list the edits made and whose ``attempts`` count
-    every LLM call. ``asks=False`` for claims (no answer node, no focus word)."""
+    every LLM call. ``asks=False`` for claims (no answer node, no focus word).
+
+    ``shot_selection``: ``"structure"`` chooses the prompt's dynamic shots by the question's structure (the
+    relations its words name in the KG) as well as its words; ``"words"``: by words only, as the generator alone
+    does. ``analogy``: also try the best-fitting examples' patterns with the question's entity put in
+    (:mod:`~simgrag.grounding.analogy`), and skip the LLM when one is confirmed. ``search``: the retriever's
+    search settings, which the judge searches under with its own step cap
+    (:func:`~simgrag.grounding.judge.judge_settings`)."""
 
     def __init__(self, generator: PatternGenerator, retriever: SubgraphRetriever, *, asks: bool = True,
                  max_revisions: int = 1, on_report: Callable[[GroundingReport], None] | None = None,
-                 disabled: Iterable[str] = (), search: RetrievalSettings | None = None) -> None:
+                 disabled: Iterable[str] = (), search: RetrievalSettings | None = None,
+                 shot_selection: Literal["structure", "words"] = "structure", analogy: bool = True) -> None:
+        if shot_selection not in ("structure", "words"):
+            raise ConfigError(f"shot_selection must be 'structure' or 'words', got {shot_selection!r}")
         self.generator = generator
+        self.analogy = bool(analogy)
         #: the families switched off (a KG's fit, :mod:`~simgrag.grounding.fit`): edits by name,
         #: ``analogy``, ``revision``
         self.disabled = frozenset(disabled)
@@ -245,7 +264,7 @@ class GroundedPatterns:
         self.judge = PatternJudge(retriever, judge_settings(search), asks=asks, examples=examples,
                                   example_questions=[e.question for e in generator.prompt.examples.examples])
         self.shots = (ShotRanker(self.judge, generator.prompt.examples.examples)
-                      if generator.shot_selection == "structure" and generator.prompt.n_dynamic_shots > 0 else None)
+                      if shot_selection == "structure" and generator.prompt.n_dynamic_shots > 0 else None)
         self.max_revisions = 0 if REVISION in self.disabled else max(0, max_revisions)
         self.on_report = on_report
         self.last_report: GroundingReport | None = None
@@ -327,7 +346,7 @@ class GroundedPatterns:
     def _analogies(self, question: str, reading: QuestionReading, scores: Sequence[float] | None,
                    same_wording: Sequence[int] = ()) -> list[Judgement]:
         """The judged analogies of the best-ranked examples (none for claims, or with ``analogy`` off)."""
-        if not (self.generator.analogy and self.judge.asks) or ANALOGY in self.disabled:
+        if not (self.analogy and self.judge.asks) or ANALOGY in self.disabled:
             return []
         examples = self.generator.prompt.examples.examples
         order = self.generator.prompt.ranked(question, scores)

@@ -6,9 +6,9 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from simgrag._options import key_values
 from simgrag.errors import ConfigError, PatternError, PatternParseError
@@ -62,11 +62,9 @@ class PatternGenerator:
     ``examples`` is an :class:`ExampleSet` (see :func:`~simgrag.pattern.examples.load_examples`) or
     the name of a built-in one. With ``use_json_schema`` the LLM is asked for schema-constrained output
     (default: yes, except for the embedded llama.cpp model, where it costs ~40 % of decoding speed).
-    ``shot_selection``: ``"structure"`` lets a pattern stage that knows the KG (the grounding,
-    :class:`~simgrag.grounding.stage.GroundedPatterns`) choose the dynamic shots by the question's
-    structure as well as its words; ``"words"``: by words only (what a generator alone always does).
-    ``analogy``: such a pattern stage also tries the best-fitting examples' patterns with the question's
-    entity put in (:mod:`~simgrag.grounding.analogy`) and skips the LLM when one is confirmed.
+    The dynamic shots are the examples nearest the question by words; a pattern stage that knows the KG chooses
+    them by structure too and tries the examples' own patterns first (its options: ``shot_selection`` and
+    ``analogy`` of :class:`~simgrag.grounding.stage.GroundedPatterns`).
     """
 
     def __init__(
@@ -82,8 +80,6 @@ class PatternGenerator:
         require_connected: bool = False,
         max_triples: int = MAX_TRIPLES,
         max_attempts: int = 2,
-        shot_selection: Literal["structure", "words"] = "structure",
-        analogy: bool = True,
     ) -> None:
         if isinstance(examples, str):
             examples = builtin_examples(examples)
@@ -95,10 +91,6 @@ class PatternGenerator:
         self.require_connected = require_connected
         self.max_triples = max_triples
         self.max_attempts = max(1, max_attempts)
-        if shot_selection not in ("structure", "words"):
-            raise ConfigError(f"shot_selection must be 'structure' or 'words', got {shot_selection!r}")
-        self.shot_selection = shot_selection
-        self.analogy = bool(analogy)
         self._variants: dict[int, PromptBuilder] = {}  # n_dynamic_shots → the prompt of :meth:`variant`
 
     def generate(self, question: str, shot_scores: Sequence[float] | None = None) -> PatternResult:
@@ -209,12 +201,14 @@ def _final_error(error: PatternError, attempts: int, text: str) -> PatternError:
     return PatternError(f"{error}{note}\n  LLM output was: {shown!r}")
 
 
-def parse_pattern_options(pairs: Sequence[str]) -> dict[str, Any]:
+def parse_pattern_options(pairs: Sequence[str], stage: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``["n_dynamic_shots=1", "shot_selection=words"]`` (the CLI's ``--pattern-option``) → keywords of
-    :class:`PatternGenerator`, each VALUE read as JSON when it parses (``1``, ``false``), else as text.
-    Raises :class:`~simgrag.errors.ConfigError` naming a malformed pair or a key the generator does not take."""
+    :class:`PatternGenerator` — and of the pattern stage around it, whose options and defaults are ``stage``
+    (:data:`simgrag.grounding.stage.STAGE_OPTIONS`) — each VALUE read as JSON when it parses (``1``, ``false``),
+    else as text. Raises :class:`~simgrag.errors.ConfigError` naming a malformed pair or a key neither takes."""
     known = {name: param.default for name, param in inspect.signature(PatternGenerator.__init__).parameters.items()
              if param.kind is inspect.Parameter.KEYWORD_ONLY}
+    known.update(stage or {})
     options: dict[str, Any] = {}
     for key, text in key_values(pairs, flag="--pattern-option", allowed=known, where="the pattern stage"):
         try:

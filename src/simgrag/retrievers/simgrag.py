@@ -51,6 +51,7 @@ from simgrag.grounding.judge import PatternJudge
 from simgrag.grounding.lexicon import kg_roles
 from simgrag.grounding.registry import OFF_UNLESS_FITTED, family_names
 from simgrag.grounding.repair import repair_echoed_roles
+from simgrag.grounding.stage import STAGE_OPTIONS
 from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
@@ -177,8 +178,9 @@ class SimGRAGRetriever:
     ``retrieval``: the search settings (``k``, when given, overrides its ``k``); ``examples`` /
     ``claim_examples``: the few-shot examples of the question and the claim pattern prompts (default:
     the index's, :func:`index_examples`; claims fall back to the question examples);
-    ``pattern_options``: keywords of :class:`PatternGenerator`; ``ground_patterns``: judge the LLM's
-    pattern with the question and the KG, edit it or ask the LLM once more when something is wrong
+    ``pattern_options``: keywords of :class:`PatternGenerator` and of the grounding stage
+    (:data:`~simgrag.grounding.stage.STAGE_OPTIONS`: ``shot_selection``, ``analogy``); ``ground_patterns``: judge
+    the LLM's pattern with the question and the KG, edit it or ask the LLM once more when something is wrong
     (:class:`~simgrag.grounding.stage.GroundedPatterns`, which includes the echoed-role repair) —
     ``None`` (default): as the index's fit says (:func:`grounding_fit`; every family without a fit), ``True``:
     every family whatever the fit, ``False``: off; ``grounding_off``: these families off and the others on,
@@ -220,6 +222,8 @@ class SimGRAGRetriever:
         settings = retrieval or RetrievalSettings()
         self.settings = settings if k is None else replace(settings, k=k)
         options = dict(pattern_options or {})
+        # the grounding stage's own options travel in the same bag; the generator takes the rest
+        stage_options = {key: options.pop(key) for key in STAGE_OPTIONS if key in options}
 
         stored = grounding_fit(index)
         fit = stored if ground_patterns is None and grounding_off is None else None
@@ -259,7 +263,7 @@ class SimGRAGRetriever:
                 if fit is None and ground_patterns is None:  # no fit: what a fit must first show to help stays off
                     disabled = sorted(OFF_UNLESS_FITTED)
                 chosen = GroundedPatterns(generator, self.subgraphs, asks=asks, disabled=disabled,
-                                          search=self.settings)
+                                          search=self.settings, **stage_options)
             else:
                 chosen = LLMPatternStage(generator, self.subgraphs if repair_roles else None)
             if self.channel_readings and asks and llm is not None:
