@@ -18,7 +18,9 @@ given the question's entity mentions, the pattern with an unknown node taken to 
 the pattern leaves out (:func:`named_readings`); the pattern with a hop the LLM copied taken out ("X's dad's dad"
 written with three ``father`` hops: :func:`contracted_readings`); given the KG relations the asked-for node's best
 match heads, the pattern with the hop the LLM left out added ("what does X's wife do for a living?" written as
-X's spouse: :func:`longer_readings`); and, given the examples the prompt showed,
+X's spouse: :func:`longer_readings`); given the KG's say, the pattern with a hop the LLM added from a named node
+taken out ("What country is X from?" written through X's place of birth, where places have no country edge and
+people do: :func:`skipped_readings`); and, given the examples the prompt showed,
 *analogies*: an example's pattern with the question's entities in place of the example's own
 (:func:`analogy_readings`; the KG checks that each entity has the example's relations on those sides). Learned
 examples are read from the KG by the model itself but worded its way, not the user's: for "where is the football
@@ -76,9 +78,9 @@ from simgrag.pattern.graph import Pattern, is_unknown
 
 __all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "KNOWN_READINGS", "MARGIN", "MAX_READINGS", "READINGS",
            "SAMPLES", "SAMPLE_TEMPERATURE", "VARIANT", "Analogies", "ChannelChoice", "Extensions", "PatternSource",
-           "Reading", "ShotSpelling", "analogy_readings", "channel_prompt", "contracted_readings", "fit_margin",
-           "longer_readings", "named_readings", "sampled_readings", "shorter_readings", "shot_spelling",
-           "variant_readings"]
+           "Reading", "ShotSpelling", "Skips", "analogy_readings", "channel_prompt", "contracted_readings",
+           "fit_margin", "longer_readings", "named_readings", "sampled_readings", "shorter_readings", "shot_spelling",
+           "skipped_readings", "variant_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +93,8 @@ MARGIN = 0.0
 #: in the order the prompt ranks its examples for the question)
 MAX_READINGS = 4
 #: the kinds of reading offered unless told otherwise, each with its function: a hop shorter, a name put in, an
-#: example's pattern, a copied hop taken out, a hop longer
-READINGS = ("shorter", "named", "analogy", "contracted", "longer")
+#: example's pattern, a copied hop taken out, a hop longer, a hop the KG does not go on from skipped
+READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped")
 #: every kind of reading: :data:`READINGS`, the patterns the LLM samples for the question (:data:`SAMPLES` more
 #: LLM calls per question) and its variant (one more): offered only where a KG's fit turns them on, or when asked for
 KNOWN_READINGS = (*READINGS, "sampled", "variant")
@@ -109,11 +111,12 @@ VARIANT_EXTRA_SHOTS = 2
 DIRECT_KEEP = 2
 #: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
-#: copied, a last hop it left out that it would itself have written (longer, with the direct score) — so they
+#: copied, a last hop it left out that it would itself have written (longer, with the direct score), a hop it added
+#: that the KG does not go on from while the named entity does (skipped) — so they
 #: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
 #: questions are written the model's way and rarely show these slips). The variant joins them where a KG's fit
 #: asked to try it found a gain (:attr:`~simgrag.grounding.fit.GroundingFit.variant`)
-DEFAULT_READINGS = ("named", "contracted", "longer")
+DEFAULT_READINGS = ("named", "contracted", "longer", "skipped")
 #: the kind name of the variant readings (:func:`variant_readings`)
 VARIANT = "variant"
 
@@ -123,6 +126,9 @@ Triples = tuple[tuple[str, str, str], ...]
 Analogies = Callable[[str, Sequence[Example]], Sequence[tuple[str, Triples]]]
 #: (question, pattern) → the KG relations its asked-for node's best match is the head of, most likely first
 Extensions = Callable[[str, Triples], Sequence[str]]
+#: (question, pattern) → the (named node, unknown node) pairs whose hop the KG says may be skipped
+#: (:func:`skipped_readings`)
+Skips = Callable[[str, Triples], Collection[tuple[str, str]]]
 
 _HEAD = ("Each set of knowledge-graph triples below is followed by the question that asks for its ANSWER node "
          "(an UNKNOWN node of the triples).\n\n")
@@ -147,6 +153,7 @@ class Reading:
     added: tuple[str, str, str] | None = None  # a longer reading: the hop it adds at the asked-for node
     sampled: bool = False  # a pattern the LLM sampled for the question
     variant: bool = False  # the pattern the LLM wrote for the question with more examples shown
+    skipped: str | None = None  # a skipped reading: the named node that took the dropped hop's far end's place
 
     @property
     def kind(self) -> str:
@@ -157,6 +164,8 @@ class Reading:
             return "variant"
         if self.added is not None:
             return "longer"
+        if self.skipped is not None:
+            return "skipped"
         if self.copied:
             return "contracted"
         if self.example is not None:
@@ -175,6 +184,9 @@ class Reading:
             return "took the pattern the LLM wrote for the question with more examples shown"
         if self.added is not None:
             return f"added {list(self.added)}, a hop from the node it asked for"
+        if self.skipped is not None:
+            return (f"took out {list(self.dropped or ())}, a hop the KG does not go on from as the pattern does, "
+                    f"and went on from {self.skipped!r}")
         if self.copied:
             return f"took out {list(self.dropped or ())}, a copy of the hop before it"
         if self.example is not None:
@@ -227,6 +239,32 @@ def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READI
             if asks and len(set(rest)) == len(rest) and Pattern.from_triples(rest).is_connected():
                 out.append(Reading(rest, full[j], copied=True))
     return _distinct(out)[:limit]  # a chain of three copies contracts two ways to one pattern
+
+
+def skipped_readings(triples: Sequence[Sequence[str]], skippable: Collection[tuple[str, str]],
+                     limit: int = MAX_READINGS) -> list[Reading]:
+    """The pattern with the hop from a named node to an unknown node on one other triple taken out, the named node
+    taking the unknown node's place there: "What country is X from?" written ``[X, place of birth, UNKNOWN place 1],
+    [UNKNOWN place 1, country, UNKNOWN country 1]`` → ``[X, country, UNKNOWN country 1]`` — a hop the small model
+    adds. Only for the (named node, unknown node) pairs in ``skippable``, which the caller's KG allows (the KG does
+    not hold the next hop from the unknown node as written, and the named entity has that relation on that side:
+    :meth:`~simgrag.retrievers.simgrag._QuestionReader.skips`); never the asked-for node, and the rest stays
+    connected and asks for something (at most ``limit``)."""
+    full = _as_triples(triples)
+    asked = _asked(full) if full else "none"
+    out: list[Reading] = []
+    for i, (head, _, tail) in enumerate(full):
+        for named, middle in ((head, tail), (tail, head)):
+            if (named, middle) not in skippable or is_unknown(named) or not is_unknown(middle) or middle == asked:
+                continue
+            if sum(middle in (h, t) for j, (h, _, t) in enumerate(full) if j != i) != 1:
+                continue
+            rest = tuple((named if h == middle else h, r, named if t == middle else t)
+                         for j, (h, r, t) in enumerate(full) if j != i)
+            asks = any(is_unknown(n) for h, _, t in rest for n in (h, t))
+            if asks and len(set(rest)) == len(rest) and Pattern.from_triples([list(t) for t in rest]).is_connected():
+                out.append(Reading(rest, full[i], skipped=named))
+    return _distinct(out)[:limit]
 
 
 @dataclass(frozen=True)
@@ -460,7 +498,7 @@ class ChannelChoice:
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
                  analogies: Analogies | None = None, readings: Collection[str] = READINGS,
-                 extensions: Extensions | None = None) -> None:
+                 extensions: Extensions | None = None, skips: Skips | None = None) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
         unknown = sorted(set(readings) - set(KNOWN_READINGS))
@@ -476,6 +514,7 @@ class ChannelChoice:
         # longer readings always carry the direct score: on the channel's word alone they add hops the question does
         # not ask (WorldCup2014's file, fitted with them and without it: 3 conjunctive questions lost a club hop)
         self.extensions = extensions if "longer" in readings else None
+        self.skips = skips if "skipped" in readings else None
         # the LLM's own alternatives: only where it samples by seed (fixed seeds; the call cache keeps their replies)
         self.sampled = "sampled" in readings and samples_text(llm)
         if "sampled" in readings and not self.sampled:
@@ -496,6 +535,8 @@ class ChannelChoice:
         if self.extensions is not None and result.attempts > 0:  # a hop the LLM left out: not where no LLM wrote it
             readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
                                         shot_spelling(shots))
+        if self.skips is not None:
+            readings += skipped_readings(triples, self.skips(text, _as_triples(triples)), self.limit)
         if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)

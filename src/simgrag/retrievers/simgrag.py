@@ -54,13 +54,13 @@ from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.grounding.stage import STAGE_OPTIONS
 from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir
-from simgrag.kg.store import Triple
+from simgrag.kg.store import KGStore, Triple
 from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM, scores_text
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import Example, ExampleSet, load_examples
 from simgrag.pattern.generate import PatternGenerator, PatternResult
-from simgrag.pattern.graph import Pattern
+from simgrag.pattern.graph import Pattern, is_unknown
 from simgrag.retrievers.base import PatternStage, RetrievedContext
 from simgrag.retrievers.bindings import answer_candidates, asked_text
 
@@ -268,9 +268,10 @@ class SimGRAGRetriever:
                 chosen = LLMPatternStage(generator, self.subgraphs if repair_roles else None)
             if self.channel_readings and asks and llm is not None:
                 judge = chosen.judge if isinstance(chosen, GroundedPatterns) else None
-                reader = _QuestionReader(self.subgraphs, generator, judge)
+                reader = _QuestionReader(self.subgraphs, generator, judge, self.settings)
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
-                                       analogies=reader.analogies, readings=kinds, extensions=reader.extensions)
+                                       analogies=reader.analogies, readings=kinds, extensions=reader.extensions,
+                                       skips=reader.skips)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
@@ -337,9 +338,11 @@ class _QuestionReader:
     first question when the stage is off): the KG names of its confident entity mentions, and the examples'
     patterns with those entities in them."""
 
-    def __init__(self, subgraphs: SubgraphRetriever, generator: PatternGenerator, judge: PatternJudge | None) -> None:
+    def __init__(self, subgraphs: SubgraphRetriever, generator: PatternGenerator, judge: PatternJudge | None,
+                 settings: RetrievalSettings | None = None) -> None:
         self.subgraphs, self.generator = subgraphs, generator
         self._judge = judge
+        self.settings = settings or RetrievalSettings()  # the retriever's: its evidence search is then this one
 
     def judge(self) -> PatternJudge:
         if self._judge is None:
@@ -364,7 +367,7 @@ class _QuestionReader:
         if asked is None:
             return []
         try:
-            found = self.subgraphs.retrieve(pattern)
+            found = self.subgraphs.retrieve(pattern, self.settings)
         except SimGRAGError as exc:  # a pattern the search cannot take offers no longer reading
             logger.debug("no longer readings for %r: %s", question, exc)
             return []
@@ -381,6 +384,42 @@ class _QuestionReader:
         phrases = list(judge.read(question).phrases) or [question]
         nearest = judge.lexicon.relation_distances(phrases).min(axis=0)
         return [judge.store.relations[r] for r in sorted(heads, key=lambda r: (float(nearest[r]), r))]
+
+    def skips(self, question: str, triples: Triples) -> set[tuple[str, str]]:
+        """The (named node, unknown node) pairs of ``triples`` whose hop the channel may skip
+        (:func:`~simgrag.grounding.channel.skipped_readings`): the unknown node's other triple is one the KG does not
+        hold as written from where the pattern's best match puts it (the search took another relation there), and
+        the named node's entity has that relation, on that side, itself — "What country is X from?" written through
+        X's place of birth, where places have no country edge and people do."""
+        try:
+            pattern = Pattern.from_triples([list(t) for t in triples])
+            found = self.subgraphs.retrieve(pattern, self.settings)
+        except SimGRAGError as exc:  # a pattern the search cannot take offers no skipped reading
+            logger.debug("no skipped readings for %r: %s", question, exc)
+            return set()
+        if not found.evidence:
+            return set()
+        best = found.evidence[0]
+        bound = {tuple(edge.pattern_triple): edge.triple.relation for edge in best.edges}
+        out: set[tuple[str, str]] = set()
+        for head, relation, tail in triples:
+            for named, middle in ((head, tail), (tail, head)):
+                if is_unknown(named) or not is_unknown(middle):
+                    continue
+                binding = best.binding(named)
+                for other in triples:
+                    if other == (head, relation, tail) or middle not in (other[0], other[2]):
+                        continue
+                    rel = self.subgraphs.nearest_relation(other[1])
+                    side = "head" if other[0] == middle else "tail"
+                    if (rel is not None and binding is not None and bound.get(other) != self.store.relations[rel]
+                            and side in kg_roles(self.subgraphs, binding.entity_id).get(rel, set())):
+                        out.add((named, middle))
+        return out
+
+    @property
+    def store(self) -> KGStore:
+        return self.subgraphs.store
 
     def analogies(self, question: str, shots: Sequence[Example]) -> list[tuple[str, Triples]]:
         """Each of ``shots`` whose pattern takes the question's entities (:func:`analog_candidates`) and whose
