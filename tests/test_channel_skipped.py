@@ -129,3 +129,16 @@ def test_skipped_readings_are_default_readings_and_the_channel_takes_one(people:
                              ground_patterns=False, channel=True, channel_readings=["shorter"])
     kept = other.retrieve("What country is Ada from?")
     assert kept.pattern is not None and kept.pattern.channel_reading != "skipped"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["Ada", "Bo", "Nobody", "UNKNOWN place 1", "UNKNOWN person 2", "UNKNOWN 3"]),
+                          st.sampled_from(["place_of_birth", "nationality", "children", "in nation", "x"]),
+                          st.sampled_from(["Ada", "Lindon", "UNKNOWN place 1", "UNKNOWN person 2", "UNKNOWN 3"])),
+                min_size=1, max_size=4))
+def test_the_kg_gate_takes_any_pattern(people: Path, triples: list[tuple[str, str, str]]) -> None:
+    """Whatever pattern the LLM wrote, the gate answers pairs of its own named and unknown nodes, or none."""
+    reader = _reader(people)
+    pairs = reader.skips("?", tuple(triples))
+    nodes = {n for h, _, t in triples for n in (h, t)}
+    assert all(a in nodes and b in nodes and not is_unknown(a) and is_unknown(b) for a, b in pairs)
