@@ -196,7 +196,11 @@ def relation_query(text: str) -> str:
 
 
 class SubgraphRetriever:
-    """SimGRAG's pattern-to-subgraph alignment over an opened index directory."""
+    """SimGRAG's pattern-to-subgraph alignment over an opened index directory.
+
+    ``relation_cache_size``: relation phrases whose nearest KG relations are kept; ``search_cache_size``: complete
+    searches kept and handed back for the same pattern and settings (:meth:`retrieve`; 0: every call searches —
+    what a benchmark timing the search wants)."""
 
     def __init__(self, index: IndexDir, *, relation_cache_size: int = 4096,
                  search_cache_size: int = SEARCH_CACHE_SIZE) -> None:
