@@ -157,11 +157,13 @@ class Retrieval:
     answer_set: AnswerSet | None = None  # every answer as good as the best match (settings.answer_tolerance)
     node_floor: tuple[float, ...] = ()  # per pattern node, its nearest candidate's distance
     edge_floor: tuple[float, ...] = ()  # per pattern edge, its nearest candidate relation's distance
+    reused: bool = False  # handed back from an earlier complete search (:meth:`SubgraphRetriever.retrieve`)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "pattern": [list(t) for t in self.pattern.triples()],
             "complete": self.complete,
+            "reused": self.reused,
             "deadline_s": self.deadline_s,
             "lower_bound": None if np.isinf(self.lower_bound) else self.lower_bound,
             "algorithm": self.algorithm,
@@ -404,8 +406,8 @@ class SubgraphRetriever:
 
         A search that ran to the end is exact, so it is kept (the last ``search_cache_size``) and handed back for the
         same pattern and settings — whatever their deadline or step cap, which only cut a search short — without
-        searching again; its timings are those of the search that found it, plus ``"reused": 1.0``. One cut short
-        is never reused: a second try may get further."""
+        searching again, marked ``reused``, with this call's timings (no search: only the look-up's ``total_s``). One
+        cut short is never reused: a second try may get further."""
         settings = settings or RetrievalSettings()
         if not isinstance(settings, RetrievalSettings):
             raise MatchError(f"settings must be a RetrievalSettings, got {type(settings).__name__}")
@@ -413,14 +415,17 @@ class SubgraphRetriever:
         if not isinstance(pattern, Pattern):
             pattern = Pattern.from_triples(pattern)
         validate_pattern(pattern)
+        t0 = time.perf_counter()
         key = self._search_key(pattern, settings)
         with self._searches_lock:
             found = self._searches.get(key)
             if found is not None:
                 self._searches.move_to_end(key)
         if found is not None:
-            return replace(found, pattern=pattern, timings={**found.timings, "reused": 1.0},
-                           deadline_s=deadline_of(settings.deadline_s))
+            spent = {name: 0.0 for name in found.timings}
+            spent["total_s"] = time.perf_counter() - t0
+            return replace(found, pattern=pattern, timings=spent, deadline_s=deadline_of(settings.deadline_s),
+                           reused=True)
         retrieval = self._search(pattern, settings)
         if retrieval.complete and self._search_cache_size:
             with self._searches_lock:
