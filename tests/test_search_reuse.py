@@ -71,6 +71,8 @@ def test_settings_kinds_and_the_cache_size_decide_what_is_reused(football: Path)
     again = retriever.retrieve(PATTERNS[0], RetrievalSettings(deadline_s=None, max_steps=10**6))  # limits: same
     assert not first.reused and again.reused and len(ran) == 1
     assert again.timings["graph_s"] == 0.0 and first.timings["graph_s"] > 0  # this call's cost: no search
+    from simgrag.cli.kg import format_retrieval
+    assert "handed back" in format_retrieval(again) and "handed back" not in format_retrieval(first)
     assert again.deadline_s is None and first.deadline_s is not None  # what this call asked for
     retriever.retrieve(PATTERNS[0], RetrievalSettings(k=1))  # another setting: another search
     assert len(ran) == 2

@@ -139,7 +139,9 @@ def format_retrieval(result: Any) -> str:
                      f"any better match has GSD ≥ {result.lower_bound:.3f})")
     lines += format_answer_set(result.answer_set)
     tm = result.timings
-    lines.append("timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in tm.items()))
+    reused = (" (the search the pattern stage had made for this pattern, handed back)"
+              if getattr(result, "reused", False) else "")
+    lines.append("timings: " + ", ".join(f"{k.removesuffix('_s')} {_fmt_ms(v)}" for k, v in tm.items()) + reused)
     return "\n".join(lines)
 
 
