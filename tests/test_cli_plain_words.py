@@ -94,21 +94,30 @@ def test_cli_logging_is_quiet_by_default(verbose: int, quiet: str, shown: set[st
     assert done.stdout.strip() == ("bars" if bars else "no bars")
 
 
-def test_models_pull_warms_the_prompt_prefixes_unless_told_not_to(monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Path) -> None:
+def test_models_pull_warms_the_prompts_and_compiles_the_search_unless_told_not_to(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import simgrag.embed.bundled
     import simgrag.llm.models
     import simgrag.pipeline
     import simgrag.serve.warm
 
-    warmed: list[object] = []
+    class Engine:  # what pull asks of the engine: its prompts warmed, then the search compiled (no LLM load)
+        def __init__(self, index: Path, llm: str) -> None:
+            self.made = (index, llm)
+            self.searched: list[bool] = []
+
+        def warmup(self, *, load_llm: bool = True) -> dict[str, float]:
+            self.searched.append(load_llm)
+            return {"search_s": 2.0}
+
+    warmed: list[Engine] = []
     monkeypatch.setattr(simgrag.embed.bundled, "bundled_model_dir", lambda cache_dir=None: tmp_path / "minilm")
     monkeypatch.setattr(simgrag.llm.models, "pull_default_model", lambda cache_dir=None: tmp_path / "qwen.gguf")
     monkeypatch.setattr(simgrag.pipeline, "sample_index", lambda: tmp_path / "sample.idx")
-    monkeypatch.setattr(simgrag.pipeline, "SimGRAG", lambda index, llm: ("engine", index, llm))
+    monkeypatch.setattr(simgrag.pipeline, "SimGRAG", Engine)
     monkeypatch.setattr(simgrag.serve.warm, "warm_prompts", lambda engine: warmed.append(engine) or {"pattern": 1.5})
     result = CliRunner().invoke(app, ["models", "pull"])
     assert result.exit_code == 0, result.output
-    assert "prompt prefixes warmed: pattern 1.5 s" in result.output
-    assert warmed == [("engine", tmp_path / "sample.idx", "llamacpp")]
+    assert "prompt prefixes warmed: pattern 1.5 s; graph search compiled: 2.0 s" in result.output
+    assert [e.made for e in warmed] == [(tmp_path / "sample.idx", "llamacpp")] and warmed[0].searched == [False]
     assert CliRunner().invoke(app, ["models", "pull", "--no-warm"]).exit_code == 0 and len(warmed) == 1
