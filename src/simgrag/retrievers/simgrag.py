@@ -54,7 +54,7 @@ from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.grounding.stage import STAGE_OPTIONS
 from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir
-from simgrag.kg.store import KGStore, Triple
+from simgrag.kg.store import Triple
 from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM, scores_text
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
@@ -402,24 +402,21 @@ class _QuestionReader:
         best = found.evidence[0]
         bound = {tuple(edge.pattern_triple): edge.triple.relation for edge in best.edges}
         out: set[tuple[str, str]] = set()
-        for head, relation, tail in triples:
-            for named, middle in ((head, tail), (tail, head)):
-                if is_unknown(named) or not is_unknown(middle):
+        for hop in triples:
+            for named, middle in ((hop[0], hop[2]), (hop[2], hop[0])):
+                binding = best.binding(named) if not is_unknown(named) and is_unknown(middle) else None
+                if binding is None:
                     continue
-                binding = best.binding(named)
+                roles = kg_roles(self.subgraphs, binding.entity_id)
                 for other in triples:
-                    if other == (head, relation, tail) or middle not in (other[0], other[2]):
+                    if other == hop or middle not in (other[0], other[2]):
                         continue
                     rel = self.subgraphs.nearest_relation(other[1])
                     side = "head" if other[0] == middle else "tail"
-                    if (rel is not None and binding is not None and bound.get(other) != self.store.relations[rel]
-                            and side in kg_roles(self.subgraphs, binding.entity_id).get(rel, set())):
+                    if (rel is not None and bound.get(other) != self.subgraphs.store.relations[rel]
+                            and side in roles.get(rel, set())):
                         out.add((named, middle))
         return out
-
-    @property
-    def store(self) -> KGStore:
-        return self.subgraphs.store
 
     def analogies(self, question: str, shots: Sequence[Example]) -> list[tuple[str, Triples]]:
         """Each of ``shots`` whose pattern takes the question's entities (:func:`analog_candidates`) and whose
