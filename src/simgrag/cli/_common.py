@@ -213,6 +213,16 @@ def split_names(names: str) -> list[str]:
     return [n.strip().lower() for n in names.split(",") if n.strip()]
 
 
+def pattern_options(pairs: Sequence[str] | None) -> dict[str, Any]:
+    """``--pattern-option`` pairs → keywords of the pattern generator and of the grounding stage around it
+    (:func:`~simgrag.pattern.generate.parse_pattern_options` with :data:`~simgrag.grounding.stage.STAGE_OPTIONS`);
+    a malformed pair or an unknown key is a :class:`~simgrag.errors.ConfigError`."""
+    from simgrag.grounding.stage import STAGE_OPTIONS
+    from simgrag.pattern.generate import parse_pattern_options
+
+    return parse_pattern_options(pairs or (), STAGE_OPTIONS)
+
+
 def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str = DEFAULT_RETRIEVER,
                 models: Mapping[str, str] | None = None, k: int | None = None, examples: Path | None = None,
                 abstain_gsd: float | None = None, answer_mode: str | None = DEFAULT_ANSWER_MODE,
@@ -223,12 +233,10 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                 channel: bool | None = None) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
     directories by retriever name; a model for a retriever other than ``retriever`` is refused.
-    ``pattern_option``: ``--pattern-option`` pairs (:func:`~simgrag.pattern.generate.parse_pattern_options`);
+    ``pattern_option``: ``--pattern-option`` pairs (:func:`pattern_options`);
     ``llm_instance``: the LLM already resolved from ``llm`` (loaded once: ``ask`` learning first); ``channel``:
     ``--channel/--no-channel`` (the simgrag retriever only)."""
-    from simgrag.grounding.stage import STAGE_OPTIONS
     from simgrag.match.retrieve import RetrievalSettings
-    from simgrag.pattern.generate import parse_pattern_options
     from simgrag.pipeline import SimGRAG, sample_index
 
     name = retriever.strip().lower()
@@ -237,9 +245,9 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
     if stray:
         raise ConfigError(f"--retriever-model names {', '.join(stray)}, which this command does not use "
                           f"(--retriever {name}).")
-    pattern_options = parse_pattern_options(pattern_option or (), STAGE_OPTIONS)
+    stage_options = pattern_options(pattern_option)
     if not analogy:
-        pattern_options["analogy"] = False
+        stage_options["analogy"] = False
     options: dict[str, Any] = {"model": dirs[name]} if name in dirs else {}
     if k is not None:
         options["k"] = k
@@ -254,7 +262,7 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                    llm_options=llm.options() if llm_instance is None else {}, examples=examples,
                    abstain_gsd=abstain_gsd, answer_mode=answer_mode, reader_style=reader_style,
                    reader_options=reader_options, calibration=calibration, ground_patterns=grounding,
-                   pattern_options=pattern_options or None)
+                   pattern_options=stage_options or None)
 
 
 # -- learning at index time (simgrag learn; index and ask learn by themselves) ------------------------------

@@ -25,6 +25,7 @@ from simgrag.cli._common import (
     llm_for,
     llm_options,
     out,
+    pattern_options,
 )
 from simgrag.errors import ConfigError, DatasetError, SimGRAGError
 
@@ -122,11 +123,9 @@ def grounding_fit(
     from simgrag.eval.fit_grounding import fit_answer_mode, fit_grounding
     from simgrag.eval.runner import load_qa_file
     from simgrag.grounding.fit import store_fit
-    from simgrag.grounding.stage import STAGE_OPTIONS
     from simgrag.index.directory import open_index_dir
     from simgrag.llm.cache import CachedLLM
     from simgrag.llm.registry import resolve_llm
-    from simgrag.pattern.generate import parse_pattern_options
 
     try:
         spec = llm_for(llm)
@@ -134,7 +133,7 @@ def grounding_fit(
             raise ConfigError("fitting the pattern stage needs an LLM (--llm)")
         index = open_index_dir(index_dir)
         model = resolve_llm(spec, **llm.options())
-        options = parse_pattern_options(pattern_option or (), STAGE_OPTIONS)
+        options = pattern_options(pattern_option)
         with tempfile.TemporaryDirectory(prefix="simgrag-fit-") as tmp:
             calls = Path(tmp) / "calls.sqlite"  # the grounding and the abstention fits share the LLM's calls
             items = load_qa_file(questions)

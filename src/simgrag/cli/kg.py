@@ -395,8 +395,8 @@ def _warm_sample() -> None:
         seconds = warm_prompts(engine)
         search = engine.warmup(load_llm=False).get("search_s")
     except SimGRAGError as exc:
-        console.print(f"[yellow]warning:[/] warming the prompt prefixes failed: {escape(str(exc))}", markup=True,
-                      highlight=False)
+        console.print(f"[yellow]warning:[/] warming the prompt prefixes and the search failed: {escape(str(exc))}",
+                      markup=True, highlight=False)
         return
     out.print("prompt prefixes warmed: " + ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items())
               + ("" if search is None else f"; graph search compiled: {search:.1f} s"), highlight=False, markup=False)

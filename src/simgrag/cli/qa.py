@@ -40,6 +40,7 @@ from simgrag.cli._common import (
     make_engine,
     out,
     parse_model_dirs,
+    pattern_options,
 )
 from simgrag.cli.kg import _fmt_ms, format_retrieval
 from simgrag.errors import SimGRAGError
@@ -216,8 +217,6 @@ def serve(
     _setup_logging(verbose, quiet)
     import uvicorn
 
-    from simgrag.grounding.stage import STAGE_OPTIONS
-    from simgrag.pattern.generate import parse_pattern_options
     from simgrag.retrievers.registry import check_retriever_options
     from simgrag.serve import ServeSettings, create_app
 
@@ -230,7 +229,7 @@ def serve(
         own = {name: models[name]} if name in models else {}
         given = {"examples": examples, "model": own.get(name)}
         check_retriever_options(name, {k: v for k, v in given.items() if v is not None})  # refuse now, not at load
-        parse_pattern_options(pattern_option or (), STAGE_OPTIONS)  # a bad --pattern-option is refused now, not at load
+        pattern_options(pattern_option)  # a bad --pattern-option is refused now, not at load
         settings = ServeSettings(timeout_s=timeout, max_waiting=max_waiting, max_body_bytes=max_body,
                                  api_key=auth_key, retriever=name, body_timeout_s=body_timeout, verify=verify_index,
                                  retriever_options={n: {"model": d} for n, d in models.items()})
