@@ -97,6 +97,7 @@ def test_cli_logging_is_quiet_by_default(verbose: int, quiet: str, shown: set[st
 def test_models_pull_warms_the_prompts_and_compiles_the_search_unless_told_not_to(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import simgrag.embed.bundled
+    import simgrag.index.lexical
     import simgrag.llm.models
     import simgrag.pipeline
     import simgrag.serve.warm
@@ -116,8 +117,12 @@ def test_models_pull_warms_the_prompts_and_compiles_the_search_unless_told_not_t
     monkeypatch.setattr(simgrag.pipeline, "sample_index", lambda: tmp_path / "sample.idx")
     monkeypatch.setattr(simgrag.pipeline, "SimGRAG", Engine)
     monkeypatch.setattr(simgrag.serve.warm, "warm_prompts", lambda engine: warmed.append(engine) or {"pattern": 1.5})
+    names: list[int] = []  # the name look-up's kernels (KGs above 100,000 entities) are compiled too
+    monkeypatch.setattr(simgrag.index.lexical, "compile_kernels", lambda: names.append(1))
     result = CliRunner().invoke(app, ["models", "pull"])
     assert result.exit_code == 0, result.output
     assert "prompt prefixes warmed: pattern 1.5 s; graph search compiled: 2.0 s" in result.output
     assert [e.made for e in warmed] == [(tmp_path / "sample.idx", "llamacpp")] and warmed[0].searched == [False]
+    assert names == [1]
     assert CliRunner().invoke(app, ["models", "pull", "--no-warm"]).exit_code == 0 and len(warmed) == 1
+    assert names == [1]

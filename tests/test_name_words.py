@@ -275,3 +275,12 @@ def _with_indptr(store: Any, indptr: np.ndarray) -> Any:
     clone.__dict__.update(store.__dict__)
     clone.indptr = indptr
     return clone
+
+
+def test_compile_kernels_runs_every_name_look_up_kernel() -> None:
+    from simgrag.index import lexical
+
+    lexical.compile_kernels()
+    kernels = (lexical._is_word_byte, lexical._mix, lexical._scan, lexical._locate, lexical._deleted_byte_hashes,
+               lexical._initials_held)
+    assert all(kernel.signatures for kernel in kernels)  # compiled (or loaded from numba's cache) for real types

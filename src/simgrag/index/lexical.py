@@ -40,7 +40,7 @@ from numba import njit
 from simgrag.kg.names import NameTable
 
 __all__ = ["FUZZY_MIN_BYTES", "MAX_LEXICAL_CANDIDATES", "MAX_POSTINGS", "MAX_SHARED_POSTINGS", "MIN_WORD_BYTES",
-           "NameTokenIndex", "query_words"]
+           "NameTokenIndex", "compile_kernels", "query_words"]
 
 #: words shorter than this (in UTF-8 bytes) are ignored: "of", "la", initials
 MIN_WORD_BYTES = 3
@@ -295,3 +295,12 @@ class NameTokenIndex:
         if len(ids) > limit:
             ids = np.sort(ids[np.argsort(-shared, kind="stable")[:limit]])
         return ids.astype(np.int64)
+
+
+def compile_kernels() -> None:
+    """Compile this module's numba kernels into numba's on-disk cache, on two names: a warm-up for the first search
+    on a KG large enough to look names up by their words (above
+    :data:`~simgrag.match.retrieve.NAME_WORDS_MIN_ENTITIES` entities), which would otherwise compile them. The
+    look-up holds a typo and an initial, so every kernel runs."""
+    index = NameTokenIndex.build(NameTable.from_names(["Alexander Lang", "Charlotte Underwood"]))
+    index.lookup("C. Underwod")
