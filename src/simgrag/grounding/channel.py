@@ -79,8 +79,8 @@ from simgrag.pattern.graph import Pattern, is_unknown
 __all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "KNOWN_READINGS", "MARGIN", "MAX_READINGS", "READINGS",
            "SAMPLES", "SAMPLE_TEMPERATURE", "VARIANT", "Analogies", "ChannelChoice", "Extensions", "PatternSource",
            "Reading", "ShotSpelling", "Skips", "analogy_readings", "channel_prompt", "contracted_readings",
-           "fit_margin", "longer_readings", "named_readings", "runaway_readings", "sampled_readings",
-           "shorter_readings", "shot_spelling", "skipped_readings", "variant_readings"]
+           "fit_margin", "longer_readings", "named_readings", "sampled_readings", "shorter_readings", "shot_spelling",
+           "skipped_readings", "variant_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -154,8 +154,6 @@ class Reading:
     sampled: bool = False  # a pattern the LLM sampled for the question
     variant: bool = False  # the pattern the LLM wrote for the question with more examples shown
     skipped: str | None = None  # a skipped reading: the named node that took the dropped hop's far end's place
-    #: a contracted reading of a runaway chain: the links it keeps of those the LLM wrote (the generator kept one)
-    links: tuple[int, int] | None = None
 
     @property
     def kind(self) -> str:
@@ -189,9 +187,6 @@ class Reading:
         if self.skipped is not None:
             return (f"took out {list(self.dropped or ())}, a hop the KG does not go on from as the pattern does, "
                     f"and went on from {self.skipped!r}")
-        if self.links is not None:
-            return (f"kept {self.links[0]} links of the chain of one relation the LLM wrote with {self.links[1]} "
-                    f"(cut to one as a runaway)")
         if self.copied:
             return f"took out {list(self.dropped or ())}, a copy of the hop before it"
         if self.example is not None:
@@ -244,17 +239,6 @@ def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READI
             if asks and len(set(rest)) == len(rest) and Pattern.from_triples(rest).is_connected():
                 out.append(Reading(rest, full[j], copied=True))
     return _distinct(out)[:limit]  # a chain of three copies contracts two ways to one pattern
-
-
-def runaway_readings(lengths: Sequence[tuple[Pattern, int]], limit: int = MAX_READINGS) -> list[Reading]:
-    """Contracted readings of a chain of one relation the LLM wrote so long that the generator cut it to its first
-    link as a runaway (:func:`~simgrag.pattern.copies.cut_runaway_chains`: "X's neighbours" walked on and on):
-    the chain kept to 2, 3, … links, as ``lengths`` gives them
-    (:meth:`~simgrag.pattern.generate.PatternGenerator.runaway_lengths`; the shortest ``limit``), so the channel
-    can choose "the mother of the mother of the mother of X" when the LLM wrote one ``mother`` too many."""
-    written = max((links for _, links in lengths), default=0)
-    return [Reading(_as_triples(p.triples()), copied=True, links=(links, written))
-            for p, links in sorted(lengths, key=lambda item: item[1])][:limit]
 
 
 def skipped_readings(triples: Sequence[Sequence[str]], skippable: Collection[tuple[str, str]],
@@ -546,9 +530,6 @@ class ChannelChoice:
         readings = shorter_readings(triples, self.limit) if self.shorter else []
         if self.contracted:
             readings += contracted_readings(triples, self.limit)
-            if result.attempts > 0:  # a runaway chain the generator cut to one link: the lengths it did not keep
-                readings += runaway_readings(self.generator.runaway_lengths(result.raw_text, result.pattern),
-                                             self.limit)
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
         if self.extensions is not None and result.attempts > 0:  # a hop the LLM left out: not where no LLM wrote it

@@ -35,8 +35,7 @@ from collections.abc import Sequence
 
 from simgrag.pattern.graph import is_unknown, normalize_text, type_hint
 
-__all__ = ["RUNAWAY_LINKS", "cut_runaway_chains", "drop_repeated_pieces", "drop_self_loops", "merge_unknown_copies",
-           "runaway_cuts"]
+__all__ = ["RUNAWAY_LINKS", "cut_runaway_chains", "drop_repeated_pieces", "drop_self_loops", "merge_unknown_copies"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,47 +93,16 @@ def cut_runaway_chains(triples: Sequence[Sequence[object]]) -> tuple[list[Sequen
     notes: list[str] = []
     while (chain := _runaway(rows)) is not None:
         keep_node = rows[chain[0]][2]
+        dropped = {rows[i][2] for i in chain[1:]}
         notes.append(f"cut a chain of {len(chain)} {rows[chain[0]][1]!r} triples after {list(rows[chain[0]])} "
                      f"(a loop, not a path)")
-        rows, dropped = _cut(rows, chain, 1)
+        rows = [r for i, r in enumerate(rows) if i not in chain[1:] and not ({r[0], r[2]} & dropped)]
         if keep_node in dropped:  # a cycle back to the kept node: nothing sensible remains of it
             break
     if not notes:
         return list(triples), []
     logger.info("pattern: %s", "; ".join(notes))
     return [list(r) for r in rows], notes
-
-
-def runaway_cuts(triples: Sequence[Sequence[object]]) -> list[tuple[list[list[str]], int]]:
-    """The lengths :func:`cut_runaway_chains` does not keep: ``triples`` with their first runaway chain contracted to
-    2, 3, … links, up to the whole chain as written, each with the links it keeps ([] when there is no such chain,
-    or for anything but a list of ``[str, str, str]``). A chain contracted to ``k`` links keeps its first ``k``; its
-    last node takes the ``k``-th link's far end, so what hangs on the chain's end stays; what hangs on the nodes
-    between goes. Three hops of one relation are rare, not wrong ("what faith is X's mom's mom's mom?", written with
-    one ``mother`` hop too many): a caller that can ask the LLM which length the question means offers them beside
-    the cut (the channel choice's contracted readings)."""
-    if not _string_triples(triples):
-        return []
-    rows = [tuple(str(x) for x in t) for t in triples]
-    chain = _runaway(rows)
-    if chain is None or rows[chain[0]][2] in {rows[i][2] for i in chain[1:]}:  # none, or a cycle to its first node
-        return []
-    return [(_contracted(rows, chain, links), links) for links in range(2, len(chain) + 1)]
-
-
-def _contracted(rows: list[tuple[str, ...]], chain: list[int], links: int) -> list[list[str]]:
-    """``rows`` with ``chain`` contracted to its first ``links`` links (:func:`runaway_cuts`)."""
-    end, kept_end = rows[chain[-1]][2], rows[chain[links - 1]][2]
-    between = {rows[i][2] for i in chain[links:-1]}
-    return [[kept_end if x == end else x for x in r] for i, r in enumerate(rows)
-            if i not in chain[links:] and not ({r[0], r[2]} & between)]
-
-
-def _cut(rows: list[tuple[str, ...]], chain: list[int], links: int) -> tuple[list[tuple[str, ...]], set[str]]:
-    """``rows`` with ``chain`` cut after its first ``links`` links, the triples of the nodes beyond going too; and
-    those nodes."""
-    dropped = {rows[i][2] for i in chain[links:]}
-    return [r for i, r in enumerate(rows) if i not in chain[links:] and not ({r[0], r[2]} & dropped)], dropped
 
 
 def drop_repeated_pieces(triples: Sequence[Sequence[object]]) -> tuple[list[Sequence[object]], list[str]]:

@@ -13,13 +13,7 @@ from typing import Any
 from simgrag._options import key_values
 from simgrag.errors import ConfigError, PatternError, PatternParseError
 from simgrag.llm.base import LLM, ChatMessage, LLMResponse, schema_by_default
-from simgrag.pattern.copies import (
-    cut_runaway_chains,
-    drop_repeated_pieces,
-    drop_self_loops,
-    merge_unknown_copies,
-    runaway_cuts,
-)
+from simgrag.pattern.copies import cut_runaway_chains, drop_repeated_pieces, drop_self_loops, merge_unknown_copies
 from simgrag.pattern.examples import ExampleSet, builtin_examples
 from simgrag.pattern.graph import Pattern
 from simgrag.pattern.parse import ParsedOutput, parse_pattern_text
@@ -142,28 +136,6 @@ class PatternGenerator:
         except PatternError as exc:
             logger.info("the variant pattern for %r does not read: %s", question, _first_line(exc))
             return None
-
-    def runaway_lengths(self, text: str, read_as: Pattern) -> list[tuple[Pattern, int]]:
-        """What the reply ``text`` reads as with its runaway chain kept to 2, 3, … links rather than cut to one
-        (:func:`~simgrag.pattern.copies.runaway_cuts`), each with the links kept, repaired and validated as
-        :meth:`generate` does; [] when the reply has no such chain, does not read, or reads as another pattern
-        than ``read_as`` (a stage changed it since: the lengths would be of another pattern). No LLM call."""
-        try:
-            if sorted(self._read(text)[1].triples()) != sorted(read_as.triples()):
-                return []
-            triples, _ = drop_self_loops(parse_pattern_text(text).triples)
-        except PatternError:
-            return []
-        triples, _ = merge_unknown_copies(triples)
-        out: list[tuple[Pattern, int]] = []
-        for contracted, links in runaway_cuts(triples):
-            kept, _ = drop_repeated_pieces(contracted)
-            try:
-                out.append((validate_triples(kept, require_connected=self.require_connected,
-                                             max_triples=self.max_triples), links))
-            except PatternError:
-                continue
-        return out
 
     def revise(self, question: str, previous: str, reason: str,
                shot_scores: Sequence[float] | None = None) -> PatternResult:
