@@ -202,6 +202,24 @@ def test_a_fit_out_of_time_asks_the_floor_of_the_questions_it_reaches(toy: Index
     assert not fit.enabled  # one question is no evidence for any edit
 
 
+def test_a_fit_out_of_floor_time_still_asks_the_questions_it_needs(toy: IndexDir,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the floor's share of the deadline the LLM's own patterns are still asked until ``min_questions``
+    (the learning's fit needs that many), while the whole deadline has not passed; without it, one question."""
+    import simgrag.eval.fit_grounding as fit_module
+
+    monkeypatch.setattr(fit_module, "FLOOR_SHARE", 0.0)  # the floor's time is over after the first question
+    juno = ITEMS[2]
+    items = [*ITEMS, juno, juno, juno]
+    short = fit_grounding(toy, FakeLLM(_respond), items, examples=parse_examples(EXAMPLES), progress=False,
+                          deadline_s=600.0)
+    assert short.info["questions"] == 1
+    needed = fit_grounding(toy, FakeLLM(_respond), items, examples=parse_examples(EXAMPLES), progress=False,
+                           deadline_s=600.0, min_questions=4)
+    assert needed.info["questions"] == 4 and needed.info["offered"] == 6
+    assert needed.info["steps"][0]["questions"] == 4
+
+
 def test_fit_turns_the_stage_off_where_the_llm_needs_no_help(toy: IndexDir) -> None:
     right = [item for item in ITEMS if item.question != "Who directed Juno?"]
     fit = fit_grounding(toy, FakeLLM(_respond), right, examples=parse_examples(EXAMPLES), progress=False)

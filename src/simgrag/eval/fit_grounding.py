@@ -167,24 +167,27 @@ class _Runner:
         return self._engines[key]
 
     def run(self, config: Config, which: Sequence[int], what: str, until: float | None = None,
-            kind_prior: bool | None = None, step_kind: str | None = None) -> dict[int, Outcome]:
+            kind_prior: bool | None = None, step_kind: str | None = None,
+            at_least: tuple[int, float] | None = None) -> dict[int, Outcome]:
         """``config``'s outcome on the questions ``which``; with ``until`` (a :func:`time.perf_counter` time) no
-        question is started after it (the outcomes so far are returned); ``kind_prior`` as :meth:`engine`'s;
+        question is started after it (the outcomes so far are returned) — with ``at_least`` ``(n, hard)``, not before
+        ``n`` outcomes unless the time ``hard`` has passed too; ``kind_prior`` as :meth:`engine`'s;
         ``step_kind``: the run's kind for time estimates (default: :func:`_kind`; ``"search"``: a run whose LLM calls
         are all in the cache, estimated from no other)."""
         started = time.perf_counter()
         out: dict[int, Outcome] = {}
         try:
-            self._run(self.engine(config, kind_prior), which, what, until, out)
+            self._run(self.engine(config, kind_prior), which, what, until, out, at_least or (1, math.inf))
             return out
         finally:
             self.steps.append({"run": what, "kind": step_kind or _kind(config), "questions": len(out),
                                "seconds": time.perf_counter() - started})
 
     def _run(self, engine: SimGRAG, which: Sequence[int], what: str, until: float | None,
-             out: dict[int, Outcome]) -> None:
+             out: dict[int, Outcome], at_least: tuple[int, float]) -> None:
         for i in tqdm(which, desc=what, disable=not progress_on(self.progress), leave=False):
-            if until is not None and out and time.perf_counter() > until:
+            now = time.perf_counter()
+            if until is not None and out and now > until and (len(out) >= at_least[0] or now > at_least[1]):
                 break
             item = self.items[i]
             try:
@@ -334,7 +337,7 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
                   pattern_options: dict[str, Any] | None = None, progress: bool | None = None,
                   source: str = "validation questions", calls_cache: str | Path | None = None,
                   on_step: Callable[[str], None] | None = None, deadline_s: float | None = None,
-                  sampled: bool = False, variant: bool = False) -> GroundingFit:
+                  sampled: bool = False, variant: bool = False, min_questions: int = 1) -> GroundingFit:
     """The fitted stage for ``index``'s KG on ``items`` (module docstring); store it with
     :func:`~simgrag.grounding.fit.store_fit`. ``examples``/``pattern_options`` as the engine will use
     them (default: the index's examples); ``calls_cache``: the LLM call cache file the runs share (default: a
@@ -342,7 +345,8 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
 
     ``deadline_s``: seconds from now after which no optional run starts that should not end in time (its length
     estimated from the runs before it). The LLM's own patterns and every family always run, on the questions the
-    first reached by :data:`FLOOR_SHARE` of the deadline (``info["offered"]``: how many were given); then, as time
+    first reached by :data:`FLOOR_SHARE` of the deadline (``info["offered"]``: how many were given) — but at least
+    ``min_questions`` of them unless the whole deadline has passed (the learning's fit needs that many); then, as time
     allows, the per-family ablations (a family not measured stays off), the fitted and pruned stages, the harm check
     of the default readings (unchecked, they stay on, as on an unfitted KG), the channel's reading sets. What was
     skipped is listed under ``info["skipped"]``. ``sampled``: also try the channel with the patterns the LLM samples
@@ -359,7 +363,8 @@ def fit_grounding(index: IndexDir, llm: LLM, items: Sequence[QAItem], *, example
         runner.options.setdefault("kind_prior", True)  # the LLM's own patterns with it first: it is on by default
         say(f"fitting the pattern stage on {len(items)} {source}: the LLM's own patterns")
         raw = runner.run((False, (), "auto", None), everyone, "no grounding",
-                         until=None if deadline_s is None else t0 + FLOOR_SHARE * deadline_s)
+                         until=None if deadline_s is None else t0 + FLOOR_SHARE * deadline_s,
+                         at_least=None if deadline is None else (min_questions, deadline))
         _all_failed(runner, raw)
         if len(raw) < len(everyone):
             say(f"the time allows {len(raw)} of the {len(items)} questions: the fit runs on those")

@@ -15,7 +15,8 @@ and ``simgrag learn INDEX_DIR``:
    (:func:`~simgrag.eval.fit_grounding.fit_grounding`, stored by :func:`~simgrag.grounding.fit.store_fit`)
    — on as many of them as the time budget still allows, estimated from the learning's own LLM call times
    (shapes taken in turn); learning stops writing questions early enough to leave time for
-   :data:`FIT_QUESTIONS` of them once it has :data:`MIN_FIT_QUESTIONS`; with fewer the fit is skipped, the
+   :data:`FIT_QUESTIONS` of them once it has :data:`MIN_FIT_QUESTIONS`, and the fit asks at least that many
+   while the budget lasts (not only within its first pass's share of the time); with fewer the fit is skipped, the
    stage is stored off (no edit family has shown it helps on this KG) and the report says how to fit it;
 4. what it cost — seconds, LLM calls, peak RSS — and what it made is recorded in the manifest under
    ``learned``.
@@ -190,7 +191,7 @@ def _fit(root: Path, llm: CountingLLM, learned: LearnReport, settings: LearnSett
         started = time.perf_counter()
         found = fit_grounding(index, llm, chosen, progress=progress, source="bootstrapped validation",
                               calls_cache=calls, deadline_s=max(0.0, settings.budget_s - (time.perf_counter() - t0)),
-                              sampled=sampled, variant=variant)
+                              sampled=sampled, variant=variant, min_questions=MIN_FIT_QUESTIONS)
         found = replace(found, info={**found.info, "learned": True})
         n = int(found.info.get("questions", n))  # the deadline may have reached fewer: the first n, asked in order
         if n < MIN_FIT_QUESTIONS:
