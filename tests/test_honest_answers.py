@@ -30,6 +30,8 @@ PATTERNS = {
     "which films did Christopher Nolan direct": [["UNKNOWN movie 1", "directed by", "Christopher Nolan"]],
     "who directed Titanc": [["Titanc", "directed by", "UNKNOWN director 1"]],
     "who directed Titanic": [["Titanic", "directed by", "UNKNOWN director 1"]],
+    "which James Cameron film came out in 2010": [["UNKNOWN movie 1", "directed by", "James Cameron"],
+                                                  ["UNKNOWN movie 1", "release year", "2010"]],
 }
 PROMPTS: list[str] = []
 
@@ -80,6 +82,19 @@ def test_substitution_is_said_in_text_json_and_prompt(toy_dir: Path) -> None:
     assert result.answer.entities == ("James Cameron",)  # the note's name is not taken as an answer
     assert result.to_dict()["substitutions"][0]["entity"] == "Titanic"
     assert PROMPTS and "note: nearest match for 'Titanc': Titanic" in PROMPTS[-1]  # the reader is told
+    assert not subs[0].kg_has_name and "(the KG has no entity named 'Titanc')" in PROMPTS[-1]
+
+
+def test_a_substituted_name_the_kg_has_is_not_called_missing(toy_dir: Path) -> None:
+    """Both names are in the KG, but no film of James Cameron's came out in 2010: the one the best match does not
+    keep is said to be off the pattern's matches, not missing from the KG (the reader and the user are told)."""
+    PROMPTS.clear()
+    result = engine(toy_dir, calibration="off", answer_mode="llm").ask("which James Cameron film came out in 2010")
+    subs = result.answer.substitutions
+    assert len(subs) == 1 and subs[0].pattern_node in {"James Cameron", "2010"} and subs[0].kg_has_name
+    said = f"the KG has '{subs[0].pattern_node}', but no match of the question's pattern goes through it"
+    assert PROMPTS and said in PROMPTS[-1] and "has no entity named" not in PROMPTS[-1]
+    assert result.to_dict()["substitutions"][0]["kg_has_name"] is True
 
 
 def test_exact_names_are_no_substitution(toy_dir: Path) -> None:

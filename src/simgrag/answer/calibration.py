@@ -194,7 +194,7 @@ class Calibration:
         if not retrieval.evidence:
             return ()
         best = min(retrieval.evidence, key=lambda ev: (ev.gsd, ev.rank))
-        return substitutions(pattern, best.nodes, self.substitution)
+        return substitutions(pattern, best.nodes, self.substitution, retrieval.node_floor)
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, **asdict(self)}

@@ -145,7 +145,7 @@ def _user_turn(question: str, evidence_text: str, notes: tuple[str, ...] = ()) -
 
 
 def _notes(substitutions: tuple[Substitution, ...]) -> tuple[str, ...]:
-    return tuple(f"{sub.text()} (the KG has no entity named '{sub.pattern_node}')" for sub in substitutions)
+    return tuple(f"{sub.text()} ({sub.why()})" for sub in substitutions)
 
 
 def _said(text: str, substitutions: tuple[Substitution, ...]) -> str:

@@ -79,7 +79,7 @@ def format_answer(result: Any, *, verdict: bool = False) -> str:
         shown = " | ".join(ans.entities) if ans.entities else (ans.short_answer or ans.text)
         lines.append(f"Answer: {shown}" if ans.style != "open" else f"Answer: {ans.text}")
         reply, why, llm_used, abstained = ans.text, ans.reason, ans.llm_used, ans.abstained
-        lines += [f"  {sub.text()} (distance {sub.distance:.3f})" for sub in ans.substitutions]
+        lines += [f"  {sub.text()} (distance {sub.distance:.3f}; {sub.why()})" for sub in ans.substitutions]
     if llm_used:
         lines.append(f"  LLM reply: {reply!r}")
         if why and (abstained or why.startswith("the reply")):

@@ -23,8 +23,10 @@ after normalization (case, punctuation, articles). Exact-name matches have dista
 
 from __future__ import annotations
 
+import math
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -56,25 +58,39 @@ def names_match(asked: str, entity: str) -> bool:
 
 @dataclass(frozen=True)
 class Substitution:
-    """A named pattern node bound to an entity of another name: the nearest the KG has."""
+    """A named pattern node bound to an entity of another name: the nearest the KG has, or — ``kg_has_name`` —
+    the nearest in a match of the pattern, the KG having an entity of (nearly) that name that no match goes
+    through (the pattern's other triples do not hold around it)."""
 
     pattern_node: str
     entity: str
     distance: float
+    kg_has_name: bool = False
 
     def text(self) -> str:
         return f"nearest match for '{self.pattern_node}': {self.entity}"
 
+    def why(self) -> str:
+        """Why the name was not kept, as the answer prompt's note and ``simgrag ask`` say it."""
+        if self.kg_has_name:
+            return f"the KG has '{self.pattern_node}', but no match of the question's pattern goes through it"
+        return f"the KG has no entity named '{self.pattern_node}'"
+
     def to_dict(self) -> dict[str, Any]:
         return {"pattern_node": self.pattern_node, "entity": self.entity, "distance": self.distance,
-                "text": self.text()}
+                "kg_has_name": self.kg_has_name, "text": self.text(), "why": self.why()}
 
 
-def substitutions(pattern: Pattern, nodes: Any, threshold: float) -> tuple[Substitution, ...]:
+def substitutions(pattern: Pattern, nodes: Any, threshold: float,
+                  floors: Sequence[float] = ()) -> tuple[Substitution, ...]:
     """The substituted named nodes of one match (``nodes``: its :class:`~simgrag.match.retrieve.NodeBinding`
-    s): distance above ``threshold`` and a different name."""
+    s): distance above ``threshold`` and a different name. ``floors``: per pattern node, its nearest KG entity's
+    distance (:attr:`~simgrag.match.retrieve.Retrieval.node_floor`); a node whose nearest is within ``threshold``
+    is one the KG has (``kg_has_name``). Without them, none is."""
     known = {n.text for n in pattern.nodes if not n.unknown}
-    return tuple(Substitution(b.pattern_node, b.entity, float(b.distance)) for b in nodes
+    nearest = {n.text: floors[i] for i, n in enumerate(pattern.nodes) if not n.unknown and i < len(floors)}
+    return tuple(Substitution(b.pattern_node, b.entity, float(b.distance),
+                              kg_has_name=nearest.get(b.pattern_node, math.inf) <= threshold) for b in nodes
                  if b.pattern_node in known and b.distance > threshold and not names_match(b.pattern_node, b.entity))
 
 

@@ -177,6 +177,9 @@ class SubstitutionOut(BaseModel):
     entity: str = Field(description="the KG entity it was bound to instead")
     distance: float
     text: str = Field(description="e.g. \"nearest match for 'Doom': Doomsday\"")
+    kg_has_name: bool = Field(False, description=(
+        "the KG has an entity of that name, but no match of the question's pattern goes through it"))
+    why: str = Field("", description="e.g. \"the KG has no entity named 'Doom'\"")
 
 
 class AskResponse(_Generated):

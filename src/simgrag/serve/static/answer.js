@@ -159,7 +159,7 @@ function showAnswer(mode, result) {
   const notice = document.getElementById("notice");
   const subs = (mode === "verify" ? [] : result.substitutions) || [];
   notice.hidden = !subs.length;
-  notice.textContent = subs.map((s) => `${s.text} (distance ${Number(s.distance).toFixed(3)}; the KG has no '${s.pattern_node}')`).join("\n");
+  notice.textContent = subs.map((s) => `${s.text} (distance ${Number(s.distance).toFixed(3)}; ${s.why || "the KG has no entity named '" + s.pattern_node + "'"})`).join("\n");
   if (result.exact_match === true) lines.push("exact match: the KG holds the pattern, and the pattern reads the whole question");
   if (result.reason) lines.push("why: " + result.reason);
   if (result.pattern_attempts > 1) lines.push(`pattern took ${result.pattern_attempts} attempts`);
