@@ -97,7 +97,7 @@ MAX_READINGS = 4
 READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped")
 #: every kind of reading: :data:`READINGS`, the patterns the LLM samples for the question (:data:`SAMPLES` more
 #: LLM calls per question) and its variant (one more): offered only where a KG's fit turns them on, or when asked for
-KNOWN_READINGS = (*READINGS, "sampled", "variant")
+KNOWN_READINGS = (*READINGS, "sampled", "variant", "reasked")
 #: the patterns the LLM samples per question for the sampled readings (seeds 1 … SAMPLES; the call cache keeps them)
 SAMPLES = 4
 #: the temperature they are sampled at
@@ -154,6 +154,7 @@ class Reading:
     sampled: bool = False  # a pattern the LLM sampled for the question
     variant: bool = False  # the pattern the LLM wrote for the question with more examples shown
     skipped: str | None = None  # a skipped reading: the named node that took the dropped hop's far end's place
+    asked: str | None = None  # a reasked reading: the unknown leaf it asks for instead
 
     @property
     def kind(self) -> str:
@@ -164,6 +165,8 @@ class Reading:
             return "variant"
         if self.added is not None:
             return "longer"
+        if self.asked is not None:
+            return "reasked"
         if self.skipped is not None:
             return "skipped"
         if self.copied:
@@ -184,6 +187,9 @@ class Reading:
             return "took the pattern the LLM wrote for the question with more examples shown"
         if self.added is not None:
             return f"added {list(self.added)}, a hop from the node it asked for"
+        if self.asked is not None:
+            put = f", took {self.named[0]!r} to be {self.named[1]!r}" if self.named is not None else ""
+            return f"asked for {self.asked!r} instead{put}"
         if self.skipped is not None:
             return (f"took out {list(self.dropped or ())}, a hop the KG does not go on from as the pattern does, "
                     f"and went on from {self.skipped!r}")
@@ -216,6 +222,32 @@ def shorter_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS
         if len(out) >= limit:
             break
     return out
+
+
+def reasked_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) -> list[Reading]:
+    """The same triples asking for another unknown leaf: "where is the club X plays for?" written ``[X, plays for
+    country, UNKNOWN country 1], [X, plays in club, UNKNOWN club 1]`` asks (by its last unknown leaf,
+    :meth:`~simgrag.pattern.graph.Pattern.asked_node`) for the club; the triple at the other leaf put last asks for
+    the country. Nothing is added or dropped: the search finds the same matches, the channel says which node the
+    question asks for (at most ``limit``). Only for a connected pattern: a part hanging loose is not what the question
+    asks about (genealogy's "What faith is X's wife from?" with a loose ``[UNKNOWN person 1, religion, …]``)."""
+    full = _as_triples(triples)
+    if not full or not Pattern.from_triples(full).is_connected():
+        return []
+    asked = _asked(full)
+    degree: dict[str, int] = {}
+    for head, _, tail in full:
+        for node in (head, tail):
+            degree[node] = degree.get(node, 0) + 1
+    out: list[Reading] = []
+    for i, (head, _, tail) in enumerate(full):
+        for leaf in (tail, head):
+            if leaf == asked or not is_unknown(leaf) or degree[leaf] != 1:
+                continue
+            moved = full[:i] + full[i + 1:] + (full[i],)
+            if _asked(moved) == leaf:
+                out.append(Reading(moved, asked=leaf))
+    return _distinct(out)[:limit]
 
 
 def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) -> list[Reading]:
@@ -520,6 +552,7 @@ class ChannelChoice:
         if "sampled" in readings and not self.sampled:
             logger.warning("%s cannot sample by seed: the channel choice offers no sampled readings", llm.name)
         self.variant = "variant" in readings
+        self.reasked = "reasked" in readings
 
     def pattern(self, text: str) -> PatternResult:
         result = self.inner.pattern(text)
@@ -537,6 +570,10 @@ class ChannelChoice:
                                         shot_spelling(shots))
         if self.skips is not None:
             readings += skipped_readings(triples, self.skips(text, _as_triples(triples)), self.limit)
+        if self.reasked:  # the pattern, and each with a name put in, asking for another leaf
+            readings += reasked_readings(triples, self.limit)
+            readings += [replace(again, named=r.named) for r in readings if r.kind == "named"
+                         for again in reasked_readings(r.triples, self.limit)]
         if self.analogies is not None:  # the question's best-fitting examples first (dynamic: best last)
             shown = [*reversed(dynamic), *(e for e in prompt.static_examples if e not in dynamic)]
             readings += analogy_readings(triples, self.analogies(text, shown), self.limit)
