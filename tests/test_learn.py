@@ -624,40 +624,6 @@ def test_shots_cover_the_kinds_of_middle_nodes(company: IndexDir, tmp_path: Path
     assert any(r["middles"] for r in log_rows(tmp_path / "learnt"))
 
 
-def test_the_shots_fill_before_the_validation_questions_a_fit_may_not_reach() -> None:
-    """Samples that bring the shots nothing new go to validation until FIRST_VALIDATION, then fill the shots, then
-    validation again up to target_validation: the time kept for the fit then cuts validation, not shots."""
-    from simgrag.bootstrap.learn import FIRST_VALIDATION, _Split
-
-    settings = LearnSettings(shots=2, target_validation=FIRST_VALIDATION + 4)
-    relations = ["wears_number"]
-
-    def row(role: str, n: int) -> dict[str, object]:
-        return {"shape": "1hop", "middles": [], "triples": [["15", "wears number", "UNKNOWN person 1"]],
-                "sample": {"edges": [[0, "wears_number", 1, 0]], "answers": ["X"], "entities": ["15", "X"],
-                           "asked": 1},
-                "questions": [{"question": f"{role} {n} {i}", "kept": True} for i in range(2)], "role": role,
-                "index": n}
-
-    split = _Split()
-    split.add(row("shot", 0))  # the shape and relation are in the shots: later samples bring nothing new
-    n = 0
-    while split.role("1hop", relations, settings) == "validation":
-        split.add(row("validation", n))
-        n += 1
-    assert len(split.validation) == FIRST_VALIDATION  # two questions a sample
-    assert split.role("1hop", relations, settings) == "shot"  # room: the shots fill first
-    split.add(row("shot", 1))
-    assert split.role("1hop", relations, settings) == "validation"  # full: validation up to the target
-    split.add(row("validation", n))
-    split.add(row("validation", n + 1))
-    assert len(split.validation) == settings.target_validation and split.role("1hop", relations, settings) is None
-    small = LearnSettings(shots=2, target_validation=4)  # a target below FIRST_VALIDATION is kept as before
-    one = _Split()
-    one.add(row("shot", 0))
-    assert one.role("1hop", relations, small) == "validation"
-
-
 def test_the_kinds_prompt_says_where_each_group_of_names_stands() -> None:
     """Names alone ("Grauwald; Duncaster") were called a "profession" by the 1.5B model; each group's line now
     says where its names stand in the KG, tails first, after a demo that does the same."""

@@ -33,10 +33,7 @@ budget (5 minutes by default) from a handful of LLM calls, with no engine run:
 5. **the split**, sample by sample (a sample's questions stay on one side: no validation question is a
    paraphrase of a shot) — a sample becomes a **shot** while there is room and it brings a shape, a relation
    or a kind of middle node (:func:`middle_kinds`) the shots lack, else **validation** (all its kept
-   questions) until :data:`FIRST_VALIDATION` (what the fit after learning has time for), else a shot while there
-   is room, else validation until ``target_validation``: the shots fill before the validation questions a fit
-   may not reach, so the time kept for the fit (:meth:`LearnSettings.fit_reserve_s`) does not cut the shots short.
-   **Forward 3-hop chains** (the
+   questions) until ``target_validation``, else a shot while there is room. **Forward 3-hop chains** (the
    default ``LearnSettings(shot_shapes=("3hop_forward",))``): chains whose every hop runs from a triple's head to
    its tail (:data:`~simgrag.bootstrap.sample.SHAPES`: "X's father's father's profession", the possessive chain
    people ask), sampled for shots only, on top of the others (at most their share), their questions *composed*
@@ -150,13 +147,7 @@ MIN_FIT_QUESTIONS = 8
 FIT_QUESTION_SHARE = 0.55
 #: ... and the time kept for it is at most this share of the budget (this one when more validation questions were
 #: asked for: a fit on all of them is what they are for)
-FIT_RESERVE_SHARE, MORE_FIT_RESERVE_SHARE = 0.45, 0.7
-#: validation questions made before the samples that bring the shots nothing new fill the shots: what the fit after
-#: learning has time for in the default budget on 2 cores (every LLM call new, about 8 s a question beside learning
-#: calls of ~15 s: 16 fit in the reserve). Beyond these, validation waited for the shots, which came last: on a fresh
-#: machine WorldCup2014's and the company KG's learning wrote 25 validation questions, their fit reached 7 and 8 of
-#: them — too few to show any gain (the company KG's stage, which its 25 show: 14.7 → 92 on 2-hop, stayed off)
-FIRST_VALIDATION = 16
+FIT_RESERVE_SHARE, MORE_FIT_RESERVE_SHARE = 0.3, 0.7
 #: samples drawn per sample wanted: the KG check and the screen drop some
 DRAW_FACTOR = 3
 #: added to the seed for the samples of validation questions asked beyond ``target_validation``
@@ -377,7 +368,7 @@ class _Split:
         room = self.regular(settings) < settings.shots
         if room and self.brings(shape, relations, middles):
             return "shot"
-        if len(self.validation) < min(FIRST_VALIDATION, settings.target_validation):
+        if len(self.validation) < settings.target_validation:
             return "validation"
         if room:
             return "shot"

@@ -36,7 +36,6 @@ from typing import Any
 from simgrag.answer.mode_fit import store_answer_mode
 from simgrag.bootstrap.install import install_examples
 from simgrag.bootstrap.learn import (
-    FIRST_VALIDATION,
     FIT_QUESTION_SHARE,
     MIN_FIT_QUESTIONS,
     LearnReport,
@@ -64,7 +63,7 @@ logger = logging.getLogger(__name__)
 LEARNED_KEY = "learned"
 #: the validation questions the fit wants time for: learning stops that much early once it has enough of them
 #: (:meth:`~simgrag.bootstrap.learn.LearnSettings.fit_reserve_s`)
-FIT_QUESTIONS = FIRST_VALIDATION
+FIT_QUESTIONS = 16
 #: the answer-mode fit runs after the stage fit only when the budget leaves this share of the stage fit's time (its
 #: LLM answer calls: 90 s against the stage fit's 80 s on genealogy's 9 learned validation questions)
 ANSWER_FIT_SHARE = 1.0
