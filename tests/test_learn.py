@@ -391,6 +391,7 @@ def test_learn_kg_attaches_examples_and_validation_and_fits_the_pattern_stage(co
     assert index.manifest["files"]["validation.jsonl"] == attached["validation"]["sha256"]
     assert len(load_qa_file(index.path / "validation.jsonl")) == report.learned.validation
     assert report.fit is not None and report.fit_questions == report.learned.validation
+    assert "The budget reached" not in report.fit_note  # the fit ran on all of them
     assert index.manifest["grounding"]["info"]["source"] == "bootstrapped validation"
     learned = index.manifest["learned"]
     assert learned["llm_calls"] == report.llm_calls == len(script.llm.calls) and learned["peak_rss_mb"] > 0
@@ -635,6 +636,16 @@ def test_the_kinds_prompt_says_where_each_group_of_names_stands() -> None:
     assert messages[-1].content.splitlines()[1] == "1. Grauwald; Duncaster (X place of birth them)"
     assert "(X uses ingredient them)" in messages[1].content  # the demo shows roles too
     assert "(" not in kind_batch_messages([["Grauwald"]])[-1].content.splitlines()[1]  # without roles, names only
+
+
+def test_a_fit_on_part_of_the_validation_questions_says_how_to_fit_on_all() -> None:
+    """A fit the budget cut short can show no gain (the company KG's stage stayed off on 8 of 25 on a slow machine):
+    the note says how many it reached and the command that fits on all."""
+    from simgrag.eval.learn import _thin
+
+    said = _thin(8, 25, "simgrag grounding fit kg.idx --questions v.jsonl")
+    assert "reached 8 of the 25" in said and said.endswith("simgrag grounding fit kg.idx --questions v.jsonl")
+    assert _thin(25, 25, "x") == ""
 
 
 def test_the_answer_mode_fit_is_skipped_when_the_budget_has_no_room_left(company: IndexDir,
