@@ -97,6 +97,21 @@ def test_a_substituted_name_the_kg_has_is_not_called_missing(toy_dir: Path) -> N
     assert result.to_dict()["substitutions"][0]["kg_has_name"] is True
 
 
+def test_only_a_name_the_kg_has_as_written_counts_as_had() -> None:
+    """``kg_has_name`` needs the named node's nearest KG entity at distance 0 (its own name), not merely close: a
+    misspelt name bound elsewhere is still one the KG lacks."""
+    from simgrag.match.answers import substitutions
+    from simgrag.match.retrieve import NodeBinding
+    from simgrag.pattern.graph import Pattern
+
+    pattern = Pattern.from_triples([["Titanc", "directed by", "UNKNOWN director 1"]])
+    bound = [NodeBinding("Titanc", "Avatar", 3, 0.6, False), NodeBinding("UNKNOWN director 1", "X", 4, 0.0, True)]
+    assert [s.kg_has_name for s in substitutions(pattern, bound, 0.1, (0.0, 0.0))] == [True]
+    assert [s.kg_has_name for s in substitutions(pattern, bound, 0.1, (0.05, 0.0))] == [False]  # Titanic is near
+    assert [s.kg_has_name for s in substitutions(pattern, bound, 0.1)] == [False]  # no floors: none is said had
+    assert "has no entity named 'Titanc'" in substitutions(pattern, bound, 0.1)[0].why()
+
+
 def test_exact_names_are_no_substitution(toy_dir: Path) -> None:
     result = engine(toy_dir).ask("who directed Titanic")
     assert result.answer.substitutions == () and result.answer.entities == ("James Cameron",)

@@ -37,8 +37,8 @@ from simgrag.kg.store import KGStore, Triple
 from simgrag.match.search import MatchSet
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["ANSWER_TOLERANCE", "AnswerEntry", "AnswerGroup", "AnswerSet", "Substitution", "answer_set", "names_match",
-           "oriented_first", "reversed_edges", "substitutions"]
+__all__ = ["ANSWER_TOLERANCE", "SAME_NAME", "AnswerEntry", "AnswerGroup", "AnswerSet", "Substitution", "answer_set",
+           "names_match", "oriented_first", "reversed_edges", "substitutions"]
 
 #: default GSD tolerance of an answer set: the matches as good as the best one, up to embedding noise
 ANSWER_TOLERANCE = 1e-3
@@ -54,6 +54,11 @@ def _normal(text: str) -> str:
 def names_match(asked: str, entity: str) -> bool:
     """The same name up to case, punctuation, articles and spacing."""
     return _normal(asked) == _normal(entity)
+
+
+#: a named node whose nearest KG entity is this close is taken to be in the KG under that name (identical text
+#: embeds identically; float noise aside)
+SAME_NAME = 1e-4
 
 
 @dataclass(frozen=True)
@@ -85,12 +90,13 @@ def substitutions(pattern: Pattern, nodes: Any, threshold: float,
                   floors: Sequence[float] = ()) -> tuple[Substitution, ...]:
     """The substituted named nodes of one match (``nodes``: its :class:`~simgrag.match.retrieve.NodeBinding`
     s): distance above ``threshold`` and a different name. ``floors``: per pattern node, its nearest KG entity's
-    distance (:attr:`~simgrag.match.retrieve.Retrieval.node_floor`); a node whose nearest is within ``threshold``
-    is one the KG has (``kg_has_name``). Without them, none is."""
+    distance (:attr:`~simgrag.match.retrieve.Retrieval.node_floor`); a node whose nearest is at distance 0 (up to
+    :data:`SAME_NAME`: the name itself, as the embedder sees it) is one the KG has (``kg_has_name``). Without them,
+    none is."""
     known = {n.text for n in pattern.nodes if not n.unknown}
     nearest = {n.text: floors[i] for i, n in enumerate(pattern.nodes) if not n.unknown and i < len(floors)}
     return tuple(Substitution(b.pattern_node, b.entity, float(b.distance),
-                              kg_has_name=nearest.get(b.pattern_node, math.inf) <= threshold) for b in nodes
+                              kg_has_name=nearest.get(b.pattern_node, math.inf) <= SAME_NAME) for b in nodes
                  if b.pattern_node in known and b.distance > threshold and not names_match(b.pattern_node, b.entity))
 
 
