@@ -69,3 +69,31 @@ def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build_index_dir(write_toy_kg(root / "toy.txt"), root / "toy.idx", embedder=HashEmbedder(dim=64))
     return root / "toy.idx"
 
+
+# people have a place of birth and a nationality; a place has no nationality, only the nation it is in (the channel's
+# skipped and reasked readings)
+PEOPLE = [("Ada", "place_of_birth", "Lindon"), ("Ada", "nationality", "Brennish"), ("Cy", "children", "Bo"),
+          ("Bo", "place_of_birth", "Marrow"), ("Bo", "nationality", "Velmaran"), ("Cy", "place_of_birth", "Lindon"),
+          ("Cy", "nationality", "Norvish"), ("Lindon", "in_nation", "Brennland")]
+PEOPLE_EXAMPLES = """\
+name: people
+examples:
+  - question: What is the nationality of Cy?
+    triples:
+      - [Cy, nationality, UNKNOWN nationality 1]
+  - question: Where was Cy born?
+    triples:
+      - [Cy, place_of_birth, UNKNOWN place 1]
+"""
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small people KG (:data:`PEOPLE`) indexed with the 64-dimensional hash embedder and two examples
+    (``examples.yaml`` beside ``kg.idx``)."""
+    root = tmp_path_factory.mktemp("people")
+    (root / "kg.tsv").write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in PEOPLE), encoding="utf-8")
+    (root / "examples.yaml").write_text(PEOPLE_EXAMPLES, encoding="utf-8")
+    build_index_dir(root / "kg.tsv", root / "kg.idx", embedder=HashEmbedder(dim=64), show_progress=False,
+                    examples=root / "examples.yaml")
+    return root

@@ -10,12 +10,11 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simgrag.grounding.channel import CHANNEL, DEFAULT_READINGS, KNOWN_READINGS, READINGS, reasked_readings
-from simgrag.index.directory import build_index_dir, open_index_dir
+from simgrag.grounding.channel import CHANNEL, DEFAULT_READINGS, KNOWN_READINGS, READINGS, _asked, reasked_readings
+from simgrag.index.directory import open_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.graph import Pattern, is_unknown
@@ -23,35 +22,7 @@ from simgrag.retrievers.simgrag import SimGRAGRetriever
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
 
-PEOPLE = [("Ada", "place_of_birth", "Lindon"), ("Ada", "nationality", "Brennish"), ("Cy", "place_of_birth", "Marrow"),
-          ("Cy", "nationality", "Norvish")]
-EXAMPLES = """\
-name: people
-examples:
-  - question: What is the nationality of Cy?
-    triples:
-      - [Cy, nationality, UNKNOWN nationality 1]
-  - question: Where was Cy born?
-    triples:
-      - [Cy, place_of_birth, UNKNOWN place 1]
-"""
 CLUB = (("X", "plays for country", "UNKNOWN country 1"), ("X", "plays in club", "UNKNOWN club 1"))
-
-
-@pytest.fixture(scope="module")
-def people(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("people")
-    (root / "kg.tsv").write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in PEOPLE), encoding="utf-8")
-    (root / "examples.yaml").write_text(EXAMPLES, encoding="utf-8")
-    build_index_dir(root / "kg.tsv", root / "kg.idx", embedder=HashEmbedder(dim=64), show_progress=False,
-                    examples=root / "examples.yaml")
-    return root
-
-
-def _asked(triples: Sequence[Sequence[str]]) -> str:
-    pattern = Pattern.from_triples([list(t) for t in triples])
-    index = pattern.asked_node()
-    return "none" if index is None else pattern.nodes[index].text
 
 
 def test_reasked_readings_put_another_leafs_triple_last() -> None:
@@ -95,7 +66,7 @@ def test_the_channel_takes_a_reasked_reading_and_one_with_a_name_put_in(people: 
         return named + (-2.0 if "ANSWER: UNKNOWN nationality 1" in condition else -6.0)
 
     index = open_index_dir(people / "kg.idx", embedder=HashEmbedder(dim=64))
-    examples = parse_examples(EXAMPLES)
+    examples = parse_examples((people / "examples.yaml").read_text(encoding="utf-8"))
     for subject in ("Ada", "UNKNOWN person 1"):  # as written; the question's name left out (a named reading)
         written = [[subject, "nationality", "UNKNOWN nationality 1"], [subject, "place_of_birth", "UNKNOWN place 1"]]
 

@@ -8,12 +8,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simgrag.grounding.channel import CHANNEL, DEFAULT_READINGS, READINGS, skipped_readings
-from simgrag.index.directory import build_index_dir, open_index_dir
+from simgrag.index.directory import open_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.match.retrieve import SubgraphRetriever
 from simgrag.pattern.examples import parse_examples
@@ -22,32 +21,8 @@ from simgrag.retrievers.simgrag import SimGRAGRetriever, _QuestionReader
 from simgrag.testing.embedders import HashEmbedder
 from simgrag.testing.llm import FakeLLM
 
-# people have a place of birth and a nationality; a place has no nationality, only the nation it is in
-PEOPLE = [("Ada", "place_of_birth", "Lindon"), ("Ada", "nationality", "Brennish"), ("Cy", "children", "Bo"),
-          ("Bo", "place_of_birth", "Marrow"), ("Bo", "nationality", "Velmaran"), ("Cy", "place_of_birth", "Lindon"),
-          ("Cy", "nationality", "Norvish"), ("Lindon", "in_nation", "Brennland")]
-EXAMPLES = """\
-name: people
-examples:
-  - question: What is the nationality of Cy?
-    triples:
-      - [Cy, nationality, UNKNOWN nationality 1]
-  - question: Where was Cy born?
-    triples:
-      - [Cy, place_of_birth, UNKNOWN place 1]
-"""
 THROUGH_BIRTHPLACE = (("Ada", "place_of_birth", "UNKNOWN place 1"),
                       ("UNKNOWN place 1", "nationality", "UNKNOWN nationality 1"))
-
-
-@pytest.fixture(scope="module")
-def people(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("people")
-    (root / "kg.tsv").write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in PEOPLE), encoding="utf-8")
-    (root / "examples.yaml").write_text(EXAMPLES, encoding="utf-8")
-    build_index_dir(root / "kg.tsv", root / "kg.idx", embedder=HashEmbedder(dim=64), show_progress=False,
-                    examples=root / "examples.yaml")
-    return root
 
 
 def _reader(root: Path) -> _QuestionReader:
@@ -116,7 +91,7 @@ def test_skipped_readings_are_default_readings_and_the_channel_takes_one(people:
         return -2.0 if "place_of_birth" not in condition else -6.0
 
     index = open_index_dir(people / "kg.idx", embedder=HashEmbedder(dim=64))
-    examples = parse_examples(EXAMPLES)
+    examples = parse_examples((people / "examples.yaml").read_text(encoding="utf-8"))
     retriever = SimGRAGRetriever(index, FakeLLM(respond, scores=shorter_is_likelier), examples=examples,
                                  ground_patterns=False, channel=True, channel_readings=["skipped"])
     context = retriever.retrieve("What country is Ada from?")
