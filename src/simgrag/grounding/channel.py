@@ -232,13 +232,13 @@ def reasked_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS
     question asks for (at most ``limit``). Only for a connected pattern: a part hanging loose is not what the question
     asks about (genealogy's "What faith is X's wife from?" with a loose ``[UNKNOWN person 1, religion, …]``)."""
     full = _as_triples(triples)
-    if not full or not Pattern.from_triples(full).is_connected():
+    if not full:
+        return []
+    pattern = Pattern.from_triples(full)
+    if not pattern.is_connected():
         return []
     asked = _asked(full)
-    degree: dict[str, int] = {}
-    for head, _, tail in full:
-        for node in (head, tail):
-            degree[node] = degree.get(node, 0) + 1
+    degree = dict(zip((node.text for node in pattern.nodes), pattern.degrees(), strict=True))
     out: list[Reading] = []
     for i, (head, _, tail) in enumerate(full):
         for leaf in (tail, head):
