@@ -1,7 +1,10 @@
-"""Orientation among equally good matches (simgrag.match.answers.oriented_first): the search ignores edge
-direction (§4.2), so matches that run the pattern's way lead the answer set and the evidence."""
+"""Orientation among equally good matches (simgrag.match.answers.oriented_first, followed): the search ignores edge
+direction (§4.2), so matches that run the pattern's way lead the answer set and the evidence ("prefer"), or are the
+only ones kept there where some equal match runs the pattern's way ("follow", the default)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,9 +13,9 @@ from hypothesis import strategies as st
 
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.kg.store import KGStore
-from simgrag.match.answers import ANSWER_TOLERANCE, answer_set, oriented_first, reversed_edges
+from simgrag.match.answers import ANSWER_TOLERANCE, answer_set, followed, oriented_first, reversed_edges
 from simgrag.match.candidates import CandidateTable, NodeCandidates
-from simgrag.match.retrieve import SubgraphRetriever
+from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.match.search import search_subgraphs
 from simgrag.pattern.graph import Pattern
 from simgrag.testing.embedders import HashEmbedder
@@ -32,26 +35,54 @@ def family(tmp_path_factory: pytest.TempPathFactory) -> SubgraphRetriever:
     return SubgraphRetriever(open_index_dir(root / "family.idx", embedder=HashEmbedder(dim=64)))
 
 
-def _first(retriever: SubgraphRetriever, triples: list[list[str]]) -> tuple[str, tuple[str, ...], list[str]]:
-    found = retriever.retrieve(triples)
+PREFER = RetrievalSettings(orientation="prefer")
+
+
+def _first(retriever: SubgraphRetriever, triples: list[list[str]],
+           settings: RetrievalSettings | None = None) -> tuple[str, tuple[str, ...], list[list[str]]]:
+    found = retriever.retrieve(triples, settings)
     assert found.answer_set is not None
-    evidence = [" ".join(e.triple.as_tuple()) for e in found.evidence[0].edges]
+    evidence = [[" ".join(e.triple.as_tuple()) for e in ev.edges] for ev in found.evidence
+                if ev.gsd <= found.answer_set.best_gsd + ANSWER_TOLERANCE]  # the subgraphs as good as the best
     return found.answer_set.names()[0], found.answer_set.names(), evidence
 
 
 def test_the_pattern_direction_decides_among_equally_good_matches(family: SubgraphRetriever) -> None:
-    first, names, evidence = _first(family, [["Calla", "mother", "UNKNOWN person 1"]])
-    assert first == "Juniper" and evidence == ["Calla mother Juniper"]
+    first, names, evidence = _first(family, [["Calla", "mother", "UNKNOWN person 1"]], PREFER)
+    assert first == "Juniper" and evidence[0] == ["Calla mother Juniper"]
     assert "Zeb" in names  # turned matches stay in the answer set, after
-    first, _, evidence = _first(family, [["UNKNOWN person 1", "mother", "Calla"]])
-    assert first == "Zeb" and evidence == ["Zeb mother Calla"]
+    first, _, evidence = _first(family, [["UNKNOWN person 1", "mother", "Calla"]], PREFER)
+    assert first == "Zeb" and evidence[0] == ["Zeb mother Calla"]
+
+
+def test_by_default_an_equal_match_turned_round_leaves_the_answer_set_and_the_evidence(
+        family: SubgraphRetriever) -> None:
+    _, names, evidence = _first(family, [["Calla", "mother", "UNKNOWN person 1"]])
+    assert names == ("Juniper",) and evidence == [["Calla mother Juniper"]]  # not Zeb, whose mother Calla is
+    _, names, evidence = _first(family, [["UNKNOWN person 1", "mother", "Calla"]])
+    assert names == ("Zeb",) and evidence == [["Zeb mother Calla"]]
+
+
+def test_a_pattern_the_kg_holds_only_the_other_way_round_keeps_its_answers(family: SubgraphRetriever) -> None:
+    # no triple runs Juniper → … → Calla with `mother`: every match turns the edge, so none is dropped
+    _, names, _ = _first(family, [["Juniper", "mother", "UNKNOWN person 1"]])
+    assert names == ("Calla",)
 
 
 def test_two_hops_follow_the_direction_of_each_hop(family: SubgraphRetriever) -> None:
-    first, names, evidence = _first(family, [["Calla", "children", "UNKNOWN person 1"],
-                                             ["UNKNOWN person 1", "profession", "UNKNOWN profession 1"]])
-    assert first == "Miner" and evidence == ["Calla children Zeb", "Zeb profession Miner"]
+    two_hops = [["Calla", "children", "UNKNOWN person 1"], ["UNKNOWN person 1", "profession", "UNKNOWN profession 1"]]
+    first, names, evidence = _first(family, two_hops, PREFER)
+    assert first == "Miner" and evidence[0] == ["Calla children Zeb", "Zeb profession Miner"]
     assert "Sailor" in names  # Calla's parent Ivo, through the turned `children` triple
+    first, names, evidence = _first(family, two_hops)
+    assert names == ("Miner",) and ["Ivo children Calla", "Ivo profession Sailor"] not in evidence
+
+
+def test_an_unknown_orientation_is_refused() -> None:
+    from simgrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="orientation"):
+        replace(RetrievalSettings(), orientation="sideways")  # type: ignore[arg-type]
 
 
 def _table(store: KGStore, pattern: Pattern, far: str) -> CandidateTable:
@@ -90,3 +121,27 @@ def test_oriented_first_reorders_only_the_best_band_and_loses_nothing(triples: l
     assert ordered.triples[~band].tolist() == found.triples[rest].tolist()  # the rest keep their order
     before, after = answer_set(store, pattern, found), answer_set(store, pattern, ordered)
     assert before is not None and after is not None and set(before.names()) == set(after.names())
+
+
+@settings(max_examples=80, deadline=None)
+@given(triples=_TRIPLES, chain=_CHAINS)
+def test_followed_drops_only_equal_matches_turned_more_than_the_least(triples: list[tuple[int, str, int]],
+                                                                      chain: list[bool]) -> None:
+    store = KGStore.from_triples([(f"e{h}", r, f"e{t}") for h, r, t in triples])
+    hops = [[f"UNKNOWN thing {i}", "r", f"UNKNOWN thing {i + 1}"] for i in range(len(chain))]
+    pattern = Pattern.from_triples([hop if forward else hop[::-1] for hop, forward in zip(hops, chain, strict=True)])
+    found = search_subgraphs(store, pattern, _table(store, pattern, "s"), k=3, within=1.0).within
+    assert found is not None
+    kept, ordered = followed(store, pattern, found), oriented_first(store, pattern, found)
+
+    def rows(s: object) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+        return [(tuple(n), tuple(t)) for n, t in zip(s.nodes.tolist(), s.triples.tolist(), strict=True)]  # type: ignore[attr-defined]
+
+    assert set(rows(kept)) <= set(rows(ordered))
+    band = ordered.gsd <= found.best + ANSWER_TOLERANCE
+    turned = reversed_edges(store, pattern, ordered)
+    least = turned[band].min() if band.any() else 0
+    expected = [r for r, b, t in zip(rows(ordered), band, turned, strict=True) if not b or t == least]
+    assert rows(kept) == expected  # oriented_first's order, less the band's more-turned rows
+    if len(found):
+        assert len(kept) and kept.gsd[0] <= found.best + ANSWER_TOLERANCE  # something as good as the best remains

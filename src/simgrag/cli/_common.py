@@ -136,6 +136,11 @@ AnswerTolerance = Annotated[float, typer.Option("--answer-tolerance", help="answ
                                                                         "bound in a match within this GSD of the "
                                                                         "best one; negative: none (the top-k "
                                                                         "subgraphs' bindings only)")]
+OrientationOpt = Annotated[str, typer.Option("--orientation", help="answer sets (simgrag): among the matches as good "
+                                                                      "as the best, follow (default: only those "
+                                                                      "running the pattern's way where any does) or "
+                                                                      "prefer (those first, the turned ones after)")]
+DEFAULT_ORIENTATION = "follow"
 DEFAULT_ANSWER_MODE: str | None = None  # the index's fitted mode, else auto
 DEFAULT_CALIBRATION = "auto"
 DEFAULT_ANSWER_TOLERANCE = 1e-3
@@ -230,7 +235,7 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
                 calibration: str = DEFAULT_CALIBRATION, answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE,
                 grounding: bool | None = None, analogy: bool = True,
                 pattern_option: Sequence[str] | None = None, llm_instance: LLM | None = None,
-                channel: bool | None = None) -> SimGRAG:
+                channel: bool | None = None, orientation: str = DEFAULT_ORIENTATION) -> SimGRAG:
     """The engine a command asks (``index=None``: the bundled sample KG). ``models``: trained model
     directories by retriever name; a model for a retriever other than ``retriever`` is refused.
     ``pattern_option``: ``--pattern-option`` pairs (:func:`pattern_options`);
@@ -255,8 +260,9 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
         if name != "simgrag":
             raise ConfigError(f"--channel/--no-channel applies to the simgrag retriever, not {name}")
         options["channel"] = channel
-    if answer_tolerance != DEFAULT_ANSWER_TOLERANCE:  # a setting of the simgrag retriever's search
-        options["retrieval"] = RetrievalSettings(answer_tolerance=None if answer_tolerance < 0 else answer_tolerance)
+    if answer_tolerance != DEFAULT_ANSWER_TOLERANCE or orientation != DEFAULT_ORIENTATION:  # the retriever's search
+        options["retrieval"] = RetrievalSettings(answer_tolerance=None if answer_tolerance < 0 else answer_tolerance,
+                                                 orientation=orientation)  # type: ignore[arg-type]
     return SimGRAG(sample_index() if index is None else index, retriever=name, retriever_options=options,
                    llm=llm_for(llm) if llm_instance is None else llm_instance,
                    llm_options=llm.options() if llm_instance is None else {}, examples=examples,

@@ -20,6 +20,7 @@ from simgrag.cli._common import (
     DEFAULT_ANSWER_TOLERANCE,
     DEFAULT_CALIBRATION,
     DEFAULT_LLM_CHOICE,
+    DEFAULT_ORIENTATION,
     DEFAULT_RETRIEVER,
     AbstainGsd,
     Analogy,
@@ -32,6 +33,7 @@ from simgrag.cli._common import (
     IndexOpt,
     K,
     LLMChoice,
+    OrientationOpt,
     PatternOptions,
     Quiet,
     ReaderMaxPromptTokens,
@@ -67,7 +69,7 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
                   reader_options: dict[str, Any] | None = None, calibration: str = DEFAULT_CALIBRATION,
                   answer_tolerance: float = DEFAULT_ANSWER_TOLERANCE, grounding: bool | None = None,
                   analogy: bool = True, pattern_option: Sequence[str] | None = None,
-                  channel: bool | None = None) -> Any:
+                  channel: bool | None = None, orientation: str = DEFAULT_ORIENTATION) -> Any:
     """The SimGRAG engine of a benchmark; the others of a comparison are its variants."""
     from simgrag.eval.metaqa import metaqa_index
 
@@ -76,7 +78,8 @@ def _bench_engine(index: Path | None, metaqa_dir: Path | None, llm: LLMChoice, *
     index_dir: Any = index if index is not None else metaqa_index(metaqa_dir)  # type: ignore[arg-type]
     return make_engine(index_dir, llm, k=k, examples=examples, answer_mode=answer_mode, abstain_gsd=abstain_gsd,
                        reader_options=reader_options, calibration=calibration, answer_tolerance=answer_tolerance,
-                       grounding=grounding, analogy=analogy, pattern_option=pattern_option, channel=channel)
+                       grounding=grounding, analogy=analogy, pattern_option=pattern_option, channel=channel,
+                       orientation=orientation)
 
 
 def _hops(hops: str) -> list[int]:
@@ -93,8 +96,8 @@ def bench_metaqa(
     llm: LLMChoice = DEFAULT_LLM_CHOICE,
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
-    answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE, grounding: Grounding = None,
-    analogy: Analogy = True, pattern_option: PatternOptions = None,
+    answer_tolerance: AnswerTolerance = DEFAULT_ANSWER_TOLERANCE, orientation: OrientationOpt = DEFAULT_ORIENTATION,
+    grounding: Grounding = None, analogy: Analogy = True, pattern_option: PatternOptions = None,
     retriever: Annotated[str | None, typer.Option(
         "--retriever", help="compare retrievers instead: comma-separated simgrag,subgraphrag,gsr,kaping,pcst,triplets,"
                             "paths,none; --output is then a directory (one JSONL per retriever, comparison.md, a "
@@ -131,7 +134,7 @@ def bench_metaqa(
         engine = _bench_engine(index, metaqa_dir, llm, examples=examples,
                                k=k, answer_mode=answer_mode, abstain_gsd=abstain_gsd, reader_options=reader_options,
                                calibration=calibration, answer_tolerance=answer_tolerance, grounding=grounding,
-                               analogy=analogy, pattern_option=pattern_option)
+                               analogy=analogy, pattern_option=pattern_option, orientation=orientation)
         items = metaqa_items(engine, metaqa_dir, _hops(hops), sample or None, seed, split)
         models = parse_model_dirs(retriever_model or [])
         if perturb:
@@ -289,7 +292,8 @@ def bench_qa(
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
     grounding: Grounding = None, analogy: Analogy = True, pattern_option: PatternOptions = None,
-    channel: Channel = None, verbose: Verbose = 0, quiet: Quiet = False,
+    channel: Channel = None, orientation: OrientationOpt = DEFAULT_ORIENTATION, verbose: Verbose = 0,
+    quiet: Quiet = False,
 ) -> None:
     """Any KG: questions with gold answers → Hits@1 and error stages (write an examples file, not code).
 
@@ -301,7 +305,7 @@ def bench_qa(
         engine = _bench_engine(index, None, llm, examples=examples, k=k,
                                answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration,
                                grounding=grounding, analogy=analogy, pattern_option=pattern_option,
-                               channel=channel)
+                               channel=channel, orientation=orientation)
         summary = run_qa_bench(engine, load_qa_file(questions), output)
         stage, table = _pattern_stage_report(engine, grounding, channel)
     except SimGRAGError as exc:
@@ -359,7 +363,7 @@ def bench_wc2014(
     examples: Examples = None, k: K = None, answer_mode: AnswerMode = DEFAULT_ANSWER_MODE,
     abstain_gsd: AbstainGsd = None, calibration: CalibrationOpt = DEFAULT_CALIBRATION,
     grounding: Grounding = None, analogy: Analogy = True, pattern_option: PatternOptions = None,
-    verbose: Verbose = 0, quiet: Quiet = False,
+    orientation: OrientationOpt = DEFAULT_ORIENTATION, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """WorldCup2014 questions (1-hop, 2-hop, conjunctive) → Hits@1 per group and error stages.
 
@@ -376,7 +380,8 @@ def bench_wc2014(
             raise SimGRAGError("--groups names no group: give some of 1-hop,2-hop,conj")
         engine = _bench_engine(index, None, llm, examples=examples, k=k,
                                answer_mode=answer_mode, abstain_gsd=abstain_gsd, calibration=calibration,
-                               grounding=grounding, analogy=analogy, pattern_option=pattern_option)
+                               grounding=grounding, analogy=analogy, pattern_option=pattern_option,
+                               orientation=orientation)
         summary = run_qa_bench(engine, items, output)
     except SimGRAGError as exc:
         raise _fail(exc) from exc

@@ -16,6 +16,7 @@ from simgrag._options import scalar_value
 from simgrag.cli._common import (
     DEFAULT_LEARN_BUDGET,
     DEFAULT_LLM_CHOICE,
+    DEFAULT_ORIENTATION,
     AsJson,
     IndexArg,
     K,
@@ -24,6 +25,7 @@ from simgrag.cli._common import (
     LearnBudget,
     LLMChoice,
     OptionalOutput,
+    OrientationOpt,
     Quiet,
     SkipBadLines,
     Verbose,
@@ -164,12 +166,13 @@ def _print_retrieval(result: Any) -> None:
 
 
 def _settings(k: int, k_n: int, k_r: int, k_t: int | None, naive: bool, matching: str | None,
-              deadline: float | None) -> Any:
+              deadline: float | None, orientation: str = DEFAULT_ORIENTATION) -> Any:
     from simgrag.match.limits import DEFAULT_DEADLINE_S
     from simgrag.match.retrieve import RetrievalSettings
 
     settings = RetrievalSettings(k=k, k_n=k_n, k_r=k_r, k_t=k_t, algorithm="naive" if naive else "optimized",
-                                 deadline_s=DEFAULT_DEADLINE_S if deadline is None else deadline)
+                                 deadline_s=DEFAULT_DEADLINE_S if deadline is None else deadline,
+                                 orientation=orientation)  # type: ignore[arg-type]
     return settings if matching is None else replace(settings, matching=matching)  # type: ignore[arg-type]
 
 
@@ -194,6 +197,7 @@ def retrieve(
     allow_reuse: Annotated[bool, typer.Option("--allow-reuse", help="the same as --matching homomorphic")] = False,
     deadline: Annotated[float | None, typer.Option("--deadline", help="seconds of graph search, then the best "
                                                                       "matches so far (default 10; inf: none)")] = None,
+    orientation: OrientationOpt = DEFAULT_ORIENTATION,
     as_json: AsJson = False,
     verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
@@ -207,7 +211,7 @@ def retrieve(
         raise _fail(SimGRAGError("-o/--output goes with --patterns (one JSON line per pattern); --pattern prints"))
     try:
         settings = _settings(3 if k is None else k, k_n, k_r, k_t, naive, "homomorphic" if allow_reuse else matching,
-                             deadline)
+                             deadline, orientation)
         engine = SimGRAG(index_dir, llm=None)
         if patterns is not None:
             _retrieve_batch(engine, patterns, output, settings)

@@ -9,11 +9,14 @@ edge — listing, per pattern node, the entities bound to it in that shape::
 
     (Heat, starred_actors, {Al Pacino; Robert De Niro}), ({Scarface; The Godfather; …}, starred_actors, {…})
 
-**Orientation** (:func:`oriented_first`): the search ignores edge direction (§4.2: KGs differ in which way
-they store a relation), so "Calla's mother" written ``(Calla, mother, ?)`` matches Calla's mother *and*
-the children whose mother Calla is, at the same GSD. Among matches as good as the best, those whose
-triples run the way the pattern's edges do come first; nothing is dropped, and a match no better than
-the best is never lifted above one that is.
+**Orientation** (:func:`oriented_first`, :func:`followed`): the search ignores edge direction (§4.2: KGs
+differ in which way they store a relation), so "Calla's mother" written ``(Calla, mother, ?)`` matches
+Calla's mother *and* the children whose mother Calla is, at the same GSD. Among matches as good as the
+best, those whose triples run the way the pattern's edges do come first (``"prefer"``); with ``"follow"``
+(the default of :class:`~simgrag.match.retrieve.RetrievalSettings`) the equal matches that turn more
+edges round than the least-turned of them leave the answer set — they answer another question, the
+children for "Calla's mother". A pattern the KG holds only the other way round keeps all its matches (they
+all turn the same edges), and a match no better than the best is never lifted above one that is.
 
 **Substitutions** (:func:`substitutions`): a named pattern node bound to an entity whose name is not
 the one asked for ("Doom" → *Doomsday*): its distance is above a threshold and the two names differ
@@ -29,7 +32,7 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,11 +40,29 @@ from simgrag.kg.store import KGStore, Triple
 from simgrag.match.search import MatchSet
 from simgrag.pattern.graph import Pattern
 
-__all__ = ["ANSWER_TOLERANCE", "SAME_NAME", "AnswerEntry", "AnswerGroup", "AnswerSet", "Substitution", "answer_set",
-           "names_match", "oriented_first", "reversed_edges", "substitutions"]
+__all__ = [
+    "ANSWER_TOLERANCE",
+    "ORIENTATIONS",
+    "SAME_NAME",
+    "AnswerEntry",
+    "AnswerGroup",
+    "AnswerSet",
+    "Orientation",
+    "Substitution",
+    "answer_set",
+    "followed",
+    "names_match",
+    "oriented_first",
+    "reversed_edges",
+    "substitutions",
+]
 
 #: default GSD tolerance of an answer set: the matches as good as the best one, up to embedding noise
 ANSWER_TOLERANCE = 1e-3
+
+#: how an answer set treats equal matches that turn pattern edges round (see the module docstring)
+Orientation = Literal["follow", "prefer"]
+ORIENTATIONS: tuple[Orientation, ...] = ("follow", "prefer")
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans(dict.fromkeys(string.punctuation, " "))
@@ -231,6 +252,19 @@ def oriented_first(store: KGStore, pattern: Pattern, found: MatchSet) -> MatchSe
     tier = (~found.as_good_as_best(ANSWER_TOLERANCE)).astype(np.int64)
     order = np.lexsort((np.arange(len(found)), np.where(tier == 0, turned, 0), tier))
     return found.reordered(order)
+
+
+def followed(store: KGStore, pattern: Pattern, found: MatchSet) -> MatchSet:
+    """:func:`oriented_first` without the matches as good as the best that turn more pattern edges round than the
+    least-turned of them (see the module docstring); the matches beyond the best stay, in their order."""
+    if not len(found):
+        return found
+    turned = reversed_edges(store, pattern, found)
+    best = found.as_good_as_best(ANSWER_TOLERANCE)
+    keep = ~best | (turned <= turned[best].min())
+    if not keep.all():
+        found = found.kept(np.flatnonzero(keep))
+    return oriented_first(store, pattern, found)
 
 
 def _first_seen(values: np.ndarray) -> np.ndarray:

@@ -64,6 +64,9 @@ def check_settings(settings: Any) -> None:
         raise ConfigError(f"matching must be 'injective', 'typed' or 'homomorphic', got {settings.matching!r}")
     deadline_of(settings.deadline_s)
     _penalty("kind_penalty", getattr(settings, "kind_penalty", None))
+    orientation = getattr(settings, "orientation", "follow")
+    if orientation not in ("follow", "prefer"):
+        raise ConfigError(f"orientation must be 'follow' or 'prefer', got {orientation!r}")
 
 
 def _penalty(name: str, value: Any) -> None:

@@ -80,6 +80,11 @@ class MatchSet:
         """Per row, whether its GSD is within ``tolerance`` of the best (the matches answers are read from)."""
         return np.asarray(self.gsd <= self.best + tolerance)
 
+    def kept(self, rows: np.ndarray) -> MatchSet:
+        """Only the matches at ``rows`` (ascending indices), in their order; ``best``, ``complete`` and ``capped`` keep
+        describing the search (a caller drops matches on purpose, e.g. :func:`~simgrag.match.answers.followed`)."""
+        return self.reordered(rows)
+
     def reordered(self, order: np.ndarray) -> MatchSet:
         """The same matches with its rows in ``order`` (a permutation of ``range(len(self))``)."""
         return replace(self, gsd=self.gsd[order], nodes=self.nodes[order], triples=self.triples[order],

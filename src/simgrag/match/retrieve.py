@@ -22,7 +22,7 @@ from simgrag.index.base import StoredVectors
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.index.lexical import NameTokenIndex
 from simgrag.kg.store import Triple
-from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set, oriented_first
+from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, Orientation, answer_set, followed, oriented_first
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.kinds import KIND_PENALTY, KIND_PRIOR_MAX_ENTITIES, NodeKinds, example_uses, node_kinds
 from simgrag.match.limits import (
@@ -84,6 +84,11 @@ class RetrievalSettings:
     gold-structure patterns typed matching took 3-hop Hits@1 from 96.0 to 98.0 and answer recall from
     89.7 to 92.9 % (BENCHMARKS.md §9).
 
+    ``orientation``: among the matches as good as the best, ``"follow"`` keeps in the answer set and the evidence only
+    those that turn no more pattern edges round than the least-turned of them ("Calla's mother" written ``(Calla,
+    mother, ?)`` is not answered with the children whose mother Calla is); ``"prefer"`` keeps the others after them
+    (:mod:`simgrag.match.answers`). The search itself ignores direction either way (§4.2).
+
     ``kind_penalty``: a typed unknown node (``UNKNOWN person 1``) pays this distance for an entity the examples'
     patterns say is of another kind (:mod:`simgrag.match.kinds`; only where the retriever was given examples,
     :meth:`SubgraphRetriever.use_kinds`, and the KG has no entity types searched by ``k_t``); ``None``: no prior,
@@ -102,6 +107,7 @@ class RetrievalSettings:
     answer_cap: int = WITHIN_CAP
     max_steps: int | None = None
     kind_penalty: float | None = KIND_PENALTY
+    orientation: Orientation = "follow"
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -460,7 +466,8 @@ class SubgraphRetriever:
                                   algorithm=settings.algorithm, deadline_s=deadline,
                                   max_steps=steps_cap, within=within, within_cap=settings.answer_cap)
         timings["graph_s"] = time.perf_counter() - t1
-        found = None if result.within is None else oriented_first(self.store, pattern, result.within)
+        order = followed if settings.orientation == "follow" else oriented_first
+        found = None if result.within is None else order(self.store, pattern, result.within)
         answers = None if found is None else answer_set(self.store, pattern, found)
         timings["answers_s"] = time.perf_counter() - t1 - timings["graph_s"]
         timings["total_s"] = time.perf_counter() - t0
@@ -503,15 +510,18 @@ class SubgraphRetriever:
 
 
 def _best_first(matches: Sequence[Match], found: MatchSet | None, k: int) -> tuple[Match, ...]:
-    """The top-k ``matches`` with those as good as the best taken in ``found``'s order
+    """The top-k ``matches`` with those as good as the best taken from ``found`` in its order
     (:func:`~simgrag.match.answers.oriented_first`: the ones following the pattern's edge directions
-    first), so the evidence leads with the subgraph the answer set leads with."""
+    first; :func:`~simgrag.match.answers.followed` leaves the others out), so the evidence leads with the
+    subgraph the answer set leads with and shows no match the answer set dropped."""
     if found is None or not len(found):
         return tuple(matches)
-    best = int(np.count_nonzero(found.as_good_as_best(ANSWER_TOLERANCE)))
-    lead = [found.match(i) for i in range(min(k, best))]
+    band = found.as_good_as_best(ANSWER_TOLERANCE)
+    lead = [found.match(i) for i in range(min(k, int(np.count_nonzero(band))))]
     taken = {(m.nodes, m.triples) for m in lead}
-    return tuple([*lead, *(m for m in matches if (m.nodes, m.triples) not in taken)][:k])
+    cut = found.best + ANSWER_TOLERANCE
+    rest = (m for m in matches if m.gsd > cut and (m.nodes, m.triples) not in taken)
+    return tuple([*lead, *rest][:k])
 
 
 def distinct_of(settings: RetrievalSettings, pattern: Pattern, table: CandidateTable) -> Distinct:
