@@ -19,7 +19,7 @@ from simgrag.grounding.fit import GroundingFit, store_fit
 from simgrag.index.directory import build_index_dir, open_index_dir
 from simgrag.kg.store import KGStore
 from simgrag.match.candidates import CandidateTable
-from simgrag.match.kinds import KIND_PENALTY, example_uses, kind_of, node_kinds
+from simgrag.match.kinds import KIND_PENALTY, UNTYPED, example_uses, kind_of, node_kinds
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
 from simgrag.match.search import search_subgraphs
 from simgrag.pattern.examples import ExampleSet, load_examples
@@ -86,6 +86,22 @@ def test_kinds_are_the_examples_typed_unknowns_at_relation_ends(football: Path) 
     # contrary to "person": the clubs; countries and Haiti are of no kind the examples give, so never contrary
     assert _names(retriever, kinds.contrary("Persons")) == {"ManUtd", "Arsenal", "Watford"}
     assert len(kinds.contrary("stadium")) == 0 and kind_of(" Countries ") == "country"
+
+
+def test_a_node_typed_entity_is_of_no_kind(football: Path) -> None:
+    """Learning types a relation end whose kind it could not tell ``UNKNOWN entity 1`` (its fallback), and edits and
+    readings name the hops they add so: such a node makes no kind, and one in the LLM's pattern is never penalised
+    (the DBpedia-shaped KG's "What language family is X's language related to?" had matched a wrong X for it)."""
+    retriever = _retriever(football)
+    fallback = [["Ozil", "plays for country", "UNKNOWN entity 1"]]
+    uses = example_uses([*EXAMPLE_PATTERNS, fallback, [["UNKNOWN Entities 2", "is in country", "England"]]],
+                        retriever.nearest_relation)
+    assert {kind for kind, _, _ in uses} == {"person", "club"}
+    kinds = node_kinds(retriever.store, uses)
+    assert UNTYPED not in kinds.members and kinds.candidates("entity", 1.0) is None
+    retriever.use_kinds([*EXAMPLE_PATTERNS, fallback])
+    found = retriever.retrieve([["UNKNOWN entity 1", "is in country", "England"]], RetrievalSettings(kind_penalty=2.0))
+    assert found.evidence[0].gsd < 1.0 and found.evidence[0].nodes[0].entity in {"ManUtd", "Arsenal", "Watford"}
 
 
 def test_candidates_penalise_only_the_entities_of_other_kinds(football: Path) -> None:

@@ -27,12 +27,13 @@ from simgrag.bootstrap.prompts import kind_batch_messages, kind_messages, kind_r
 from simgrag.index.directory import relation_text
 from simgrag.kg.store import KGStore
 from simgrag.llm.base import LLM
+from simgrag.match.kinds import UNTYPED
 
 __all__ = ["RelationKinds", "end_classes", "example_pairs"]
 
 logger = logging.getLogger(__name__)
 
-FALLBACK = "entity"
+FALLBACK = UNTYPED  # "entity": no kind known (the kind prior reads it so)
 #: entities shown to the LLM per end of a relation; triples counted for a typed KG
 SHOWN = 5
 COUNTED = 50

@@ -38,12 +38,18 @@ from simgrag.kg.store import KGStore
 from simgrag.match.candidates import NodeCandidates
 from simgrag.pattern.graph import Pattern, singular
 
-__all__ = ["KIND_PENALTY", "KIND_PRIOR_MAX_ENTITIES", "NodeKinds", "Use", "example_uses", "kind_of", "node_kinds"]
+__all__ = ["KIND_PENALTY", "KIND_PRIOR_MAX_ENTITIES", "UNTYPED", "NodeKinds", "Use", "example_uses", "kind_of",
+           "node_kinds"]
 
 logger = logging.getLogger(__name__)
 
 #: the distance a typed unknown node pays for an entity the examples' uses put only among other kinds
 KIND_PENALTY = 1.0
+#: the kind word of a node whose kind nobody knows — learning's fallback (:data:`simgrag.bootstrap.kinds.FALLBACK`) and
+#: the edits' and readings' word for a hop they add: it names no kind, so it neither has members nor makes any
+#: entity contrary (DBpedia-shaped learning typed ``birth date``'s tails ``UNKNOWN entity 1``, which made every
+#: ``UNKNOWN entity`` node of the LLM's patterns pay the penalty for anything but a date)
+UNTYPED = "entity"
 #: above this many entities no prior is applied: a typed node's candidates are then a list of every entity
 #: (16 bytes an entity, kept per kind, and copied into each search), where an untyped one costs nothing
 KIND_PRIOR_MAX_ENTITIES = 1_000_000
@@ -58,8 +64,9 @@ def kind_of(hint: str) -> str:
 
 
 def example_uses(patterns: Iterable[Sequence[Sequence[str]]], relation_of: Callable[[str], int | None]) -> set[Use]:
-    """Every (kind, KG relation, side) at which an example pattern puts a typed unknown node; ``relation_of`` reads a
-    pattern relation as a KG relation id (``None``: none). A pattern that does not parse is skipped."""
+    """Every (kind, KG relation, side) at which an example pattern puts a typed unknown node (not one typed
+    :data:`UNTYPED`); ``relation_of`` reads a pattern relation as a KG relation id (``None``: none). A pattern that
+    does not parse is skipped."""
     uses: set[Use] = set()
     for triples in patterns:
         try:
@@ -71,7 +78,7 @@ def example_uses(patterns: Iterable[Sequence[Sequence[str]]], relation_of: Calla
             if rel is None:
                 continue
             for node, side in ((pattern.nodes[edge.source], "head"), (pattern.nodes[edge.target], "tail")):
-                if node.unknown and node.type_hint:
+                if node.unknown and node.type_hint and kind_of(node.type_hint) != UNTYPED:
                     uses.add((kind_of(node.type_hint), int(rel), side))
     return uses
 
