@@ -61,6 +61,13 @@ def test_by_default_an_equal_match_turned_round_leaves_the_answer_set_and_the_ev
     assert names == ("Juniper",) and evidence == [["Calla mother Juniper"]]  # not Zeb, whose mother Calla is
     _, names, evidence = _first(family, [["UNKNOWN person 1", "mother", "Calla"]])
     assert names == ("Zeb",) and evidence == [["Zeb mother Calla"]]
+    from simgrag.cli.kg import format_answer_set
+
+    followed_set = family.retrieve([["Calla", "mother", "UNKNOWN person 1"]]).answer_set
+    kept_set = family.retrieve([["Calla", "mother", "UNKNOWN person 1"]], PREFER).answer_set
+    assert followed_set is not None and kept_set is not None
+    assert (followed_set.turned_out, kept_set.turned_out) == (1, 0)  # said, with the set, in the JSON and the CLI
+    assert followed_set.to_dict()["turned_out"] == 1 and "1 as good turning" in format_answer_set(followed_set)[0]
 
 
 def test_a_pattern_the_kg_holds_only_the_other_way_round_keeps_its_answers(family: SubgraphRetriever) -> None:

@@ -153,8 +153,10 @@ def format_answer_set(found: Any, *, max_groups: int = 5, max_names: int = 12) -
     if found is None or not len(found):
         return []
     state = "" if found.complete else " (capped at its match limit)" if found.capped else " (search stopped early)"
+    turned = getattr(found, "turned_out", 0)
+    left = f"; {turned} as good turning the pattern's edges round left out" if turned else ""
     lines = [f"Answer set for {found.asked_node}: {len(found)} answer(s) from {found.matches} match(es) within "
-             f"{found.tolerance:g} of GSD {found.best_gsd:.3f}{state}"]
+             f"{found.tolerance:g} of GSD {found.best_gsd:.3f}{state}{left}"]
     lines += [f"  {g.line(max_names=max_names)}" for g in found.groups[:max_groups]]
     if len(found.groups) > max_groups:
         lines.append(f"  … {len(found.groups) - max_groups} more path shape(s)")

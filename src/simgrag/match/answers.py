@@ -180,7 +180,8 @@ class AnswerSet:
     Answers are listed best GSD first (``entity_ids``, ``names()``, ``answers`` with a witness match
     each, built on first use); ``groups`` are the path shapes. ``complete``: every such match was found
     (the search finished within its deadline and the cap); ``capped``: more than the cap exist (the
-    answers of the matches kept are listed)."""
+    answers of the matches kept are listed); ``turned_out``: the matches as good as the best left out for turning
+    more pattern edges round than others (:func:`followed`)."""
 
     pattern: Pattern
     asked_node: str
@@ -197,6 +198,7 @@ class AnswerSet:
     _rows: np.ndarray = field(repr=False)  # per answer, the row of its best match in _found
     _counts: np.ndarray = field(repr=False)
     _group_of: np.ndarray = field(repr=False)  # per row of _found, its group
+    turned_out: int = 0
 
     def names(self) -> tuple[str, ...]:
         return self.answer_names
@@ -225,6 +227,7 @@ class AnswerSet:
         shown = self.entries(max_answers)
         return {"asked_node": self.asked_node, "tolerance": self.tolerance, "best_gsd": self.best_gsd,
                 "size": len(self), "matches": self.matches, "complete": self.complete, "capped": self.capped,
+                "turned_out": self.turned_out,
                 "names": list(self.answer_names), "answers": [a.to_dict() for a in shown],
                 "groups": [g.to_dict(self.pattern) for g in self.groups]}
 
@@ -302,8 +305,9 @@ def _groups(store: KGStore, pattern: Pattern, found: MatchSet) -> tuple[list[Ans
     return groups, group_of
 
 
-def answer_set(store: KGStore, pattern: Pattern, found: MatchSet) -> AnswerSet | None:
-    """The answer set of ``found`` for the pattern's asked-for node; ``None`` without an asked node."""
+def answer_set(store: KGStore, pattern: Pattern, found: MatchSet, *, turned_out: int = 0) -> AnswerSet | None:
+    """The answer set of ``found`` for the pattern's asked-for node; ``None`` without an asked node. ``turned_out``:
+    how many equal matches :func:`followed` left out of ``found`` (said with the set)."""
     asked = pattern.asked_node()
     if asked is None:
         return None
@@ -316,4 +320,4 @@ def answer_set(store: KGStore, pattern: Pattern, found: MatchSet) -> AnswerSet |
         ids = rows = counts = np.zeros(0, dtype=np.int64)
     return AnswerSet(pattern, pattern.nodes[asked].text, found.within, found.best, ids,
                      tuple(store.entities.take(ids)), tuple(groups), len(found), found.complete, found.capped,
-                     store, found, rows, counts, group_of)
+                     store, found, rows, counts, group_of, turned_out)

@@ -468,7 +468,8 @@ class SubgraphRetriever:
         timings["graph_s"] = time.perf_counter() - t1
         order = followed if settings.orientation == "follow" else oriented_first
         found = None if result.within is None else order(self.store, pattern, result.within)
-        answers = None if found is None else answer_set(self.store, pattern, found)
+        turned_out = 0 if found is None or result.within is None else len(result.within) - len(found)
+        answers = None if found is None else answer_set(self.store, pattern, found, turned_out=turned_out)
         timings["answers_s"] = time.perf_counter() - t1 - timings["graph_s"]
         timings["total_s"] = time.perf_counter() - t0
         counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}

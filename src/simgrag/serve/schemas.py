@@ -130,6 +130,8 @@ class AnswerSetOut(BaseModel):
     matches: int
     complete: bool = Field(description="false when the search stopped at its deadline or the cap was reached")
     capped: bool = Field(description="more matches exist than the cap: the answers of those kept are listed")
+    turned_out: int = Field(0, description="matches as good as the best left out for turning more pattern edges "
+                                           "round than others (the KG triple runs against the pattern's edge)")
     names: list[str] = Field(description="every answer, best GSD first")
     answers: list[AnswerOut] = Field(description="the first answers with their witness triples")
     groups: list[AnswerGroupOut] = Field(description="one per distinct path shape, best first")
