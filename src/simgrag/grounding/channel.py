@@ -77,10 +77,10 @@ from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
 
 __all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "KNOWN_READINGS", "MARGIN", "MAX_READINGS", "READINGS",
-           "SAMPLES", "SAMPLE_TEMPERATURE", "VARIANT", "Analogies", "ChannelChoice", "Extensions", "PatternSource",
-           "Reading", "ShotSpelling", "Skips", "analogy_readings", "channel_prompt", "contracted_readings",
-           "fit_margin", "longer_readings", "named_readings", "sampled_readings", "shorter_readings", "shot_spelling",
-           "skipped_readings", "variant_readings"]
+           "SAMPLES", "SAMPLE_TEMPERATURE", "VARIANT", "Analogies", "Anchors", "ChannelChoice", "Extensions",
+           "PatternSource", "Reading", "ShotSpelling", "Skips", "analogy_readings", "anchored_readings",
+           "channel_prompt", "contracted_readings", "fit_margin", "longer_readings", "named_readings",
+           "sampled_readings", "shorter_readings", "shot_spelling", "skipped_readings", "variant_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ MARGIN = 0.0
 MAX_READINGS = 4
 #: the kinds of reading offered unless told otherwise, each with its function: a hop shorter, a name put in, an
 #: example's pattern, a copied hop taken out, a hop longer, a hop the KG does not go on from skipped
-READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped")
+READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped", "anchored")
 #: every kind of reading: :data:`READINGS`, the patterns the LLM samples for the question (:data:`SAMPLES` more
 #: LLM calls per question) and its variant (one more): offered only where a KG's fit turns them on, or when asked for
 KNOWN_READINGS = (*READINGS, "sampled", "variant", "reasked")
@@ -112,11 +112,12 @@ DIRECT_KEEP = 2
 #: the kinds that run where the channel choice itself is off (no fit, or a fit that left it off) unless the KG's fit
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
 #: copied, a last hop it left out that it would itself have written (longer, with the direct score), a hop it added
-#: that the KG does not go on from while the named entity does (skipped) — so they
+#: that the KG does not go on from while the named entity does (skipped), an entity the question names tied to a
+#: pattern that names none (anchored) — so they
 #: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
 #: questions are written the model's way and rarely show these slips). The variant joins them where a KG's fit
 #: asked to try it found a gain (:attr:`~simgrag.grounding.fit.GroundingFit.variant`)
-DEFAULT_READINGS = ("named", "contracted", "longer", "skipped")
+DEFAULT_READINGS = ("named", "contracted", "longer", "skipped", "anchored")
 #: the kind name of the variant readings (:func:`variant_readings`)
 VARIANT = "variant"
 
@@ -129,6 +130,9 @@ Extensions = Callable[[str, Triples], Sequence[str]]
 #: (question, pattern) → the (named node, unknown node) pairs whose hop the KG says may be skipped
 #: (:func:`skipped_readings`)
 Skips = Callable[[str, Triples], Collection[tuple[str, str]]]
+#: (question, pattern) → triples that tie an entity the question names to one of the pattern's unknown nodes through
+#: a relation the KG gives that entity, most likely first (:func:`anchored_readings`)
+Anchors = Callable[[str, Triples], Sequence[tuple[str, str, str]]]
 
 _HEAD = ("Each set of knowledge-graph triples below is followed by the question that asks for its ANSWER node "
          "(an UNKNOWN node of the triples).\n\n")
@@ -155,6 +159,7 @@ class Reading:
     variant: bool = False  # the pattern the LLM wrote for the question with more examples shown
     skipped: str | None = None  # a skipped reading: the named node that took the dropped hop's far end's place
     asked: str | None = None  # a reasked reading: the unknown leaf it asks for instead
+    anchor: str | None = None  # an anchored reading: the named entity its added triple ties to the pattern
 
     @property
     def kind(self) -> str:
@@ -163,6 +168,8 @@ class Reading:
             return "sampled"
         if self.variant:
             return "variant"
+        if self.anchor is not None:
+            return "anchored"
         if self.added is not None:
             return "longer"
         if self.asked is not None:
@@ -185,6 +192,8 @@ class Reading:
             return "took a pattern the LLM sampled for the question"
         if self.variant:
             return "took the pattern the LLM wrote for the question with more examples shown"
+        if self.anchor is not None:
+            return f"added {list(self.added or ())}: the question names {self.anchor!r}, the pattern named nothing"
         if self.added is not None:
             return f"added {list(self.added)}, a hop from the node it asked for"
         if self.asked is not None:
@@ -381,6 +390,31 @@ def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
     return out
 
 
+def anchored_readings(triples: Sequence[Sequence[str]], ties: Sequence[tuple[str, str, str]],
+                      limit: int = MAX_READINGS, spell: ShotSpelling | None = None) -> list[Reading]:
+    """The pattern with one more triple tying an entity the question names to it, where the pattern names no entity at
+    all: the 1.5B model wrote "Who does the leader of Project Orion report to?" as ``[UNKNOWN person 1, reports to,
+    UNKNOWN person 2]``, which any two people in the KG match, so its answer is anyone's manager. ``ties`` are the
+    candidate triples (an unknown node of the pattern, a KG relation the named entity has, the entity; or the other
+    way round: the caller's KG lookup, most likely first); ``spell`` writes the relation as the examples do. Only for
+    a pattern with no named node (a named one anchors it already), at most ``limit``."""
+    full = _as_triples(triples)
+    if not full or any(not is_unknown(n) for h, _, t in full for n in (h, t)):
+        return []
+    nodes = {n for h, _, t in full for n in (h, t)}
+    out: list[Reading] = []
+    for head, relation, tail in ties:
+        if len(out) >= limit:
+            break
+        unknown, named = (head, tail) if is_unknown(head) else (tail, head)
+        if unknown not in nodes or is_unknown(named) or not relation.strip():
+            continue
+        written = spell(relation)[0] if spell is not None else relation
+        tie = (head, written, tail)
+        out.append(Reading((*full, tie), added=tie, anchor=named))
+    return out
+
+
 def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
                    limit: int = MAX_READINGS) -> list[Reading]:
     """The pattern with one unknown node taken to be an entity the question names and the pattern does not (the
@@ -530,7 +564,8 @@ class ChannelChoice:
     def __init__(self, inner: PatternSource, llm: LLM, generator: PatternGenerator, *, margin: float = MARGIN,
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
                  analogies: Analogies | None = None, readings: Collection[str] = READINGS,
-                 extensions: Extensions | None = None, skips: Skips | None = None) -> None:
+                 extensions: Extensions | None = None, skips: Skips | None = None,
+                 anchors: Anchors | None = None) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
         unknown = sorted(set(readings) - set(KNOWN_READINGS))
@@ -547,6 +582,7 @@ class ChannelChoice:
         # not ask (WorldCup2014's file, fitted with them and without it: 3 conjunctive questions lost a club hop)
         self.extensions = extensions if "longer" in readings else None
         self.skips = skips if "skipped" in readings else None
+        self.anchors = anchors if "anchored" in readings else None
         # the LLM's own alternatives: only where it samples by seed (fixed seeds; the call cache keeps their replies)
         self.sampled = "sampled" in readings and samples_text(llm)
         if "sampled" in readings and not self.sampled:
@@ -570,6 +606,9 @@ class ChannelChoice:
                                         shot_spelling(shots))
         if self.skips is not None:
             readings += skipped_readings(triples, self.skips(text, _as_triples(triples)), self.limit)
+        if self.anchors is not None and result.attempts > 0 and all(n.unknown for n in result.pattern.nodes):
+            readings += anchored_readings(triples, self.anchors(text, _as_triples(triples)), self.limit,
+                                          shot_spelling(shots))
         if self.reasked:  # the pattern, and each with a name put in, asking for another leaf
             readings += reasked_readings(triples, self.limit)
             readings += [replace(again, named=r.named) for r in readings if r.kind == "named"
@@ -606,7 +645,8 @@ class ChannelChoice:
         if scores[best + 1] <= own + self.margin:
             return result
         chosen = readings[best]
-        said = "the question and the pattern are" if chosen.added is not None or chosen.written else "the question is"
+        both = (chosen.added is not None and chosen.anchor is None) or chosen.written  # the direct score counted too
+        said = "the question and the pattern are" if both else "the question is"
         note = (f"{chosen.why()}: {said} likelier given that pattern (log-likelihood "
                 f"{scores[best + 1]:.2f} against {own:.2f})")
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
@@ -618,7 +658,7 @@ class ChannelChoice:
         """``readings`` with the longer ones cut to the :data:`DIRECT_KEEP` the model itself finds likeliest to
         write, and for each longer one kept and each one an LLM call wrote (sampled, a variant; by its new position) its
         direct score minus the LLM's own pattern's."""
-        longer = [i for i, r in enumerate(readings) if r.added is not None]
+        longer = [i for i, r in enumerate(readings) if r.added is not None and r.anchor is None]
         sampled = [i for i, r in enumerate(readings) if r.written]
         if not longer and not sampled:
             return readings, {}
@@ -627,7 +667,8 @@ class ChannelChoice:
         ranked = sorted(range(len(longer)), key=lambda j: -written[j + 1])
         gains = {longer[j]: written[j + 1] - written[0] for j in ranked[:DIRECT_KEEP]}
         gains.update({i: written[len(longer) + j + 1] - written[0] for j, i in enumerate(sampled)})
-        kept = [i for i, r in enumerate(readings) if (r.added is None and not r.written) or i in gains]
+        kept = [i for i, r in enumerate(readings) if ((r.added is None or r.anchor is not None) and not r.written)
+                or i in gains]  # an anchored reading puts in a name, as a named one does: the channel alone
         return [readings[i] for i in kept], {n: gains[i] for n, i in enumerate(kept) if i in gains}
 
     def _direct(self, text: str, patterns: Sequence[Sequence[Sequence[str]]]) -> list[float]:

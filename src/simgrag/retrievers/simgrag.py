@@ -271,7 +271,7 @@ class SimGRAGRetriever:
                 reader = _QuestionReader(self.subgraphs, generator, judge, self.settings)
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
                                        analogies=reader.analogies, readings=kinds, extensions=reader.extensions,
-                                       skips=reader.skips)
+                                       skips=reader.skips, anchors=reader.anchors)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
@@ -384,6 +384,40 @@ class _QuestionReader:
         phrases = list(judge.read(question).phrases) or [question]
         nearest = judge.lexicon.relation_distances(phrases).min(axis=0)
         return [judge.store.relations[r] for r in sorted(heads, key=lambda r: (float(nearest[r]), r))]
+
+    def anchors(self, question: str, triples: Triples) -> list[tuple[str, str, str]]:
+        """Triples that tie an entity the question names (a confident mention) to an unknown node of ``triples``
+        through a KG relation the entity has, on its side of it (the channel's anchored readings,
+        :func:`~simgrag.grounding.channel.anchored_readings`): the pattern's nodes the question does not ask for first
+        (a chain starts at the named entity), each with the entity's relations nearest a phrase of the question first;
+        no turned-round twin. Empty where the pattern names an entity or the question names none the KG has."""
+        pattern = Pattern.from_triples([list(t) for t in triples])
+        if any(not node.unknown for node in pattern.nodes):
+            return []
+        judge = self.judge()
+        store = judge.store
+        asked = pattern.asked_node()
+        reading = judge.read(question)
+        entities = list(dict.fromkeys(m.entity for m in reading.mentions if m.confident))
+        if not entities:
+            return []
+        phrases = list(reading.phrases) or [question]
+        nearest = judge.lexicon.relation_distances(phrases).min(axis=0)
+        twins = twin_relations(store)
+        nodes = [i for i in range(len(pattern.nodes)) if i != asked] + ([asked] if asked is not None else [])
+        ties: list[tuple[float, int, tuple[str, str, str]]] = []
+        for entity in entities:
+            name = store.entities[entity]
+            for rel, sides in kg_roles(judge.retriever, entity).items():
+                if store.relations[rel] in twins:
+                    continue
+                for rank, node in enumerate(nodes):
+                    unknown = pattern.nodes[node].text
+                    for side in sorted(sides):  # the entity's side of the relation: head or tail
+                        tie = ((name, store.relations[rel], unknown) if side == "head"
+                               else (unknown, store.relations[rel], name))
+                        ties.append((float(nearest[rel]), rank, tie))
+        return [tie for _, _, tie in sorted(ties, key=lambda x: (x[1], x[0], x[2]))]
 
     def skips(self, question: str, triples: Triples) -> set[tuple[str, str]]:
         """The (named node, unknown node) pairs of ``triples`` whose hop the channel may skip

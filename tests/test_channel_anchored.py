@@ -1,0 +1,128 @@
+"""The channel's anchored readings (issue 41): a pattern that names no entity while the question names one. The 1.5B
+model wrote "Who does the leader of Project Orion report to?" as ``[UNKNOWN person 1, reports to, UNKNOWN person 2]``,
+which any two people match; the reading ties the named entity to the pattern through a relation the KG gives it
+(``[UNKNOWN person 1, leads project, Project Orion]``), and the LLM's likelihood of the question says which, if any."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simgrag.grounding.channel import (
+    CHANNEL,
+    DEFAULT_READINGS,
+    KNOWN_READINGS,
+    READINGS,
+    ShotSpelling,
+    anchored_readings,
+)
+from simgrag.index.directory import build_index_dir, open_index_dir
+from simgrag.llm.base import ChatMessage
+from simgrag.pattern.examples import parse_examples
+from simgrag.pattern.graph import Pattern, is_unknown
+from simgrag.retrievers.simgrag import SimGRAGRetriever
+from simgrag.testing.embedders import HashEmbedder
+from simgrag.testing.llm import FakeLLM
+
+LOOSE = (("UNKNOWN person 1", "reports to", "UNKNOWN person 2"),)
+
+
+def test_anchored_readings_add_one_triple_tying_the_named_entity() -> None:
+    ties = [("UNKNOWN person 1", "leads_project", "Project Orion"), ("Project Orion", "funded_by", "UNKNOWN person 2"),
+            ("UNKNOWN team 9", "leads_project", "Project Orion"),  # no such node in the pattern: skipped
+            ("UNKNOWN person 1", "leads_project", "UNKNOWN project 1")]  # ties nothing named: skipped
+    first, second = anchored_readings(LOOSE, ties)
+    assert first.triples == (*LOOSE, ties[0]) and second.triples == (*LOOSE, ties[1])
+    assert first.kind == "anchored" and first.anchor == "Project Orion" and first.added == ties[0]
+    assert "'Project Orion'" in first.why() and "named nothing" in first.why()
+    assert [r.triples for r in anchored_readings(LOOSE, ties, limit=1)] == [first.triples]
+    # a pattern that names an entity is anchored already; nothing to tie, nothing offered
+    assert anchored_readings([("Ada", "reports to", "UNKNOWN person 2")], ties) == []
+    assert anchored_readings([], ties) == [] and anchored_readings(LOOSE, []) == []
+    # the relation as the examples write it
+    spelled = anchored_readings(LOOSE, ties[:1], spell=ShotSpelling({"leads project": ("leads project", "project")}))
+    assert spelled[0].added == ("UNKNOWN person 1", "leads project", "Project Orion")
+    assert "anchored" in DEFAULT_READINGS and "anchored" in READINGS and "anchored" in KNOWN_READINGS
+
+
+_UNKNOWN = st.sampled_from(["UNKNOWN person 1", "UNKNOWN person 2", "UNKNOWN city 1", "UNKNOWN thing 3"])
+_NAMED = st.sampled_from(["Ada", "Project Orion", "Lindon"])
+_TRIPLE = st.tuples(_UNKNOWN, st.sampled_from(["r", "s", "reports to"]), _UNKNOWN)
+_TIE = st.one_of(st.tuples(_UNKNOWN, st.sampled_from(["r", "t"]), _NAMED),
+                 st.tuples(_NAMED, st.sampled_from(["r", "t"]), _UNKNOWN),
+                 st.tuples(_UNKNOWN, st.just("r"), _UNKNOWN), st.tuples(_NAMED, st.just("r"), _NAMED))
+
+
+@settings(max_examples=150, deadline=None)
+@given(triples=st.lists(_TRIPLE, min_size=1, max_size=4), ties=st.lists(_TIE, max_size=6),
+       limit=st.integers(0, 5))
+def test_every_anchored_reading_is_the_pattern_and_one_tie_to_its_own_nodes(
+        triples: list[tuple[str, str, str]], ties: list[tuple[str, str, str]], limit: int) -> None:
+    nodes = {n for h, _, t in triples for n in (h, t)}
+    readings = anchored_readings(triples, ties, limit)
+    assert len(readings) <= limit
+    for reading in readings:
+        assert reading.triples[:-1] == tuple(triples) and reading.added == reading.triples[-1] in ties
+        head, _, tail = reading.added
+        named, unknown = (tail, head) if is_unknown(head) else (head, tail)
+        assert unknown in nodes and not is_unknown(named) and reading.anchor == named
+        if Pattern.from_triples([list(t) for t in triples]).is_connected():
+            assert Pattern.from_triples([list(t) for t in reading.triples]).is_connected()
+
+
+FAMILY = [("Ada", "children", "Nora"), ("Nora", "nationality", "Velmaran"), ("Ada", "nationality", "Brennish"),
+          ("Ivo", "children", "Tamsin"), ("Tamsin", "nationality", "Norvish"), ("Ivo", "nationality", "Ostrian")]
+FAMILY_EXAMPLES = """\
+name: family
+examples:
+  - question: What is the nationality of Ivo?
+    triples:
+      - [Ivo, nationality, UNKNOWN nationality 1]
+  - question: Who are the children of Ivo?
+    triples:
+      - [Ivo, children, UNKNOWN person 1]
+"""
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("family")
+    (root / "kg.tsv").write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in FAMILY), encoding="utf-8")
+    (root / "examples.yaml").write_text(FAMILY_EXAMPLES, encoding="utf-8")
+    build_index_dir(root / "kg.tsv", root / "kg.idx", embedder=HashEmbedder(dim=64), show_progress=False,
+                    examples=root / "examples.yaml")
+    return root
+
+
+def test_the_channel_ties_the_named_entity_to_a_pattern_that_named_none(family: Path) -> None:
+    """"What is the nationality of Ada's child?" written ``[UNKNOWN person 1, nationality, UNKNOWN nationality 1]``:
+    anybody's nationality. Anchored: ``[Ada, children, UNKNOWN person 1]`` — Nora's, Velmaran — where the LLM finds
+    the question likelier under it; with the default readings (the channel itself off) as with the channel on."""
+    def likelier_with_ada_s_child(prefix: str, condition: str, scored: str) -> float:
+        return -2.0 if "[Ada, children, UNKNOWN person 1]" in condition else -9.0
+
+    def respond(messages: Sequence[ChatMessage]) -> str:
+        return json.dumps({"triples": [["UNKNOWN person 1", "nationality", "UNKNOWN nationality 1"]]})
+
+    index = open_index_dir(family / "kg.idx", embedder=HashEmbedder(dim=64))
+    examples = parse_examples(FAMILY_EXAMPLES)
+    for options in ({"channel": True, "channel_readings": ["anchored"]}, {}):  # asked for; the defaults
+        retriever = SimGRAGRetriever(index, FakeLLM(respond, scores=likelier_with_ada_s_child), examples=examples,
+                                     ground_patterns=False, **options)  # type: ignore[arg-type]
+        context = retriever.retrieve("What is the nationality of Ada's child?")
+        assert context.pattern is not None and context.pattern.families == (CHANNEL,)
+        assert context.pattern.channel_reading == "anchored"
+        assert ("Ada", "children", "UNKNOWN person 1") in context.pattern.pattern.triples()
+        assert list(context.answer_candidates[:1]) == ["Velmaran"]
+        assert "the question names 'Ada'" in context.pattern.kg_repairs[-1]
+    # not offered: the pattern stays as written
+    kept = SimGRAGRetriever(index, FakeLLM(respond, scores=likelier_with_ada_s_child), examples=examples,
+                            ground_patterns=False, channel=True, channel_readings=["named"])
+    found = kept.retrieve("What is the nationality of Ada's child?")
+    assert found.pattern is not None and list(found.pattern.pattern.triples()) == [
+        ("UNKNOWN person 1", "nationality", "UNKNOWN nationality 1")]
