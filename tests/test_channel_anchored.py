@@ -76,7 +76,8 @@ def test_every_anchored_reading_is_the_pattern_and_one_tie_to_its_own_nodes(
 
 
 FAMILY = [("Ada", "children", "Nora"), ("Nora", "nationality", "Velmaran"), ("Ada", "nationality", "Brennish"),
-          ("Ivo", "children", "Tamsin"), ("Tamsin", "nationality", "Norvish"), ("Ivo", "nationality", "Ostrian")]
+          ("Ivo", "children", "Tamsin"), ("Tamsin", "nationality", "Norvish"), ("Ivo", "nationality", "Ostrian"),
+          ("Nora", "studies_at", "Kelwick School"), ("Tamsin", "studies_at", "Ashby School")]
 FAMILY_EXAMPLES = """\
 name: family
 examples:
@@ -99,30 +100,49 @@ def family(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _one_nationality(messages: Sequence[ChatMessage]) -> str:
+    return json.dumps({"triples": [["UNKNOWN person 1", "nationality", "UNKNOWN nationality 1"]]})
+
+
 def test_the_channel_ties_the_named_entity_to_a_pattern_that_named_none(family: Path) -> None:
-    """"What is the nationality of Ada's child?" written ``[UNKNOWN person 1, nationality, UNKNOWN nationality 1]``:
-    anybody's nationality. Anchored: ``[Ada, children, UNKNOWN person 1]`` — Nora's, Velmaran — where the LLM finds
-    the question likelier under it; with the default readings (the channel itself off) as with the channel on."""
-    def likelier_with_ada_s_child(prefix: str, condition: str, scored: str) -> float:
-        return -2.0 if "[Ada, children, UNKNOWN person 1]" in condition else -9.0
+    """"What is the nationality of the pupil of Kelwick School?" written ``[UNKNOWN person 1, nationality, UNKNOWN
+    nationality 1]``: anybody's nationality. Anchored: ``[UNKNOWN person 1, studies_at, Kelwick School]`` — Nora's,
+    Velmaran — where the LLM finds the question likelier under it; with the default readings (the channel itself
+    off) as with the channel on."""
+    def likelier_with_the_school(prefix: str, condition: str, scored: str) -> float:
+        return -2.0 if "studies_at, Kelwick School]" in condition else -9.0
 
-    def respond(messages: Sequence[ChatMessage]) -> str:
-        return json.dumps({"triples": [["UNKNOWN person 1", "nationality", "UNKNOWN nationality 1"]]})
-
+    question = "What is the nationality of the pupil of Kelwick School?"
     index = open_index_dir(family / "kg.idx", embedder=HashEmbedder(dim=64))
     examples = parse_examples(FAMILY_EXAMPLES)
     for options in ({"channel": True, "channel_readings": ["anchored"]}, {}):  # asked for; the defaults
-        retriever = SimGRAGRetriever(index, FakeLLM(respond, scores=likelier_with_ada_s_child), examples=examples,
-                                     ground_patterns=False, **options)  # type: ignore[arg-type]
-        context = retriever.retrieve("What is the nationality of Ada's child?")
+        retriever = SimGRAGRetriever(index, FakeLLM(_one_nationality, scores=likelier_with_the_school),
+                                     examples=examples, ground_patterns=False, **options)  # type: ignore[arg-type]
+        context = retriever.retrieve(question)
         assert context.pattern is not None and context.pattern.families == (CHANNEL,)
         assert context.pattern.channel_reading == "anchored"
-        assert ("Ada", "children", "UNKNOWN person 1") in context.pattern.pattern.triples()
+        assert ("UNKNOWN person 1", "studies_at", "Kelwick School") in context.pattern.pattern.triples()
         assert list(context.answer_candidates[:1]) == ["Velmaran"]
-        assert "the question names 'Ada'" in context.pattern.kg_repairs[-1]
+        assert "the question names 'Kelwick School'" in context.pattern.kg_repairs[-1]
     # not offered: the pattern stays as written
-    kept = SimGRAGRetriever(index, FakeLLM(respond, scores=likelier_with_ada_s_child), examples=examples,
+    kept = SimGRAGRetriever(index, FakeLLM(_one_nationality, scores=likelier_with_the_school), examples=examples,
                             ground_patterns=False, channel=True, channel_readings=["named"])
-    found = kept.retrieve("What is the nationality of Ada's child?")
+    found = kept.retrieve(question)
     assert found.pattern is not None and list(found.pattern.pattern.triples()) == [
         ("UNKNOWN person 1", "nationality", "UNKNOWN nationality 1")]
+
+
+def test_no_anchor_for_a_name_the_pattern_takes_as_it_stands(family: Path) -> None:
+    """Ada in the unknown person's place gives a pattern the KG holds as well as the LLM's (Ada's own nationality):
+    the named reading is then the whole repair, and no hop is added ("Petra's kids" written without Petra had been
+    answered with her grandchildren)."""
+    def likelier_with_ada_s_child(prefix: str, condition: str, scored: str) -> float:
+        return -2.0 if "[Ada, children, UNKNOWN person 1]" in condition else -9.0
+
+    index = open_index_dir(family / "kg.idx", embedder=HashEmbedder(dim=64))
+    retriever = SimGRAGRetriever(index, FakeLLM(_one_nationality, scores=likelier_with_ada_s_child),
+                                 examples=parse_examples(FAMILY_EXAMPLES), ground_patterns=False, channel=True,
+                                 channel_readings=["anchored"])
+    found = retriever.retrieve("What is the nationality of Ada's child?")
+    assert found.pattern is not None and found.pattern.channel_reading is None
+    assert list(found.pattern.pattern.triples()) == [("UNKNOWN person 1", "nationality", "UNKNOWN nationality 1")]

@@ -57,6 +57,7 @@ from simgrag.index.directory import IndexDir
 from simgrag.kg.store import Triple
 from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM, scores_text
+from simgrag.match.answers import ANSWER_TOLERANCE
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import Example, ExampleSet, load_examples
 from simgrag.pattern.generate import PatternGenerator, PatternResult
@@ -390,7 +391,10 @@ class _QuestionReader:
         through a KG relation the entity has, on its side of it (the channel's anchored readings,
         :func:`~simgrag.grounding.channel.anchored_readings`): the pattern's nodes the question does not ask for first
         (a chain starts at the named entity), each with the entity's relations nearest a phrase of the question first;
-        no turned-round twin. Empty where the pattern names an entity or the question names none the KG has."""
+        no turned-round twin. Empty where the pattern names an entity or the question names none the KG has, and for
+        an entity the pattern takes as it stands — put in one of its unknown nodes, the KG matches it as well as it
+        matches the pattern (a named reading is then the whole repair: "Petra's kids" written ``[UNKNOWN person 1,
+        children, UNKNOWN person 2]`` is Petra's children, not her grandchildren)."""
         pattern = Pattern.from_triples([list(t) for t in triples])
         if any(not node.unknown for node in pattern.nodes):
             return []
@@ -398,7 +402,8 @@ class _QuestionReader:
         store = judge.store
         asked = pattern.asked_node()
         reading = judge.read(question)
-        entities = list(dict.fromkeys(m.entity for m in reading.mentions if m.confident))
+        entities = [e for e in dict.fromkeys(m.entity for m in reading.mentions if m.confident)
+                    if not self._takes_name(triples, store.entities[e])]
         if not entities:
             return []
         phrases = list(reading.phrases) or [question]
@@ -418,6 +423,21 @@ class _QuestionReader:
                                else (unknown, store.relations[rel], name))
                         ties.append((float(nearest[rel]), rank, tie))
         return [tie for _, _, tie in sorted(ties, key=lambda x: (x[1], x[0], x[2]))]
+
+    def _takes_name(self, triples: Triples, name: str) -> bool:
+        """Whether the KG matches ``triples`` with ``name`` put in one of its unknown nodes as well as it matches them
+        as written (best GSD within the answer tolerance)."""
+        def best(candidate: Sequence[Sequence[str]]) -> float:
+            try:
+                found = self.subgraphs.retrieve([list(t) for t in candidate], self.settings)
+            except SimGRAGError:  # a pattern the search cannot take matches nothing
+                return float("inf")
+            return found.evidence[0].gsd if found.evidence else float("inf")
+
+        own = best(triples)
+        nodes = dict.fromkeys(n for h, _, t in triples for n in (h, t) if is_unknown(n))
+        return any(best([[name if x == node else x for x in t] for t in triples]) <= own + ANSWER_TOLERANCE
+                   for node in nodes)
 
     def skips(self, question: str, triples: Triples) -> set[tuple[str, str]]:
         """The (named node, unknown node) pairs of ``triples`` whose hop the channel may skip
