@@ -124,6 +124,9 @@ def test_the_channel_ties_the_named_entity_to_a_pattern_that_named_none(family: 
         assert ("UNKNOWN person 1", "studies_at", "Kelwick School") in context.pattern.pattern.triples()
         assert list(context.answer_candidates[:1]) == ["Velmaran"]
         assert "the question names 'Kelwick School'" in context.pattern.kg_repairs[-1]
+    # the KG's ties reach the school from the unknown person only: none binds the nationality node to a pupil
+    ties = retriever.patterns.anchors(question, (("UNKNOWN person 1", "nationality", "UNKNOWN nationality 1"),))  # type: ignore[attr-defined]
+    assert ties and {t[0] for t in ties} == {"UNKNOWN person 1"} and {t[2] for t in ties} == {"Kelwick School"}
     # not offered: the pattern stays as written
     kept = SimGRAGRetriever(index, FakeLLM(_one_nationality, scores=likelier_with_the_school), examples=examples,
                             ground_patterns=False, channel=True, channel_readings=["named"])

@@ -39,8 +39,11 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
+
+import numpy as np
 
 from simgrag.errors import ConfigError, IndexDirError, SimGRAGError
 from simgrag.grounding import GroundedPatterns
@@ -54,10 +57,11 @@ from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.grounding.stage import STAGE_OPTIONS
 from simgrag.index.attach import attached_path
 from simgrag.index.directory import IndexDir
-from simgrag.kg.store import Triple
+from simgrag.kg.store import KGStore, Triple
 from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM, scores_text
 from simgrag.match.answers import ANSWER_TOLERANCE
+from simgrag.match.kinds import NodeKinds, example_uses, kind_of, node_kinds
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import Example, ExampleSet, load_examples
 from simgrag.pattern.generate import PatternGenerator, PatternResult
@@ -409,20 +413,33 @@ class _QuestionReader:
         phrases = list(reading.phrases) or [question]
         nearest = judge.lexicon.relation_distances(phrases).min(axis=0)
         twins = twin_relations(store)
+        kinds = self.subgraphs.kinds() or self._example_kinds
         nodes = [i for i in range(len(pattern.nodes)) if i != asked] + ([asked] if asked is not None else [])
         ties: list[tuple[float, int, tuple[str, str, str]]] = []
         for entity in entities:
             name = store.entities[entity]
-            for rel, sides in kg_roles(judge.retriever, entity).items():
+            far = _far_ends(store, entity)
+            for (rel, side), ends in sorted(far.items()):
                 if store.relations[rel] in twins:
                     continue
                 for rank, node in enumerate(nodes):
+                    hint = pattern.nodes[node].type_hint
+                    members = None if kinds is None or not hint else kinds.members.get(kind_of(hint))
+                    if members is not None and not any(_member(members, end) for end in ends):
+                        continue  # the relation reaches no entity of the kind the LLM typed the node with
                     unknown = pattern.nodes[node].text
-                    for side in sorted(sides):  # the entity's side of the relation: head or tail
-                        tie = ((name, store.relations[rel], unknown) if side == "head"
-                               else (unknown, store.relations[rel], name))
-                        ties.append((float(nearest[rel]), rank, tie))
+                    tie = ((name, store.relations[rel], unknown) if side == "head"
+                           else (unknown, store.relations[rel], name))
+                    ties.append((float(nearest[rel]), rank, tie))
         return [tie for _, _, tie in sorted(ties, key=lambda x: (x[1], x[0], x[2]))]
+
+    @cached_property
+    def _example_kinds(self) -> NodeKinds | None:
+        """The kinds of the examples' typed unknown nodes (:mod:`simgrag.match.kinds`) where the search runs without
+        the kind prior; ``None`` where they type none."""
+        examples = self.generator.prompt.examples.examples
+        uses = example_uses((e.triples for e in examples), self.subgraphs.nearest_relation)
+        return node_kinds(self.subgraphs.store, uses) if uses else None
 
     def _takes_name(self, triples: Triples, name: str) -> bool:
         """Whether the KG matches ``triples`` with ``name`` put in one of its unknown nodes as well as it matches them
@@ -487,6 +504,23 @@ class _QuestionReader:
                        in judge.lexicon.relation_ends(candidate.triples) if node in roles):
                     out.append((shot.question, tuple(candidate.triples)))
         return out
+
+
+def _far_ends(store: KGStore, entity: int) -> dict[tuple[int, str], list[int]]:
+    """(KG relation, ``entity``'s side of it: "head" | "tail") → the entities at the other end of those triples."""
+    out: dict[tuple[int, str], list[int]] = {}
+    _, rels, tids = store.neighbors(entity)
+    for rel, tid in zip(rels.tolist(), tids.tolist(), strict=True):
+        head, tail = int(store.heads[tid]), int(store.tails[tid])
+        key = (int(rel), "head" if head == entity else "tail")
+        out.setdefault(key, []).append(tail if head == entity else head)
+    return out
+
+
+def _member(ids: np.ndarray, entity: int) -> bool:
+    """Whether ``entity`` is in ``ids`` (sorted)."""
+    at = int(np.searchsorted(ids, entity))
+    return at < len(ids) and int(ids[at]) == entity
 
 
 def _hop_repeats(retriever: SubgraphRetriever, entity: int, relation: int) -> bool:
