@@ -143,6 +143,8 @@ def test_longer_readings_add_one_hop_from_the_asked_node_which_its_far_end_becom
     assert [r.added for r in longer_readings(chain, ["r"])] == [("UNKNOWN c 3", "r", "UNKNOWN r 4")]
     assert longer_readings([["X", "r", "Y"]], ["s"]) == []  # a claim asks for nothing
     assert longer_readings([], ["s"]) == []
+    assert longer_readings(one, ["profession", "place_of_birth"], limit=0) == []
+    assert len(longer_readings(one, ["profession", "place_of_birth"], limit=1)) == 1
     assert [r.added for r in longer_readings(one, ["", "  ", "profession"])] == [  # a blank name makes no triple
         ("UNKNOWN person 1", "profession", "UNKNOWN profession 2")]
     assert len(longer_readings(one, [f"r{i}" for i in range(9)], limit=3)) == 3

@@ -384,9 +384,9 @@ def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
         kind = " ".join(kind.split()) or "entity"
         same = [n for n in unknown if _node_kind(n) == kind] if spell is not None and spell.per_kind else unknown
         hop = (asked, written, f"UNKNOWN {kind} {1 + len(same)}")
-        out.append(Reading((*full, hop), added=hop))
         if len(out) >= limit:
             break
+        out.append(Reading((*full, hop), added=hop))
     return out
 
 
