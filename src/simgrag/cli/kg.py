@@ -358,7 +358,8 @@ def list_components() -> None:
               "put in, an example's pattern, a copied hop taken out, a hop added; where a fit asked for them and "
               "found a gain, the patterns it samples or writes with more examples shown) by the question's "
               "likelihood and its own (readings and margin fitted per KG; where it is off, the default readings (a "
-              "name put in, a copied hop taken out, a hop added) run unless the KG's fit found harm; "
+              "name put in, a copied hop taken out, a hop added or skipped, a named entity tied to a pattern that "
+              "names none) run unless the KG's fit found harm; "
               "--channel/--no-channel)", highlight=False)
 
 
