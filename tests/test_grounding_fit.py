@@ -226,6 +226,24 @@ def test_fit_turns_the_stage_off_where_the_llm_needs_no_help(toy: IndexDir) -> N
     assert fit.info["hits"]["no_grounding"] == 2 and not fit.enabled  # nothing to gain: no unproven edit runs
 
 
+def test_a_stage_left_off_says_why() -> None:
+    """A stage that answered more validation questions but was not kept says so, and why (it read "the LLM's own
+    patterns did at least as well" beside "every_family 12, no_grounding 8")."""
+    hits = {"no_grounding": 8, "every_family": 12}
+    chance = GroundingFit(False, (), {"hits": hits, "versus_no_grounding": {"every_family": [4, 1]},
+                                      "group_hits": {"no_grounding": {"1hop": 5}, "every_family": {"1hop": 6}}})
+    assert "every_family answered 12" in chance.describe() and "4 gained against 1 lost is not beyond chance" in (
+        chance.describe())
+    group = GroundingFit(False, (), {"hits": hits, "group_hits": {"no_grounding": {"1hop": 5, "2hop": 3},
+                                                                  "every_family": {"1hop": 4, "2hop": 8}}})
+    assert group.why_off().endswith("but fewer of 1hop")
+    assert "did at least as well" in GroundingFit(False, (), {"hits": {"no_grounding": 8, "pruned": 8}}).describe()
+    assert "did at least as well" in GroundingFit(False, (), {}).describe()
+    for junk in ({"hits": {"no_grounding": "8", "x": 9}}, {"hits": [1]}, {"hits": hits, "versus_no_grounding": {
+            "every_family": 5}}, {"hits": hits, "group_hits": {"no_grounding": [1]}}):
+        assert GroundingFit(False, (), junk).describe().startswith("off (")  # a hand-edited manifest: no crash
+
+
 def test_fitted_values_round_trip_through_the_manifest_and_drive_the_stage(toy: IndexDir) -> None:
     fit = GroundingFit(True, ("drop_leaf", "analogy"), {"questions": 3, "hits": {"fitted": 3}})
     store_fit(toy.path, fit)

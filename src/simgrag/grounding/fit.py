@@ -115,19 +115,48 @@ class GroundingFit:
                    bool(data.get("variant", False)),  # a fit made before variant readings never checked them
                    bool(data.get("kind_prior", True)))  # nor the kind prior: on, as on an unfitted KG
 
+    def why_off(self) -> str:
+        """Why a fitted stage is off: the LLM's own patterns answered as many validation questions, or the stage
+        that answered more lost a question group, or its gain was not beyond chance (by learnt sample). ``info`` is
+        free-form (a hand-edited manifest): what does not read as numbers gives the first reason."""
+        same = "the LLM's own patterns did at least as well on this KG's validation questions"
+        try:
+            return self._why_off() or same
+        except (TypeError, ValueError, AttributeError):
+            return same
+
+    def _why_off(self) -> str | None:
+        hits = self.info.get("hits") or {}
+        floor = hits.get("no_grounding")
+        better = [k for k, v in hits.items() if k != "no_grounding" and floor is not None and v > floor]
+        if not better:
+            return None
+        best = max(better, key=lambda k: (hits[k], -better.index(k)))
+        said = f"{best} answered {hits[best]} of the validation questions against the LLM's own patterns' {floor}"
+        groups = self.info.get("group_hits") or {}
+        own, theirs = groups.get("no_grounding") or {}, groups.get(best) or {}
+        lost = sorted(g for g, n in own.items() if theirs.get(g, 0) < n)
+        if lost:
+            return f"{said}, but fewer of {', '.join(lost)}"
+        gain = (self.info.get("versus_no_grounding") or {}).get(best)
+        if gain is None:
+            return f"{said}, not enough to keep it"
+        fixed, broke = gain
+        return f"{said}, but {int(fixed)} gained against {int(broke)} lost is not beyond chance (sign test)"
+
     def describe(self) -> str:
         """One line for ``simgrag check`` and logs."""
         unfitted = self.info.get("unfitted")
         if not self.enabled and unfitted:
             head = f"off (not fitted: {unfitted}; the LLM's own patterns until `simgrag grounding fit`)"
         elif not self.enabled:
-            head = "off (the LLM's own patterns did at least as well on this KG's validation questions)"
+            head = f"off ({self.why_off()})"
         elif self.disabled:
             head = f"on, without {', '.join(self.disabled)}"
         else:
             head = "on, every family"
         hits = self.info.get("hits") or {}
-        shown = ", ".join(f"{k} {v}" for k, v in hits.items())
+        shown = ", ".join(f"{k} {v}" for k, v in hits.items()) if isinstance(hits, Mapping) else str(hits)
         if self.channel:
             head += (f"; the channel choice on (margin {self.channel_margin:.2f}; readings "
                      f"{', '.join(self.channel_readings)})")
