@@ -32,7 +32,7 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -42,12 +42,10 @@ from simgrag.pattern.graph import Pattern
 
 __all__ = [
     "ANSWER_TOLERANCE",
-    "ORIENTATIONS",
     "SAME_NAME",
     "AnswerEntry",
     "AnswerGroup",
     "AnswerSet",
-    "Orientation",
     "Substitution",
     "answer_set",
     "followed",
@@ -59,10 +57,6 @@ __all__ = [
 
 #: default GSD tolerance of an answer set: the matches as good as the best one, up to embedding noise
 ANSWER_TOLERANCE = 1e-3
-
-#: how an answer set treats equal matches that turn pattern edges round (see the module docstring)
-Orientation = Literal["follow", "prefer"]
-ORIENTATIONS: tuple[Orientation, ...] = ("follow", "prefer")
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans(dict.fromkeys(string.punctuation, " "))
@@ -249,7 +243,11 @@ def oriented_first(store: KGStore, pattern: Pattern, found: MatchSet) -> MatchSe
     """``found`` (a within set) with its matches as good as the best (GSD within :data:`ANSWER_TOLERANCE`)
     reordered: those that turn fewer pattern edges first, the search's order kept among equals; the rest
     stay after them in their order (see the module docstring)."""
-    turned = reversed_edges(store, pattern, found)
+    return _turned_last(found, reversed_edges(store, pattern, found))
+
+
+def _turned_last(found: MatchSet, turned: np.ndarray) -> MatchSet:
+    """:func:`oriented_first` given ``turned``, each match's count of pattern edges turned round."""
     if not turned.any():
         return found
     tier = (~found.as_good_as_best(ANSWER_TOLERANCE)).astype(np.int64)
@@ -266,8 +264,9 @@ def followed(store: KGStore, pattern: Pattern, found: MatchSet) -> MatchSet:
     best = found.as_good_as_best(ANSWER_TOLERANCE)
     keep = ~best | (turned <= turned[best].min())
     if not keep.all():
-        found = found.kept(np.flatnonzero(keep))
-    return oriented_first(store, pattern, found)
+        rows = np.flatnonzero(keep)
+        found, turned = found.kept(rows), turned[rows]
+    return _turned_last(found, turned)
 
 
 def _first_seen(values: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, Literal
 
 from simgrag.errors import ConfigError
 from simgrag.match.candidates import CandidateTable
@@ -29,7 +29,9 @@ __all__ = [
     "DEFAULT_DEADLINE_S",
     "MAX_K",
     "MAX_K_CANDIDATES",
+    "ORIENTATIONS",
     "UNANCHORED_MAX_STEPS",
+    "Orientation",
     "check_settings",
     "deadline_of",
     "unanchored_parts",
@@ -51,6 +53,11 @@ def _count(name: str, value: Any, upper: int, *, optional: bool = False) -> None
         raise ConfigError(f"{name} must be between 1 and {upper:,}, got {value!r}")
 
 
+#: how an answer set treats equal matches that turn pattern edges round (:mod:`simgrag.match.answers`)
+Orientation = Literal["follow", "prefer"]
+ORIENTATIONS: tuple[Orientation, ...] = ("follow", "prefer")
+
+
 def check_settings(settings: Any) -> None:
     """Refuse retrieval settings no search can honour (see the module docstring)."""
     _count("k", settings.k, MAX_K)
@@ -65,8 +72,8 @@ def check_settings(settings: Any) -> None:
     deadline_of(settings.deadline_s)
     _penalty("kind_penalty", getattr(settings, "kind_penalty", None))
     orientation = getattr(settings, "orientation", "follow")
-    if orientation not in ("follow", "prefer"):
-        raise ConfigError(f"orientation must be 'follow' or 'prefer', got {orientation!r}")
+    if orientation not in ORIENTATIONS:
+        raise ConfigError(f"orientation must be {' or '.join(map(repr, ORIENTATIONS))}, got {orientation!r}")
 
 
 def _penalty(name: str, value: Any) -> None:

@@ -22,12 +22,13 @@ from simgrag.index.base import StoredVectors
 from simgrag.index.directory import IndexDir, relation_text
 from simgrag.index.lexical import NameTokenIndex
 from simgrag.kg.store import Triple
-from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, Orientation, answer_set, followed, oriented_first
+from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set, followed, oriented_first
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.kinds import KIND_PENALTY, KIND_PRIOR_MAX_ENTITIES, NodeKinds, example_uses, node_kinds
 from simgrag.match.limits import (
     DEFAULT_DEADLINE_S,
     UNANCHORED_MAX_STEPS,
+    Orientation,
     check_settings,
     deadline_of,
     unanchored_parts,
@@ -467,9 +468,10 @@ class SubgraphRetriever:
                                   max_steps=steps_cap, within=within, within_cap=settings.answer_cap)
         timings["graph_s"] = time.perf_counter() - t1
         order = followed if settings.orientation == "follow" else oriented_first
-        found = None if result.within is None else order(self.store, pattern, result.within)
-        turned_out = 0 if found is None or result.within is None else len(result.within) - len(found)
-        answers = None if found is None else answer_set(self.store, pattern, found, turned_out=turned_out)
+        found = answers = None
+        if result.within is not None:
+            found = order(self.store, pattern, result.within)
+            answers = answer_set(self.store, pattern, found, turned_out=len(result.within) - len(found))
         timings["answers_s"] = time.perf_counter() - t1 - timings["graph_s"]
         timings["total_s"] = time.perf_counter() - t0
         counts = {n.text: c.count(self.store.num_entities) for n, c in zip(pattern.nodes, table.nodes, strict=True)}
@@ -517,12 +519,10 @@ def _best_first(matches: Sequence[Match], found: MatchSet | None, k: int) -> tup
     subgraph the answer set leads with and shows no match the answer set dropped."""
     if found is None or not len(found):
         return tuple(matches)
-    band = found.as_good_as_best(ANSWER_TOLERANCE)
-    lead = [found.match(i) for i in range(min(k, int(np.count_nonzero(band))))]
-    taken = {(m.nodes, m.triples) for m in lead}
+    band = int(np.count_nonzero(found.as_good_as_best(ANSWER_TOLERANCE)))  # ``found``'s first rows
+    lead = [found.match(i) for i in range(min(k, band))]
     cut = found.best + ANSWER_TOLERANCE
-    rest = (m for m in matches if m.gsd > cut and (m.nodes, m.triples) not in taken)
-    return tuple([*lead, *rest][:k])
+    return tuple([*lead, *(m for m in matches if m.gsd > cut)][:k])
 
 
 def distinct_of(settings: RetrievalSettings, pattern: Pattern, table: CandidateTable) -> Distinct:
