@@ -37,7 +37,7 @@ from simgrag.answer.mode_fit import FITTED_MODES, AnswerModeFit
 from simgrag.errors import DatasetError, SimGRAGError
 from simgrag.eval.runner import QAItem, hits_at_1
 from simgrag.grounding.channel import DEFAULT_READINGS, MARGIN, READINGS, VARIANT, fit_margin
-from simgrag.grounding.fit import FIRST_READINGS, GroundingFit
+from simgrag.grounding.fit import FIRST_READINGS, GroundingFit, lost_groups
 from simgrag.grounding.registry import family_names
 from simgrag.index.directory import IndexDir
 from simgrag.llm.base import LLM, samples_text, scores_text
@@ -300,16 +300,11 @@ def _choose(order: Sequence[str], hits: dict[str, int], groups: dict[str, dict[s
     def eligible(k: str) -> bool:
         if k == floor:
             return True
-        if groups is not None and _loses_a_group(groups[k], groups[floor]):
+        if groups is not None and lost_groups(groups[k], groups[floor]):
             return False
         return gains is None or significant_gain(*gains[k])
 
     return max((k for k in order if eligible(k)), key=lambda k: (hits[k], -order.index(k)))
-
-
-def _loses_a_group(candidate: dict[str, int], floor: dict[str, int]) -> bool:
-    """Whether ``candidate`` hits fewer questions than ``floor`` in some group."""
-    return any(candidate.get(group, 0) < n for group, n in floor.items())
 
 
 def _group_hits(outcomes: dict[int, Outcome], items: Sequence[QAItem]) -> dict[str, int]:
@@ -445,7 +440,7 @@ def _kind_prior_check(runner: _Runner, raw: dict[int, Outcome], items: Sequence[
     # not an optional run: its patterns are the raw run's (cached calls), so it costs searches only
     without = runner.run((False, (), "auto", None), sorted(raw), "no kind prior", kind_prior=False, step_kind="search")
     fixed, broke = versus(raw, without, items)
-    loses = _loses_a_group(_group_hits(raw, items), _group_hits(without, items))
+    loses = bool(lost_groups(_group_hits(raw, items), _group_hits(without, items)))
     return {"on": not loses, "fixed": fixed, "broke": broke,
             "why": "a question group lost" if loses else "no question group lost"}, without
 
@@ -530,7 +525,7 @@ def _channel_outcome(runs: dict[int, Outcome], kinds: tuple[str, ...], base: dic
     # at the fitted margin: the channel's outcome where its gap is above it, the stage's elsewhere
     kept = {i: (runs[i] if changed.get(i, -1.0) > margin else base[i]) for i in base}
     fixed, broke = versus(kept, base, items)
-    loses = _loses_a_group(_group_hits(kept, items), _group_hits(base, items))
+    loses = bool(lost_groups(_group_hits(kept, items), _group_hits(base, items)))
     on = significant_gain(fixed, broke) and not loses
     return {"on": on, "readings": list(kinds), "margin": round(margin, 4), "hits": _hits(kept),
             "group_lost": loses,

@@ -54,8 +54,8 @@ from simgrag.grounding.channel import DEFAULT_READINGS, KNOWN_READINGS, MARGIN, 
 from simgrag.grounding.registry import family_names
 from simgrag.index.attach import section_problem, store_section
 
-__all__ = ["FIRST_READINGS", "FIT_FORMAT", "MANIFEST_KEY", "UNFITTED", "GroundingFit", "check_fit", "read_fit",
-           "store_fit"]
+__all__ = ["FIRST_READINGS", "FIT_FORMAT", "MANIFEST_KEY", "UNFITTED", "GroundingFit", "check_fit", "lost_groups",
+           "read_fit", "store_fit"]
 
 #: the manifest section that holds the fit
 MANIFEST_KEY = "grounding"
@@ -134,8 +134,7 @@ class GroundingFit:
         best = max(better, key=lambda k: (hits[k], -better.index(k)))
         said = f"{best} answered {hits[best]} of the validation questions against the LLM's own patterns' {floor}"
         groups = self.info.get("group_hits") or {}
-        own, theirs = groups.get("no_grounding") or {}, groups.get(best) or {}
-        lost = sorted(g for g, n in own.items() if theirs.get(g, 0) < n)
+        lost = lost_groups(groups.get(best) or {}, groups.get("no_grounding") or {})
         if lost:
             return f"{said}, but fewer of {', '.join(lost)}"
         gain = (self.info.get("versus_no_grounding") or {}).get(best)
@@ -169,6 +168,12 @@ class GroundingFit:
         n, samples = self.info.get("questions"), self.info.get("samples")
         of = f" ({samples} learnt samples, each counted once)" if samples is not None else ""
         return head + (f" — validation {n} questions{of}: {shown}" if n is not None else "")
+
+
+def lost_groups(candidate: Mapping[str, int], floor: Mapping[str, int]) -> list[str]:
+    """The question groups (hop count, shape) in which ``candidate`` hits fewer validation questions than ``floor``
+    (each a group → hits mapping), sorted: a stage losing any is not eligible (*no harm* per group)."""
+    return sorted(group for group, n in floor.items() if candidate.get(group, 0) < n)
 
 
 def _problem(data: Any) -> str | None:

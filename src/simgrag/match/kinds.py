@@ -39,7 +39,7 @@ from simgrag.match.candidates import NodeCandidates
 from simgrag.pattern.graph import Pattern, singular
 
 __all__ = ["KIND_PENALTY", "KIND_PRIOR_MAX_ENTITIES", "UNTYPED", "NodeKinds", "Use", "example_uses", "kind_of",
-           "node_kinds"]
+           "kinds_of_examples", "node_kinds"]
 
 logger = logging.getLogger(__name__)
 
@@ -145,3 +145,11 @@ def node_kinds(store: KGStore, uses: Iterable[Use]) -> NodeKinds:
     members = {kind: np.unique(np.concatenate(found)) for kind, found in parts.items()}
     logger.debug("kinds by the examples' uses: %s", {k: len(v) for k, v in members.items()})
     return NodeKinds(members, int(store.num_entities))
+
+
+def kinds_of_examples(store: KGStore, patterns: Iterable[Sequence[Sequence[str]]],
+                      relation_of: Callable[[str], int | None]) -> NodeKinds | None:
+    """The kinds the example ``patterns`` give ``store``'s entities (:func:`example_uses`, then :func:`node_kinds`);
+    ``None`` where they type no unknown node at a relation the KG has."""
+    uses = example_uses(patterns, relation_of)
+    return node_kinds(store, uses) if uses else None

@@ -24,7 +24,7 @@ from simgrag.index.lexical import NameTokenIndex
 from simgrag.kg.store import Triple
 from simgrag.match.answers import ANSWER_TOLERANCE, AnswerSet, answer_set, followed, oriented_first
 from simgrag.match.candidates import CandidateTable, NodeCandidates
-from simgrag.match.kinds import KIND_PENALTY, KIND_PRIOR_MAX_ENTITIES, NodeKinds, example_uses, node_kinds
+from simgrag.match.kinds import KIND_PENALTY, KIND_PRIOR_MAX_ENTITIES, NodeKinds, kinds_of_examples
 from simgrag.match.limits import (
     DEFAULT_DEADLINE_S,
     UNANCHORED_MAX_STEPS,
@@ -249,8 +249,7 @@ class SubgraphRetriever:
         node in them, or a KG of more than :data:`~simgrag.match.kinds.KIND_PRIOR_MAX_ENTITIES` entities."""
         with self._kinds_lock:
             if self._kinds is None and self._kind_patterns and self.store.num_entities <= KIND_PRIOR_MAX_ENTITIES:
-                uses = example_uses(self._kind_patterns, self.nearest_relation)
-                self._kinds = node_kinds(self.store, uses) if uses else None
+                self._kinds = kinds_of_examples(self.store, self._kind_patterns, self.nearest_relation)
                 if self._kinds is None:
                     self._kind_patterns = ()  # nothing to learn from them: not read again
             return self._kinds

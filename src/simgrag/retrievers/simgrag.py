@@ -61,7 +61,7 @@ from simgrag.kg.store import KGStore, Triple
 from simgrag.kg.twins import twin_relations
 from simgrag.llm.base import LLM, scores_text
 from simgrag.match.answers import ANSWER_TOLERANCE
-from simgrag.match.kinds import NodeKinds, example_uses, kind_of, node_kinds
+from simgrag.match.kinds import NodeKinds, kind_of, kinds_of_examples
 from simgrag.match.retrieve import Retrieval, RetrievalSettings, SubgraphRetriever
 from simgrag.pattern.examples import Example, ExampleSet, load_examples
 from simgrag.pattern.generate import PatternGenerator, PatternResult
@@ -438,8 +438,7 @@ class _QuestionReader:
         """The kinds of the examples' typed unknown nodes (:mod:`simgrag.match.kinds`) where the search runs without
         the kind prior; ``None`` where they type none."""
         examples = self.generator.prompt.examples.examples
-        uses = example_uses((e.triples for e in examples), self.subgraphs.nearest_relation)
-        return node_kinds(self.subgraphs.store, uses) if uses else None
+        return kinds_of_examples(self.subgraphs.store, (e.triples for e in examples), self.subgraphs.nearest_relation)
 
     def _takes_name(self, triples: Triples, name: str) -> bool:
         """Whether the KG matches ``triples`` with ``name`` put in one of its unknown nodes as well as it matches them
@@ -507,13 +506,13 @@ class _QuestionReader:
 
 
 def _far_ends(store: KGStore, entity: int) -> dict[tuple[int, str], list[int]]:
-    """(KG relation, ``entity``'s side of it: "head" | "tail") → the entities at the other end of those triples."""
+    """(KG relation, ``entity``'s side of it: "head" | "tail") → the entities at the other end of those triples (the
+    grouping :func:`~simgrag.grounding.lexicon.kg_roles` makes, with the far ends kept)."""
     out: dict[tuple[int, str], list[int]] = {}
-    _, rels, tids = store.neighbors(entity)
-    for rel, tid in zip(rels.tolist(), tids.tolist(), strict=True):
-        head, tail = int(store.heads[tid]), int(store.tails[tid])
-        key = (int(rel), "head" if head == entity else "tail")
-        out.setdefault(key, []).append(tail if head == entity else head)
+    others, rels, tids = store.neighbors(entity)
+    heads = store.heads[tids] == entity
+    for other, rel, is_head in zip(others.tolist(), rels.tolist(), heads.tolist(), strict=True):
+        out.setdefault((int(rel), "head" if is_head else "tail"), []).append(int(other))
     return out
 
 
