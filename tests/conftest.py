@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -87,13 +87,18 @@ examples:
 """
 
 
+def small_kg(root: Path, triples: Sequence[tuple[str, str, str]], examples: str) -> Path:
+    """``triples`` indexed at ``root / "kg.idx"`` with the 64-dimensional hash embedder and the ``examples`` file
+    (``examples.yaml`` beside it); ``root``."""
+    (root / "kg.tsv").write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in triples), encoding="utf-8")
+    (root / "examples.yaml").write_text(examples, encoding="utf-8")
+    build_index_dir(root / "kg.tsv", root / "kg.idx", embedder=HashEmbedder(dim=64), show_progress=False,
+                    examples=root / "examples.yaml")
+    return root
+
+
 @pytest.fixture(scope="module")
 def people(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small people KG (:data:`PEOPLE`) indexed with the 64-dimensional hash embedder and two examples
     (``examples.yaml`` beside ``kg.idx``)."""
-    root = tmp_path_factory.mktemp("people")
-    (root / "kg.tsv").write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in PEOPLE), encoding="utf-8")
-    (root / "examples.yaml").write_text(PEOPLE_EXAMPLES, encoding="utf-8")
-    build_index_dir(root / "kg.tsv", root / "kg.idx", embedder=HashEmbedder(dim=64), show_progress=False,
-                    examples=root / "examples.yaml")
-    return root
+    return small_kg(tmp_path_factory.mktemp("people"), PEOPLE, PEOPLE_EXAMPLES)

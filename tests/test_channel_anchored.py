@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import small_kg
 from simgrag.grounding.channel import (
     CHANNEL,
     DEFAULT_READINGS,
@@ -21,7 +22,7 @@ from simgrag.grounding.channel import (
     ShotSpelling,
     anchored_readings,
 )
-from simgrag.index.directory import build_index_dir, open_index_dir
+from simgrag.index.directory import open_index_dir
 from simgrag.llm.base import ChatMessage
 from simgrag.pattern.examples import parse_examples
 from simgrag.pattern.graph import Pattern, is_unknown
@@ -92,12 +93,7 @@ examples:
 
 @pytest.fixture(scope="module")
 def family(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("family")
-    (root / "kg.tsv").write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in FAMILY), encoding="utf-8")
-    (root / "examples.yaml").write_text(FAMILY_EXAMPLES, encoding="utf-8")
-    build_index_dir(root / "kg.tsv", root / "kg.idx", embedder=HashEmbedder(dim=64), show_progress=False,
-                    examples=root / "examples.yaml")
-    return root
+    return small_kg(tmp_path_factory.mktemp("family"), FAMILY, FAMILY_EXAMPLES)
 
 
 def _one_nationality(messages: Sequence[ChatMessage]) -> str:

@@ -16,7 +16,7 @@ from simgrag.kg.store import KGStore
 from simgrag.match.answers import ANSWER_TOLERANCE, answer_set, followed, oriented_first, reversed_edges
 from simgrag.match.candidates import CandidateTable, NodeCandidates
 from simgrag.match.retrieve import RetrievalSettings, SubgraphRetriever
-from simgrag.match.search import search_subgraphs
+from simgrag.match.search import MatchSet, search_subgraphs
 from simgrag.pattern.graph import Pattern
 from simgrag.testing.embedders import HashEmbedder
 
@@ -105,20 +105,29 @@ _TRIPLES = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["r", "s"]), st
 _CHAINS = st.lists(st.booleans(), min_size=1, max_size=3)  # per hop: written head → tail, or turned
 
 
+def _rows(found: MatchSet) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Each match of ``found`` as (entity ids, triple ids), in its order."""
+    return [(tuple(n), tuple(t)) for n, t in zip(found.nodes.tolist(), found.triples.tolist(), strict=True)]
+
+
+def _chain_search(triples: list[tuple[int, str, int]], chain: list[bool]) -> tuple[KGStore, Pattern, MatchSet]:
+    """The KG of ``triples``, a chain of ``r`` hops each written forward or turned (``chain``), and its within set
+    (every relation at 0 but ``s`` at 0.5)."""
+    store = KGStore.from_triples([(f"e{h}", r, f"e{t}") for h, r, t in triples])
+    hops = [[f"UNKNOWN thing {i}", "r", f"UNKNOWN thing {i + 1}"] for i in range(len(chain))]
+    pattern = Pattern.from_triples([hop if forward else hop[::-1] for hop, forward in zip(hops, chain, strict=True)])
+    found = search_subgraphs(store, pattern, _table(store, pattern, "s"), k=3, within=1.0).within
+    assert found is not None
+    return store, pattern, found
+
+
 @settings(max_examples=80, deadline=None)
 @given(triples=_TRIPLES, chain=_CHAINS)
 def test_oriented_first_reorders_only_the_best_band_and_loses_nothing(triples: list[tuple[int, str, int]],
                                                                       chain: list[bool]) -> None:
-    store = KGStore.from_triples([(f"e{h}", r, f"e{t}") for h, r, t in triples])
-    hops = [[f"UNKNOWN thing {i}", "r", f"UNKNOWN thing {i + 1}"] for i in range(len(chain))]
-    pattern = Pattern.from_triples([hop if forward else hop[::-1] for hop, forward in zip(hops, chain, strict=True)])
-    result = search_subgraphs(store, pattern, _table(store, pattern, "s"), k=3, within=1.0)
-    found = result.within
-    assert found is not None
+    store, pattern, found = _chain_search(triples, chain)
     ordered = oriented_first(store, pattern, found)
-    rows = {(tuple(n), tuple(t)) for n, t in zip(found.nodes.tolist(), found.triples.tolist(), strict=True)}
-    assert {(tuple(n), tuple(t)) for n, t in zip(ordered.nodes.tolist(), ordered.triples.tolist(),
-                                                  strict=True)} == rows
+    assert set(_rows(ordered)) == set(_rows(found))
     band = ordered.gsd <= found.best + ANSWER_TOLERANCE
     if len(ordered):
         assert not (band[1:] & ~band[:-1]).any()  # the best band first, then the rest
@@ -134,21 +143,14 @@ def test_oriented_first_reorders_only_the_best_band_and_loses_nothing(triples: l
 @given(triples=_TRIPLES, chain=_CHAINS)
 def test_followed_drops_only_equal_matches_turned_more_than_the_least(triples: list[tuple[int, str, int]],
                                                                       chain: list[bool]) -> None:
-    store = KGStore.from_triples([(f"e{h}", r, f"e{t}") for h, r, t in triples])
-    hops = [[f"UNKNOWN thing {i}", "r", f"UNKNOWN thing {i + 1}"] for i in range(len(chain))]
-    pattern = Pattern.from_triples([hop if forward else hop[::-1] for hop, forward in zip(hops, chain, strict=True)])
-    found = search_subgraphs(store, pattern, _table(store, pattern, "s"), k=3, within=1.0).within
-    assert found is not None
+    store, pattern, found = _chain_search(triples, chain)
     kept, ordered = followed(store, pattern, found), oriented_first(store, pattern, found)
 
-    def rows(s: object) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
-        return [(tuple(n), tuple(t)) for n, t in zip(s.nodes.tolist(), s.triples.tolist(), strict=True)]  # type: ignore[attr-defined]
-
-    assert set(rows(kept)) <= set(rows(ordered))
+    assert set(_rows(kept)) <= set(_rows(ordered))
     band = ordered.gsd <= found.best + ANSWER_TOLERANCE
     turned = reversed_edges(store, pattern, ordered)
     least = turned[band].min() if band.any() else 0
-    expected = [r for r, b, t in zip(rows(ordered), band, turned, strict=True) if not b or t == least]
-    assert rows(kept) == expected  # oriented_first's order, less the band's more-turned rows
+    expected = [r for r, b, t in zip(_rows(ordered), band, turned, strict=True) if not b or t == least]
+    assert _rows(kept) == expected  # oriented_first's order, less the band's more-turned rows
     if len(found):
         assert len(kept) and kept.gsd[0] <= found.best + ANSWER_TOLERANCE  # something as good as the best remains

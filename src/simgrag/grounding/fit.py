@@ -131,7 +131,7 @@ class GroundingFit:
         better = [k for k, v in hits.items() if k != "no_grounding" and floor is not None and v > floor]
         if not better:
             return None
-        best = max(better, key=lambda k: (hits[k], -better.index(k)))
+        best = max(better, key=lambda k: hits[k])  # the first of equals
         said = f"{best} answered {hits[best]} of the validation questions against the LLM's own patterns' {floor}"
         groups = self.info.get("group_hits") or {}
         lost = lost_groups(groups.get(best) or {}, groups.get("no_grounding") or {})
