@@ -606,7 +606,7 @@ class ChannelChoice:
                                         shot_spelling(shots))
         if self.skips is not None:
             readings += skipped_readings(triples, self.skips(text, _as_triples(triples)), self.limit)
-        if self.anchors is not None and result.attempts > 0 and all(n.unknown for n in result.pattern.nodes):
+        if self.anchors is not None and result.attempts > 0:  # both return nothing where the pattern names an entity
             readings += anchored_readings(triples, self.anchors(text, _as_triples(triples)), self.limit,
                                           shot_spelling(shots))
         if self.reasked:  # the pattern, and each with a name put in, asking for another leaf
