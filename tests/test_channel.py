@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import small_kg
 from simgrag.errors import ConfigError, IndexDirError, LLMError, PatternError
 from simgrag.eval.fit_grounding import READING_SETS, fit_grounding, significant_gain
 from simgrag.eval.runner import QAItem
@@ -29,7 +30,7 @@ from simgrag.grounding.channel import (
     shorter_readings,
 )
 from simgrag.grounding.fit import GroundingFit, read_fit, store_fit
-from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir
+from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir, with_relation_aliases
 from simgrag.llm.base import ChatMessage, scores_text
 from simgrag.llm.cache import CachedLLM
 from simgrag.llm.counting import CountingLLM
@@ -122,6 +123,29 @@ def test_a_hop_copied_inside_a_chain_is_taken_out_once() -> None:
                                 ["UNKNOWN p 2", "job", "UNKNOWN j 1"]]) == []
     assert contracted_readings([["X", "r", "Y"], ["Y", "r", "UNKNOWN p 2"], ["UNKNOWN p 2", "s", "UNKNOWN j 1"]]) == []
     assert contracted_readings([["X", "r", "UNKNOWN p 1"], ["UNKNOWN p 1", "r", "Z"]]) == []
+
+
+def test_two_hops_the_kg_takes_for_one_relation_contract_into_one_keeping_both_words() -> None:
+    """"X's brothers and sisters' nationalities" written ``brother`` then ``sister``: given a KG whose one relation
+    is nearest both phrases, the two hops are a copy — one hop named by both words; other pairs stay apart."""
+    split = [["R", "brother", "UNKNOWN person 1"], ["UNKNOWN person 1", "sister", "UNKNOWN person 2"],
+             ["UNKNOWN person 2", "nationality", "UNKNOWN nationality 1"]]
+    kg_relation = {"brother": "sibling", "sister": "sibling", "nationality": "nationality"}
+
+    def same(first: str, second: str) -> bool:
+        return kg_relation[first] == kg_relation[second]
+
+    assert contracted_readings(split) == []  # without the KG's say, two relations are two hops
+    (merged,) = contracted_readings(split, same=same)
+    assert merged.triples == (("R", "brother and sister", "UNKNOWN person 2"),
+                              ("UNKNOWN person 2", "nationality", "UNKNOWN nationality 1"))
+    assert merged.copied and merged.dropped == ("UNKNOWN person 1", "sister", "UNKNOWN person 2")
+    # the same relation twice keeps its one name; relations the KG tells apart are not contracted
+    (copy,) = contracted_readings([["R", "brother", "UNKNOWN p 1"], ["UNKNOWN p 1", "brother", "UNKNOWN p 2"]],
+                                  same=same)
+    assert copy.triples == (("R", "brother", "UNKNOWN p 2"),)
+    assert contracted_readings([["R", "sister", "UNKNOWN p 1"], ["UNKNOWN p 1", "nationality", "UNKNOWN n 1"]],
+                               same=same) == []
 
 
 def test_longer_readings_add_one_hop_from_the_asked_node_which_its_far_end_becomes() -> None:
@@ -671,6 +695,49 @@ def test_contracted_readings_run_by_default_where_the_channel_is_off(toy: IndexD
     off = SimGRAG(toy, llm=FakeLLM(_copies_the_hop, scores=_one_hop), calibration="off",
                   retriever_options={"ground_patterns": False, "channel": False})
     assert off.ask("Who starred in Titanic?").pattern.families == ()  # type: ignore[union-attr]
+
+
+SIBLINGS = [("Ro", "sibling", "Ann"), ("Ro", "sibling", "Ben"), ("Ann", "nationality", "Brennish"),
+            ("Ben", "nationality", "Brennish"), ("Ann", "sibling", "Cal"), ("Cal", "nationality", "Ostrian"),
+            ("Ro", "nationality", "Norvish")]
+SIBLING_EXAMPLES = """\
+name: siblings
+examples:
+  - question: What is the nationality of Ro?
+    triples:
+      - [Ro, nationality, UNKNOWN nationality 1]
+"""
+
+
+def test_brothers_and_sisters_split_in_two_hops_are_one_kg_relation(tmp_path: Path) -> None:
+    """The LLM splits "Ro's brothers and sisters" into ``brother`` then ``sister`` — Ro's siblings' siblings (Cal,
+    Ostrian). The KG's ``sibling`` (aliases brother, sister) is nearest both: the contracted reading joins them, and
+    the LLM's likelihood takes it."""
+    def split(messages: Sequence[ChatMessage]) -> str:
+        return json.dumps({"triples": [["Ro", "brother", "UNKNOWN person 1"],
+                                       ["UNKNOWN person 1", "sister", "UNKNOWN person 2"],
+                                       ["UNKNOWN person 2", "nationality", "UNKNOWN nationality 1"]]})
+
+    def likelier_joined(prefix: str, condition: str, scored: str) -> float:
+        return -2.0 if "brother and sister" in condition else -9.0
+
+    root = small_kg(tmp_path, SIBLINGS, SIBLING_EXAMPLES)
+    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
+    joined = with_relation_aliases(index, {list(index.store.relations).index("sibling"): ["brother", "sister"]})
+    retriever = SimGRAGRetriever(joined, FakeLLM(split, scores=likelier_joined),
+                                 examples=parse_examples(SIBLING_EXAMPLES), ground_patterns=False)
+    context = retriever.retrieve("What are the nationalities of Ro's brothers and sisters?")
+    assert context.pattern is not None and context.pattern.channel_reading == "contracted"
+    assert context.pattern.pattern.triples()[0] == ("Ro", "brother and sister", "UNKNOWN person 2")
+    assert list(context.answer_candidates[:1]) == ["Brennish"]
+    # where the KG takes the two phrases for two relations the split stays as the LLM wrote it
+    relations = list(index.store.relations)
+    apart = with_relation_aliases(index, {relations.index("sibling"): ["brother"],
+                                          relations.index("nationality"): ["sister"]})
+    kept = SimGRAGRetriever(apart, FakeLLM(split, scores=likelier_joined),
+                            examples=parse_examples(SIBLING_EXAMPLES), ground_patterns=False)
+    found = kept.retrieve("What are the nationalities of Ro's brothers and sisters?")
+    assert found.pattern is not None and found.pattern.channel_reading != "contracted"
 
 
 def test_a_fit_that_found_the_named_readings_harmful_keeps_them_off(toy: IndexDir) -> None:

@@ -259,23 +259,30 @@ def reasked_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS
     return _distinct(out)[:limit]
 
 
-def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) -> list[Reading]:
+def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS,
+                        same: Callable[[str, str], bool] | None = None) -> list[Reading]:
     """The pattern with a hop the LLM copied taken out: two triples with the same relation chained at an unknown
     node on no other triple (``[X, children, UNKNOWN person 1], [UNKNOWN person 1, children, UNKNOWN person 2],
     [UNKNOWN person 2, profession, …]`` for "X's children's professions"; ``[X, sibling, UNKNOWN person 1],
     [UNKNOWN person 1, sibling, UNKNOWN person 2]`` for "X's siblings") become one — the first triple reaching the
-    second's far end (at most ``limit``; one reading per pattern, however three copies pair). Unlike the
-    :func:`shorter_readings` (which drop any leaf, a hop the question may well ask) this only undoes a copy, so it
-    runs by default with the named readings (:data:`DEFAULT_READINGS`)."""
+    second's far end (at most ``limit``; one reading per pattern, however three copies pair). Given ``same``
+    (two relation phrases → whether they name one KG relation), two relations the KG takes for one count as a copy
+    too: "X's brothers and sisters" written ``[X, brother, UNKNOWN person 1], [UNKNOWN person 1, sister, UNKNOWN
+    person 2]``, where the KG's ``sibling`` is nearest both, becomes ``[X, brother and sister, UNKNOWN person 2]``
+    (both phrases kept, so the question's words stay explained). Unlike the :func:`shorter_readings` (which drop any
+    leaf, a hop the question may well ask) this only undoes a copy, so it runs by default with the named readings
+    (:data:`DEFAULT_READINGS`)."""
     full = _as_triples(triples)
     out: list[Reading] = []
     for i, (head, relation, middle) in enumerate(full):
         if not is_unknown(middle) or sum(middle in (h, t) for h, _, t in full) != 2:
             continue
         for j, (h, r, tail) in enumerate(full):
-            if j == i or h != middle or r != relation or tail == head:
+            copy = r == relation or (same is not None and same(relation, r))
+            if j == i or h != middle or tail == head or not copy:
                 continue
-            rest = tuple((head, relation, tail) if k == i else t for k, t in enumerate(full) if k != j)
+            joined = relation if r == relation else f"{relation} and {r}"  # both words kept for the channel
+            rest = tuple((head, joined, tail) if k == i else t for k, t in enumerate(full) if k != j)
             asks = any(is_unknown(n) for h2, _, t2 in rest for n in (h2, t2))  # not a claim
             if asks and len(set(rest)) == len(rest) and Pattern.from_triples(rest).is_connected():
                 out.append(Reading(rest, full[j], copied=True))
@@ -565,7 +572,7 @@ class ChannelChoice:
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
                  analogies: Analogies | None = None, readings: Collection[str] = READINGS,
                  extensions: Extensions | None = None, skips: Skips | None = None,
-                 anchors: Anchors | None = None) -> None:
+                 anchors: Anchors | None = None, same: Callable[[str, str], bool] | None = None) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
         unknown = sorted(set(readings) - set(KNOWN_READINGS))
@@ -578,6 +585,7 @@ class ChannelChoice:
         self.analogies = analogies if "analogy" in readings else None
         self.shorter = "shorter" in readings
         self.contracted = "contracted" in readings
+        self.same = same
         # longer readings always carry the direct score: on the channel's word alone they add hops the question does
         # not ask (WorldCup2014's file, fitted with them and without it: 3 conjunctive questions lost a club hop)
         self.extensions = extensions if "longer" in readings else None
@@ -598,7 +606,7 @@ class ChannelChoice:
         shots = [*prompt.static_examples, *dynamic]  # what the pattern prompt showed for the question
         readings = shorter_readings(triples, self.limit) if self.shorter else []
         if self.contracted:
-            readings += contracted_readings(triples, self.limit)
+            readings += contracted_readings(triples, self.limit, self.same)
         if self.mentions is not None:
             readings += named_readings(triples, self.mentions(text), self.limit)
         if self.extensions is not None and result.attempts > 0:  # a hop the LLM left out: not where no LLM wrote it

@@ -276,7 +276,7 @@ class SimGRAGRetriever:
                 reader = _QuestionReader(self.subgraphs, generator, judge, self.settings)
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
                                        analogies=reader.analogies, readings=kinds, extensions=reader.extensions,
-                                       skips=reader.skips, anchors=reader.anchors)
+                                       skips=reader.skips, anchors=reader.anchors, same=reader.same_relation)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
@@ -432,6 +432,12 @@ class _QuestionReader:
                            else (unknown, store.relations[rel], name))
                     ties.append((float(nearest[rel]), rank, tie))
         return [tie for _, _, tie in sorted(ties, key=lambda x: (x[1], x[0], x[2]))]
+
+    def same_relation(self, first: str, second: str) -> bool:
+        """Whether the pattern's relation phrases ``first`` and ``second`` are nearest one KG relation ("brother" and
+        "sister" both ``sibling``): the contracted readings take two such hops chained for a copy."""
+        one = self.subgraphs.nearest_relation(first)
+        return one is not None and one == self.subgraphs.nearest_relation(second)
 
     @cached_property
     def _example_kinds(self) -> NodeKinds | None:
