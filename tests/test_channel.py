@@ -26,6 +26,7 @@ from simgrag.grounding.channel import (
     contracted_readings,
     fit_margin,
     longer_readings,
+    moved_readings,
     named_readings,
     shorter_readings,
 )
@@ -146,6 +147,26 @@ def test_two_hops_the_kg_takes_for_one_relation_contract_into_one_keeping_both_w
     assert copy.triples == (("R", "brother", "UNKNOWN p 2"),)
     assert contracted_readings([["R", "sister", "UNKNOWN p 1"], ["UNKNOWN p 1", "nationality", "UNKNOWN n 1"]],
                                same=same) == []
+
+
+def test_a_hop_hung_from_the_wrong_node_is_moved_to_the_other_leaf() -> None:
+    """"where is the club X plays for?" written as a star from X (the club asked): moved, the country hop hangs from
+    the club and is asked for; the other way round too (the KG picks between them); chains and named leaves stay."""
+    star = [["X", "plays for country", "UNKNOWN country 1"], ["X", "plays in club", "UNKNOWN club 1"]]
+    first, second = moved_readings(star)
+    assert first.triples == (("X", "plays in club", "UNKNOWN club 1"),
+                             ("UNKNOWN club 1", "plays for country", "UNKNOWN country 1"))
+    assert first.moved == "UNKNOWN club 1" and first.dropped == tuple(star[0])
+    assert "hung ['X', 'plays for country', 'UNKNOWN country 1'] from 'UNKNOWN club 1'" in first.why()
+    assert second.triples == (("X", "plays for country", "UNKNOWN country 1"),
+                              ("UNKNOWN country 1", "plays in club", "UNKNOWN club 1"))
+    # the direction of the moved triple is kept: X as its tail, the leaf takes X's place there
+    turned = moved_readings([["UNKNOWN club 1", "has player", "X"], ["X", "born in", "UNKNOWN city 1"]])
+    assert [r.triples[-1] for r in turned] == [("UNKNOWN club 1", "has player", "UNKNOWN city 1"),
+                                               ("UNKNOWN club 1", "born in", "UNKNOWN city 1")]
+    assert moved_readings([["X", "r", "UNKNOWN a 1"], ["UNKNOWN a 1", "s", "UNKNOWN b 1"]]) == []
+    assert moved_readings([["X", "r", "UNKNOWN a 1"], ["X", "s", "Y"]]) == []
+    assert moved_readings([["X", "r", "UNKNOWN a 1"], ["X", "s", "UNKNOWN b 1"]], limit=1)[0].kind == "moved"
 
 
 def test_longer_readings_add_one_hop_from_the_asked_node_which_its_far_end_becomes() -> None:
@@ -570,6 +591,28 @@ def test_shorter_readings_are_connected_sub_patterns_that_still_ask(triples: lis
 
 @settings(max_examples=300, deadline=None)
 @given(_PATTERNS, st.integers(1, 5))
+def test_moved_readings_hang_one_hop_from_another_leaf_and_ask_for_it(triples: list[tuple[str, str, str]],
+                                                                    limit: int) -> None:
+    """Each moved reading: the same relations, one triple re-hung from an unknown leaf of the pattern, last, its own
+    unknown leaf the node asked for; connected; at most ``limit``."""
+    from simgrag.pattern.graph import Pattern, is_unknown
+
+    readings = moved_readings(triples, limit)
+    assert len(readings) <= limit
+    for reading in readings:
+        assert reading.kind == "moved" and reading.dropped in [tuple(t) for t in triples]
+        assert sorted(r for _, r, _ in reading.triples) == sorted(r for _, r, _ in triples)
+        hung = reading.triples[-1]
+        assert hung[1] == reading.dropped[1] and reading.moved in (hung[0], hung[2]) and is_unknown(reading.moved)
+        assert reading.moved not in reading.dropped  # it hangs from another node than before
+        pattern = Pattern.from_triples(list(reading.triples))
+        assert pattern.is_connected()
+        asked = pattern.asked_node()
+        assert asked is not None and pattern.nodes[asked].text in hung and pattern.nodes[asked].text != reading.moved
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PATTERNS, st.integers(1, 5))
 def test_contracted_readings_are_connected_questions_one_copy_shorter(triples: list[tuple[str, str, str]],
                                                                      limit: int) -> None:
     readings = contracted_readings(triples, limit)
@@ -738,6 +781,50 @@ def test_brothers_and_sisters_split_in_two_hops_are_one_kg_relation(tmp_path: Pa
                             examples=parse_examples(SIBLING_EXAMPLES), ground_patterns=False)
     found = kept.retrieve("What are the nationalities of Ro's brothers and sisters?")
     assert found.pattern is not None and found.pattern.channel_reading != "contracted"
+
+
+CLUBS = [("Ivo", "plays_in_club", "Ashby FC"), ("Ashby FC", "is_in_country", "Brennland"),
+         ("Ivo", "plays_for_country", "Norvia"), ("Bo", "plays_in_club", "Kelwick FC"),
+         ("Kelwick FC", "is_in_country", "Ostria"), ("Bo", "plays_for_country", "Ostria")]
+CLUB_EXAMPLES = """\
+name: clubs
+examples:
+  - question: Which club does Bo play in?
+    triples:
+      - [Bo, plays_in_club, UNKNOWN club 1]
+"""
+
+
+def test_a_hop_hung_from_the_wrong_node_is_moved_where_the_kg_and_the_llm_say(tmp_path: Path) -> None:
+    """"Where is the club Ivo plays for?" written as a star from Ivo, the club asked for (Ashby FC). Of its two moved
+    readings the KG matches the country hop hung from the club best, and only that one meets the channel — which
+    takes it where the question is likelier under it: Brennland."""
+    def star(messages: Sequence[ChatMessage]) -> str:
+        return json.dumps({"triples": [["Ivo", "plays_for_country", "UNKNOWN country 1"],
+                                       ["Ivo", "plays_in_club", "UNKNOWN club 1"]]})
+
+    scored: list[str] = []
+
+    def likelier_moved(prefix: str, condition: str, scored_text: str) -> float:
+        scored.append(condition)
+        return -2.0 if "[UNKNOWN club 1, plays_for_country, UNKNOWN country 1]" in condition else -9.0
+
+    root = small_kg(tmp_path, CLUBS, CLUB_EXAMPLES)
+    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
+    retriever = SimGRAGRetriever(index, FakeLLM(star, scores=likelier_moved), examples=parse_examples(CLUB_EXAMPLES),
+                                 ground_patterns=False)
+    context = retriever.retrieve("Where is the club Ivo plays for?")
+    assert context.pattern is not None and context.pattern.channel_reading == "moved"
+    assert context.pattern.pattern.triples() == [("Ivo", "plays_in_club", "UNKNOWN club 1"),
+                                                 ("UNKNOWN club 1", "plays_for_country", "UNKNOWN country 1")]
+    assert list(context.answer_candidates[:1]) == ["Brennland"]
+    assert not any("[UNKNOWN country 1, plays_in_club, UNKNOWN club 1]" in c for c in scored)  # the KG's pick
+    # where the channel does not prefer it, the LLM's pattern stays
+    kept = SimGRAGRetriever(index, FakeLLM(star, scores=lambda p, c, s: -2.0 if "ANSWER: UNKNOWN club 1" in c
+                                           else -9.0), examples=parse_examples(CLUB_EXAMPLES), ground_patterns=False)
+    found = kept.retrieve("Where is the club Ivo plays for?")
+    assert found.pattern is not None and found.pattern.channel_reading is None
+    assert list(found.answer_candidates[:1]) == ["Ashby FC"]
 
 
 def test_a_fit_that_found_the_named_readings_harmful_keeps_them_off(toy: IndexDir) -> None:

@@ -20,7 +20,9 @@ written with three ``father`` hops: :func:`contracted_readings`); given the KG r
 match heads, the pattern with the hop the LLM left out added ("what does X's wife do for a living?" written as
 X's spouse: :func:`longer_readings`); given the KG's say, the pattern with a hop the LLM added from a named node
 taken out ("What country is X from?" written through X's place of birth, where places have no country edge and
-people do: :func:`skipped_readings`); and, given the examples the prompt showed,
+people do: :func:`skipped_readings`); the pattern with a hop hung from the other of two leaves ("where is the club X
+plays for?" written as a star from X that asks for the club: :func:`moved_readings`, the way round the KG matches
+best); and, given the examples the prompt showed,
 *analogies*: an example's pattern with the question's entities in place of the example's own
 (:func:`analogy_readings`; the KG checks that each entity has the example's relations on those sides). Learned
 examples are read from the KG by the model itself but worded its way, not the user's: for "where is the football
@@ -72,6 +74,7 @@ from typing import Protocol
 from simgrag.errors import ConfigError, LLMError
 from simgrag.grounding.question import normalize_name
 from simgrag.llm.base import LLM, samples_text, scores_text
+from simgrag.match.answers import ANSWER_TOLERANCE
 from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
@@ -79,7 +82,7 @@ from simgrag.pattern.graph import Pattern, is_unknown
 __all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "KNOWN_READINGS", "MARGIN", "MAX_READINGS", "READINGS",
            "SAMPLES", "SAMPLE_TEMPERATURE", "VARIANT", "Analogies", "Anchors", "ChannelChoice", "Extensions",
            "PatternSource", "Reading", "ShotSpelling", "Skips", "analogy_readings", "anchored_readings",
-           "channel_prompt", "contracted_readings", "fit_margin", "longer_readings", "named_readings",
+           "channel_prompt", "contracted_readings", "fit_margin", "longer_readings", "moved_readings", "named_readings",
            "sampled_readings", "shorter_readings", "shot_spelling", "skipped_readings", "variant_readings"]
 
 logger = logging.getLogger(__name__)
@@ -93,8 +96,9 @@ MARGIN = 0.0
 #: in the order the prompt ranks its examples for the question)
 MAX_READINGS = 4
 #: the kinds of reading offered unless told otherwise, each with its function: a hop shorter, a name put in, an
-#: example's pattern, a copied hop taken out, a hop longer, a hop the KG does not go on from skipped
-READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped", "anchored")
+#: example's pattern, a copied hop taken out, a hop longer, a hop the KG does not go on from skipped, an entity the
+#: question names tied to a pattern naming none, a hop hung from another leaf
+READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped", "anchored", "moved")
 #: every kind of reading: :data:`READINGS`, the patterns the LLM samples for the question (:data:`SAMPLES` more
 #: LLM calls per question) and its variant (one more): offered only where a KG's fit turns them on, or when asked for
 KNOWN_READINGS = (*READINGS, "sampled", "variant", "reasked")
@@ -113,11 +117,11 @@ DIRECT_KEEP = 2
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
 #: copied, a last hop it left out that it would itself have written (longer, with the direct score), a hop it added
 #: that the KG does not go on from while the named entity does (skipped), an entity the question names tied to a
-#: pattern that names none (anchored) — so they
+#: pattern that names none (anchored), a hop hung from the wrong one of two leaves (moved) — so they
 #: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
 #: questions are written the model's way and rarely show these slips). The variant joins them where a KG's fit
 #: asked to try it found a gain (:attr:`~simgrag.grounding.fit.GroundingFit.variant`)
-DEFAULT_READINGS = ("named", "contracted", "longer", "skipped", "anchored")
+DEFAULT_READINGS = ("named", "contracted", "longer", "skipped", "anchored", "moved")
 #: the kind name of the variant readings (:func:`variant_readings`)
 VARIANT = "variant"
 
@@ -160,6 +164,7 @@ class Reading:
     skipped: str | None = None  # a skipped reading: the named node that took the dropped hop's far end's place
     asked: str | None = None  # a reasked reading: the unknown leaf it asks for instead
     anchor: str | None = None  # an anchored reading: the named entity its added triple ties to the pattern
+    moved: str | None = None  # a moved reading: the unknown leaf ``dropped`` hangs from instead
 
     @property
     def kind(self) -> str:
@@ -170,6 +175,8 @@ class Reading:
             return "variant"
         if self.anchor is not None:
             return "anchored"
+        if self.moved is not None:
+            return "moved"
         if self.added is not None:
             return "longer"
         if self.asked is not None:
@@ -194,6 +201,8 @@ class Reading:
             return "took the pattern the LLM wrote for the question with more examples shown"
         if self.anchor is not None:
             return f"added {list(self.added or ())}: the question names {self.anchor!r}, the pattern named nothing"
+        if self.moved is not None:
+            return f"hung {list(self.dropped or ())} from {self.moved!r} instead"
         if self.added is not None:
             return f"added {list(self.added)}, a hop from the node it asked for"
         if self.asked is not None:
@@ -422,6 +431,41 @@ def anchored_readings(triples: Sequence[Sequence[str]], ties: Sequence[tuple[str
     return out
 
 
+def moved_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) -> list[Reading]:
+    """The pattern with a hop hung from the wrong node moved: two triples from one node to two unknown leaves (nodes
+    on no other triple), the one hung from the other leaf instead — "where is the football club that X plays for?"
+    written ``[X, plays for country, UNKNOWN country 1], [X, plays in club, UNKNOWN club 1]`` (X's club, asked last)
+    becomes ``[X, plays in club, UNKNOWN club 1], [UNKNOWN club 1, plays for country, UNKNOWN country 1]``: a chain
+    asking for the moved hop's leaf. The relation keeps the LLM's words (the search finds the KG's nearest) and the
+    triple its direction, the other leaf in the shared node's place; nothing is added or dropped, so the channel alone
+    scores it (at most ``limit``)."""
+    full = _as_triples(triples)
+    degree: dict[str, int] = {}
+    for h, _, t in full:
+        for n in {h, t}:
+            degree[n] = degree.get(n, 0) + 1
+    def leaf_of(triple: tuple[str, str, str], node: str) -> str | None:
+        other = triple[2] if triple[0] == node else triple[0]
+        return other if other != node and is_unknown(other) and degree[other] == 1 else None
+    out: list[Reading] = []
+    for i, moving in enumerate(full):
+        for node in dict.fromkeys((moving[0], moving[2])):
+            if leaf_of(moving, node) is None:
+                continue
+            for j, other in enumerate(full):
+                if j == i or node not in (other[0], other[2]):
+                    continue
+                to = leaf_of(other, node)
+                if to is None:
+                    continue
+                h, r, t = moving
+                hung = (to if h == node else h, r, to if t == node else t)
+                rest = (*(x for k, x in enumerate(full) if k != i), hung)  # the moved hop last: it is asked for
+                if Pattern.from_triples(rest).is_connected():
+                    out.append(Reading(rest, moving, moved=to))
+    return _distinct(out)[:limit]
+
+
 def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
                    limit: int = MAX_READINGS) -> list[Reading]:
     """The pattern with one unknown node taken to be an entity the question names and the pattern does not (the
@@ -572,7 +616,8 @@ class ChannelChoice:
                  limit: int = MAX_READINGS, mentions: Callable[[str], Sequence[str]] | None = None,
                  analogies: Analogies | None = None, readings: Collection[str] = READINGS,
                  extensions: Extensions | None = None, skips: Skips | None = None,
-                 anchors: Anchors | None = None, same: Callable[[str, str], bool] | None = None) -> None:
+                 anchors: Anchors | None = None, same: Callable[[str, str], bool] | None = None,
+                 fit: Callable[[Triples], float] | None = None) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
         unknown = sorted(set(readings) - set(KNOWN_READINGS))
@@ -585,6 +630,8 @@ class ChannelChoice:
         self.analogies = analogies if "analogy" in readings else None
         self.shorter = "shorter" in readings
         self.contracted = "contracted" in readings
+        self.moved = "moved" in readings and fit is not None
+        self.fit = fit
         self.same = same
         # longer readings always carry the direct score: on the channel's word alone they add hops the question does
         # not ask (WorldCup2014's file, fitted with them and without it: 3 conjunctive questions lost a club hop)
@@ -607,8 +654,14 @@ class ChannelChoice:
         readings = shorter_readings(triples, self.limit) if self.shorter else []
         if self.contracted:
             readings += contracted_readings(triples, self.limit, self.same)
+        moving = self.moved and result.attempts > 0  # a hop the LLM hung from the wrong node: not where no LLM wrote
+        if moving:
+            readings += self._best_moved(triples)
         if self.mentions is not None:
-            readings += named_readings(triples, self.mentions(text), self.limit)
+            named = named_readings(triples, self.mentions(text), self.limit)
+            readings += named
+            if moving:  # and with a name put in
+                readings += [replace(again, named=r.named) for r in named for again in self._best_moved(r.triples)]
         if self.extensions is not None and result.attempts > 0:  # a hop the LLM left out: not where no LLM wrote it
             readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
                                         shot_spelling(shots))
@@ -660,6 +713,16 @@ class ChannelChoice:
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
                        channel_gap=scores[best + 1] - own, channel_reading=chosen.kind)
+
+    def _best_moved(self, triples: Sequence[Sequence[str]]) -> list[Reading]:
+        """The :func:`moved_readings` of ``triples`` the KG matches best (least GSD, ties kept): which way round a hop
+        hangs is the KG's say; whether it hangs there at all, the channel's."""
+        moved = moved_readings(triples, self.limit)
+        if not moved or self.fit is None:
+            return []
+        fits = [self.fit(r.triples) for r in moved]
+        best = min(fits)
+        return [r for r, gsd in zip(moved, fits, strict=True) if gsd < float("inf") and gsd <= best + ANSWER_TOLERANCE]
 
     def _with_direct(self, text: str, triples: Sequence[Sequence[str]],
                      readings: list[Reading]) -> tuple[list[Reading], dict[int, float]]:

@@ -276,7 +276,8 @@ class SimGRAGRetriever:
                 reader = _QuestionReader(self.subgraphs, generator, judge, self.settings)
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
                                        analogies=reader.analogies, readings=kinds, extensions=reader.extensions,
-                                       skips=reader.skips, anchors=reader.anchors, same=reader.same_relation)
+                                       skips=reader.skips, anchors=reader.anchors, same=reader.same_relation,
+                                       fit=reader.best_gsd)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
@@ -446,19 +447,20 @@ class _QuestionReader:
         examples = self.generator.prompt.examples.examples
         return kinds_of_examples(self.subgraphs.store, (e.triples for e in examples), self.subgraphs.nearest_relation)
 
+    def best_gsd(self, triples: Sequence[Sequence[str]]) -> float:
+        """The GSD of the KG's best match for ``triples`` (infinite where nothing matches)."""
+        try:
+            found = self.subgraphs.retrieve([list(t) for t in triples], self.settings)
+        except SimGRAGError:  # a pattern the search cannot take matches nothing
+            return float("inf")
+        return found.evidence[0].gsd if found.evidence else float("inf")
+
     def _takes_name(self, triples: Triples, name: str) -> bool:
         """Whether the KG matches ``triples`` with ``name`` put in one of its unknown nodes as well as it matches them
         as written (best GSD within the answer tolerance)."""
-        def best(candidate: Sequence[Sequence[str]]) -> float:
-            try:
-                found = self.subgraphs.retrieve([list(t) for t in candidate], self.settings)
-            except SimGRAGError:  # a pattern the search cannot take matches nothing
-                return float("inf")
-            return found.evidence[0].gsd if found.evidence else float("inf")
-
-        own = best(triples)
+        own = self.best_gsd(triples)
         nodes = dict.fromkeys(n for h, _, t in triples for n in (h, t) if is_unknown(n))
-        return any(best([[name if x == node else x for x in t] for t in triples]) <= own + ANSWER_TOLERANCE
+        return any(self.best_gsd([[name if x == node else x for x in t] for t in triples]) <= own + ANSWER_TOLERANCE
                    for node in nodes)
 
     def skips(self, question: str, triples: Triples) -> set[tuple[str, str]]:
