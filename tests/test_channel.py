@@ -21,6 +21,7 @@ from simgrag.grounding.channel import (
     READINGS,
     ChannelChoice,
     Reading,
+    ShotSpelling,
     analogy_readings,
     channel_prompt,
     contracted_readings,
@@ -112,10 +113,14 @@ def test_a_hop_copied_inside_a_chain_is_taken_out_once() -> None:
     shorter readings cannot drop it): contraction takes it out — one reading, however the three copies pair."""
     chain = [["T", "children", "UNKNOWN person 1"], ["UNKNOWN person 1", "children", "UNKNOWN person 2"],
              ["UNKNOWN person 2", "children", "UNKNOWN person 3"], ["UNKNOWN person 3", "profession", "UNKNOWN job 1"]]
-    (contracted,) = contracted_readings(chain)
+    contracted, fully = contracted_readings(chain)
     assert contracted.triples == (("T", "children", "UNKNOWN person 2"), ("UNKNOWN person 2", "children",
                                   "UNKNOWN person 3"), ("UNKNOWN person 3", "profession", "UNKNOWN job 1"))
     assert contracted.dropped == ("UNKNOWN person 1", "children", "UNKNOWN person 2")
+    # and every copy taken out ("the kids of T" written with three children hops)
+    assert fully.triples == (("T", "children", "UNKNOWN person 3"), ("UNKNOWN person 3", "profession",
+                                                                   "UNKNOWN job 1"))
+    assert fully.copied and fully.kind == "contracted"
     assert [r.triples for r in shorter_readings(chain)] == [tuple(map(tuple, chain[:3]))]  # a leaf only
     # a copy at the leaf too ("X's siblings"); other relations, a named middle or a claim are not contracted
     (leaf,) = contracted_readings([["X", "sibling", "UNKNOWN p 1"], ["UNKNOWN p 1", "sibling", "UNKNOWN p 2"]])
@@ -134,7 +139,7 @@ def test_two_hops_the_kg_takes_for_one_relation_contract_into_one_keeping_both_w
     kg_relation = {"brother": "sibling", "sister": "sibling", "nationality": "nationality"}
 
     def same(first: str, second: str) -> bool:
-        return kg_relation[first] == kg_relation[second]
+        return kg_relation.get(first, first) == kg_relation.get(second, second)
 
     assert contracted_readings(split) == []  # without the KG's say, two relations are two hops
     (merged,) = contracted_readings(split, same=same)
@@ -167,6 +172,16 @@ def test_a_hop_hung_from_the_wrong_node_is_moved_to_the_other_leaf() -> None:
     assert moved_readings([["X", "r", "UNKNOWN a 1"], ["UNKNOWN a 1", "s", "UNKNOWN b 1"]]) == []
     assert moved_readings([["X", "r", "UNKNOWN a 1"], ["X", "s", "Y"]]) == []
     assert moved_readings([["X", "r", "UNKNOWN a 1"], ["X", "s", "UNKNOWN b 1"]], limit=1)[0].kind == "moved"
+
+
+def test_a_longer_reading_names_its_new_node_afresh_where_the_numbers_have_gaps() -> None:
+    """A contracted reading keeps ``UNKNOWN person 3`` after dropping person 2: the added hop's far end must not be
+    named person 3 again (that made a loop, ``[UNKNOWN person 3, father, UNKNOWN person 3]``)."""
+    spell = ShotSpelling({"father": ("father", "person")}, per_kind=True)
+    gapped = [["I", "children", "UNKNOWN person 1"], ["UNKNOWN person 1", "spouse", "UNKNOWN person 3"]]
+    (longer,) = longer_readings(gapped, ["father"], spell=spell)
+    assert longer.added == ("UNKNOWN person 3", "father", "UNKNOWN person 4")
+    assert all(h != t for h, _, t in longer.triples)
 
 
 def test_longer_readings_add_one_hop_from_the_asked_node_which_its_far_end_becomes() -> None:

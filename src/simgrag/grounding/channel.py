@@ -295,6 +295,13 @@ def contracted_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READI
             asks = any(is_unknown(n) for h2, _, t2 in rest for n in (h2, t2))  # not a claim
             if asks and len(set(rest)) == len(rest) and Pattern.from_triples(rest).is_connected():
                 out.append(Reading(rest, full[j], copied=True))
+    # and each taken on to no copy at all ("the kids of X" written with three children hops: one hop, not two)
+    for reading in list(out):
+        deeper = reading
+        while further := contracted_readings(deeper.triples, 1, same) if len(deeper.triples) > 1 else []:
+            deeper = replace(further[0], dropped=reading.dropped)
+        if deeper is not reading:
+            out.append(deeper)
     return _distinct(out)[:limit]  # a chain of three copies contracts two ways to one pattern
 
 
@@ -399,7 +406,10 @@ def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
             continue
         kind = " ".join(kind.split()) or "entity"
         same = [n for n in unknown if _node_kind(n) == kind] if spell is not None and spell.per_kind else unknown
-        hop = (asked, written, f"UNKNOWN {kind} {1 + len(same)}")
+        number = 1 + len(same)
+        while f"UNKNOWN {kind} {number}" in unknown:  # a pattern numbered with gaps (a copy taken out): a new node
+            number += 1
+        hop = (asked, written, f"UNKNOWN {kind} {number}")
         if len(out) >= limit:
             break
         out.append(Reading((*full, hop), added=hop))
