@@ -30,6 +30,7 @@ from simgrag.grounding.channel import (
     moved_readings,
     named_readings,
     shorter_readings,
+    unnamed_pattern,
 )
 from simgrag.grounding.fit import GroundingFit, read_fit, store_fit
 from simgrag.index.directory import IndexDir, build_index_dir, open_index_dir, with_relation_aliases
@@ -182,6 +183,25 @@ def test_a_longer_reading_names_its_new_node_afresh_where_the_numbers_have_gaps(
     (longer,) = longer_readings(gapped, ["father"], spell=spell)
     assert longer.added == ("UNKNOWN person 3", "father", "UNKNOWN person 4")
     assert all(h != t for h, _, t in longer.triples)
+
+
+def test_a_name_the_question_does_not_give_is_put_back_as_an_unknown_node() -> None:
+    """The LLM names X's national team (its own knowledge) in a star for "where is the club X plays for?": that leaf
+    becomes an unknown node of the kind the examples give the relation's far end; names the question gives stay."""
+    star = [["X", "plays for country", "Argentina"], ["X", "plays in club", "UNKNOWN club 1"]]
+    spell = ShotSpelling({"plays for country": ("plays for country", "country")})
+    question = "where is the football club that X plays for ?"
+    taken = unnamed_pattern(star, ["X"], question, spell)
+    assert taken == ((("X", "plays for country", "UNKNOWN country 1"), ("X", "plays in club", "UNKNOWN club 1")),
+                     "Argentina")
+    assert unnamed_pattern(star, ["X", "Argentina"], question, spell) is None  # a mention the KG has
+    assert unnamed_pattern(star, ["X"], "where is the club X of Argentina plays for?", spell) is None  # said
+    # without the examples' say the node is untyped; its number is a fresh one
+    clash = [["X", "r", "Y"], ["X", "s", "UNKNOWN entity 1"]]
+    assert unnamed_pattern(clash, ["X"], "what about X?") == (
+        (("X", "r", "UNKNOWN entity 2"), ("X", "s", "UNKNOWN entity 1")), "Y")
+    assert unnamed_pattern([["X", "r", "UNKNOWN a 1"]], ["X"], "X?") is None
+    assert unnamed_pattern([["X", "r", "Y"], ["Y", "s", "UNKNOWN a 1"]], ["X"], "X?") is None  # Y is no leaf
 
 
 def test_longer_readings_add_one_hop_from_the_asked_node_which_its_far_end_becomes() -> None:
@@ -840,6 +860,29 @@ def test_a_hop_hung_from_the_wrong_node_is_moved_where_the_kg_and_the_llm_say(tm
     found = kept.retrieve("Where is the club Ivo plays for?")
     assert found.pattern is not None and found.pattern.channel_reading is None
     assert list(found.answer_candidates[:1]) == ["Ashby FC"]
+
+
+def test_a_national_team_the_question_does_not_name_is_taken_out_before_the_hop_is_moved(tmp_path: Path) -> None:
+    """The LLM names Ivo's national team (Norvia), which the question does not: taken out, the star moves as above."""
+    def named_star(messages: Sequence[ChatMessage]) -> str:
+        return json.dumps({"triples": [["Ivo", "plays_for_country", "Norvia"],
+                                       ["Ivo", "plays_in_club", "UNKNOWN club 1"]]})
+
+    def likelier_moved(prefix: str, condition: str, scored_text: str) -> float:
+        return -2.0 if "[UNKNOWN club 1, plays_for_country, UNKNOWN" in condition else -9.0
+
+    root = small_kg(tmp_path, CLUBS, CLUB_EXAMPLES)
+    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
+    retriever = SimGRAGRetriever(index, FakeLLM(named_star, scores=likelier_moved),
+                                 examples=parse_examples(CLUB_EXAMPLES), ground_patterns=False)
+    context = retriever.retrieve("Where is the club Ivo plays for?")
+    assert context.pattern is not None and context.pattern.channel_reading == "moved"
+    assert list(context.answer_candidates[:1]) == ["Brennland"]
+    assert context.pattern.kg_repairs[-1].startswith("took out 'Norvia', which the question does not name, and hung")
+    # where the question names it, it stays: the LLM's pattern (Ivo's club) is kept
+    kept = retriever.retrieve("Where is the club Ivo of Norvia plays for?")
+    assert kept.pattern is not None and kept.pattern.channel_reading is None
+    assert list(kept.answer_candidates[:1]) == ["Ashby FC"]
 
 
 def test_a_fit_that_found_the_named_readings_harmful_keeps_them_off(toy: IndexDir) -> None:

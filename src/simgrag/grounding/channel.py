@@ -75,6 +75,7 @@ from simgrag.errors import ConfigError, LLMError
 from simgrag.grounding.question import normalize_name
 from simgrag.llm.base import LLM, samples_text, scores_text
 from simgrag.match.answers import ANSWER_TOLERANCE
+from simgrag.match.kinds import UNTYPED
 from simgrag.pattern.examples import Example
 from simgrag.pattern.generate import PatternGenerator, PatternResult
 from simgrag.pattern.graph import Pattern, is_unknown
@@ -83,7 +84,8 @@ __all__ = ["CHANNEL", "DEFAULT_READINGS", "DIRECT_KEEP", "KNOWN_READINGS", "MARG
            "SAMPLES", "SAMPLE_TEMPERATURE", "VARIANT", "Analogies", "Anchors", "ChannelChoice", "Extensions",
            "PatternSource", "Reading", "ShotSpelling", "Skips", "analogy_readings", "anchored_readings",
            "channel_prompt", "contracted_readings", "fit_margin", "longer_readings", "moved_readings", "named_readings",
-           "sampled_readings", "shorter_readings", "shot_spelling", "skipped_readings", "variant_readings"]
+           "sampled_readings", "shorter_readings", "shot_spelling", "skipped_readings", "unnamed_pattern",
+           "variant_readings"]
 
 logger = logging.getLogger(__name__)
 
@@ -165,6 +167,7 @@ class Reading:
     asked: str | None = None  # a reasked reading: the unknown leaf it asks for instead
     anchor: str | None = None  # an anchored reading: the named entity its added triple ties to the pattern
     moved: str | None = None  # a moved reading: the unknown leaf ``dropped`` hangs from instead
+    unnamed: str | None = None  # a moved reading: the name the LLM put at a leaf, which the question does not give
 
     @property
     def kind(self) -> str:
@@ -202,7 +205,8 @@ class Reading:
         if self.anchor is not None:
             return f"added {list(self.added or ())}: the question names {self.anchor!r}, the pattern named nothing"
         if self.moved is not None:
-            return f"hung {list(self.dropped or ())} from {self.moved!r} instead"
+            took = f"took out {self.unnamed!r}, which the question does not name, and " if self.unnamed else ""
+            return f"{took}hung {list(self.dropped or ())} from {self.moved!r} instead"
         if self.added is not None:
             return f"added {list(self.added)}, a hop from the node it asked for"
         if self.asked is not None:
@@ -476,6 +480,33 @@ def moved_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) 
     return _distinct(out)[:limit]
 
 
+def unnamed_pattern(triples: Sequence[Sequence[str]], names: Collection[str], question: str,
+                    spell: ShotSpelling | None = None) -> tuple[Triples, str] | None:
+    """``triples`` with the first named leaf (a node on one triple) that neither ``names`` (the KG names of the
+    question's entity mentions) nor the question's own words give put back as an unknown node, and that name; the
+    node's kind is the one the examples give the far end of its relation (``spell``), else untyped. "where is the
+    football club that X plays for?" written ``[X, plays for country, Argentina], [X, plays in club, UNKNOWN club
+    1]``: Argentina is the LLM's own knowledge, not the question's — and the star it leaves can then be moved
+    (:func:`moved_readings`). ``None`` where every named leaf is the question's."""
+    full = _as_triples(triples)
+    said = normalize_name(question)
+    given = {normalize_name(n) for n in names}
+    ends = [n for h, _, t in full for n in (h, t)]
+    unknown = {n for n in ends if is_unknown(n)}
+    for h, relation, t in full:
+        for leaf in (t, h):
+            name = normalize_name(leaf)
+            if is_unknown(leaf) or ends.count(leaf) != 1 or name in given or not name or name in said:
+                continue
+            kind = spell(relation)[1] if spell is not None and leaf == t else UNTYPED
+            number = 1 + sum(_node_kind(n) == kind for n in unknown)
+            while f"UNKNOWN {kind} {number}" in unknown:
+                number += 1
+            node = f"UNKNOWN {kind} {number}"
+            return tuple((node if a == leaf else a, r, node if b == leaf else b) for a, r, b in full), leaf
+    return None
+
+
 def named_readings(triples: Sequence[Sequence[str]], names: Sequence[str],
                    limit: int = MAX_READINGS) -> list[Reading]:
     """The pattern with one unknown node taken to be an entity the question names and the pattern does not (the
@@ -668,10 +699,15 @@ class ChannelChoice:
         if moving:
             readings += self._best_moved(triples)
         if self.mentions is not None:
-            named = named_readings(triples, self.mentions(text), self.limit)
+            names = self.mentions(text)
+            named = named_readings(triples, names, self.limit)
             readings += named
-            if moving:  # and with a name put in
+            if moving:  # and with a name put in, or a name the question does not give taken out
                 readings += [replace(again, named=r.named) for r in named for again in self._best_moved(r.triples)]
+                for source in (triples, *(r.triples for r in named)):
+                    taken = unnamed_pattern(source, names, text, shot_spelling(shots))
+                    if taken is not None:
+                        readings += [replace(again, unnamed=taken[1]) for again in self._best_moved(taken[0])]
         if self.extensions is not None and result.attempts > 0:  # a hop the LLM left out: not where no LLM wrote it
             readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
                                         shot_spelling(shots))
