@@ -4,7 +4,7 @@ log P(question | pattern); fitted per KG like the edit families, stored with the
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from simgrag.grounding.channel import (
     channel_prompt,
     contracted_readings,
     fit_margin,
+    joined_readings,
     longer_readings,
     moved_readings,
     named_readings,
@@ -202,6 +203,26 @@ def test_a_name_the_question_does_not_give_is_put_back_as_an_unknown_node() -> N
         (("X", "r", "UNKNOWN entity 2"), ("X", "s", "UNKNOWN entity 1")), "Y")
     assert unnamed_pattern([["X", "r", "UNKNOWN a 1"]], ["X"], "X?") is None
     assert unnamed_pattern([["X", "r", "Y"], ["Y", "s", "UNKNOWN a 1"]], ["X"], "X?") is None  # Y is no leaf
+
+
+def test_a_pattern_in_parts_is_joined_at_each_pair_of_unknown_nodes() -> None:
+    """Two labels for one person: each pair of unknown nodes across the parts is a reading, the named part's node
+    kept, unless the join asks for another node; a connected pattern has none."""
+    parts = [["UNKNOWN person 1", "leads project", "Atlas"], ["UNKNOWN project 1", "works in", "UNKNOWN dept 1"]]
+    (first,) = joined_readings(parts)  # the department in the person's place would ask for the project instead
+    assert first.triples == (("UNKNOWN person 1", "leads project", "Atlas"),
+                             ("UNKNOWN person 1", "works in", "UNKNOWN dept 1"))
+    assert first.joined == ("UNKNOWN project 1", "UNKNOWN person 1") and first.kind == "joined"
+    assert "took 'UNKNOWN project 1' to be 'UNKNOWN person 1', joining the pattern's parts" in first.why()
+    # the person's religion tied to the wife: the node asked for (her religion) stays asked for
+    loose = [["UNKNOWN person 1", "religion", "UNKNOWN religion 1"], ["R", "spouse", "UNKNOWN person 2"],
+             ["UNKNOWN person 2", "religion", "UNKNOWN religion 2"]]
+    assert [r.joined for r in joined_readings(loose)] == [("UNKNOWN person 1", "UNKNOWN person 2"),
+                                                         ("UNKNOWN religion 1", "UNKNOWN person 2")]
+    assert joined_readings([["X", "r", "UNKNOWN a 1"], ["UNKNOWN a 1", "s", "UNKNOWN b 1"]]) == []
+    assert joined_readings([]) == []
+    # a pair whose join would make a loop or a triple twice is not offered
+    assert joined_readings([["UNKNOWN a 1", "r", "X"], ["UNKNOWN b 1", "r", "X"]]) == []
 
 
 def test_longer_readings_add_one_hop_from_the_asked_node_which_its_far_end_becomes() -> None:
@@ -647,6 +668,24 @@ def test_moved_readings_hang_one_hop_from_another_leaf_and_ask_for_it(triples: l
 
 
 @settings(max_examples=300, deadline=None)
+@given(_PATTERNS)
+def test_joined_readings_rename_one_unknown_node_into_another_part(triples: list[tuple[str, str, str]]) -> None:
+    """Each joined reading: the same relations, one unknown node of one part renamed to one of another part, fewer
+    parts, no loop and no triple twice."""
+    from simgrag.pattern.graph import Pattern, is_unknown
+
+    parts = len(Pattern.from_triples(triples).components()) if triples else 0
+    for reading in joined_readings(triples):
+        assert reading.joined is not None
+        gone, keep = reading.joined
+        assert is_unknown(gone) and is_unknown(keep)
+        assert [r for _, r, _ in reading.triples] == [r for _, r, _ in triples]
+        assert reading.triples == tuple((keep if h == gone else h, r, keep if t == gone else t) for h, r, t in triples)
+        assert len(Pattern.from_triples(list(reading.triples)).components()) < parts
+        assert len(set(reading.triples)) == len(reading.triples) and all(h != t for h, _, t in reading.triples)
+
+
+@settings(max_examples=300, deadline=None)
 @given(_PATTERNS, st.integers(1, 5))
 def test_contracted_readings_are_connected_questions_copies_shorter(triples: list[tuple[str, str, str]],
                                                                    limit: int) -> None:
@@ -893,6 +932,49 @@ def test_a_national_team_the_question_does_not_name_is_taken_out_before_the_hop_
     kept = retriever.retrieve("Where is the club Ivo of Norvia plays for?")
     assert kept.pattern is not None and kept.pattern.channel_reading is None
     assert list(kept.answer_candidates[:1]) == ["Ashby FC"]
+
+
+TEAM = [("Ann", "leads_project", "Atlas"), ("Ann", "works_in", "Sales"), ("Bob", "leads_project", "Comet"),
+        ("Bob", "works_in", "Finance"), ("Sales", "located_in", "North Tower")]
+TEAM_EXAMPLES = """\
+name: team
+examples:
+  - question: Who leads Comet?
+    triples:
+      - [UNKNOWN person 1, leads_project, Comet]
+"""
+
+
+def test_a_pattern_in_parts_is_joined_where_the_kg_matches_it_as_well(tmp_path: Path) -> None:
+    """"Which department does the leader of Atlas work in?" written with two labels for the leader: the loose part
+    matches anybody's department. Joined, the KG matches it exactly — taken though the channel (which cannot tell)
+    prefers the parts; of the two joins the KG matches alike (it ignores directions) the channel picks the likelier;
+    where the KG matches the parts better (no leader is located anywhere), they stay."""
+    def written(second: list[str]) -> Callable[[Sequence[ChatMessage]], str]:
+        return lambda messages: json.dumps({"triples": [["UNKNOWN person 1", "leads_project", "Atlas"], second]})
+
+    def likelier_in_parts(prefix: str, condition: str, scored_text: str) -> float:
+        if "[UNKNOWN project 1, works_in, UNKNOWN department 1]" in condition:  # the parts, as the LLM wrote them
+            return -2.0
+        return -5.0 if "[UNKNOWN person 1, works_in, UNKNOWN department 1]" in condition else -9.0
+
+    root = small_kg(tmp_path, TEAM, TEAM_EXAMPLES)
+    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
+    parts = written(["UNKNOWN project 1", "works_in", "UNKNOWN department 1"])
+    retriever = SimGRAGRetriever(index, FakeLLM(parts, scores=likelier_in_parts),
+                                 examples=parse_examples(TEAM_EXAMPLES), ground_patterns=False)
+    context = retriever.retrieve("Which department does the leader of Atlas work in?")
+    assert context.pattern is not None and context.pattern.channel_reading == "joined"
+    assert context.pattern.pattern.triples() == [("UNKNOWN person 1", "leads_project", "Atlas"),
+                                                 ("UNKNOWN person 1", "works_in", "UNKNOWN department 1")]
+    assert list(context.answer_candidates[:1]) == ["Sales"]
+    assert "joining the pattern's parts: the KG matches it as well as the parts" in context.pattern.kg_repairs[-1]
+    located = written(["UNKNOWN project 1", "located_in", "UNKNOWN place 1"])
+    kept = SimGRAGRetriever(index, FakeLLM(located, scores=likelier_in_parts), examples=parse_examples(TEAM_EXAMPLES),
+                            ground_patterns=False)
+    found = kept.retrieve("Where is the leader of Atlas located?")
+    assert found.pattern is not None and found.pattern.channel_reading != "joined"
+    assert ("UNKNOWN project 1", "located_in", "UNKNOWN place 1") in found.pattern.pattern.triples()
 
 
 def test_a_fit_that_found_the_named_readings_harmful_keeps_them_off(toy: IndexDir) -> None:
