@@ -969,6 +969,14 @@ def test_a_pattern_in_parts_is_joined_where_the_kg_matches_it_as_well(tmp_path: 
                                                  ("UNKNOWN person 1", "works_in", "UNKNOWN department 1")]
     assert list(context.answer_candidates[:1]) == ["Sales"]
     assert "joining the pattern's parts: the KG matches it as well as the parts" in context.pattern.kg_repairs[-1]
+    # a department the question does not name (the LLM's guess) is put back as an unknown node before the join
+    guessed = SimGRAGRetriever(index, FakeLLM(written(["UNKNOWN project 1", "works_in", "Finance"]),
+                                              scores=likelier_in_parts), examples=parse_examples(TEAM_EXAMPLES),
+                               ground_patterns=False)
+    again = guessed.retrieve("Which department does the leader of Atlas work in?")
+    assert again.pattern is not None and again.pattern.channel_reading == "joined"
+    assert list(again.answer_candidates[:1]) == ["Sales"]
+    assert again.pattern.kg_repairs[-1].startswith("took out 'Finance', which the question does not name, and took")
     located = written(["UNKNOWN project 1", "located_in", "UNKNOWN place 1"])
     kept = SimGRAGRetriever(index, FakeLLM(located, scores=likelier_in_parts), examples=parse_examples(TEAM_EXAMPLES),
                             ground_patterns=False)

@@ -208,7 +208,8 @@ class Reading:
         if self.anchor is not None:
             return f"added {list(self.added or ())}: the question names {self.anchor!r}, the pattern named nothing"
         if self.joined is not None:
-            return f"took {self.joined[0]!r} to be {self.joined[1]!r}, joining the pattern's parts"
+            took = f"took out {self.unnamed!r}, which the question does not name, and " if self.unnamed else ""
+            return f"{took}took {self.joined[0]!r} to be {self.joined[1]!r}, joining the pattern's parts"
         if self.moved is not None:
             took = f"took out {self.unnamed!r}, which the question does not name, and " if self.unnamed else ""
             return f"{took}hung {list(self.dropped or ())} from {self.moved!r} instead"
@@ -533,7 +534,8 @@ def unnamed_pattern(triples: Sequence[Sequence[str]], names: Collection[str], qu
             name = normalize_name(leaf)
             if is_unknown(leaf) or ends.count(leaf) != 1 or name in given or not name or name in said:
                 continue
-            kind = spell(relation)[1] if spell is not None and leaf == t else UNTYPED
+            known = spell.known.get(_relation_key(relation)) if spell is not None and leaf == t else None
+            kind = known[1] if known is not None else UNTYPED  # the examples' word for it, else none
             number = 1 + sum(_node_kind(n) == kind for n in unknown)
             while f"UNKNOWN {kind} {number}" in unknown:
                 number += 1
@@ -804,7 +806,14 @@ class ChannelChoice:
         if not self.joined or result.attempts == 0:  # not where no LLM wrote the pattern
             return result
         triples = result.pattern.triples()
-        joined = self._best_of(joined_readings(triples))
+        candidates = joined_readings(triples)
+        if self.mentions is not None:  # and with a name the question does not give put back as an unknown node
+            prompt = self.generator.prompt
+            taken = unnamed_pattern(triples, self.mentions(text), text,
+                                    shot_spelling([*prompt.static_examples, *prompt.dynamic_examples(text)]))
+            if taken is not None:
+                candidates += [replace(r, unnamed=taken[1]) for r in joined_readings(taken[0])]
+        joined = self._best_of(candidates, cap=2 * self.limit)
         if not joined or self.fit is None:
             return result
         own, gsd = self.fit(_as_triples(triples)), self.fit(joined[0].triples)
@@ -833,10 +842,10 @@ class ChannelChoice:
         say; whether it hangs there at all, the channel's."""
         return self._best_of(moved_readings(triples, self.limit))
 
-    def _best_of(self, readings: Sequence[Reading]) -> list[Reading]:
+    def _best_of(self, readings: Sequence[Reading], cap: int | None = None) -> list[Reading]:
         """Of ``readings`` (one pattern's alternatives that add and drop nothing), those the KG matches best (least
-        GSD, ties kept; at most :attr:`limit` searched, in order)."""
-        readings = list(readings)[:self.limit]
+        GSD, ties kept; at most ``cap`` searched, in order: :attr:`limit` unless given)."""
+        readings = list(readings)[:cap if cap is not None else self.limit]
         if not readings or self.fit is None:
             return []
         fits = [self.fit(r.triples) for r in readings]
