@@ -22,7 +22,8 @@ X's spouse: :func:`longer_readings`); given the KG's say, the pattern with a hop
 taken out ("What country is X from?" written through X's place of birth, where places have no country edge and
 people do: :func:`skipped_readings`); the pattern with a hop hung from the other of two leaves ("where is the club X
 plays for?" written as a star from X that asks for the club: :func:`moved_readings`, the way round the KG matches
-best); and, given the examples the prompt showed,
+best); a pattern written in parts with one node under two labels joined (:func:`joined_readings`, taken where the
+KG matches it as well as the parts — the channel cannot tell a loose part); and, given the examples the prompt showed,
 *analogies*: an example's pattern with the question's entities in place of the example's own
 (:func:`analogy_readings`; the KG checks that each entity has the example's relations on those sides). Learned
 examples are read from the KG by the model itself but worded its way, not the user's: for "where is the football
@@ -99,7 +100,7 @@ MARGIN = 0.0
 MAX_READINGS = 4
 #: the kinds of reading offered unless told otherwise, each with its function: a hop shorter, a name put in, an
 #: example's pattern, a copied hop taken out, a hop longer, a hop the KG does not go on from skipped, an entity the
-#: question names tied to a pattern naming none, a hop hung from another leaf
+#: question names tied to a pattern naming none, a hop hung from another leaf, a pattern's parts joined
 READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped", "anchored", "moved", "joined")
 #: every kind of reading: :data:`READINGS`, the patterns the LLM samples for the question (:data:`SAMPLES` more
 #: LLM calls per question) and its variant (one more): offered only where a KG's fit turns them on, or when asked for
@@ -119,7 +120,8 @@ DIRECT_KEEP = 2
 #: found harm: each undoes a mistake no question asks for — an entity the question names left out, a hop the LLM
 #: copied, a last hop it left out that it would itself have written (longer, with the direct score), a hop it added
 #: that the KG does not go on from while the named entity does (skipped), an entity the question names tied to a
-#: pattern that names none (anchored), a hop hung from the wrong one of two leaves (moved) — so they
+#: pattern that names none (anchored), a hop hung from the wrong one of two leaves (moved), one node written under
+#: two labels (joined: taken on the KG's say alone) — so they
 #: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
 #: questions are written the model's way and rarely show these slips). The variant joins them where a KG's fit
 #: asked to try it found a gain (:attr:`~simgrag.grounding.fit.GroundingFit.variant`)
@@ -167,7 +169,7 @@ class Reading:
     asked: str | None = None  # a reasked reading: the unknown leaf it asks for instead
     anchor: str | None = None  # an anchored reading: the named entity its added triple ties to the pattern
     moved: str | None = None  # a moved reading: the unknown leaf ``dropped`` hangs from instead
-    unnamed: str | None = None  # a moved reading: the name the LLM put at a leaf, which the question does not give
+    unnamed: str | None = None  # a moved or joined reading: the name the LLM put at a leaf, which the question lacks
     joined: tuple[str, str] | None = None  # a joined reading: (the unknown node taken out, the one in its place)
 
     @property
@@ -725,11 +727,12 @@ class ChannelChoice:
         self.reasked = "reasked" in readings
 
     def pattern(self, text: str) -> PatternResult:
-        result = self._joined(text, self.inner.pattern(text))
-        triples = result.pattern.triples()
+        result = self.inner.pattern(text)
         prompt = self.generator.prompt
         dynamic = prompt.dynamic_examples(text)  # word overlap only: cheap, and ranked once for every use below
         shots = [*prompt.static_examples, *dynamic]  # what the pattern prompt showed for the question
+        result = self._joined(text, result, shots)
+        triples = result.pattern.triples()
         readings = shorter_readings(triples, self.limit) if self.shorter else []
         if self.contracted:
             readings += contracted_readings(triples, self.limit, self.same)
@@ -798,7 +801,7 @@ class ChannelChoice:
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
                        channel_gap=scores[best + 1] - own, channel_reading=chosen.kind)
 
-    def _joined(self, text: str, result: PatternResult) -> PatternResult:
+    def _joined(self, text: str, result: PatternResult, shots: Sequence[Example]) -> PatternResult:
         """``result`` with its parts joined where the LLM wrote a pattern in parts and the KG matches one of its
         :func:`joined_readings` (the best) as well as the parts: a part hanging loose is not what a question asks
         (it matches anything), and the channel cannot tell — the 1.5B model found "Which department does the leader
@@ -808,9 +811,7 @@ class ChannelChoice:
         triples = result.pattern.triples()
         candidates = joined_readings(triples)
         if self.mentions is not None:  # and with a name the question does not give put back as an unknown node
-            prompt = self.generator.prompt
-            taken = unnamed_pattern(triples, self.mentions(text), text,
-                                    shot_spelling([*prompt.static_examples, *prompt.dynamic_examples(text)]))
+            taken = unnamed_pattern(triples, self.mentions(text), text, shot_spelling(shots))
             if taken is not None:
                 candidates += [replace(r, unnamed=taken[1]) for r in joined_readings(taken[0])]
         joined = self._best_of(candidates, cap=2 * self.limit)
@@ -823,11 +824,11 @@ class ChannelChoice:
         joined = alike or joined  # two nodes the LLM typed alike first ("person" and "person", not a religion)
         chosen = joined[0]
         if len(joined) > 1:  # joins the KG matches alike (it ignores directions): the LLM's likelihood picks
-            prompt = self.generator.prompt
             items = [(_condition(r.triples), " " + text.strip() + "\n") for r in joined]
             try:
-                scores = self.llm.score_continuations(  # type: ignore[attr-defined]
-                    channel_prompt([*prompt.static_examples, *prompt.dynamic_examples(text)]), items)
+                scores = self.llm.score_continuations(channel_prompt(shots), items)  # type: ignore[attr-defined]
+                if len(scores) != len(items):
+                    raise LLMError(f"{self.llm.name} gave {len(scores)} scores for {len(items)} joined readings")
                 chosen = joined[max(range(len(joined)), key=lambda i: scores[i])]
             except LLMError as exc:
                 logger.warning("joined readings not scored for %r (the first kept): %s", text, exc)
