@@ -668,6 +668,25 @@ def test_moved_readings_hang_one_hop_from_another_leaf_and_ask_for_it(triples: l
 
 
 @settings(max_examples=300, deadline=None)
+@given(_PATTERNS, st.lists(st.sampled_from(["A", "B", "C"]), max_size=2), st.sampled_from(["", "what of A?", "B"]))
+def test_unnamed_pattern_puts_back_one_named_leaf_the_question_lacks(triples: list[tuple[str, str, str]],
+                                                                    names: list[str], question: str) -> None:
+    """None, or the pattern with one named leaf the question and its mentions lack replaced by a fresh unknown node."""
+    from simgrag.pattern.graph import is_unknown
+
+    taken = unnamed_pattern(triples, names, question)
+    if taken is None:
+        return
+    pattern, name = taken
+    assert not is_unknown(name) and name not in names and name.lower() not in question.lower()
+    changed = [(a, b) for a, b in zip(triples, pattern, strict=True) if tuple(a) != b]
+    assert len(changed) == 1
+    (before, after), = changed
+    fresh = ({after[0], after[2]} - {before[0], before[2]}).pop()
+    assert is_unknown(fresh) and fresh not in {n for h, _, t in triples for n in (h, t)}
+
+
+@settings(max_examples=300, deadline=None)
 @given(_PATTERNS)
 def test_joined_readings_rename_one_unknown_node_into_another_part(triples: list[tuple[str, str, str]]) -> None:
     """Each joined reading: the same relations, one unknown node of one part renamed to one of another part, fewer
