@@ -1004,6 +1004,45 @@ def test_a_pattern_in_parts_is_joined_where_the_kg_matches_it_as_well(tmp_path: 
     assert ("UNKNOWN project 1", "located_in", "UNKNOWN place 1") in found.pattern.pattern.triples()
 
 
+COUPLES = [("Ada", "spouse", "Bo"), ("Bo", "profession", "Baker"), ("Ada", "profession", "Tailor"),
+           ("Cy", "spouse", "Di"), ("Di", "profession", "Smith"), ("Cy", "profession", "Miner")]
+COUPLE_EXAMPLES = """\
+name: couples
+examples:
+  - question: What is Cy's profession?
+    triples:
+      - [Cy, profession, UNKNOWN profession 1]
+  - question: Who is Cy's spouse?
+    triples:
+      - [Cy, spouse, UNKNOWN person 1]
+"""
+
+
+def test_an_asked_node_of_a_kind_its_hop_cannot_reach_is_reached_through_one_more(tmp_path: Path) -> None:
+    """"What does Ada's husband do?" written ``[Ada, spouse, UNKNOWN profession 1]``: with the kind prior the spouse
+    (no profession) costs the match, and one more hop of the KG's — profession — reaches the kind asked for: Baker.
+    Without the kind prior nothing is cheaper than the LLM's pattern, which stays."""
+    def kind_slip(messages: Sequence[ChatMessage]) -> str:
+        return json.dumps({"triples": [["Ada", "spouse", "UNKNOWN profession 1"]]})
+
+    root = small_kg(tmp_path, COUPLES, COUPLE_EXAMPLES)
+    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
+    examples = parse_examples(COUPLE_EXAMPLES)
+    retriever = SimGRAGRetriever(index, FakeLLM(kind_slip, scores=lambda p, c, t: -5.0), examples=examples,
+                                 ground_patterns=False, kind_prior=True)
+    context = retriever.retrieve("What does Ada's husband do?")
+    assert context.pattern is not None and context.pattern.channel_reading == "retyped"
+    assert context.pattern.pattern.triples() == [("Ada", "spouse", "UNKNOWN entity 1"),
+                                                 ("UNKNOWN entity 1", "profession", "UNKNOWN profession 1")]
+    assert list(context.answer_candidates[:1]) == ["Baker"]
+    assert "a hop of the kind it asks for: the KG matches it better" in context.pattern.kg_repairs[-1]
+    plain = SimGRAGRetriever(index, FakeLLM(kind_slip, scores=lambda p, c, t: -5.0), examples=examples,
+                             ground_patterns=False, kind_prior=False)
+    kept = plain.retrieve("What does Ada's husband do?")
+    assert kept.pattern is not None and kept.pattern.channel_reading != "retyped"
+    assert kept.pattern.pattern.triples() == [("Ada", "spouse", "UNKNOWN profession 1")]
+
+
 def test_a_fit_that_found_the_named_readings_harmful_keeps_them_off(toy: IndexDir) -> None:
     store_fit(toy.path, GroundingFit(False, (), {"questions": 3}, named_margin=None))
     fitted = open_index_dir(toy.path, embedder=HashEmbedder(dim=256))

@@ -359,7 +359,8 @@ def list_components() -> None:
               "found a gain, the patterns it samples or writes with more examples shown) by the question's "
               "likelihood and its own (readings and margin fitted per KG; where it is off, the default readings (a "
               "name put in, a copied hop taken out, a hop added or skipped, a named entity tied to a pattern that "
-              "names none, a hop moved to the leaf it hangs from, a pattern in parts joined) run unless the KG's "
+              "names none, a hop moved to the leaf it hangs from, a pattern in parts joined, a hop to the kind asked "
+              "for) run unless the KG's "
               "fit found harm; "
               "--channel/--no-channel)", highlight=False)
 

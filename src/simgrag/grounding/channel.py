@@ -101,7 +101,8 @@ MAX_READINGS = 4
 #: the kinds of reading offered unless told otherwise, each with its function: a hop shorter, a name put in, an
 #: example's pattern, a copied hop taken out, a hop longer, a hop the KG does not go on from skipped, an entity the
 #: question names tied to a pattern naming none, a hop hung from another leaf, a pattern's parts joined
-READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped", "anchored", "moved", "joined")
+READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped", "anchored", "moved", "joined",
+            "retyped")
 #: every kind of reading: :data:`READINGS`, the patterns the LLM samples for the question (:data:`SAMPLES` more
 #: LLM calls per question) and its variant (one more): offered only where a KG's fit turns them on, or when asked for
 KNOWN_READINGS = (*READINGS, "sampled", "variant", "reasked")
@@ -125,7 +126,7 @@ DIRECT_KEEP = 2
 #: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
 #: questions are written the model's way and rarely show these slips). The variant joins them where a KG's fit
 #: asked to try it found a gain (:attr:`~simgrag.grounding.fit.GroundingFit.variant`)
-DEFAULT_READINGS = ("named", "contracted", "longer", "skipped", "anchored", "moved", "joined")
+DEFAULT_READINGS = ("named", "contracted", "longer", "skipped", "anchored", "moved", "joined", "retyped")
 #: the kind name of the variant readings (:func:`variant_readings`)
 VARIANT = "variant"
 
@@ -171,6 +172,7 @@ class Reading:
     moved: str | None = None  # a moved reading: the unknown leaf ``dropped`` hangs from instead
     unnamed: str | None = None  # a moved or joined reading: the name the LLM put at a leaf, which the question lacks
     joined: tuple[str, str] | None = None  # a joined reading: (the unknown node taken out, the one in its place)
+    retyped: str | None = None  # a retyped reading: the asked node, now reached through ``added``
 
     @property
     def kind(self) -> str:
@@ -185,6 +187,8 @@ class Reading:
             return "moved"
         if self.joined is not None:
             return "joined"
+        if self.retyped is not None:
+            return "retyped"
         if self.added is not None:
             return "longer"
         if self.asked is not None:
@@ -209,6 +213,8 @@ class Reading:
             return "took the pattern the LLM wrote for the question with more examples shown"
         if self.anchor is not None:
             return f"added {list(self.added or ())}: the question names {self.anchor!r}, the pattern named nothing"
+        if self.retyped is not None:
+            return f"reached {self.retyped!r} through {list(self.added or ())}, a hop of the kind it asks for"
         if self.joined is not None:
             took = f"took out {self.unnamed!r}, which the question does not name, and " if self.unnamed else ""
             return f"{took}took {self.joined[0]!r} to be {self.joined[1]!r}, joining the pattern's parts"
@@ -712,6 +718,7 @@ class ChannelChoice:
         self.contracted = "contracted" in readings
         self.moved = "moved" in readings and fit is not None
         self.joined = "joined" in readings and fit is not None
+        self.retyped = "retyped" in readings and fit is not None and extensions is not None
         self.fit = fit
         self.same = same
         # longer readings always carry the direct score: on the channel's word alone they add hops the question does
@@ -731,7 +738,7 @@ class ChannelChoice:
         prompt = self.generator.prompt
         dynamic = prompt.dynamic_examples(text)  # word overlap only: cheap, and ranked once for every use below
         shots = [*prompt.static_examples, *dynamic]  # what the pattern prompt showed for the question
-        result = self._joined(text, result, shots)
+        result = self._retyped(text, self._joined(text, result, shots))
         triples = result.pattern.triples()
         readings = shorter_readings(triples, self.limit) if self.shorter else []
         if self.contracted:
@@ -800,6 +807,44 @@ class ChannelChoice:
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
                        channel_gap=scores[best + 1] - own, channel_reading=chosen.kind)
+
+    def _retyped(self, text: str, result: PatternResult) -> PatternResult:
+        """``result`` with its asked-for leaf reached through one more hop where the KG matches that strictly better:
+        "Stafice War Memorial, the architect that designed it, graduated from what university?" written
+        ``[Stafice War Memorial, architect, UNKNOWN university 1]`` — the architect is no university, and the search's
+        kind prior makes the match pay for it; ``[Stafice War Memorial, architect, UNKNOWN entity 1], [UNKNOWN entity
+        1, alma mater, UNKNOWN university 1]`` does not. The added relation is one the middle node's best match heads
+        (nearest the question's words first, two tried); without the kind prior nothing is cheaper than the LLM's own
+        pattern, so nothing changes."""
+        if not self.retyped or result.attempts == 0 or self.extensions is None or self.fit is None:
+            return result
+        triples = _as_triples(result.pattern.triples())
+        asked = _asked(triples) if triples else "none"
+        on = [i for i, (h, _, t) in enumerate(triples) if asked in (h, t)]
+        if asked == "none" or _node_kind(asked) in ("", UNTYPED) or len(on) != 1:
+            return result
+        taken = {n for h, _, t in triples for n in (h, t)}
+        number = 1
+        while f"UNKNOWN {UNTYPED} {number}" in taken:
+            number += 1
+        middle = f"UNKNOWN {UNTYPED} {number}"
+        bare = tuple((middle if h == asked else h, r, middle if t == asked else t) for h, r, t in triples)
+        written = triples[on[0]][1]
+        other = [relation for relation in self.extensions(text, bare)  # not the hop itself again (a copy)
+                 if relation != written and (self.same is None or not self.same(relation, written))]
+        candidates = [Reading((*bare, (middle, relation, asked)), added=(middle, relation, asked), retyped=asked)
+                      for relation in other[:2]]
+        if not candidates:
+            return result
+        fits = [self.fit(r.triples) for r in candidates]
+        own, best = self.fit(triples), min(range(len(candidates)), key=lambda i: fits[i])
+        if not fits[best] < own - ANSWER_TOLERANCE:
+            return result
+        chosen = candidates[best]
+        note = f"{chosen.why()}: the KG matches it better (GSD {fits[best]:.3f} against {own:.3f})"
+        return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
+                       kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
+                       channel_reading="retyped")
 
     def _joined(self, text: str, result: PatternResult, shots: Sequence[Example]) -> PatternResult:
         """``result`` with its parts joined where the LLM wrote a pattern in parts and the KG matches one of its
