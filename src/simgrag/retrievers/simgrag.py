@@ -274,8 +274,10 @@ class SimGRAGRetriever:
             if self.channel_readings and asks and llm is not None:
                 judge = chosen.judge if isinstance(chosen, GroundedPatterns) else None
                 reader = _QuestionReader(self.subgraphs, generator, judge, self.settings)
+                # a retyped reading is taken only where the kind prior makes the LLM's pattern pay: without it, skip
+                offered = [k for k in kinds if k != "retyped" or self.kind_prior]
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
-                                       analogies=reader.analogies, readings=kinds, extensions=reader.extensions,
+                                       analogies=reader.analogies, readings=offered, extensions=reader.extensions,
                                        skips=reader.skips, anchors=reader.anchors, same=reader.same_relation,
                                        fit=reader.best_gsd)
             return chosen
