@@ -282,6 +282,23 @@ def bench_summarize(
     _write_summary(output, summary, format_summary(summary))
 
 
+@bench_app.command("diff")
+def bench_diff(
+    before: Annotated[Path, typer.Argument(help="JSONL results of the baseline run (e.g. --no-grounding)")],
+    after: Annotated[Path, typer.Argument(help="JSONL results of the run to judge, the same questions")],
+    show: Annotated[int, typer.Option("--show", min=0, help="fixed / broken questions listed, each")] = 20,
+) -> None:
+    """Two result files question by question: per-group Hits@1 of each, and the questions fixed and broken, with the
+    patterns both runs answered from (no harm: a change is judged by what it broke, not its total alone)."""
+    from simgrag.eval.row_diff import diff_files, format_diff
+
+    try:
+        diff = diff_files(before, after)
+    except SimGRAGError as exc:
+        raise _fail(exc) from exc
+    out.print(format_diff(diff, show=show), highlight=False, markup=False)
+
+
 @bench_app.command("qa")
 @llm_options
 def bench_qa(
