@@ -73,6 +73,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from simgrag.errors import ConfigError, LLMError
+from simgrag.grounding.judge import unknown_name
 from simgrag.grounding.question import normalize_name
 from simgrag.llm.base import LLM, samples_text, scores_text
 from simgrag.match.answers import ANSWER_TOLERANCE
@@ -215,11 +216,10 @@ class Reading:
             return f"added {list(self.added or ())}: the question names {self.anchor!r}, the pattern named nothing"
         if self.retyped is not None:
             return f"reached {self.retyped!r} through {list(self.added or ())}, a hop of the kind it asks for"
+        took = f"took out {self.unnamed!r}, which the question does not name, and " if self.unnamed else ""
         if self.joined is not None:
-            took = f"took out {self.unnamed!r}, which the question does not name, and " if self.unnamed else ""
             return f"{took}took {self.joined[0]!r} to be {self.joined[1]!r}, joining the pattern's parts"
         if self.moved is not None:
-            took = f"took out {self.unnamed!r}, which the question does not name, and " if self.unnamed else ""
             return f"{took}hung {list(self.dropped or ())} from {self.moved!r} instead"
         if self.added is not None:
             return f"added {list(self.added)}, a hop from the node it asked for"
@@ -424,10 +424,8 @@ def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
             continue
         kind = " ".join(kind.split()) or "entity"
         same = [n for n in unknown if _node_kind(n) == kind] if spell is not None and spell.per_kind else unknown
-        number = 1 + len(same)
-        while f"UNKNOWN {kind} {number}" in unknown:  # a pattern numbered with gaps (a copy taken out): a new node
-            number += 1
-        hop = (asked, written, f"UNKNOWN {kind} {number}")
+        # numbered after the pattern's own; where it has gaps (a copy taken out), the next name it does not use
+        hop = (asked, written, unknown_name(full, kind, start=1 + len(same)))
         if len(out) >= limit:
             break
         out.append(Reading((*full, hop), added=hop))
@@ -468,10 +466,11 @@ def moved_readings(triples: Sequence[Sequence[str]], limit: int = MAX_READINGS) 
     triple its direction, the other leaf in the shared node's place; nothing is added or dropped, so the channel alone
     scores it (at most ``limit``)."""
     full = _as_triples(triples)
-    degree: dict[str, int] = {}
-    for h, _, t in full:
-        for n in {h, t}:
-            degree[n] = degree.get(n, 0) + 1
+    if not full:
+        return []
+    pattern = Pattern.from_triples(full)
+    degree = dict(zip((node.text for node in pattern.nodes), pattern.degrees(), strict=True))
+
     def leaf_of(triple: tuple[str, str, str], node: str) -> str | None:
         other = triple[2] if triple[0] == node else triple[0]
         return other if other != node and is_unknown(other) and degree[other] == 1 else None
@@ -544,10 +543,7 @@ def unnamed_pattern(triples: Sequence[Sequence[str]], names: Collection[str], qu
                 continue
             known = spell.known.get(_relation_key(relation)) if spell is not None and leaf == t else None
             kind = known[1] if known is not None else UNTYPED  # the examples' word for it, else none
-            number = 1 + sum(_node_kind(n) == kind for n in unknown)
-            while f"UNKNOWN {kind} {number}" in unknown:
-                number += 1
-            node = f"UNKNOWN {kind} {number}"
+            node = unknown_name(full, kind, start=1 + sum(_node_kind(n) == kind for n in unknown))
             return tuple((node if a == leaf else a, r, node if b == leaf else b) for a, r, b in full), leaf
     return None
 
@@ -738,7 +734,8 @@ class ChannelChoice:
         prompt = self.generator.prompt
         dynamic = prompt.dynamic_examples(text)  # word overlap only: cheap, and ranked once for every use below
         shots = [*prompt.static_examples, *dynamic]  # what the pattern prompt showed for the question
-        result = self._retyped(text, self._joined(text, result, shots))
+        spelling = shot_spelling(shots)
+        result = self._retyped(text, self._joined(text, result, shots, spelling))
         triples = result.pattern.triples()
         readings = shorter_readings(triples, self.limit) if self.shorter else []
         if self.contracted:
@@ -753,17 +750,17 @@ class ChannelChoice:
             if moving:  # and with a name put in, or a name the question does not give taken out
                 readings += [replace(again, named=r.named) for r in named for again in self._best_moved(r.triples)]
                 for source in (triples, *(r.triples for r in named)):
-                    taken = unnamed_pattern(source, names, text, shot_spelling(shots))
+                    taken = unnamed_pattern(source, names, text, spelling)
                     if taken is not None:
                         readings += [replace(again, unnamed=taken[1]) for again in self._best_moved(taken[0])]
         if self.extensions is not None and result.attempts > 0:  # a hop the LLM left out: not where no LLM wrote it
             readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
-                                        shot_spelling(shots))
+                                        spelling)
         if self.skips is not None:
             readings += skipped_readings(triples, self.skips(text, _as_triples(triples)), self.limit)
         if self.anchors is not None and result.attempts > 0:  # both return nothing where the pattern names an entity
             readings += anchored_readings(triples, self.anchors(text, _as_triples(triples)), self.limit,
-                                          shot_spelling(shots))
+                                          spelling)
         if self.reasked:  # the pattern, and each with a name put in, asking for another leaf
             readings += reasked_readings(triples, self.limit)
             readings += [replace(again, named=r.named) for r in readings if r.kind == "named"
@@ -823,11 +820,7 @@ class ChannelChoice:
         on = [i for i, (h, _, t) in enumerate(triples) if asked in (h, t)]
         if asked == "none" or _node_kind(asked) in ("", UNTYPED) or len(on) != 1:
             return result
-        taken = {n for h, _, t in triples for n in (h, t)}
-        number = 1
-        while f"UNKNOWN {UNTYPED} {number}" in taken:
-            number += 1
-        middle = f"UNKNOWN {UNTYPED} {number}"
+        middle = unknown_name(triples, UNTYPED)
         bare = tuple((middle if h == asked else h, r, middle if t == asked else t) for h, r, t in triples)
         written = triples[on[0]][1]
         other = [relation for relation in self.extensions(text, bare)  # not the hop itself again (a copy)
@@ -846,7 +839,8 @@ class ChannelChoice:
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
                        channel_reading="retyped")
 
-    def _joined(self, text: str, result: PatternResult, shots: Sequence[Example]) -> PatternResult:
+    def _joined(self, text: str, result: PatternResult, shots: Sequence[Example],
+                spelling: ShotSpelling) -> PatternResult:
         """``result`` with its parts joined where the LLM wrote a pattern in parts and the KG matches one of its
         :func:`joined_readings` (the best) as well as the parts: a part hanging loose is not what a question asks
         (it matches anything), and the channel cannot tell — the 1.5B model found "Which department does the leader
@@ -856,7 +850,7 @@ class ChannelChoice:
         triples = result.pattern.triples()
         candidates = joined_readings(triples)
         if self.mentions is not None:  # and with a name the question does not give put back as an unknown node
-            taken = unnamed_pattern(triples, self.mentions(text), text, shot_spelling(shots))
+            taken = unnamed_pattern(triples, self.mentions(text), text, spelling)
             if taken is not None:
                 candidates += [replace(r, unnamed=taken[1]) for r in joined_readings(taken[0])]
         joined = self._best_of(candidates, cap=2 * self.limit)

@@ -704,10 +704,10 @@ def triple_set(triples: Sequence[Triple3]) -> tuple[Triple3, ...]:
     return tuple(sorted(triples))
 
 
-def unknown_name(triples: Sequence[Triple3], hint: str) -> str:
-    """A fresh ``UNKNOWN <hint> <n>`` not used in ``triples``."""
+def unknown_name(triples: Sequence[Triple3], hint: str, start: int = 1) -> str:
+    """A fresh ``UNKNOWN <hint> <n>`` not used in ``triples``, ``n`` from ``start`` up."""
     used = {t for tr in triples for t in (tr[0], tr[2])}
-    n = 1
+    n = start
     while f"UNKNOWN {hint} {n}" in used:
         n += 1
     return f"UNKNOWN {hint} {n}"
