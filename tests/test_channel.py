@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -843,6 +844,19 @@ def test_contracted_readings_run_by_default_where_the_channel_is_off(toy: IndexD
     assert off.ask("Who starred in Titanic?").pattern.families == ()  # type: ignore[union-attr]
 
 
+def _small_index(root: Path, triples: Sequence[tuple[str, str, str]], examples: str) -> IndexDir:
+    """``triples`` indexed by :func:`conftest.small_kg` (its ``examples`` file) and opened with its hash embedder."""
+    return open_index_dir(small_kg(root, triples, examples) / "kg.idx", embedder=HashEmbedder(dim=64))
+
+
+def _readings_alone(index: IndexDir, examples: str, writes: Callable[[Sequence[ChatMessage]], str],
+                    scores: Callable[[str, str, str], float], **options: Any) -> SimGRAGRetriever:
+    """The retriever with the pattern stage off — the default readings alone — over a scripted LLM that writes
+    ``writes`` and scores text by ``scores``."""
+    return SimGRAGRetriever(index, FakeLLM(writes, scores=scores), examples=parse_examples(examples),
+                            ground_patterns=False, **options)
+
+
 SIBLINGS = [("Ro", "sibling", "Ann"), ("Ro", "sibling", "Ben"), ("Ann", "nationality", "Brennish"),
             ("Ben", "nationality", "Brennish"), ("Ann", "sibling", "Cal"), ("Cal", "nationality", "Ostrian"),
             ("Ro", "nationality", "Norvish")]
@@ -867,11 +881,9 @@ def test_brothers_and_sisters_split_in_two_hops_are_one_kg_relation(tmp_path: Pa
     def likelier_joined(prefix: str, condition: str, scored: str) -> float:
         return -2.0 if "brother and sister" in condition else -9.0
 
-    root = small_kg(tmp_path, SIBLINGS, SIBLING_EXAMPLES)
-    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
+    index = _small_index(tmp_path, SIBLINGS, SIBLING_EXAMPLES)
     joined = with_relation_aliases(index, {list(index.store.relations).index("sibling"): ["brother", "sister"]})
-    retriever = SimGRAGRetriever(joined, FakeLLM(split, scores=likelier_joined),
-                                 examples=parse_examples(SIBLING_EXAMPLES), ground_patterns=False)
+    retriever = _readings_alone(joined, SIBLING_EXAMPLES, split, likelier_joined)
     context = retriever.retrieve("What are the nationalities of Ro's brothers and sisters?")
     assert context.pattern is not None and context.pattern.channel_reading == "contracted"
     assert context.pattern.pattern.triples()[0] == ("Ro", "brother and sister", "UNKNOWN person 2")
@@ -880,8 +892,7 @@ def test_brothers_and_sisters_split_in_two_hops_are_one_kg_relation(tmp_path: Pa
     relations = list(index.store.relations)
     apart = with_relation_aliases(index, {relations.index("sibling"): ["brother"],
                                           relations.index("nationality"): ["sister"]})
-    kept = SimGRAGRetriever(apart, FakeLLM(split, scores=likelier_joined),
-                            examples=parse_examples(SIBLING_EXAMPLES), ground_patterns=False)
+    kept = _readings_alone(apart, SIBLING_EXAMPLES, split, likelier_joined)
     found = kept.retrieve("What are the nationalities of Ro's brothers and sisters?")
     assert found.pattern is not None and found.pattern.channel_reading != "contracted"
 
@@ -912,10 +923,8 @@ def test_a_hop_hung_from_the_wrong_node_is_moved_where_the_kg_and_the_llm_say(tm
         scored.append(condition)
         return -2.0 if "[UNKNOWN club 1, plays_for_country, UNKNOWN country 1]" in condition else -9.0
 
-    root = small_kg(tmp_path, CLUBS, CLUB_EXAMPLES)
-    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
-    retriever = SimGRAGRetriever(index, FakeLLM(star, scores=likelier_moved), examples=parse_examples(CLUB_EXAMPLES),
-                                 ground_patterns=False)
+    index = _small_index(tmp_path, CLUBS, CLUB_EXAMPLES)
+    retriever = _readings_alone(index, CLUB_EXAMPLES, star, likelier_moved)
     context = retriever.retrieve("Where is the club Ivo plays for?")
     assert context.pattern is not None and context.pattern.channel_reading == "moved"
     assert context.pattern.pattern.triples() == [("Ivo", "plays_in_club", "UNKNOWN club 1"),
@@ -923,8 +932,7 @@ def test_a_hop_hung_from_the_wrong_node_is_moved_where_the_kg_and_the_llm_say(tm
     assert list(context.answer_candidates[:1]) == ["Brennland"]
     assert not any("[UNKNOWN country 1, plays_in_club, UNKNOWN club 1]" in c for c in scored)  # the KG's pick
     # where the channel does not prefer it, the LLM's pattern stays
-    kept = SimGRAGRetriever(index, FakeLLM(star, scores=lambda p, c, s: -2.0 if "ANSWER: UNKNOWN club 1" in c
-                                           else -9.0), examples=parse_examples(CLUB_EXAMPLES), ground_patterns=False)
+    kept = _readings_alone(index, CLUB_EXAMPLES, star, lambda p, c, s: -2.0 if "ANSWER: UNKNOWN club 1" in c else -9.0)
     found = kept.retrieve("Where is the club Ivo plays for?")
     assert found.pattern is not None and found.pattern.channel_reading is None
     assert list(found.answer_candidates[:1]) == ["Ashby FC"]
@@ -939,10 +947,8 @@ def test_a_national_team_the_question_does_not_name_is_taken_out_before_the_hop_
     def likelier_moved(prefix: str, condition: str, scored_text: str) -> float:
         return -2.0 if "[UNKNOWN club 1, plays_for_country, UNKNOWN" in condition else -9.0
 
-    root = small_kg(tmp_path, CLUBS, CLUB_EXAMPLES)
-    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
-    retriever = SimGRAGRetriever(index, FakeLLM(named_star, scores=likelier_moved),
-                                 examples=parse_examples(CLUB_EXAMPLES), ground_patterns=False)
+    retriever = _readings_alone(_small_index(tmp_path, CLUBS, CLUB_EXAMPLES), CLUB_EXAMPLES, named_star,
+                                likelier_moved)
     context = retriever.retrieve("Where is the club Ivo plays for?")
     assert context.pattern is not None and context.pattern.channel_reading == "moved"
     assert list(context.answer_candidates[:1]) == ["Brennland"]
@@ -977,11 +983,9 @@ def test_a_pattern_in_parts_is_joined_where_the_kg_matches_it_as_well(tmp_path: 
             return -2.0
         return -5.0 if "[UNKNOWN person 1, works_in, UNKNOWN department 1]" in condition else -9.0
 
-    root = small_kg(tmp_path, TEAM, TEAM_EXAMPLES)
-    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
+    index = _small_index(tmp_path, TEAM, TEAM_EXAMPLES)
     parts = written(["UNKNOWN project 1", "works_in", "UNKNOWN department 1"])
-    retriever = SimGRAGRetriever(index, FakeLLM(parts, scores=likelier_in_parts),
-                                 examples=parse_examples(TEAM_EXAMPLES), ground_patterns=False)
+    retriever = _readings_alone(index, TEAM_EXAMPLES, parts, likelier_in_parts)
     context = retriever.retrieve("Which department does the leader of Atlas work in?")
     assert context.pattern is not None and context.pattern.channel_reading == "joined"
     assert context.pattern.pattern.triples() == [("UNKNOWN person 1", "leads_project", "Atlas"),
@@ -989,16 +993,14 @@ def test_a_pattern_in_parts_is_joined_where_the_kg_matches_it_as_well(tmp_path: 
     assert list(context.answer_candidates[:1]) == ["Sales"]
     assert "joining the pattern's parts: the KG matches it as well as the parts" in context.pattern.kg_repairs[-1]
     # a department the question does not name (the LLM's guess) is put back as an unknown node before the join
-    guessed = SimGRAGRetriever(index, FakeLLM(written(["UNKNOWN project 1", "works_in", "Finance"]),
-                                              scores=likelier_in_parts), examples=parse_examples(TEAM_EXAMPLES),
-                               ground_patterns=False)
+    guessed = _readings_alone(index, TEAM_EXAMPLES, written(["UNKNOWN project 1", "works_in", "Finance"]),
+                              likelier_in_parts)
     again = guessed.retrieve("Which department does the leader of Atlas work in?")
     assert again.pattern is not None and again.pattern.channel_reading == "joined"
     assert list(again.answer_candidates[:1]) == ["Sales"]
     assert again.pattern.kg_repairs[-1].startswith("took out 'Finance', which the question does not name, and took")
-    located = written(["UNKNOWN project 1", "located_in", "UNKNOWN place 1"])
-    kept = SimGRAGRetriever(index, FakeLLM(located, scores=likelier_in_parts), examples=parse_examples(TEAM_EXAMPLES),
-                            ground_patterns=False)
+    kept = _readings_alone(index, TEAM_EXAMPLES, written(["UNKNOWN project 1", "located_in", "UNKNOWN place 1"]),
+                           likelier_in_parts)
     found = kept.retrieve("Where is the leader of Atlas located?")
     assert found.pattern is not None and found.pattern.channel_reading != "joined"
     assert ("UNKNOWN project 1", "located_in", "UNKNOWN place 1") in found.pattern.pattern.triples()
@@ -1025,19 +1027,15 @@ def test_an_asked_node_of_a_kind_its_hop_cannot_reach_is_reached_through_one_mor
     def kind_slip(messages: Sequence[ChatMessage]) -> str:
         return json.dumps({"triples": [["Ada", "spouse", "UNKNOWN profession 1"]]})
 
-    root = small_kg(tmp_path, COUPLES, COUPLE_EXAMPLES)
-    index = open_index_dir(root / "kg.idx", embedder=HashEmbedder(dim=64))
-    examples = parse_examples(COUPLE_EXAMPLES)
-    retriever = SimGRAGRetriever(index, FakeLLM(kind_slip, scores=lambda p, c, t: -5.0), examples=examples,
-                                 ground_patterns=False, kind_prior=True)
+    index = _small_index(tmp_path, COUPLES, COUPLE_EXAMPLES)
+    retriever = _readings_alone(index, COUPLE_EXAMPLES, kind_slip, lambda p, c, t: -5.0, kind_prior=True)
     context = retriever.retrieve("What does Ada's husband do?")
     assert context.pattern is not None and context.pattern.channel_reading == "retyped"
     assert context.pattern.pattern.triples() == [("Ada", "spouse", "UNKNOWN entity 1"),
                                                  ("UNKNOWN entity 1", "profession", "UNKNOWN profession 1")]
     assert list(context.answer_candidates[:1]) == ["Baker"]
     assert "a hop of the kind it asks for: the KG matches it better" in context.pattern.kg_repairs[-1]
-    plain = SimGRAGRetriever(index, FakeLLM(kind_slip, scores=lambda p, c, t: -5.0), examples=examples,
-                             ground_patterns=False, kind_prior=False)
+    plain = _readings_alone(index, COUPLE_EXAMPLES, kind_slip, lambda p, c, t: -5.0, kind_prior=False)
     kept = plain.retrieve("What does Ada's husband do?")
     assert kept.pattern is not None and kept.pattern.channel_reading != "retyped"
     assert kept.pattern.pattern.triples() == [("Ada", "spouse", "UNKNOWN profession 1")]
