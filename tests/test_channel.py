@@ -23,6 +23,8 @@ from simgrag.grounding.channel import (
     ChannelChoice,
     Reading,
     ShotSpelling,
+    _asked,
+    _asking,
     analogy_readings,
     channel_prompt,
     contracted_readings,
@@ -1039,6 +1041,55 @@ def test_an_asked_node_of_a_kind_its_hop_cannot_reach_is_reached_through_one_mor
     kept = plain.retrieve("What does Ada's husband do?")
     assert kept.pattern is not None and kept.pattern.channel_reading != "retyped"
     assert kept.pattern.pattern.triples() == [("Ada", "spouse", "UNKNOWN profession 1")]
+
+
+SQUADS = [("Kofi", "plays_for_country", "Ghana"), ("Kofi", "plays_in_club", "Aduana"),
+          ("Aduana", "is_in_country", "Ghana"), ("Lars", "plays_for_country", "Ghana"),
+          ("Lars", "plays_in_club", "Oslo FC"), ("Oslo FC", "is_in_country", "Norway"),
+          ("Hearts", "is_in_country", "Ghana"), ("Lars", "plays_position", "Goalkeeper")]
+SQUAD_EXAMPLES = """\
+name: squads
+examples:
+  - question: Which club does Lars play for?
+    triples:
+      - [Lars, plays_in_club, UNKNOWN club 1]
+  - question: Which country is Hearts in?
+    triples:
+      - [Hearts, is_in_country, UNKNOWN country 1]
+"""
+
+
+def test_an_asked_node_on_two_hops_is_reached_through_one_more_where_one_hop_cannot_reach_it(tmp_path: Path) -> None:
+    """"Which club in Ghana has a player from Ghana?" written ``[UNKNOWN club 1, is_in_country, Ghana], [UNKNOWN club 1,
+    plays_for_country, Ghana]``: a club plays for no country. Rerouting that hop through a player (one more hop the
+    player's match heads: plays_in_club) matches the KG exactly, and the club stays the node asked for: Aduana, not
+    Hearts (in Ghana, no player) nor Kofi (the player)."""
+    def star(messages: Sequence[ChatMessage]) -> str:
+        return json.dumps({"triples": [["UNKNOWN club 1", "is_in_country", "Ghana"],
+                                       ["UNKNOWN club 1", "plays_for_country", "Ghana"]]})
+
+    index = _small_index(tmp_path, SQUADS, SQUAD_EXAMPLES)
+    retriever = _readings_alone(index, SQUAD_EXAMPLES, star, lambda p, c, t: -5.0, kind_prior=True)
+    context = retriever.retrieve("Which club in Ghana has a player from Ghana?")
+    assert context.pattern is not None and context.pattern.channel_reading == "retyped"
+    triples = context.pattern.pattern.triples()
+    assert set(triples) == {("UNKNOWN club 1", "is_in_country", "Ghana"),
+                            ("UNKNOWN entity 1", "plays_for_country", "Ghana"),
+                            ("UNKNOWN entity 1", "plays_in_club", "UNKNOWN club 1")}
+    assert context.pattern.pattern.nodes[context.pattern.pattern.asked_node() or 0].text == "UNKNOWN club 1"
+    assert list(context.answer_candidates[:1]) == ["Aduana"]
+
+
+def test_asking_orders_triples_so_the_node_stays_the_one_asked_for() -> None:
+    cycle = (("UNKNOWN club 1", "in", "Ghana"), ("UNKNOWN entity 1", "for", "Ghana"),
+             ("UNKNOWN entity 1", "club", "UNKNOWN club 1"))
+    assert _asking(cycle, "UNKNOWN entity 1") == cycle  # no unknown leaf: the last unknown node is asked for
+    turned = _asking(cycle, "UNKNOWN club 1")
+    assert turned is not None and set(turned) == set(cycle)
+    assert _asked(turned) == "UNKNOWN club 1"
+    leaf = (("A", "r", "UNKNOWN x 1"), ("UNKNOWN x 1", "s", "UNKNOWN y 1"))
+    assert _asking(leaf, "UNKNOWN y 1") == leaf
+    assert _asking(leaf, "UNKNOWN x 1") is None  # another unknown leaf is asked for in every order
 
 
 def test_a_fit_that_found_the_named_readings_harmful_keeps_them_off(toy: IndexDir) -> None:

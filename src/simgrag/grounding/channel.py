@@ -653,6 +653,17 @@ def _asked(triples: Sequence[Sequence[str]]) -> str:
     return pattern.nodes[index].text if index is not None else "none"
 
 
+def _asking(triples: Triples, node: str) -> Triples | None:
+    """``triples`` in an order whose asked-for node (:meth:`~simgrag.pattern.graph.Pattern.asked_node`) is ``node``:
+    as they are, else the triples without ``node`` first; ``None`` where neither order asks for it (another unknown
+    leaf)."""
+    last = (*(x for x in triples if node not in (x[0], x[2])), *(x for x in triples if node in (x[0], x[2])))
+    for order in (triples, last):
+        if _asked(order) == node:
+            return order
+    return None
+
+
 def _condition(triples: Sequence[Sequence[str]]) -> str:
     return f"Triples: {_render(triples)}\nANSWER: {_asked(triples)}\nQuestion:"
 
@@ -806,27 +817,24 @@ class ChannelChoice:
                        channel_gap=scores[best + 1] - own, channel_reading=chosen.kind)
 
     def _retyped(self, text: str, result: PatternResult) -> PatternResult:
-        """``result`` with its asked-for leaf reached through one more hop where the KG matches that strictly better:
+        """``result`` with its asked-for node reached through one more hop where the KG matches that strictly better:
         "Stafice War Memorial, the architect that designed it, graduated from what university?" written
         ``[Stafice War Memorial, architect, UNKNOWN university 1]`` — the architect is no university, and the search's
         kind prior makes the match pay for it; ``[Stafice War Memorial, architect, UNKNOWN entity 1], [UNKNOWN entity
-        1, alma mater, UNKNOWN university 1]`` does not. The added relation is one the middle node's best match heads
-        (nearest the question's words first, two tried); without the kind prior nothing is cheaper than the LLM's own
-        pattern, so nothing changes."""
+        1, alma mater, UNKNOWN university 1]`` does not. Where the asked node has several hops, each is tried in turn
+        ("which team has a player from Ghana?" written ``[UNKNOWN team 1, is in country, Ghana], [UNKNOWN team 1,
+        plays for country, Ghana]``: a team plays for no country; its player does, and plays in it). The added
+        relation is one the middle node's best match heads (nearest the question's words first, two tried per hop);
+        without the kind prior nothing is cheaper than the LLM's own pattern, so nothing changes."""
         if not self.retyped or result.attempts == 0 or self.extensions is None or self.fit is None:
             return result
         triples = _as_triples(result.pattern.triples())
         asked = _asked(triples) if triples else "none"
-        on = [i for i, (h, _, t) in enumerate(triples) if asked in (h, t)]
-        if asked == "none" or _node_kind(asked) in ("", UNTYPED) or len(on) != 1:
+        on = [i for i, (h, _, t) in enumerate(triples) if asked in (h, t) and h != t]
+        if asked == "none" or _node_kind(asked) in ("", UNTYPED) or not on:
             return result
         middle = unknown_name(triples, UNTYPED)
-        bare = tuple((middle if h == asked else h, r, middle if t == asked else t) for h, r, t in triples)
-        written = triples[on[0]][1]
-        other = [relation for relation in self.extensions(text, bare)  # not the hop itself again (a copy)
-                 if relation != written and (self.same is None or not self.same(relation, written))]
-        candidates = [Reading((*bare, (middle, relation, asked)), added=(middle, relation, asked), retyped=asked)
-                      for relation in other[:2]]
+        candidates = [reading for i in on for reading in self._retyped_at(text, triples, i, middle)]
         if not candidates:
             return result
         fits = [self.fit(r.triples) for r in candidates]
@@ -838,6 +846,28 @@ class ChannelChoice:
         return replace(result, pattern=Pattern.from_triples(list(chosen.triples)),
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
                        channel_reading="retyped")
+
+    def _retyped_at(self, text: str, triples: Triples, i: int, middle: str) -> list[Reading]:
+        """The retyped readings of ``triples`` through hop ``i``: its asked end made ``middle``, which reaches the asked
+        node by one of the (two first) relations the middle node's best match heads — not hop ``i``'s own again (a
+        copy); none where no order of the triples keeps the asked node the one asked for."""
+        assert self.extensions is not None
+        asked = _asked(triples)
+        h, written, t = triples[i]
+        hop = (middle if h == asked else h, written, middle if t == asked else t)
+        others = tuple(x for j, x in enumerate(triples) if j != i)
+        # the middle node is the one asked for while its relations are looked up: its hop goes last, a leaf
+        bare = (*others, hop) if asked in (n for x in others for n in (x[0], x[2])) else tuple(
+            hop if j == i else x for j, x in enumerate(triples))
+        relations = [relation for relation in self.extensions(text, bare)
+                     if relation != written and (self.same is None or not self.same(relation, written))]
+        out = []
+        for relation in relations[:2]:
+            added = (middle, relation, asked)
+            ordered = _asking((*bare, added), asked)
+            if ordered is not None:
+                out.append(Reading(ordered, added=added, retyped=asked))
+        return out
 
     def _joined(self, text: str, result: PatternResult, shots: Sequence[Example],
                 spelling: ShotSpelling) -> PatternResult:
