@@ -29,6 +29,8 @@ from simgrag.grounding.channel import (
     channel_prompt,
     contracted_readings,
     fit_margin,
+    inserted_readings,
+    insertion_points,
     joined_readings,
     longer_readings,
     moved_readings,
@@ -1090,6 +1092,92 @@ def test_asking_orders_triples_so_the_node_stays_the_one_asked_for() -> None:
     leaf = (("A", "r", "UNKNOWN x 1"), ("UNKNOWN x 1", "s", "UNKNOWN y 1"))
     assert _asking(leaf, "UNKNOWN y 1") == leaf
     assert _asking(leaf, "UNKNOWN x 1") is None  # another unknown leaf is asked for in every order
+
+
+def test_insertion_points_are_each_hops_end_further_from_the_asked_node() -> None:
+    chain = (("Lachlan", "sibling", "UNKNOWN person 1"), ("UNKNOWN person 1", "ethnicity", "UNKNOWN ethnicity 1"))
+    assert insertion_points(chain) == [(1, "UNKNOWN person 1"), (0, "Lachlan")]
+    turned = (("UNKNOWN person 1", "children", "Lachlan"), ("UNKNOWN person 1", "ethnicity", "UNKNOWN ethnicity 1"))
+    assert insertion_points(turned) == [(1, "UNKNOWN person 1"), (0, "Lachlan")]
+    assert insertion_points((("UNKNOWN person 1", "sibling", "UNKNOWN person 2"),)) == []  # names nothing
+    assert insertion_points((("A", "r", "UNKNOWN x 1"), ("B", "s", "UNKNOWN y 1"))) == []  # in parts
+    assert insertion_points(()) == []
+
+
+def test_inserted_readings_put_one_hop_in_the_middle_of_another() -> None:
+    """"Lachlan's siblings' kids, what ethnic background are they?" written without the kids: a hop goes out from the
+    siblings (the node the ethnicity hop went on from) or from Lachlan; the asked node stays the ethnicity."""
+    chain = (("Lachlan", "sibling", "UNKNOWN person 1"), ("UNKNOWN person 1", "ethnicity", "UNKNOWN ethnicity 1"))
+    heads = {"UNKNOWN person 1": ["children", "ethnicity", "spouse"], "Lachlan": ["children"]}
+    readings = inserted_readings(chain, heads, limit=8)
+    assert [r.triples for r in readings] == [
+        (("Lachlan", "sibling", "UNKNOWN person 1"), ("UNKNOWN person 1", "children", "UNKNOWN children 3"),
+         ("UNKNOWN children 3", "ethnicity", "UNKNOWN ethnicity 1")),
+        (("Lachlan", "sibling", "UNKNOWN person 1"), ("UNKNOWN person 1", "spouse", "UNKNOWN spouse 3"),
+         ("UNKNOWN spouse 3", "ethnicity", "UNKNOWN ethnicity 1")),
+        (("Lachlan", "children", "UNKNOWN children 3"), ("UNKNOWN children 3", "sibling", "UNKNOWN person 1"),
+         ("UNKNOWN person 1", "ethnicity", "UNKNOWN ethnicity 1"))]
+    # the new node numbered after the pattern's own unknown nodes (as the longer readings number theirs)
+    assert all(r.kind == "inserted" and _asked(r.triples) == "UNKNOWN ethnicity 1" for r in readings)
+    assert readings[0].added == ("UNKNOWN person 1", "children", "UNKNOWN children 3")
+    assert "in the middle" in readings[0].why()
+    assert len(inserted_readings(chain, heads, limit=1)) == 1
+    assert len(inserted_readings(chain, heads, limit=8, per_point=1)) == 2
+    assert inserted_readings(chain, {}, limit=8) == []
+    # a relation the node already has in the pattern is a copy, not a hop left out ("X's kids' kids' countries")
+    kids = (("Ro", "children", "UNKNOWN person 1"), ("UNKNOWN person 1", "children", "UNKNOWN person 2"),
+            ("UNKNOWN person 2", "nationality", "UNKNOWN nationality 1"))
+    copies = inserted_readings(kids, {"UNKNOWN person 2": ["children", "spouse"]}, limit=8)
+    assert [r.added for r in copies] == [("UNKNOWN person 2", "spouse", "UNKNOWN spouse 4")]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["children", "sibling", "spouse", "profession"]), min_size=1, max_size=3),
+       st.lists(st.sampled_from(["children", "sibling", "mother", "nationality"]), max_size=3))
+def test_inserted_readings_add_one_hop_and_keep_the_rest(hops: list[str], relations: list[str]) -> None:
+    """Property: every inserted reading has one triple more, keeps the asked node, names the same entities, stays
+    connected, and holds every hop of the pattern but one, which goes on from the new node."""
+    from simgrag.pattern.graph import Pattern
+
+    nodes = ["Ro", *(f"UNKNOWN person {i}" for i in range(1, len(hops) + 1))]
+    chain = tuple((nodes[i], hop, nodes[i + 1]) for i, hop in enumerate(hops))
+    heads = {node: relations for node in nodes}
+    for reading in inserted_readings(chain, heads, limit=8):
+        assert len(reading.triples) == len(chain) + 1 and reading.added in reading.triples
+        assert _asked(reading.triples) == _asked(chain)
+        assert Pattern.from_triples([list(t) for t in reading.triples]).is_connected()
+        assert len(set(chain) - set(reading.triples)) == 1
+        assert {n for t in reading.triples for n in (t[0], t[2]) if not n.startswith("UNKNOWN")} == {"Ro"}
+
+
+KIN = [("Ro", "sibling", "Ann"), ("Ann", "children", "Kit"), ("Kit", "nationality", "Ostrian"),
+       ("Ann", "nationality", "Brennish"), ("Ro", "nationality", "Norvish")]
+
+
+def test_a_hop_left_out_in_the_middle_is_put_back_where_the_question_and_the_llm_say_so(tmp_path: Path) -> None:
+    """"What is the nationality of Ro's siblings' kids?" written ``[Ro, sibling, UNKNOWN person 1], [UNKNOWN person 1,
+    nationality, …]`` (Ann's: Brennish). The inserted reading with the kids is likelier (the channel, with the model's
+    own say on writing it) and the KG has it: Kit's, Ostrian. Where the channel does not prefer it, nothing changes."""
+    def kids_left_out(messages: Sequence[ChatMessage]) -> str:
+        return json.dumps({"triples": [["Ro", "sibling", "UNKNOWN person 1"],
+                                       ["UNKNOWN person 1", "nationality", "UNKNOWN nationality 1"]]})
+
+    def likelier_with_kids(prefix: str, condition: str, scored: str) -> float:
+        if not condition:  # the direct score: the model slightly prefers what it wrote
+            return -3.0 if "children" in scored else -2.0
+        return -2.0 if "children" in condition else -9.0
+
+    index = _small_index(tmp_path, KIN, SIBLING_EXAMPLES)
+    retriever = _readings_alone(index, SIBLING_EXAMPLES, kids_left_out, likelier_with_kids)
+    context = retriever.retrieve("What is the nationality of Ro's siblings' kids?")
+    assert context.pattern is not None and context.pattern.channel_reading == "inserted"
+    assert [r for _, r, _ in context.pattern.pattern.triples()] == ["sibling", "children", "nationality"]
+    assert list(context.answer_candidates[:1]) == ["Ostrian"]
+    assert "in the middle" in context.pattern.kg_repairs[-1]
+    plain = _readings_alone(index, SIBLING_EXAMPLES, kids_left_out, lambda p, c, t: -5.0)
+    kept = plain.retrieve("What is the nationality of Ro's siblings' kids?")
+    assert kept.pattern is not None and kept.pattern.channel_reading != "inserted"
+    assert list(kept.answer_candidates[:1]) == ["Brennish"]
 
 
 def test_a_fit_that_found_the_named_readings_harmful_keeps_them_off(toy: IndexDir) -> None:

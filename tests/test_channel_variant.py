@@ -6,6 +6,7 @@ each)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -129,11 +130,13 @@ def _writer(variant_right: bool):  # type: ignore[no-untyped-def]
 
 
 def _prefers(relation: str):  # type: ignore[no-untyped-def]
-    """Both directions favour patterns with ``relation``: the channel by 5 nats, the direct score by 1."""
+    """Both directions favour one-triple patterns with ``relation``: the channel by 5 nats, the direct score by 1 (a
+    longer or inserted reading with it, one hop more than the question asks, is not favoured)."""
     def score(prefix: str, condition: str, scored: str) -> float:
         if condition == "":
-            return -1.0 if relation in scored else -2.0
-        return -2.0 if relation in condition else -7.0
+            one = len(re.findall(r"\]\s*,\s*\[", scored)) == 0
+            return -1.0 if relation in scored and one else -2.0
+        return -2.0 if relation in condition and "; [" not in condition else -7.0
     return score
 
 

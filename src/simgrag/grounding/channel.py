@@ -17,22 +17,23 @@ LLM wrote", the most frequent small-model mistake on the KGs measured (BENCHMARK
 given the question's entity mentions, the pattern with an unknown node taken to be an entity the question names and
 the pattern leaves out (:func:`named_readings`); the pattern with a hop the LLM copied taken out ("X's dad's dad"
 written with three ``father`` hops: :func:`contracted_readings`); given the KG relations the asked-for node's best
-match heads, the pattern with the hop the LLM left out added ("what does X's wife do for a living?" written as
-X's spouse: :func:`longer_readings`); given the KG's say, the pattern with a hop the LLM added from a named node
-taken out ("What country is X from?" written through X's place of birth, where places have no country edge and
-people do: :func:`skipped_readings`); the pattern with a hop hung from the other of two leaves ("where is the club X
-plays for?" written as a star from X that asks for the club: :func:`moved_readings`, the way round the KG matches
-best); a pattern written in parts with one node under two labels joined (:func:`joined_readings`, taken where the
-KG matches it as well as the parts — the channel cannot tell a loose part); and, given the examples the prompt showed,
-*analogies*: an example's pattern with the question's entities in place of the example's own
-(:func:`analogy_readings`; the KG checks that each entity has the example's relations on those sides). Learned
-examples are read from the KG by the model itself but worded its way, not the user's: for "where is the football
-club that X plays for?" the 1.5B model wrote "[UNKNOWN person 1, plays for country, UNKNOWN country 1], [UNKNOWN
-country 1, is in club, UNKNOWN club 1]" beside the example "What country does Y play in? → [Y, plays in club,
-UNKNOWN club 1], [UNKNOWN club 1, is in country, UNKNOWN country 1]"; the channel compares the two. The best-scoring
-reading replaces the pattern only when it scores more than the pattern itself by a margin: :data:`MARGIN` (0: the
-model's own preference) unless the KG's fit sets one — the largest gap at which the channel broke more validation
-questions than it fixed (:func:`fit_margin`).
+match heads, the pattern with the hop the LLM left out added ("what does X's wife do for a living?" written as X's
+spouse: :func:`longer_readings`) or put in the middle of a chain ("X's siblings' kids" written without the kids:
+:func:`inserted_readings`, each node's KG relations, where the KG matches it as well); given the KG's say, the
+pattern with a hop the LLM added from a named node taken out ("What country is X from?" written through X's place of
+birth, where places have no country edge and people do: :func:`skipped_readings`); the pattern with a hop hung from
+the other of two leaves ("where is the club X plays for?" written as a star from X that asks for the club:
+:func:`moved_readings`, the way round the KG matches best); a pattern written in parts with one node under two
+labels joined (:func:`joined_readings`, taken where the KG matches it as well as the parts — the channel cannot tell
+a loose part); and, given the examples the prompt showed, *analogies*: an example's pattern with the question's
+entities in place of the example's own (:func:`analogy_readings`; the KG checks that each entity has the example's
+relations on those sides). Learned examples are read from the KG by the model itself but worded its way, not the
+user's: for "where is the football club that X plays for?" the 1.5B model wrote "[UNKNOWN person 1, plays for
+country, UNKNOWN country 1], [UNKNOWN country 1, is in club, UNKNOWN club 1]" beside the example "What country does
+Y play in? → [Y, plays in club, UNKNOWN club 1], [UNKNOWN club 1, is in country, UNKNOWN country 1]"; the channel
+compares the two. The best-scoring reading replaces the pattern only when it scores more than the pattern itself by
+a margin: :data:`MARGIN` (0: the model's own preference) unless the KG's fit sets one — the largest gap at which the
+channel broke more validation questions than it fixed (:func:`fit_margin`).
 
 And the LLM's own alternatives: :data:`SAMPLES` patterns it samples for the question at
 :data:`SAMPLE_TEMPERATURE` (fixed seeds; :func:`sampled_readings`) — "X's husband" written greedily with ``father``
@@ -47,7 +48,7 @@ the question's likelihood plus the model's own (both directions, below) chose th
 every KG (the company KG lost 4 two-hop questions to it, the DBpedia-shaped one net 4), so it is opt-in: a fit asked
 to try it (``simgrag grounding fit --llm-variant``) adds it to the default readings only on a gain beyond chance.
 
-A longer, sampled or variant reading's score adds the other direction (the *direct* score), the model's own
+A longer, inserted, sampled or variant reading's score adds the other direction (the *direct* score), the model's own
 log P(pattern | the pattern prompt) against its own pattern's: a hop the LLM did not write must explain the question
 *and* be one it might have written. The channel alone favours a pattern that explains more of the question's words —
 a hop added to a one-hop question — which the model asked for the pattern would not write; an added hop is spelled
@@ -103,7 +104,7 @@ MAX_READINGS = 4
 #: example's pattern, a copied hop taken out, a hop longer, a hop the KG does not go on from skipped, an entity the
 #: question names tied to a pattern naming none, a hop hung from another leaf, a pattern's parts joined
 READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped", "anchored", "moved", "joined",
-            "retyped")
+            "retyped", "inserted")
 #: every kind of reading: :data:`READINGS`, the patterns the LLM samples for the question (:data:`SAMPLES` more
 #: LLM calls per question) and its variant (one more): offered only where a KG's fit turns them on, or when asked for
 KNOWN_READINGS = (*READINGS, "sampled", "variant", "reasked")
@@ -127,7 +128,8 @@ DIRECT_KEEP = 2
 #: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
 #: questions are written the model's way and rarely show these slips). The variant joins them where a KG's fit
 #: asked to try it found a gain (:attr:`~simgrag.grounding.fit.GroundingFit.variant`)
-DEFAULT_READINGS = ("named", "contracted", "longer", "skipped", "anchored", "moved", "joined", "retyped")
+DEFAULT_READINGS = ("named", "contracted", "longer", "skipped", "anchored", "moved", "joined", "retyped",
+                    "inserted")
 #: the kind name of the variant readings (:func:`variant_readings`)
 VARIANT = "variant"
 
@@ -137,6 +139,9 @@ Triples = tuple[tuple[str, str, str], ...]
 Analogies = Callable[[str, Sequence[Example]], Sequence[tuple[str, Triples]]]
 #: (question, pattern) → the KG relations its asked-for node's best match is the head of, most likely first
 Extensions = Callable[[str, Triples], Sequence[str]]
+#: (question, pattern, node) → the KG relations the node's best match heads, most likely first
+#: (:func:`inserted_readings`)
+Heads = Callable[[str, Triples, str], Sequence[str]]
 #: (question, pattern) → the (named node, unknown node) pairs whose hop the KG says may be skipped
 #: (:func:`skipped_readings`)
 Skips = Callable[[str, Triples], Collection[tuple[str, str]]]
@@ -174,6 +179,7 @@ class Reading:
     unnamed: str | None = None  # a moved or joined reading: the name the LLM put at a leaf, which the question lacks
     joined: tuple[str, str] | None = None  # a joined reading: (the unknown node taken out, the one in its place)
     retyped: str | None = None  # a retyped reading: the asked node, now reached through ``added``
+    inserted: str | None = None  # an inserted reading: the node ``added`` goes out from, in the middle of a hop
 
     @property
     def kind(self) -> str:
@@ -190,6 +196,8 @@ class Reading:
             return "joined"
         if self.retyped is not None:
             return "retyped"
+        if self.inserted is not None:
+            return "inserted"
         if self.added is not None:
             return "longer"
         if self.asked is not None:
@@ -216,6 +224,8 @@ class Reading:
             return f"added {list(self.added or ())}: the question names {self.anchor!r}, the pattern named nothing"
         if self.retyped is not None:
             return f"reached {self.retyped!r} through {list(self.added or ())}, a hop of the kind it asks for"
+        if self.inserted is not None:
+            return f"added {list(self.added or ())} in the middle, a hop the pattern went on from {self.inserted!r}"
         took = f"took out {self.unnamed!r}, which the question does not name, and " if self.unnamed else ""
         if self.joined is not None:
             return f"{took}took {self.joined[0]!r} to be {self.joined[1]!r}, joining the pattern's parts"
@@ -429,6 +439,68 @@ def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
         if len(out) >= limit:
             break
         out.append(Reading((*full, hop), added=hop))
+    return out
+
+
+def insertion_points(triples: Sequence[Sequence[str]]) -> list[tuple[int, str]]:
+    """(triple index, its end further from the asked-for node) for each triple of a connected pattern that names an
+    entity: where a hop left out in the middle would go out from (:func:`inserted_readings`), nearest the asked node
+    first."""
+    full = _as_triples(triples)
+    asked = _asked(full) if full else "none"
+    if (asked == "none" or all(is_unknown(n) for h, _, t in full for n in (h, t))
+            or not Pattern.from_triples([list(t) for t in full]).is_connected()):
+        return []  # and none in a pattern that names nothing: a chain goes out from a name
+    distance = {asked: 0}
+    frontier = [asked]
+    while frontier:
+        node = frontier.pop(0)
+        for h, _, t in full:
+            for here, there in ((h, t), (t, h)):
+                if here == node and there not in distance:
+                    distance[there] = distance[node] + 1
+                    frontier.append(there)
+    points = [(i, h if distance[h] > distance[t] else t) for i, (h, _, t) in enumerate(full)
+              if distance[h] != distance[t]]
+    return sorted(points, key=lambda p: distance[p[1]])
+
+
+def inserted_readings(triples: Sequence[Sequence[str]], heads: Mapping[str, Sequence[str]], limit: int = MAX_READINGS,
+                      spell: ShotSpelling | None = None, *, per_point: int = 2) -> list[Reading]:
+    """The pattern with one more hop in the middle of one of its hops: "Lachlan's siblings' kids, what ethnic
+    background are they?" written ``[Lachlan, sibling, UNKNOWN person 1], [UNKNOWN person 1, ethnicity, …]`` — the
+    kids left out — gains ``[UNKNOWN person 1, children, UNKNOWN person 2]``, the ethnicity now the kids'. At each
+    :func:`insertion_points` (a triple and its end further from the asked node), ``heads[end]`` are the KG relations
+    that end's match heads (the caller's KG lookup, most likely first; ``per_point`` of them, not the hop's own): the
+    new hop goes out from that end to a new node, from which the triple goes on — not by a relation the end already
+    has in the pattern ("X's kids' kids" gaining a third ``children`` hop is a copy, not a hop left out). The asked
+    node stays the one asked for; at most ``limit``. ``spell`` writes the relation and the new node's kind as the
+    examples do."""
+    full = _as_triples(triples)
+    asked = _asked(full) if full else "none"
+    unknown = [n for n in dict.fromkeys(n for h, _, t in full for n in (h, t)) if is_unknown(n)]
+    out: list[Reading] = []
+    for i, far in insertion_points(full):
+        head, relation, tail = full[i]
+        near = tail if head == far else head
+        own = {r for h, r, t in full if far in (h, t)}  # a copy of a hop the node has is no hop left out
+        taken = 0
+        for kg_relation in dict.fromkeys(heads.get(far, ())):
+            if len(out) >= limit or taken >= per_point:
+                break
+            written, kind = (spell(kg_relation) if spell is not None
+                             else (kg_relation, kg_relation.replace("_", " ")))
+            if kg_relation in own or written in own or not written.strip():
+                continue
+            kind = " ".join(kind.split()) or UNTYPED
+            same = [n for n in unknown if _node_kind(n) == kind] if spell is not None and spell.per_kind else unknown
+            middle = unknown_name(full, kind, start=1 + len(same))
+            added = (far, written, middle)
+            goes_on = (middle, relation, near) if head == far else (near, relation, middle)
+            ordered = _asking((*full[:i], added, goes_on, *full[i + 1:]), asked)
+            if ordered is not None:
+                out.append(Reading(ordered, added=added, inserted=far))
+                taken += 1
     return out
 
 
@@ -710,7 +782,7 @@ class ChannelChoice:
                  analogies: Analogies | None = None, readings: Collection[str] = READINGS,
                  extensions: Extensions | None = None, skips: Skips | None = None,
                  anchors: Anchors | None = None, same: Callable[[str, str], bool] | None = None,
-                 fit: Callable[[Triples], float] | None = None) -> None:
+                 fit: Callable[[Triples], float] | None = None, heads: Heads | None = None) -> None:
         if not scores_text(llm):
             raise LLMError(f"{llm.name} cannot score text: the channel choice needs the embedded llama.cpp model")
         unknown = sorted(set(readings) - set(KNOWN_READINGS))
@@ -731,6 +803,7 @@ class ChannelChoice:
         # longer readings always carry the direct score: on the channel's word alone they add hops the question does
         # not ask (WorldCup2014's file, fitted with them and without it: 3 conjunctive questions lost a club hop)
         self.extensions = extensions if "longer" in readings else None
+        self.heads = heads if "inserted" in readings and fit is not None else None  # and the direct score
         self.skips = skips if "skipped" in readings else None
         self.anchors = anchors if "anchored" in readings else None
         # the LLM's own alternatives: only where it samples by seed (fixed seeds; the call cache keeps their replies)
@@ -767,6 +840,8 @@ class ChannelChoice:
         if self.extensions is not None and result.attempts > 0:  # a hop the LLM left out: not where no LLM wrote it
             readings += longer_readings(triples, self.extensions(text, _as_triples(triples)), self.limit,
                                         spelling)
+        if self.heads is not None and result.attempts > 0:  # a hop left out in the middle: as the longer ones
+            readings += self._inserted(text, triples, spelling)
         if self.skips is not None:
             readings += skipped_readings(triples, self.skips(text, _as_triples(triples)), self.limit)
         if self.anchors is not None and result.attempts > 0:  # both return nothing where the pattern names an entity
@@ -907,6 +982,20 @@ class ChannelChoice:
                        kg_repairs=(*result.kg_repairs, note), families=(*result.families, CHANNEL),
                        channel_reading="joined")
 
+    def _inserted(self, text: str, triples: Sequence[Sequence[str]], spelling: ShotSpelling) -> list[Reading]:
+        """The :func:`inserted_readings` of ``triples``, each insertion point's relations looked up in the KG, those
+        the KG matches as well as the pattern: a hop left out is a chain the KG has as the question says it
+        (``[UNKNOWN year 1, directed by, …]``, a year that someone directed, is none)."""
+        assert self.heads is not None and self.fit is not None
+        full = _as_triples(triples)
+        ends = dict.fromkeys(far for _, far in insertion_points(full))
+        readings = inserted_readings(full, {far: self.heads(text, full, far) for far in ends}, 2 * self.limit,
+                                     spelling)
+        if not readings:
+            return []
+        own = self.fit(full)
+        return [r for r in readings if self.fit(r.triples) <= own + ANSWER_TOLERANCE]
+
     def _best_moved(self, triples: Sequence[Sequence[str]]) -> list[Reading]:
         """The :func:`moved_readings` of ``triples`` the KG matches best: which way round a hop hangs is the KG's
         say; whether it hangs there at all, the channel's."""
@@ -928,15 +1017,17 @@ class ChannelChoice:
         """``readings`` with the longer ones cut to the :data:`DIRECT_KEEP` the model itself finds likeliest to
         write, and for each longer one kept and each one an LLM call wrote (sampled, a variant; by its new position) its
         direct score minus the LLM's own pattern's."""
-        longer = [i for i, r in enumerate(readings) if r.added is not None and r.anchor is None]
+        added = [i for i, r in enumerate(readings) if r.added is not None and r.anchor is None]
         sampled = [i for i, r in enumerate(readings) if r.written]
-        if not longer and not sampled:
+        if not added and not sampled:
             return readings, {}
-        both = [*longer, *sampled]
+        both = [*added, *sampled]
         written = self._direct(text, [triples, *(readings[i].triples for i in both)])
-        ranked = sorted(range(len(longer)), key=lambda j: -written[j + 1])
-        gains = {longer[j]: written[j + 1] - written[0] for j in ranked[:DIRECT_KEEP]}
-        gains.update({i: written[len(longer) + j + 1] - written[0] for j, i in enumerate(sampled)})
+        score = {i: written[j + 1] - written[0] for j, i in enumerate(both)}
+        gains: dict[int, float] = {i: score[i] for i in sampled}
+        for inserted in (False, True):  # the longer ones, then the inserted ones: each its DIRECT_KEEP likeliest
+            group = [i for i in added if (readings[i].inserted is not None) == inserted]
+            gains.update({i: score[i] for i in sorted(group, key=lambda i: -score[i])[:DIRECT_KEEP]})
         kept = [i for i, r in enumerate(readings) if ((r.added is None or r.anchor is not None) and not r.written)
                 or i in gains]  # an anchored reading puts in a name, as a named one does: the channel alone
         return [readings[i] for i in kept], {n: gains[i] for n, i in enumerate(kept) if i in gains}

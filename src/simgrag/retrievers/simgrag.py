@@ -279,7 +279,7 @@ class SimGRAGRetriever:
                 chosen = ChannelChoice(chosen, llm, generator, margin=margin, mentions=reader.names,
                                        analogies=reader.analogies, readings=offered, extensions=reader.extensions,
                                        skips=reader.skips, anchors=reader.anchors, same=reader.same_relation,
-                                       fit=reader.best_gsd)
+                                       fit=reader.best_gsd, heads=reader.heads)
             return chosen
 
         self.patterns: PatternStage = patterns or stage(examples or index_examples(index), asks=True)
@@ -374,19 +374,27 @@ class _QuestionReader:
         asked = pattern.asked_node()
         if asked is None:
             return []
+        return self.heads(question, triples, pattern.nodes[asked].text, repeats=False)
+
+    def heads(self, question: str, triples: Triples, node: str, *, repeats: bool = True) -> list[str]:
+        """The KG relations that ``node``'s best match for ``triples`` is the head of, those nearest a phrase of
+        ``question`` first, no turned-round twin; with ``repeats`` off, none whose far ends head it again (as
+        :meth:`extensions`). The channel's inserted readings take every one: a hop left out in the middle of a
+        chain is as often one to another person ("X's siblings' kids" written without the kids)."""
+        pattern = Pattern.from_triples([list(t) for t in triples])
         try:
             found = self.subgraphs.retrieve(pattern, self.settings)
         except SimGRAGError as exc:  # a pattern the search cannot take offers no longer reading
-            logger.debug("no longer readings for %r: %s", question, exc)
+            logger.debug("no KG relations for %r of %r: %s", node, question, exc)
             return []
-        binding = found.evidence[0].binding(pattern.nodes[asked].text) if found.evidence else None
+        binding = found.evidence[0].binding(node) if found.evidence else None
         if binding is None:
             return []
         judge = self.judge()
         roles = kg_roles(judge.retriever, binding.entity_id)
         twins = twin_relations(judge.store)  # the turned-round copy → the relation kept
         heads = [r for r, sides in sorted(roles.items()) if "head" in sides and judge.store.relations[r] not in twins
-                 and not _hop_repeats(judge.retriever, binding.entity_id, r)]
+                 and (repeats or not _hop_repeats(judge.retriever, binding.entity_id, r))]
         if not heads:
             return []
         phrases = list(judge.read(question).phrases) or [question]
