@@ -1150,6 +1150,33 @@ def test_inserted_readings_add_one_hop_and_keep_the_rest(hops: list[str], relati
         assert {n for t in reading.triples for n in (t[0], t[2]) if not n.startswith("UNKNOWN")} == {"Ro"}
 
 
+_NODES = st.sampled_from(["Ro", "Ann", "UNKNOWN person 1", "UNKNOWN person 2", "UNKNOWN place 1", ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_NODES, st.sampled_from(["children", "sibling", "", "place of birth"]), _NODES), max_size=4),
+       st.lists(st.sampled_from(["children", "spouse", "", "place of birth"]), max_size=3))
+def test_any_pattern_gives_inserted_readings_without_failing(triples: list[tuple[str, str, str]],
+                                                             relations: list[str]) -> None:
+    """Fuzz: loops, repeated triples, blank relation names offered, patterns in parts — no exception; each reading one
+    triple longer, asking for the same node. (The stage only hands on patterns that passed validation.)"""
+    from hypothesis import assume
+
+    from simgrag.pattern.graph import Pattern
+
+    try:
+        Pattern.from_triples([list(t) for t in triples])
+    except PatternError:
+        assume(False)
+    points = insertion_points(triples)
+    assert all(0 <= i < len(triples) for i, _ in points)
+    heads = {far: relations for _, far in points}
+    for reading in inserted_readings(triples, heads, limit=8):
+        assert len(reading.triples) == len(triples) + 1
+        assert _asked(reading.triples) == _asked(triples)
+        assert Pattern.from_triples([list(t) for t in reading.triples]).is_connected()  # a valid pattern, whole
+
+
 KIN = [("Ro", "sibling", "Ann"), ("Ann", "children", "Kit"), ("Kit", "nationality", "Ostrian"),
        ("Ann", "nationality", "Brennish"), ("Ro", "nationality", "Norvish")]
 
