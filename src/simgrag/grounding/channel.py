@@ -926,7 +926,8 @@ class ChannelChoice:
         """The retyped readings of ``triples`` through hop ``i``: its asked end made ``middle``, which reaches the asked
         node by one of the (two first) relations the middle node's best match heads — not hop ``i``'s own again (a
         copy); none where no order of the triples keeps the asked node the one asked for."""
-        assert self.extensions is not None
+        if self.extensions is None:
+            return []
         asked = _asked(triples)
         h, written, t = triples[i]
         hop = (middle if h == asked else h, written, middle if t == asked else t)
@@ -986,7 +987,8 @@ class ChannelChoice:
         """The :func:`inserted_readings` of ``triples``, each insertion point's relations looked up in the KG, those
         the KG matches as well as the pattern: a hop left out is a chain the KG has as the question says it
         (``[UNKNOWN year 1, directed by, …]``, a year that someone directed, is none)."""
-        assert self.heads is not None and self.fit is not None
+        if self.heads is None or self.fit is None:
+            return []
         full = _as_triples(triples)
         ends = dict.fromkeys(far for _, far in insertion_points(full))
         readings = inserted_readings(full, {far: self.heads(text, full, far) for far in ends}, 2 * self.limit,
