@@ -104,7 +104,7 @@ Channel = Annotated[bool | None, typer.Option(
                                    "where it is off, its default readings (a name put in, a copied hop taken "
                                    "out, a hop added or skipped, a named entity tied to a pattern that names "
                                    "none, a hop moved to the leaf it hangs from, a pattern in parts joined, "
-                                   "a hop to the kind asked for) "
+                                   "a hop to the kind asked for, a hop put back mid-chain) "
                                    "still run unless the fit found harm. "
                                    "--no-channel: none",
     show_default=False)]

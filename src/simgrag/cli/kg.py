@@ -360,7 +360,7 @@ def list_components() -> None:
               "likelihood and its own (readings and margin fitted per KG; where it is off, the default readings (a "
               "name put in, a copied hop taken out, a hop added or skipped, a named entity tied to a pattern that "
               "names none, a hop moved to the leaf it hangs from, a pattern in parts joined, a hop to the kind asked "
-              "for) run unless the KG's "
+              "for, a hop put back mid-chain) run unless the KG's "
               "fit found harm; "
               "--channel/--no-channel)", highlight=False)
 
