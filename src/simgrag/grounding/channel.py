@@ -102,7 +102,8 @@ MARGIN = 0.0
 MAX_READINGS = 4
 #: the kinds of reading offered unless told otherwise, each with its function: a hop shorter, a name put in, an
 #: example's pattern, a copied hop taken out, a hop longer, a hop the KG does not go on from skipped, an entity the
-#: question names tied to a pattern naming none, a hop hung from another leaf, a pattern's parts joined
+#: question names tied to a pattern naming none, a hop hung from another leaf, a pattern's parts joined, an asked node
+#: reached through one more hop (retyped), a hop put back in the middle of a chain (inserted)
 READINGS = ("shorter", "named", "analogy", "contracted", "longer", "skipped", "anchored", "moved", "joined",
             "retyped", "inserted")
 #: every kind of reading: :data:`READINGS`, the patterns the LLM samples for the question (:data:`SAMPLES` more
@@ -124,7 +125,8 @@ DIRECT_KEEP = 2
 #: copied, a last hop it left out that it would itself have written (longer, with the direct score), a hop it added
 #: that the KG does not go on from while the named entity does (skipped), an entity the question names tied to a
 #: pattern that names none (anchored), a hop hung from the wrong one of two leaves (moved), one node written under
-#: two labels (joined: taken on the KG's say alone) — so they
+#: two labels (joined: taken on the KG's say alone), an asked node of a kind its hop cannot reach (retyped: the KG's
+#: say alone), a hop left out in the middle of a chain (inserted, with the direct score) — so they
 #: need only do no harm, not show a gain the validation questions may never give a chance to (learned validation
 #: questions are written the model's way and rarely show these slips). The variant joins them where a KG's fit
 #: asked to try it found a gain (:attr:`~simgrag.grounding.fit.GroundingFit.variant`)
@@ -412,6 +414,22 @@ def _node_kind(node: str) -> str:
     return " ".join(words)
 
 
+def _spelled(relation: str, spell: ShotSpelling | None) -> tuple[str, str]:
+    """A KG relation as the examples write it and the kind of node it leads to (:func:`shot_spelling`); without
+    ``spell`` the KG's relation name serves for both."""
+    written, kind = spell(relation) if spell is not None else (relation, relation.replace("_", " "))
+    return written, " ".join(kind.split()) or UNTYPED
+
+
+def _fresh_node(full: Triples, kind: str, spell: ShotSpelling | None) -> str:
+    """A new unknown node of ``kind`` for a reading that adds a hop to ``full``: numbered after the pattern's own
+    unknown nodes (of that kind, where the examples number per kind); where the pattern has gaps (a copy taken out),
+    the next name it does not use."""
+    unknown = [n for n in dict.fromkeys(n for h, _, t in full for n in (h, t)) if is_unknown(n)]
+    same = [n for n in unknown if _node_kind(n) == kind] if spell is not None and spell.per_kind else unknown
+    return unknown_name(full, kind, start=1 + len(same))
+
+
 def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
                     limit: int = MAX_READINGS, spell: ShotSpelling | None = None) -> list[Reading]:
     """The pattern with one more hop from its asked-for node, which the hop's far end becomes: ``[X, spouse,
@@ -426,16 +444,12 @@ def longer_readings(triples: Sequence[Sequence[str]], relations: Sequence[str],
     if asked == "none":
         return []
     heads = {r for h, r, _ in full if h == asked}
-    unknown = [n for n in dict.fromkeys(n for h, _, t in full for n in (h, t)) if is_unknown(n)]
     out: list[Reading] = []
     for relation in dict.fromkeys(relations):
-        written, kind = spell(relation) if spell is not None else (relation, relation.replace("_", " "))
+        written, kind = _spelled(relation, spell)
         if relation in heads or written in heads or not written.strip():  # a blank name makes no triple
             continue
-        kind = " ".join(kind.split()) or "entity"
-        same = [n for n in unknown if _node_kind(n) == kind] if spell is not None and spell.per_kind else unknown
-        # numbered after the pattern's own; where it has gaps (a copy taken out), the next name it does not use
-        hop = (asked, written, unknown_name(full, kind, start=1 + len(same)))
+        hop = (asked, written, _fresh_node(full, kind, spell))
         if len(out) >= limit:
             break
         out.append(Reading((*full, hop), added=hop))
@@ -478,7 +492,6 @@ def inserted_readings(triples: Sequence[Sequence[str]], heads: Mapping[str, Sequ
     examples do."""
     full = _as_triples(triples)
     asked = _asked(full) if full else "none"
-    unknown = [n for n in dict.fromkeys(n for h, _, t in full for n in (h, t)) if is_unknown(n)]
     out: list[Reading] = []
     for i, far in insertion_points(full):
         head, relation, tail = full[i]
@@ -488,13 +501,10 @@ def inserted_readings(triples: Sequence[Sequence[str]], heads: Mapping[str, Sequ
         for kg_relation in dict.fromkeys(heads.get(far, ())):
             if len(out) >= limit or taken >= per_point:
                 break
-            written, kind = (spell(kg_relation) if spell is not None
-                             else (kg_relation, kg_relation.replace("_", " ")))
+            written, kind = _spelled(kg_relation, spell)
             if kg_relation in own or written in own or not written.strip():
                 continue
-            kind = " ".join(kind.split()) or UNTYPED
-            same = [n for n in unknown if _node_kind(n) == kind] if spell is not None and spell.per_kind else unknown
-            middle = unknown_name(full, kind, start=1 + len(same))
+            middle = _fresh_node(full, kind, spell)
             added = (far, written, middle)
             goes_on = (middle, relation, near) if head == far else (near, relation, middle)
             ordered = _asking((*full[:i], added, goes_on, *full[i + 1:]), asked)
@@ -1016,9 +1026,9 @@ class ChannelChoice:
 
     def _with_direct(self, text: str, triples: Sequence[Sequence[str]],
                      readings: list[Reading]) -> tuple[list[Reading], dict[int, float]]:
-        """``readings`` with the longer ones cut to the :data:`DIRECT_KEEP` the model itself finds likeliest to
-        write, and for each longer one kept and each one an LLM call wrote (sampled, a variant; by its new position) its
-        direct score minus the LLM's own pattern's."""
+        """``readings`` with the longer ones and the inserted ones each cut to the :data:`DIRECT_KEEP` the model itself
+        finds likeliest to write, and for each of those kept and each one an LLM call wrote (sampled, a variant; by its
+        new position) its direct score minus the LLM's own pattern's."""
         added = [i for i, r in enumerate(readings) if r.added is not None and r.anchor is None]
         sampled = [i for i, r in enumerate(readings) if r.written]
         if not added and not sampled:
