@@ -665,7 +665,7 @@ def test_index_command_attaches_a_given_examples_file(tmp_path: Path) -> None:
                    encoding="utf-8")
     idx = tmp_path / "geo.idx"
     result = CliRunner().invoke(app, ["index", str(write_geo_kg(tmp_path / "geo.txt")), "-o", str(idx), "--embedder",
-                                      "hash:64", "--examples", str(own)])
+                                      "hash:64", "--examples", str(own), "--no-learn"])
     assert result.exit_code == 0, result.output
     assert index_examples(open_index_dir(idx)) == idx / "examples.yaml"
     installed = CliRunner().invoke(app, ["examples", "install", str(idx), str(tmp_path / "missing.yaml")])

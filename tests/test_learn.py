@@ -402,6 +402,34 @@ def test_learn_kg_attaches_examples_and_validation_and_fits_the_pattern_stage(co
         attached_path(index.path, index.manifest, "validation")
 
 
+def test_a_kg_with_examples_of_its_own_learns_validation_questions_alone(company: IndexDir, tmp_path: Path) -> None:
+    from simgrag.bootstrap.install import install_examples
+
+    own = tmp_path / "mine.yaml"
+    own.write_text('examples:\n  - question: "Which department does Alice Chen work in?"\n'
+                   '    triples: [["Alice Chen", "works in", "UNKNOWN department 1"]]\n', encoding="utf-8")
+    install_examples(company.path, own)
+    script = ScriptedLearning()
+    settings = LearnSettings(target_validation=10, shots=6, validation_only=True)
+    assert settings.shot_shapes == () and settings.wanted_samples() == 5  # no shots, no shot-only shapes
+    report = learn_kg(company.path, script.llm, settings)
+    assert report.learned.shots == 0 and report.learned.examples_file is None and report.learned.validation >= 10
+    assert not (learn_dir(company.path) / EXAMPLES_FILE).exists()
+    index = open_index_dir(company.path)
+    assert load_examples(index_examples(index)).examples[0].question == "Which department does Alice Chen work in?"
+    assert "learned" not in index.manifest["attached"]["examples"]  # the user's file, untouched
+    validation = load_qa_file(index.path / "validation.jsonl")
+    assert len(validation) == report.learned.validation
+    for item in validation:  # every question's answers are its sample's pattern's answers in the KG
+        row = next(r for r in log_rows(learn_dir(company.path)) if any(q["question"] == item.question
+                                                                       for q in r["questions"]))
+        assert row["role"] == "validation" and set(item.answers) == brute_answers(company.store, row["triples"])
+    assert report.fit is not None and index.manifest["grounding"]["info"]["source"] == "bootstrapped validation"
+    assert report.fit_questions == report.learned.validation and index.manifest["learned"]["examples"] == 0
+    assert "validation questions (its examples stay its own)" in "\n".join(report.lines())
+    assert verify_index(index).ok
+
+
 def test_learn_kg_without_the_fit_and_with_too_few_questions(company: IndexDir) -> None:
     report = learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=8, shots=6), fit=False)
     assert report.fit is None and "--no-fit" in report.fit_note and "grounding" not in open_index_dir(
@@ -507,10 +535,20 @@ def test_index_learns_after_the_build_unless_told_not_to(tmp_path: Path, monkeyp
     own.write_text('examples:\n  - question: "Where does Alice Chen work?"\n'
                    '    triples: [["Alice Chen", "works in", "UNKNOWN department 1"]]\n', encoding="utf-8")
     given_examples = CliRunner().invoke(app, ["index", str(kg), "-o", str(tmp_path / "c.idx"), "--embedder",
-                                              "hash:64", "--examples", str(own)])
-    assert given_examples.exit_code == 0 and len(script.llm.calls) == calls
-    refused = CliRunner().invoke(app, ["learn", str(tmp_path / "c.idx")])
-    assert refused.exit_code == 2 and "--overwrite" in refused.output
+                                              "hash:64", "--examples", str(own), "--learn-budget", "120"])
+    assert given_examples.exit_code == 0, given_examples.output
+    assert "Learning the validation questions" in given_examples.output and len(script.llm.calls) > calls
+    index = open_index_dir(tmp_path / "c.idx")  # your examples stay; the stage is fitted with them
+    assert index_examples(index) == index.path / "examples.yaml" and "learned" not in index.manifest["attached"][
+        "examples"] and load_examples(index.path / "examples.yaml").examples[0].question == "Where does Alice Chen work?"
+    assert index.manifest["attached"]["validation"]["questions"] > 0 and "grounding" in index.manifest
+    calls = len(script.llm.calls)
+    again = CliRunner().invoke(app, ["learn", str(tmp_path / "c.idx"), "--no-fit", "--json", "-q"])
+    assert again.exit_code == 0, again.output  # validation questions alone again: nothing left to ask
+    assert json.loads(again.stdout)["learned"]["shots"] == 0 and len(script.llm.calls) == calls
+    replaced = CliRunner().invoke(app, ["learn", str(tmp_path / "c.idx"), "--overwrite", "--no-fit", "-q"])
+    assert replaced.exit_code == 0, replaced.output
+    assert open_index_dir(tmp_path / "c.idx").manifest["attached"]["examples"]["learned"] is True
 
 
 def test_a_metaqa_kg_does_not_learn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

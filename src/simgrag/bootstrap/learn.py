@@ -47,7 +47,8 @@ budget (5 minutes by default) from a handful of LLM calls, with no engine run:
    every other shot (chosen per question, never static: among the static ones they had genealogy's 1-hop
    questions written as chains);
    ``composed_shots`` composes every shot's question so, with no LLM call for any shot (WorldCup2014's real
-   questions lost 10 points on 1-hop: the stiff wording lacks people's verbs).
+   questions lost 10 points on 1-hop: the stiff wording lacks people's verbs). ``validation_only`` (a KG that
+   comes with examples of its own) makes no shots: every sample's kept questions are validation questions.
 
 Learning stops once the shots are full and validation holds ``target_validation`` questions, when the
 samples run out, or before an LLM call that would pass the time budget or the call bound — the report says
@@ -200,7 +201,11 @@ class LearnSettings:
     validation holds :data:`MIN_FIT_QUESTIONS` questions, learning stops writing questions that much time
     early (:meth:`fit_reserve_s`; at most :data:`FIT_RESERVE_SHARE` of the budget), so that the same budget
     also fits the pattern stage: an index whose learning ran out of time before its fit runs the unfitted
-    stage, which on WorldCup2014 cost 26 points on conjunctions against the LLM's own patterns."""
+    stage, which on WorldCup2014 cost 26 points on conjunctions against the LLM's own patterns.
+
+    ``validation_only``: make no shots — every kept question is a validation question, up to ``target_validation`` +
+    ``more_validation`` (no shot-only shapes are sampled). For a KG that comes with examples of its own (a file the
+    user wrote): its pattern stage is fitted on questions its examples never saw."""
 
     budget_s: float = 300.0
     max_llm_calls: int | None = None
@@ -217,10 +222,11 @@ class LearnSettings:
     kinds_per_call: int = 6
     exclude: frozenset[str] = frozenset()
     fit_questions: int = 0
+    validation_only: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shapes", parse_shapes(self.shapes))
-        wanted = parse_shapes(self.shot_shapes) if self.shot_shapes else ()
+        wanted = parse_shapes(self.shot_shapes) if self.shot_shapes and not self.validation_only else ()
         object.__setattr__(self, "shot_shapes", tuple(s for s in wanted if s not in self.shapes))
         object.__setattr__(self, "exclude", frozenset(self.exclude))
         if not self.budget_s > 0:
@@ -247,7 +253,12 @@ class LearnSettings:
 
     def wanted_samples(self) -> int:
         """Samples that must keep a question to fill the shots and the first ``target_validation`` questions."""
-        return self.shots + math.ceil(self.target_validation / self.questions_per_sample)
+        return self.wanted_shots + math.ceil(self.target_validation / self.questions_per_sample)
+
+    @property
+    def wanted_shots(self) -> int:
+        """The shots to make: ``shots``, none where ``validation_only``."""
+        return 0 if self.validation_only else self.shots
 
     @property
     def validation_questions(self) -> int:
@@ -255,7 +266,7 @@ class LearnSettings:
         return self.target_validation + self.more_validation
 
     def full(self, shots: int, validation: int) -> bool:
-        return shots >= self.shots and validation >= self.validation_questions
+        return shots >= self.wanted_shots and validation >= self.validation_questions
 
     def fit_reserve_s(self, seconds_per_call: float, validation: int) -> float:
         """Seconds of the budget kept for the fit after learning, given the mean question call so far and
@@ -363,7 +374,7 @@ class _Split:
         drawn for ``more_validation`` only (never a shot). The questions beyond ``target_validation`` are taken
         only once the shots are full, so the shots are those of a run without them."""
         wanted = settings.validation_questions
-        if more:
+        if more or settings.validation_only:
             return "validation" if len(self.validation) < wanted else None
         room = self.regular(settings) < settings.shots
         if room and self.brings(shape, relations, middles):
@@ -801,9 +812,10 @@ def learn_examples(index: IndexDir, llm: LLM, out_dir: str | Path, settings: Lea
     run = _Learn(index, counted, settings, log, out_dir, t0)
     logger.info("learning examples and validation questions for %s: about %d LLM calls, at most %.0f s",
                 index.path, expected_llm_calls(index, settings), settings.budget_s)
-    total = settings.shots + settings.validation_questions
+    total = settings.wanted_shots + settings.validation_questions
     bar = tqdm(total=total, initial=min(total, len(run.split.shots) + len(run.split.validation)), unit="question",
-               desc="learning examples", disable=not progress_on(progress))
+               desc="learning validation questions" if settings.validation_only else "learning examples",
+               disable=not progress_on(progress))
     try:
         run.run(bar)
     finally:

@@ -277,8 +277,10 @@ def make_engine(index: Path | IndexDir | None, llm: LLMChoice, *, retriever: str
 # -- learning at index time (simgrag learn; index and ask learn by themselves) ------------------------------
 Learn = Annotated[bool, typer.Option("--learn/--no-learn", help="when the index has no few-shot examples (a KG of "
                                                                "your own), learn them from the KG with the LLM, "
-                                                               "with validation questions, and attach them (see "
-                                                               "`simgrag learn`)")]
+                                                               "with validation questions, and attach them; when "
+                                                               "its examples are yours (index --examples), learn "
+                                                               "validation questions alone; then fit the pattern "
+                                                               "stage on them (see `simgrag learn`)")]
 LearnBudget = Annotated[float | None, typer.Option(
     "--learn-budget", min=1.0, help="seconds the learning may take (examples, validation questions, the pattern "
                                     "stage's fit; default: 300 for a KG of up to 20 relations, growing to 1800 at "

@@ -80,7 +80,8 @@ def index(
 
     The KG comes from a file, a SPARQL endpoint (sparql+http://…, paged, resumable) or a Kùzu database
     (kuzu:PATH). A KG that comes with no examples (no --examples, relations not MetaQA's) then learns its own
-    with the LLM, within --learn-budget seconds (`simgrag learn`; --no-learn skips it)."""
+    with the LLM, within --learn-budget seconds (`simgrag learn`; --no-learn skips it); one that comes with your
+    examples learns validation questions alone, to fit the pattern stage with your examples."""
     _setup_logging(verbose, quiet)
     from simgrag.cli.bootstrap import bootstrap_after_build
     from simgrag.cli.learn_cmd import learn_after_build
@@ -101,7 +102,7 @@ def index(
                   f"({kg['duplicates_removed']:,} duplicates removed) → {output}")
         bootstrap_after_build(output, llm, aliases=bootstrap_aliases,
                               examples=bootstrap_examples)
-        if learn and examples is None and not bootstrap_examples:
+        if learn and not bootstrap_examples:
             learn_after_build(output, llm, learn_budget)
     except SimGRAGError as exc:
         raise _fail(exc) from exc

@@ -2,8 +2,9 @@
 and attached to its index (:mod:`simgrag.eval.learn`).
 
 ``simgrag index`` learns by itself after building a KG that comes with no examples
-(:func:`learn_after_build`; ``--no-learn`` skips it), and ``simgrag ask`` on an index without examples
-learns before its first answer (:func:`ready_index`) instead of refusing.
+(:func:`learn_after_build`; ``--no-learn`` skips it) — validation questions alone for a KG that comes with
+examples of its own (``--examples``), to fit the pattern stage with them — and ``simgrag ask`` on an index
+without examples learns before its first answer (:func:`ready_index`) instead of refusing.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ LLMVariant = Annotated[bool, typer.Option(
     help="the fit also tries the variant among the default readings: the pattern the LLM writes with 2 more examples "
          "shown (as `simgrag grounding fit --llm-variant`; 1 more LLM call a question)")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="replace examples the index has that were not learnt "
-                                                             "(an attached file of your own)")]
+                                                             "(an attached file of your own; without it such an "
+                                                             "index learns validation questions alone)")]
 
 
 def _duration(seconds: float) -> str:
@@ -94,7 +96,9 @@ def run_learning(index_dir: Path, model: LLM, settings: LearnSettings, *, fit: b
     from simgrag.index.directory import open_index_dir
 
     calls, seconds = expected_seconds(open_index_dir(index_dir), settings, model.name)
-    say.print(f"Learning the examples and validation questions of {index_dir} with {model.name}: about {calls} LLM "
+    what = ("validation questions (its examples are your own: the pattern stage is fitted with them)"
+            if settings.validation_only else "examples and validation questions")
+    say.print(f"Learning the {what} of {index_dir} with {model.name}: about {calls} LLM "
               f"calls, ~{_duration(seconds)} expected, at most {_duration(settings.budget_s)} (--learn-budget).",
               highlight=False, markup=False)
     report = learn_kg(index_dir, model, settings, progress=progress, fit=fit, resume=resume, sampled=sampled,
@@ -104,24 +108,35 @@ def run_learning(index_dir: Path, model: LLM, settings: LearnSettings, *, fit: b
     return report
 
 
+def own_examples(index_dir: Path) -> bool:
+    """Whether the index's examples are a file of the user's own (attached, not learnt)."""
+    from simgrag.index.attach import read_manifest_json
+
+    own = (read_manifest_json(index_dir).get("attached") or {}).get("examples")
+    return own is not None and not own.get("learned")
+
+
 def learn_after_build(index_dir: Path, choice: LLMChoice, budget: float | None) -> None:
-    """``simgrag index``'s learning step, for a KG that came with no examples; a failure is a warning (the
-    index is built: ``simgrag learn`` tries again)."""
+    """``simgrag index``'s learning step, for a KG that came with no examples (examples and validation
+    questions) or with examples of the user's own (validation questions alone, to fit the pattern stage with
+    them); a failure is a warning (the index is built: ``simgrag learn`` tries again)."""
     from simgrag.bootstrap.learn import LearnSettings
     from simgrag.index.directory import open_index_dir
     from simgrag.retrievers.simgrag import needs_examples
 
-    if not needs_examples(open_index_dir(index_dir)):
+    validation_only = own_examples(index_dir)
+    if not validation_only and not needs_examples(open_index_dir(index_dir)):
         return
+    what = "validation questions" if validation_only else "examples"
     if _common.llm_for(choice) is None:
-        out.print(f"Not learning examples (--llm none): `simgrag learn {index_dir}` learns them later.",
+        out.print(f"Not learning {what} (--llm none): `simgrag learn {index_dir}` learns them later.",
                   highlight=False, markup=False)
         return
     try:
-        settings = LearnSettings(budget_s=_common.learn_budget_for(index_dir, budget))
+        settings = LearnSettings(budget_s=_common.learn_budget_for(index_dir, budget), validation_only=validation_only)
         run_learning(index_dir, learning_llm(choice), settings)
     except SimGRAGError as exc:
-        console.print(f"[yellow]warning:[/] learning the examples failed: {escape(str(exc))}\nThe index is built; "
+        console.print(f"[yellow]warning:[/] learning the {what} failed: {escape(str(exc))}\nThe index is built; "
                       f"`simgrag learn {escape(str(index_dir))}` tries again (it goes on where it stopped), or pass "
                       "--no-learn.", markup=True, highlight=False)
 
@@ -178,23 +193,21 @@ def learn(
     as_json: AsJson = False, verbose: Verbose = 0, quiet: Quiet = False,
 ) -> None:
     """Learn the KG's own few-shot examples and validation questions with the LLM (a few batched calls, within
-    a time budget), attach them to the index, and fit the pattern stage on the validation questions. Resumable:
-    run it again to go on after an interruption or a budget stop."""
+    a time budget), attach them to the index, and fit the pattern stage on the validation questions. An index
+    whose examples are your own learns validation questions alone, and the stage is fitted with your examples
+    (--overwrite: learnt examples replace yours). Resumable: run it again to go on after an interruption or a
+    budget stop."""
     _setup_logging(verbose, quiet)
     from simgrag.bootstrap.learn import DEFAULT_SHOT_SHAPES, LearnSettings
-    from simgrag.index.attach import read_manifest_json
 
     try:
-        own = (read_manifest_json(index_dir).get("attached") or {}).get("examples")
-        if own is not None and not own.get("learned") and not overwrite:
-            raise ConfigError(f"{index_dir} has examples of its own ({own.get('source')}); learning would replace "
-                              "them: pass --overwrite to do so")
+        validation_only = own_examples(index_dir) and not overwrite  # --overwrite: learnt examples replace them
         target, more = validation_split(validation_questions)
         budget = _common.learn_budget_for(index_dir, learn_budget, more)
         settings = LearnSettings(budget_s=budget, max_llm_calls=max_llm_calls, seed=seed,
                                  shot_shapes=(*DEFAULT_SHOT_SHAPES, *(("3hop",) if composed_3hop_shots else ())),
                                  target_validation=target,
-                                 more_validation=more)
+                                 more_validation=more, validation_only=validation_only)
         report = run_learning(index_dir, learning_llm(llm), settings, fit=fit, resume=resume,
                               say=console if as_json else out, progress=False if quiet else None, sampled=sampled,
                               variant=variant)

@@ -20,6 +20,11 @@ and ``simgrag learn INDEX_DIR``:
    stage is stored off (no edit family has shown it helps on this KG) and the report says how to fit it;
 4. what it cost — seconds, LLM calls, peak RSS — and what it made is recorded in the manifest under
    ``learned``.
+
+A KG that comes with examples of its own (``simgrag index --examples FILE``, or a file attached later) learns
+*validation questions only* (``LearnSettings(validation_only=True)``): its examples stay the prompt's, and the
+pattern stage is fitted with them on questions they never saw — unfitted, every edit family runs, and edits read
+off other KGs dropped correct hops of a genealogy KG asked by synonyms (issue 41).
 """
 
 from __future__ import annotations
@@ -113,9 +118,12 @@ class LearnKGReport:
 
     def lines(self, budget_s: float | None = None) -> list[str]:
         """What the command line prints."""
-        lines = [self.learned.summary(budget_s),
-                 f"Attached to {self.index}: {self.learned.shots} examples (its default from now on)"
-                 + (f" and {self.learned.validation} validation questions" if self.learned.validation else ""),
+        attached = (f"Attached to {self.index}: {self.learned.shots} examples (its default from now on)"
+                    + (f" and {self.learned.validation} validation questions" if self.learned.validation else "")
+                    if self.learned.shots else
+                    f"Attached to {self.index}: {self.learned.validation} validation questions (its examples stay "
+                    "its own)")
+        lines = [self.learned.summary(budget_s), attached,
                  self.fit_note,
                  f"Learning took {self.seconds:.0f} s, {self.llm_calls} LLM calls"
                  + (f" (the call cache answered {self.cache_hits} lookups, passed {self.cache_misses} to the model)"
@@ -145,13 +153,16 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
         settings = replace(settings, fit_questions=wanted)
     learned = learn_examples(open_index_dir(root), counted, learn_dir(root), settings, progress=progress,
                              resume=resume)
-    if learned.examples_file is None:
-        raise ConfigError(f"Learning kept no example for {root}: {learned.summary(settings.budget_s)}. The "
+    made = learned.validation_file if settings.validation_only else learned.examples_file
+    if made is None:
+        what = "validation question" if settings.validation_only else "example"
+        raise ConfigError(f"Learning kept no {what} for {root}: {learned.summary(settings.budget_s)}. The "
                           f"progress is kept in {learn_dir(root)}: run `simgrag learn {root}` again to go on (a "
                           "larger --learn-budget gives it more time), or use another LLM (--llm).")
-    install_examples(root, learned.examples_file, info={"bootstrapped": True, "learned": True, "llm": counted.name,
-                                                        "complete": learned.complete,
-                                                        "settings": settings.logged()})
+    if learned.examples_file is not None:
+        install_examples(root, learned.examples_file, info={"bootstrapped": True, "learned": True,
+                                                            "llm": counted.name, "complete": learned.complete,
+                                                            "settings": settings.logged()})
     if learned.validation_file is not None:
         attach_file(root, "validation", learned.validation_file,
                     info={"questions": learned.validation, "learned": True, "llm": counted.name})
