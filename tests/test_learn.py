@@ -414,15 +414,15 @@ def test_a_kg_with_examples_of_its_own_learns_validation_questions_alone(company
     assert settings.shot_shapes == () and settings.wanted_samples() == 5  # no shots, no shot-only shapes
     report = learn_kg(company.path, script.llm, settings)
     assert report.learned.shots == 0 and report.learned.examples_file is None and report.learned.validation >= 10
-    assert not (learn_dir(company.path) / EXAMPLES_FILE).exists()
+    work = learn_dir(company.path, validation_only=True)
+    assert work == learn_dir(company.path) / "validation" and not (work / EXAMPLES_FILE).exists()
     index = open_index_dir(company.path)
     assert load_examples(index_examples(index)).examples[0].question == "Which department does Alice Chen work in?"
     assert "learned" not in index.manifest["attached"]["examples"]  # the user's file, untouched
     validation = load_qa_file(index.path / "validation.jsonl")
     assert len(validation) == report.learned.validation
     for item in validation:  # every question's answers are its sample's pattern's answers in the KG
-        row = next(r for r in log_rows(learn_dir(company.path)) if any(q["question"] == item.question
-                                                                       for q in r["questions"]))
+        row = next(r for r in log_rows(work) if any(q["question"] == item.question for q in r["questions"]))
         assert row["role"] == "validation" and set(item.answers) == brute_answers(company.store, row["triples"])
     assert report.fit is not None and index.manifest["grounding"]["info"]["source"] == "bootstrapped validation"
     assert report.fit_questions == report.learned.validation and index.manifest["learned"]["examples"] == 0
@@ -539,8 +539,9 @@ def test_index_learns_after_the_build_unless_told_not_to(tmp_path: Path, monkeyp
     assert given_examples.exit_code == 0, given_examples.output
     assert "Learning the validation questions" in given_examples.output and len(script.llm.calls) > calls
     index = open_index_dir(tmp_path / "c.idx")  # your examples stay; the stage is fitted with them
-    assert index_examples(index) == index.path / "examples.yaml" and "learned" not in index.manifest["attached"][
-        "examples"] and load_examples(index.path / "examples.yaml").examples[0].question == "Where does Alice Chen work?"
+    assert index_examples(index) == index.path / "examples.yaml"
+    assert "learned" not in index.manifest["attached"]["examples"]
+    assert load_examples(index.path / "examples.yaml").examples[0].question == "Where does Alice Chen work?"
     assert index.manifest["attached"]["validation"]["questions"] > 0 and "grounding" in index.manifest
     calls = len(script.llm.calls)
     again = CliRunner().invoke(app, ["learn", str(tmp_path / "c.idx"), "--no-fit", "--json", "-q"])

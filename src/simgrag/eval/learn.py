@@ -66,6 +66,8 @@ logger = logging.getLogger(__name__)
 
 #: the manifest section that records a learning run
 LEARNED_KEY = "learned"
+#: the work area's folder of a run that learns validation questions alone (:func:`learn_dir`)
+VALIDATION_ONLY_DIR = "validation"
 #: the validation questions the fit wants time for: learning stops that much early once it has enough of them
 #: (:meth:`~simgrag.bootstrap.learn.LearnSettings.fit_reserve_s`)
 FIT_QUESTIONS = 16
@@ -78,10 +80,13 @@ LOCAL_CALL_CORE_S = 34.0
 SERVER_CALL_S = 4.0
 
 
-def learn_dir(index_dir: str | Path) -> Path:
-    """The work area of ``index_dir``'s learning: ``INDEX_DIR.learn/`` beside it."""
+def learn_dir(index_dir: str | Path, validation_only: bool = False) -> Path:
+    """The work area of ``index_dir``'s learning: ``INDEX_DIR.learn/`` beside it; ``validation_only``: its
+    ``validation/`` folder (a run that learns validation questions alone never clears the examples a full run
+    left there, which the user may be editing)."""
     root = Path(index_dir)
-    return root.with_name(root.name + ".learn")
+    work = root.with_name(root.name + ".learn")
+    return work / VALIDATION_ONLY_DIR if validation_only else work
 
 
 def expected_seconds(index: IndexDir, settings: LearnSettings, llm_name: str) -> tuple[int, float]:
@@ -151,13 +156,13 @@ def learn_kg(index_dir: str | Path, llm: LLM, settings: LearnSettings | None = N
     if fit and settings.fit_questions == 0:  # learning keeps time for the fit: on all the questions asked for
         wanted = settings.validation_questions if settings.more_validation else FIT_QUESTIONS  # beyond the default
         settings = replace(settings, fit_questions=wanted)
-    learned = learn_examples(open_index_dir(root), counted, learn_dir(root), settings, progress=progress,
-                             resume=resume)
+    work = learn_dir(root, settings.validation_only)
+    learned = learn_examples(open_index_dir(root), counted, work, settings, progress=progress, resume=resume)
     made = learned.validation_file if settings.validation_only else learned.examples_file
     if made is None:
         what = "validation question" if settings.validation_only else "example"
         raise ConfigError(f"Learning kept no {what} for {root}: {learned.summary(settings.budget_s)}. The "
-                          f"progress is kept in {learn_dir(root)}: run `simgrag learn {root}` again to go on (a "
+                          f"progress is kept in {work}: run `simgrag learn {root}` again to go on (a "
                           "larger --learn-budget gives it more time), or use another LLM (--llm).")
     if learned.examples_file is not None:
         install_examples(root, learned.examples_file, info={"bootstrapped": True, "learned": True,
@@ -265,6 +270,6 @@ def _record(root: Path, report: LearnKGReport, llm: str) -> None:
         "peak_rss_mb": report.peak_rss_mb, "llm": llm,
         "examples": learned.shots, "validation": learned.validation, "stopped": learned.stopped,
         "learning_seconds": learned.seconds, "learning_llm_calls": learned.llm_calls,
-        "fit_questions": report.fit_questions, "fit": report.fit_note, "work_dir": str(learn_dir(root)),
+        "fit_questions": report.fit_questions, "fit": report.fit_note, "work_dir": str(learned.out_dir),
         "learned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     write_manifest(root, manifest)
