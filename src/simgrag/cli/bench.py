@@ -342,7 +342,7 @@ def _pattern_stage_report(engine: Any, grounding: bool | None,
     if grounding is not None:
         said = "every family (--grounding)" if grounding else "off (--no-grounding)"
     elif fit is None:
-        said = f"{UNFITTED}; fit it with `simgrag grounding fit`"
+        said = f"{UNFITTED}; fit it with `simgrag learn INDEX` (learns validation questions) or `simgrag grounding fit`"
     else:
         said = "fitted: " + fit.describe()
     running = bool(getattr(engine.retriever, "channel", False))

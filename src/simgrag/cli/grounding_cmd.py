@@ -208,7 +208,8 @@ def grounding_show(index_dir: IndexArg, as_json: AsJson = False, verbose: Verbos
         out.print(json.dumps(None if fit is None else fit.to_dict(), indent=2), highlight=False, markup=False)
         return
     if fit is None:
-        out.print(f"grounding: {UNFITTED}; fit it with `simgrag grounding fit`", highlight=False, markup=False)
+        out.print(f"grounding: {UNFITTED}; fit it with `simgrag learn {index_dir}` (learns validation questions "
+                  "from the KG) or `simgrag grounding fit`", highlight=False, markup=False)
     else:
         out.print(_format(fit), highlight=False, markup=False)
     out.print(f"answer mode: {mode.describe() if mode is not None else 'not fitted (auto)'}", highlight=False,
