@@ -550,6 +550,13 @@ def test_index_learns_after_the_build_unless_told_not_to(tmp_path: Path, monkeyp
     replaced = CliRunner().invoke(app, ["learn", str(tmp_path / "c.idx"), "--overwrite", "--no-fit", "-q"])
     assert replaced.exit_code == 0, replaced.output
     assert open_index_dir(tmp_path / "c.idx").manifest["attached"]["examples"]["learned"] is True
+    installed = CliRunner().invoke(app, ["examples", "install", str(tmp_path / "a.idx"), str(own)])
+    assert installed.exit_code == 0 and f"simgrag learn {tmp_path / 'a.idx'}" in installed.output  # fitted before
+    refit = CliRunner().invoke(app, ["learn", str(tmp_path / "a.idx"), "--learn-budget", "120", "-q"])
+    assert refit.exit_code == 0, refit.output  # validation questions alone: the learnt examples' files stay
+    assert "learned" not in open_index_dir(tmp_path / "a.idx").manifest["attached"]["examples"]
+    assert (learn_dir(tmp_path / "a.idx") / EXAMPLES_FILE).is_file()
+    assert (learn_dir(tmp_path / "a.idx", validation_only=True) / VALIDATION_FILE).is_file()
 
 
 def test_a_metaqa_kg_does_not_learn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -183,13 +183,19 @@ def examples_install(index_dir: IndexArg, file: FileArg,
     """Attach an examples file to an index (checked first): ask/serve/bench on the index use it by default."""
     _setup_logging(verbose, quiet)
     from simgrag.bootstrap import install_examples
+    from simgrag.grounding.fit import MANIFEST_KEY
+    from simgrag.index.attach import read_manifest_json
 
     try:
         record = install_examples(index_dir, file, claims=claims)
+        fitted = not claims and MANIFEST_KEY in read_manifest_json(index_dir)
     except SimGRAGError as exc:
         raise _fail(exc) from exc
     out.print(f"Attached {file} ({record['examples']} examples) to {index_dir} as {record['file']}", highlight=False,
               markup=False)
+    if fitted:
+        out.print(f"The pattern stage was fitted with the examples the index had before: `simgrag learn {index_dir}` "
+                  "fits it with these (it learns validation questions alone).", highlight=False, markup=False)
 
 
 @aliases_app.command("bootstrap")
