@@ -430,6 +430,31 @@ def test_a_kg_with_examples_of_its_own_learns_validation_questions_alone(company
     assert verify_index(index).ok
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 30), st.integers(0, 30), st.integers(1, 12), st.booleans(),
+       st.lists(st.tuples(st.sampled_from(["1hop", "2hop", "conjunction"]), st.sampled_from(["a", "b", "c"]),
+                          st.booleans()), max_size=40))
+def test_learning_validation_alone_never_makes_a_shot(target: int, more: int, shots: int, validation_only: bool,
+                                                      samples: list[tuple[str, str, bool]]) -> None:
+    from simgrag.bootstrap.learn import _Split
+
+    settings = LearnSettings(target_validation=target, more_validation=more, shots=shots,
+                             shot_shapes=("3hop_forward",), validation_only=validation_only)
+    split = _Split()
+    for i, (shape, relation, drawn_for_more) in enumerate(samples):
+        role = split.role(shape, [relation], settings, more=drawn_for_more)
+        split.add({"index": i, "shape": shape, "role": role, "triples": [["A", relation, "UNKNOWN thing 1"]],
+                   "sample": {"answers": ["x"], "edges": [[0, relation, 1]], "entities": ["A", "x"],
+                              "asked": 1},
+                   "questions": [{"question": f"q{i} {j}", "kept": True} for j in range(2)]})
+        assert len(split.validation) <= settings.validation_questions + 1  # a sample's two wordings stay together
+    if validation_only:
+        assert not split.shots and settings.shot_shapes == () and settings.wanted_samples() == -(-target // 2)
+        assert settings.full(0, len(split.validation)) == (len(split.validation) >= target + more)
+    else:
+        assert len(split.shots) <= shots
+
+
 def test_learn_kg_without_the_fit_and_with_too_few_questions(company: IndexDir) -> None:
     report = learn_kg(company.path, ScriptedLearning().llm, LearnSettings(target_validation=8, shots=6), fit=False)
     assert report.fit is None and "--no-fit" in report.fit_note and "grounding" not in open_index_dir(
