@@ -584,6 +584,21 @@ def test_index_learns_after_the_build_unless_told_not_to(tmp_path: Path, monkeyp
     assert (learn_dir(tmp_path / "a.idx", validation_only=True) / VALIDATION_FILE).is_file()
 
 
+@pytest.mark.parametrize("attached", [[1, 2], "examples", {"examples": []}, {"examples": {"file": "x.yaml"}}])
+def test_a_corrupt_attached_section_is_a_clear_error_to_learn_and_ask(company: IndexDir, monkeypatch: pytest.MonkeyPatch,
+                                                                      attached: object) -> None:
+    script = ScriptedLearning()
+    monkeypatch.setattr(_common, "llm_for", lambda choice: script.llm)
+    manifest = json.loads((company.path / "manifest.json").read_text(encoding="utf-8"))
+    manifest["attached"] = attached
+    (company.path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    for args in (["learn", str(company.path)], ["ask", str(company.path), "Where does Alice Chen work?"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code != 0 and not isinstance(result.exception, AttributeError | TypeError | KeyError)
+        assert "corrupt" in result.output and "attached" in result.output, result.output
+    assert script.llm.calls == []
+
+
 def test_a_metaqa_kg_does_not_learn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from simgrag.testing import write_toy_kg
 

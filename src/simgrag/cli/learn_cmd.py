@@ -110,9 +110,9 @@ def run_learning(index_dir: Path, model: LLM, settings: LearnSettings, *, fit: b
 
 def own_examples(index_dir: Path) -> bool:
     """Whether the index's examples are a file of the user's own (attached, not learnt)."""
-    from simgrag.index.attach import read_manifest_json
+    from simgrag.index.attach import attachment_record, read_manifest_json
 
-    own = (read_manifest_json(index_dir).get("attached") or {}).get("examples")
+    own = attachment_record(read_manifest_json(index_dir), "examples")
     return own is not None and not own.get("learned")
 
 
@@ -145,12 +145,12 @@ def ready_index(index_dir: Path, choice: LLMChoice, budget: float | None) -> tup
     """The index ``ask`` answers from, and the LLM it resolved (``None``: none yet): an index without examples
     of its own (:func:`~simgrag.retrievers.simgrag.needs_examples`) learns them first, with a progress bar."""
     from simgrag.bootstrap.learn import LearnSettings
-    from simgrag.index.attach import read_manifest_json
+    from simgrag.index.attach import attachment_record, read_manifest_json
     from simgrag.index.directory import open_index_dir
     from simgrag.retrievers.simgrag import needs_examples
 
     try:
-        if (read_manifest_json(index_dir).get("attached") or {}).get("examples") is not None:
+        if attachment_record(read_manifest_json(index_dir), "examples") is not None:
             return index_dir, None  # the common case: no store opened here
     except IndexDirError:
         return index_dir, None  # opening it says what is wrong (or recovers an interrupted replacement)

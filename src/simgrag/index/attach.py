@@ -34,9 +34,9 @@ from simgrag.errors import ConfigError, IndexDirError
 from simgrag.fileio import write_bytes_atomic
 from simgrag.index.swap import MANIFEST
 
-__all__ = ["ATTACHMENT_FILES", "AttachmentKind", "attach_file", "attached_path", "check_attachments", "install_command",
-           "put_attachment", "read_manifest_json", "section_problem", "stage_attachments", "store_section",
-           "write_manifest"]
+__all__ = ["ATTACHMENT_FILES", "AttachmentKind", "attach_file", "attached_path", "attachment_record",
+           "check_attachments", "install_command", "put_attachment", "read_manifest_json", "section_problem",
+           "stage_attachments", "store_section", "write_manifest"]
 
 AttachmentKind = Literal["examples", "claim_examples", "relation_aliases", "validation"]
 #: kind → the file's name inside the index directory
@@ -142,9 +142,19 @@ def read_manifest_json(root: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def attachment_record(manifest: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    """The manifest's record of its ``kind`` attachment, ``None`` when it has none; a malformed ``attached`` section
+    (:func:`check_attachments`) is an :class:`~simgrag.errors.IndexDirError`."""
+    problem = check_attachments(manifest)
+    if problem is not None:
+        raise IndexDirError(f"the index's {MANIFEST} is corrupt: {problem}; rebuild the index.")
+    record: Mapping[str, Any] | None = (manifest.get("attached") or {}).get(kind)
+    return record
+
+
 def attached_path(root: Path, manifest: Mapping[str, Any], kind: str) -> Path | None:
     """The index's ``kind`` file when its manifest records one (checked against its sha256), else ``None``."""
-    record = (manifest.get("attached") or {}).get(kind)
+    record = attachment_record(manifest, kind)
     if record is None:
         return None
     path = Path(root) / record["file"]

@@ -55,7 +55,7 @@ from simgrag.grounding.lexicon import kg_roles
 from simgrag.grounding.registry import OFF_UNLESS_FITTED, family_names
 from simgrag.grounding.repair import repair_echoed_roles
 from simgrag.grounding.stage import STAGE_OPTIONS
-from simgrag.index.attach import attached_path
+from simgrag.index.attach import attached_path, attachment_record
 from simgrag.index.directory import IndexDir
 from simgrag.kg.store import KGStore, Triple
 from simgrag.kg.twins import twin_relations
@@ -96,7 +96,7 @@ def _metaqa_kg(index: IndexDir) -> bool:
 def needs_examples(index: IndexDir) -> bool:
     """Whether ``index`` has no few-shot examples of its own: no examples file recorded in its manifest and
     a KG whose relations are not MetaQA's (:func:`index_examples` would refuse it)."""
-    return (index.manifest.get("attached") or {}).get("examples") is None and not _metaqa_kg(index)
+    return attachment_record(index.manifest, "examples") is None and not _metaqa_kg(index)
 
 
 def index_examples(index: IndexDir, kind: Literal["questions", "claims"] = "questions") -> str | Path:
