@@ -585,8 +585,8 @@ def test_index_learns_after_the_build_unless_told_not_to(tmp_path: Path, monkeyp
 
 
 @pytest.mark.parametrize("attached", [[1, 2], "examples", {"examples": []}, {"examples": {"file": "x.yaml"}}])
-def test_a_corrupt_attached_section_is_a_clear_error_to_learn_and_ask(company: IndexDir, monkeypatch: pytest.MonkeyPatch,
-                                                                      attached: object) -> None:
+def test_a_corrupt_attached_section_is_a_clear_error_to_learn_and_ask(
+        company: IndexDir, monkeypatch: pytest.MonkeyPatch, attached: object) -> None:
     script = ScriptedLearning()
     monkeypatch.setattr(_common, "llm_for", lambda choice: script.llm)
     manifest = json.loads((company.path / "manifest.json").read_text(encoding="utf-8"))
